@@ -1,0 +1,226 @@
+//! Dispatching: from a job value to a payload in Redis.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::time::Duration;
+use uuid::Uuid;
+
+use crate::backoff::Backoff;
+use crate::delay::Delay;
+use crate::error::{Error, Result};
+use crate::job::Job;
+use crate::payload::Payload;
+use crate::queue::{Envelope, RedisQueue};
+
+/// The queue a job goes to when neither it nor its dispatch names one.
+pub const DEFAULT_QUEUE: &str = "default";
+
+/// A dispatch being prepared; await it to push the job and get its uuid.
+///
+/// ```no_run
+/// # use jobs_core::{job, Job, JobContext, JobResult};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Serialize, Deserialize)] struct SendInvoice { id: u64 }
+/// # #[job] impl Job for SendInvoice { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+/// # async fn demo() -> Result<(), jobs_core::Error> {
+/// let uuid = SendInvoice { id: 7 }.dispatch().delay(30).on_queue("billing").tries(5).await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a dispatch does nothing until it is awaited"]
+pub struct PendingDispatch<J: Job> {
+    job: J,
+    delay: Option<Delay>,
+    queue: Option<String>,
+    tries: Option<u32>,
+    backoff: Option<Backoff>,
+    timeout: Option<u64>,
+    connection: Option<RedisQueue>,
+}
+
+impl<J: Job> PendingDispatch<J> {
+    /// A dispatch of `job` with its type's options.
+    pub fn new(job: J) -> Self {
+        PendingDispatch {
+            job,
+            delay: None,
+            queue: None,
+            tries: None,
+            backoff: None,
+            timeout: None,
+            connection: None,
+        }
+    }
+
+    /// Runs the job no earlier than after this delay: seconds, a `Duration`, or a
+    /// `chrono::DateTime<Utc>`.
+    pub fn delay(mut self, delay: impl Into<Delay>) -> Self {
+        self.delay = Some(delay.into());
+        self
+    }
+
+    /// Pushes to this queue instead of the job's own.
+    pub fn on_queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// Allows this many attempts (0: unlimited).
+    pub fn tries(mut self, tries: u32) -> Self {
+        self.tries = Some(tries);
+        self
+    }
+
+    /// Waits this long before each retry: seconds, or a list of seconds.
+    pub fn backoff(mut self, backoff: impl Into<Backoff>) -> Self {
+        self.backoff = Some(backoff.into());
+        self
+    }
+
+    /// Lets the handler run this many seconds before it is stopped as timed out.
+    pub fn timeout(mut self, seconds: u64) -> Self {
+        self.timeout = Some(seconds);
+        self
+    }
+
+    /// Pushes through this handle instead of the process-wide default.
+    pub fn via(mut self, queue: &RedisQueue) -> Self {
+        self.connection = Some(queue.clone());
+        self
+    }
+
+    /// The payload this dispatch will push, with its queue and delay.
+    pub fn envelope(&self) -> Result<Envelope> {
+        let options = J::options();
+        let uuid = Uuid::new_v4();
+        let data = serde_json::value::to_raw_value(&self.job)
+            .map_err(|source| Error::Serialize { job: J::NAME, source })?;
+        let delay = self.delay.map(|d| d.duration_from_now());
+        let payload = Payload {
+            uuid,
+            display_name: options.display_name.unwrap_or(J::NAME).to_owned(),
+            job: J::NAME.to_owned(),
+            max_tries: self.tries.or(options.tries),
+            max_exceptions: None,
+            fail_on_timeout: options.fail_on_timeout,
+            backoff: self
+                .backoff
+                .clone()
+                .or_else(|| options.backoff())
+                .map(|b| b.to_string()),
+            timeout: self.timeout.or(options.timeout),
+            retry_until: None,
+            data,
+            created_at: chrono::Utc::now().timestamp(),
+            id: uuid.simple().to_string(),
+            attempts: 0,
+            delay: delay.map(delay_seconds),
+        };
+        Ok(Envelope {
+            uuid,
+            job: J::NAME.into(),
+            queue: self
+                .queue
+                .clone()
+                .unwrap_or_else(|| options.queue.unwrap_or(DEFAULT_QUEUE).to_owned()),
+            payload: payload.to_json(),
+            delay,
+        })
+    }
+
+    fn send(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
+        let prepared = self.envelope().and_then(|envelope| {
+            let queue = match &self.connection {
+                Some(queue) => queue.clone(),
+                None => RedisQueue::default_handle()?,
+            };
+            Ok((queue, envelope))
+        });
+        async move {
+            let (queue, envelope) = prepared?;
+            let uuid = envelope.uuid;
+            queue.push_all(std::slice::from_ref(&envelope)).await?;
+            Ok(uuid)
+        }
+    }
+}
+
+impl<J: Job> IntoFuture for PendingDispatch<J> {
+    type Output = Result<Uuid>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<Uuid>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.send())
+    }
+}
+
+/// Many dispatches, of any job types, pushed in one round trip.
+///
+/// ```no_run
+/// # use jobs_core::{job, Bulk, Job, JobContext, JobResult};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Serialize, Deserialize)] struct SendInvoice { id: u64 }
+/// # #[job] impl Job for SendInvoice { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+/// # async fn demo() -> Result<(), jobs_core::Error> {
+/// let mut bulk = Bulk::new();
+/// for id in 0..1000 {
+///     bulk.add(SendInvoice { id }.dispatch())?;
+/// }
+/// bulk.add(SendInvoice { id: 1000 }.dispatch().delay(60))?;
+/// let uuids = bulk.send().await?;
+/// assert_eq!(uuids.len(), 1001);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Default)]
+pub struct Bulk {
+    envelopes: Vec<Envelope>,
+    connection: Option<RedisQueue>,
+}
+
+impl Bulk {
+    /// An empty bulk dispatch through the process-wide default handle.
+    pub fn new() -> Self {
+        Bulk::default()
+    }
+
+    /// An empty bulk dispatch through `queue`.
+    pub fn via(queue: &RedisQueue) -> Self {
+        Bulk {
+            envelopes: Vec::new(),
+            connection: Some(queue.clone()),
+        }
+    }
+
+    /// Adds a dispatch (its payload is built now).
+    pub fn add<J: Job>(&mut self, dispatch: PendingDispatch<J>) -> Result<&mut Self> {
+        self.envelopes.push(dispatch.envelope()?);
+        Ok(self)
+    }
+
+    /// How many dispatches were added.
+    pub fn len(&self) -> usize {
+        self.envelopes.len()
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.envelopes.is_empty()
+    }
+
+    /// Pushes everything; returns the uuids in the order added.
+    pub async fn send(self) -> Result<Vec<Uuid>> {
+        let queue = match self.connection {
+            Some(queue) => queue,
+            None => RedisQueue::default_handle()?,
+        };
+        queue.push_all(&self.envelopes).await?;
+        Ok(self.envelopes.iter().map(|e| e.uuid).collect())
+    }
+}
+
+fn delay_seconds(delay: Duration) -> serde_json::Number {
+    if delay.subsec_millis() == 0 {
+        delay.as_secs().into()
+    } else {
+        serde_json::Number::from_f64(delay.as_secs_f64()).unwrap_or_else(|| delay.as_secs().into())
+    }
+}

@@ -1,0 +1,61 @@
+//! The errors of dispatching and queue operations.
+
+use std::time::Duration;
+
+/// What can go wrong talking to the queue.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The Redis URL could not be parsed.
+    #[error("invalid Redis URL {url:?}: {source}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// Why it was rejected.
+        source: redis::RedisError,
+    },
+    /// Redis could not be reached (connection refused, reset or closed).
+    #[error("Redis is unreachable: {0}")]
+    Unreachable(#[source] redis::RedisError),
+    /// Redis did not answer within the configured command timeout.
+    #[error("Redis did not answer within {0:?}")]
+    Timeout(Duration),
+    /// Redis answered with an error, or with a reply of an unexpected shape.
+    #[error("Redis command failed: {0}")]
+    Redis(#[source] redis::RedisError),
+    /// The job could not be turned into JSON.
+    #[error("cannot serialize job {job}: {source}")]
+    Serialize {
+        /// The job's registered name.
+        job: &'static str,
+        /// The serializer's error.
+        source: serde_json::Error,
+    },
+    /// The payload is larger than the configured maximum.
+    #[error("payload of job {job} is {size} bytes, over the limit of {limit} bytes")]
+    PayloadTooLarge {
+        /// The job's registered name.
+        job: String,
+        /// The payload's size in bytes.
+        size: usize,
+        /// The configured limit in bytes.
+        limit: usize,
+    },
+}
+
+impl From<redis::RedisError> for Error {
+    fn from(err: redis::RedisError) -> Self {
+        if err.is_timeout()
+            || err.is_io_error()
+            || err.is_connection_refusal()
+            || err.is_connection_dropped()
+        {
+            Error::Unreachable(err)
+        } else {
+            Error::Redis(err)
+        }
+    }
+}
+
+/// The result of queue operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,126 @@
+//! The `Job` trait and the options a job type carries.
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt;
+
+use crate::backoff::Backoff;
+use crate::context::JobContext;
+use crate::dispatch::PendingDispatch;
+
+/// A unit of background work: a plain serializable struct with an async handler.
+///
+/// Implement it inside `#[job]`, which names the job, records its options, and registers the
+/// type so that every worker linked with it can run it:
+///
+/// ```
+/// use jobs_core::{job, Job, JobContext, JobResult};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct SendInvoice {
+///     id: u64,
+/// }
+///
+/// #[job(queue = "billing", tries = 3, backoff = [1, 5, 10], timeout = 30)]
+/// impl Job for SendInvoice {
+///     async fn handle(&self, ctx: &JobContext) -> JobResult {
+///         println!("invoice {} on attempt {}", self.id, ctx.attempt());
+///         Ok(())
+///     }
+/// }
+///
+/// assert_eq!(SendInvoice::NAME, "SendInvoice");
+/// assert_eq!(SendInvoice::options().queue, Some("billing"));
+/// ```
+#[async_trait]
+pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// The name stored in the payload's `job` field, by which workers find the type.
+    /// `#[job]` sets it to the type's name, or to `name = "..."`.
+    const NAME: &'static str;
+
+    /// The options given in `#[job(...)]`; dispatch-time settings override them.
+    fn options() -> JobOptions {
+        JobOptions::default()
+    }
+
+    /// Runs the job. An `Err` (or a panic, or a timeout) is a failed attempt: the job is
+    /// retried after its backoff until its tries are used up, then recorded as failed.
+    async fn handle(&self, ctx: &JobContext) -> JobResult;
+
+    /// Starts a dispatch; await it (after any of `.delay()`, `.on_queue()`, ...) to push the job.
+    fn dispatch(self) -> PendingDispatch<Self>
+    where
+        Self: Sized,
+    {
+        PendingDispatch::new(self)
+    }
+}
+
+/// The options of a job type, as written in `#[job(...)]`. `None` defers to the worker.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobOptions {
+    /// Queue to push to (default: `"default"`).
+    pub queue: Option<&'static str>,
+    /// Attempts allowed (0: unlimited); beats the worker's `--tries`.
+    pub tries: Option<u32>,
+    /// Seconds between retries; beats the worker's `--backoff`.
+    pub backoff: Option<&'static [u64]>,
+    /// Seconds the handler may run; beats the worker's `--timeout`.
+    pub timeout: Option<u64>,
+    /// Fail at once on a timeout instead of retrying.
+    pub fail_on_timeout: bool,
+    /// Name shown in logs and tools (default: the job's name).
+    pub display_name: Option<&'static str>,
+}
+
+impl JobOptions {
+    /// The backoff list, when set.
+    pub fn backoff(&self) -> Option<Backoff> {
+        self.backoff.map(Backoff::from)
+    }
+}
+
+/// What a handler returns.
+pub type JobResult = Result<(), JobError>;
+
+/// The error of a failed attempt. Any `std::error::Error`, a `String` or a `&str` converts into
+/// it, so handlers can use `?` and `Err("reason".into())`.
+pub struct JobError(Box<dyn std::error::Error + Send + Sync + 'static>);
+
+impl JobError {
+    /// An error with a message.
+    pub fn msg(message: impl fmt::Display) -> Self {
+        JobError(message.to_string().into())
+    }
+
+    /// The underlying error.
+    pub fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl<E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>> From<E> for JobError {
+    fn from(err: E) -> Self {
+        JobError(err.into())
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}

@@ -1,0 +1,90 @@
+//! The job payload: the one JSON document that travels through Redis.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use crate::backoff::Backoff;
+
+/// A job as stored in Redis, field for field and in the order of Laravel's Redis payload.
+///
+/// Unset options are `null`. `attempts` is 0 when pushed and raised by one each time a worker
+/// reserves the job; the reserved copy differs from the pushed payload only in that number.
+///
+/// ```
+/// use jobs_core::Payload;
+/// let json = r#"{"uuid":"9f0c1d57-7d6a-4c3b-9a55-0b1c8f6e2a10","displayName":"SendInvoice",
+///   "job":"SendInvoice","maxTries":3,"maxExceptions":null,"failOnTimeout":false,
+///   "backoff":"1,5,10","timeout":null,"retryUntil":null,"data":{"id":7},
+///   "createdAt":1763769600,"id":"9f0c1d577d6a4c3b9a550b1c8f6e2a10","attempts":0,"delay":null}"#;
+/// let payload = Payload::from_json(json).unwrap();
+/// assert_eq!(payload.job, "SendInvoice");
+/// assert_eq!(payload.backoff().unwrap().seconds(), [1, 5, 10]);
+/// assert_eq!(payload.data.get(), r#"{"id":7}"#);
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Payload {
+    /// Unique id of this dispatch; also the key of its failed-job record.
+    pub uuid: Uuid,
+    /// Name shown in logs and tools; the job name unless the job sets another.
+    pub display_name: String,
+    /// The registered job type name that workers look up.
+    pub job: String,
+    /// Attempts allowed before the job fails (0: unlimited; null: the worker's `--tries`).
+    pub max_tries: Option<u32>,
+    /// Handled errors allowed before the job fails (null: no such limit).
+    pub max_exceptions: Option<u32>,
+    /// Whether a timeout fails the job at once instead of retrying it.
+    #[serde(default)]
+    pub fail_on_timeout: bool,
+    /// Seconds to wait before each retry, as Laravel writes them: `"1,5,10"`.
+    pub backoff: Option<String>,
+    /// Seconds the handler may run (null: the worker's `--timeout`).
+    pub timeout: Option<u64>,
+    /// Unix time after which the job is no longer retried (null: no such limit).
+    pub retry_until: Option<i64>,
+    /// The job struct, serialized.
+    pub data: Box<RawValue>,
+    /// Unix time of the dispatch.
+    pub created_at: i64,
+    /// Redis-specific random id (32 hex digits).
+    pub id: String,
+    /// How many times the job has been reserved.
+    pub attempts: u32,
+    /// The delay given at dispatch, in seconds, or null.
+    pub delay: Option<serde_json::Number>,
+}
+
+impl Payload {
+    /// Parses a payload, as read from Redis.
+    pub fn from_json(json: &str) -> Result<Payload, serde_json::Error> {
+        serde_json::from_str(json)
+    }
+
+    /// The payload as the JSON string stored in Redis.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a payload always serializes")
+    }
+
+    /// The backoff list, when the payload has one.
+    pub fn backoff(&self) -> Option<Backoff> {
+        self.backoff.as_deref().and_then(|b| b.parse().ok())
+    }
+
+    /// When the job was dispatched.
+    pub fn created_at(&self) -> Option<DateTime<Utc>> {
+        DateTime::from_timestamp(self.created_at, 0)
+    }
+
+    /// The payload as it was before this reservation: `attempts` one lower.
+    ///
+    /// Failed-job records keep this form, so that retrying one starts from a clean count.
+    pub fn unreserved(&self) -> Payload {
+        Payload {
+            attempts: self.attempts.saturating_sub(1),
+            ..self.clone()
+        }
+    }
+}

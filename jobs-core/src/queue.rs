@@ -1,0 +1,397 @@
+//! `RedisQueue`: the connection to Redis and every queue operation of Laravel's flow.
+
+use redis::aio::ConnectionManager;
+use redis::{AsyncCommands, Pipeline, ScriptInvocation};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::failed::FailedJob;
+use crate::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
+use crate::scripts;
+
+/// The URL used when neither code nor `REDIS_URL` names one.
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
+
+/// Settings of a [`RedisQueue`].
+#[derive(Debug, Clone)]
+pub struct QueueConfig {
+    /// The longest any one Redis call may take before it fails with [`Error::Timeout`]
+    /// (default 5 s). Dispatch never waits longer than this.
+    pub command_timeout: Duration,
+    /// The largest payload accepted, in bytes (default 4 MiB).
+    pub max_payload_bytes: usize,
+    /// How many failed jobs the failed-job store keeps at most (default 10,000).
+    pub failed_max_jobs: u64,
+    /// How long the failed-job store keeps a failed job (default 180 days).
+    pub failed_max_age: Duration,
+    /// The connection name written into failed-job records (default `"redis"`).
+    pub connection_name: String,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            command_timeout: Duration::from_secs(5),
+            max_payload_bytes: 4 * 1024 * 1024,
+            failed_max_jobs: 10_000,
+            failed_max_age: Duration::from_secs(180 * 24 * 3600),
+            connection_name: "redis".to_owned(),
+        }
+    }
+}
+
+/// Sizes of one queue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueSize {
+    /// Jobs in the ready list.
+    pub ready: u64,
+    /// Jobs delayed or released, waiting for their due time.
+    pub delayed: u64,
+    /// Jobs reserved by workers.
+    pub reserved: u64,
+}
+
+impl QueueSize {
+    /// All jobs of the queue, as Laravel's `size()` counts them.
+    pub fn total(&self) -> u64 {
+        self.ready + self.delayed + self.reserved
+    }
+}
+
+/// What one pop returned.
+#[derive(Debug, Clone, Default)]
+pub struct Popped {
+    /// The reserved copies, in queue order: the payloads with `attempts` raised by one.
+    pub jobs: Vec<String>,
+    /// Time until the next delayed job or reservation falls due, by the server's clock.
+    pub next_due: Option<Duration>,
+}
+
+/// A job ready to be pushed: its queue, its payload, and its delay if any.
+#[derive(Debug, Clone)]
+pub struct Envelope {
+    /// The job's uuid.
+    pub uuid: uuid::Uuid,
+    /// The job's registered name.
+    pub job: std::borrow::Cow<'static, str>,
+    /// The queue's name.
+    pub queue: String,
+    /// The payload JSON.
+    pub payload: String,
+    /// When set, the job goes to the delayed set.
+    pub delay: Option<Duration>,
+}
+
+/// A handle to the queues on one Redis server. Cheap to clone: clones share one multiplexed,
+/// self-reconnecting connection.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), jobs_core::Error> {
+/// use jobs_core::RedisQueue;
+/// let queue = RedisQueue::open("redis://127.0.0.1:6379")?;
+/// println!("{} jobs waiting", queue.size("default").await?.total());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisQueue {
+    conn: ConnectionManager,
+    client: redis::Client,
+    config: Arc<QueueConfig>,
+}
+
+impl std::fmt::Debug for RedisQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisQueue")
+            .field("server", &self.client.get_connection_info().addr())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+static DEFAULT_QUEUE: OnceLock<RedisQueue> = OnceLock::new();
+
+impl RedisQueue {
+    /// A handle to the Redis at `url`, with default settings. It connects on first use.
+    pub fn open(url: &str) -> Result<Self> {
+        Self::with_config(url, QueueConfig::default())
+    }
+
+    /// A handle to the Redis at `url` with the given settings. It connects on first use.
+    pub fn with_config(url: &str, config: QueueConfig) -> Result<Self> {
+        let client = redis::Client::open(url).map_err(|source| Error::InvalidUrl {
+            url: url.to_owned(),
+            source,
+        })?;
+        let manager_config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.command_timeout))
+            .set_response_timeout(Some(config.command_timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let conn = ConnectionManager::new_lazy_with_config(client.clone(), manager_config)
+            .map_err(Error::from)?;
+        Ok(RedisQueue {
+            conn,
+            client,
+            config: Arc::new(config),
+        })
+    }
+
+    /// A handle to the Redis named by `REDIS_URL`, or [`DEFAULT_REDIS_URL`].
+    pub fn from_env() -> Result<Self> {
+        Self::open(&redis_url_from_env())
+    }
+
+    /// The process-wide default handle that `.dispatch()` uses: the one given to
+    /// [`RedisQueue::set_default`], else one opened from `REDIS_URL` on first use.
+    pub fn default_handle() -> Result<Self> {
+        if let Some(queue) = DEFAULT_QUEUE.get() {
+            return Ok(queue.clone());
+        }
+        let queue = Self::from_env()?;
+        Ok(DEFAULT_QUEUE.get_or_init(|| queue).clone())
+    }
+
+    /// Makes `queue` the process-wide default. Returns `false`, changing nothing, when a
+    /// default was already set or used.
+    pub fn set_default(queue: RedisQueue) -> bool {
+        DEFAULT_QUEUE.set(queue).is_ok()
+    }
+
+    /// The settings of this handle.
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// The `redis::Client` behind this handle, for connections of one's own (a worker's
+    /// blocking wait, say).
+    pub fn client(&self) -> &redis::Client {
+        &self.client
+    }
+
+    /// Pushes jobs in one round trip: ready ones onto their lists with a wake-up token each,
+    /// delayed ones into their delayed sets. Order within a queue is kept.
+    pub async fn push_all(&self, envelopes: &[Envelope]) -> Result<()> {
+        for envelope in envelopes {
+            if envelope.payload.len() > self.config.max_payload_bytes {
+                return Err(Error::PayloadTooLarge {
+                    job: envelope.job.to_string(),
+                    size: envelope.payload.len(),
+                    limit: self.config.max_payload_bytes,
+                });
+            }
+        }
+        let mut invocations = Vec::new();
+        for run in runs(envelopes) {
+            let keys = QueueKeys::new(&run[0].queue);
+            for chunk in run.chunks(1000) {
+                if chunk[0].delay.is_some() {
+                    let mut call = scripts::LATER.key(&keys.delayed);
+                    call.key(&keys.notify);
+                    for envelope in chunk {
+                        call.arg(seconds_arg(envelope.delay.unwrap_or_default()))
+                            .arg(&envelope.payload);
+                    }
+                    invocations.push(call);
+                } else {
+                    let mut call = scripts::PUSH.key(&keys.ready);
+                    call.key(&keys.notify);
+                    for envelope in chunk {
+                        call.arg(&envelope.payload);
+                    }
+                    invocations.push(call);
+                }
+            }
+        }
+        self.invoke_all(&invocations).await
+    }
+
+    /// Reserves up to `count` jobs of `queue`, after migrating due delayed jobs and expired
+    /// reservations (at most `migrate_limit` of each in this call). Each reservation expires
+    /// `retry_after` from now, by the server's clock.
+    pub async fn pop(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        count: usize,
+        migrate_limit: usize,
+    ) -> Result<Popped> {
+        let mut call = scripts::POP.key(&queue.ready);
+        call.key(&queue.delayed)
+            .key(&queue.reserved)
+            .key(&queue.notify)
+            .arg(seconds_arg(retry_after))
+            .arg(count.max(1))
+            .arg(migrate_limit.max(1));
+        let (jobs, next_due_ms): (Vec<String>, i64) = self.invoke(&call).await?;
+        Ok(Popped {
+            jobs,
+            next_due: u64::try_from(next_due_ms).ok().map(Duration::from_millis),
+        })
+    }
+
+    /// Deletes a finished job's reservation. Returns `false` when it was no longer held.
+    pub async fn delete(&self, queue: &QueueKeys, reserved: &str) -> Result<bool> {
+        let mut conn = self.conn.clone();
+        let removed: u64 = self.timed(conn.zrem(&queue.reserved, reserved)).await?;
+        Ok(removed == 1)
+    }
+
+    /// Moves a reserved job to the delayed set, due after `delay`. Returns `false`, changing
+    /// nothing, when the reservation was no longer held.
+    pub async fn release(&self, queue: &QueueKeys, reserved: &str, delay: Duration) -> Result<bool> {
+        let mut call = scripts::RELEASE.key(&queue.reserved);
+        call.key(&queue.delayed)
+            .key(&queue.notify)
+            .arg(reserved)
+            .arg(seconds_arg(delay));
+        let released: u64 = self.invoke(&call).await?;
+        Ok(released == 1)
+    }
+
+    /// Records a failed job, removing its reservation when `reserved` is given, and prunes the
+    /// failed-job store. Returns `false`, changing nothing, when the reservation was no longer
+    /// held.
+    pub async fn fail(
+        &self,
+        queue: &QueueKeys,
+        reserved: Option<&str>,
+        record: &FailedJob,
+    ) -> Result<bool> {
+        let mut call = scripts::FAIL.key(&queue.reserved);
+        call.key(FAILED_JOBS)
+            .key(FAILED_JOBS_INDEX)
+            .arg(reserved.unwrap_or(""))
+            .arg(&record.uuid)
+            .arg(record.to_json())
+            .arg(self.config.failed_max_jobs)
+            .arg(self.config.failed_max_age.as_secs());
+        let recorded: u64 = self.invoke(&call).await?;
+        Ok(recorded == 1)
+    }
+
+    /// The sizes of a queue.
+    pub async fn size(&self, queue: &str) -> Result<QueueSize> {
+        let keys = QueueKeys::new(queue);
+        let mut conn = self.conn.clone();
+        let (ready, delayed, reserved) = self
+            .timed(
+                redis::pipe()
+                    .llen(&keys.ready)
+                    .zcard(&keys.delayed)
+                    .zcard(&keys.reserved)
+                    .query_async(&mut conn),
+            )
+            .await?;
+        Ok(QueueSize {
+            ready,
+            delayed,
+            reserved,
+        })
+    }
+
+    /// Deletes every job of a queue; returns how many there were.
+    pub async fn clear(&self, queue: &str) -> Result<u64> {
+        let keys = QueueKeys::new(queue);
+        let mut call = scripts::CLEAR.key(&keys.ready);
+        call.key(&keys.delayed).key(&keys.reserved).key(&keys.notify);
+        self.invoke(&call).await
+    }
+
+    /// The failed-job record of `uuid`, if the store has it.
+    pub async fn failed_job(&self, uuid: &str) -> Result<Option<FailedJob>> {
+        let mut conn = self.conn.clone();
+        let json: Option<String> = self.timed(conn.hget(FAILED_JOBS, uuid)).await?;
+        Ok(json.and_then(|json| serde_json::from_str(&json).ok()))
+    }
+
+    /// Failed-job records, newest first, at most `limit`.
+    pub async fn failed_jobs(&self, limit: usize) -> Result<Vec<FailedJob>> {
+        let mut conn = self.conn.clone();
+        let uuids: Vec<String> = self
+            .timed(conn.zrevrange(FAILED_JOBS_INDEX, 0, limit as isize - 1))
+            .await?;
+        if uuids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let records: Vec<Option<String>> = self
+            .timed(redis::cmd("HMGET").arg(FAILED_JOBS).arg(&uuids).query_async(&mut conn))
+            .await?;
+        Ok(records
+            .into_iter()
+            .flatten()
+            .filter_map(|json| serde_json::from_str(&json).ok())
+            .collect())
+    }
+
+    /// A connection for commands of one's own, sharing this handle's multiplexed connection.
+    pub fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    /// Runs one Redis call under the command timeout.
+    pub async fn timed<T>(
+        &self,
+        call: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T> {
+        match tokio::time::timeout(self.config.command_timeout, call).await {
+            Ok(result) => result.map_err(Error::from),
+            Err(_) => Err(Error::Timeout(self.config.command_timeout)),
+        }
+    }
+
+    async fn invoke<T: redis::FromRedisValue>(&self, call: &ScriptInvocation<'_>) -> Result<T> {
+        let mut conn = self.conn.clone();
+        self.timed(call.invoke_async(&mut conn)).await
+    }
+
+    /// Sends script calls in one pipeline; on `NOSCRIPT` (a restarted or flushed server)
+    /// loads every script and sends them once more.
+    async fn invoke_all(&self, calls: &[ScriptInvocation<'_>]) -> Result<()> {
+        match calls {
+            [] => return Ok(()),
+            [single] => return self.invoke::<redis::Value>(single).await.map(drop),
+            _ => {}
+        }
+        let mut pipe = Pipeline::with_capacity(calls.len());
+        for call in calls {
+            pipe.invoke_script(call).ignore();
+        }
+        let mut conn = self.conn.clone();
+        match self.timed(pipe.query_async::<()>(&mut conn)).await {
+            Err(Error::Redis(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                self.load_scripts().await?;
+                self.timed(pipe.query_async::<()>(&mut conn)).await
+            }
+            other => other,
+        }
+    }
+
+    /// Loads every script into the server's script cache.
+    pub async fn load_scripts(&self) -> Result<()> {
+        let mut pipe = redis::pipe();
+        for script in scripts::all() {
+            pipe.load_script(script).ignore();
+        }
+        let mut conn = self.conn.clone();
+        self.timed(pipe.query_async::<()>(&mut conn)).await
+    }
+}
+
+/// The Redis URL from `REDIS_URL`, or [`DEFAULT_REDIS_URL`].
+pub fn redis_url_from_env() -> String {
+    std::env::var("REDIS_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| DEFAULT_REDIS_URL.to_owned())
+}
+
+/// Seconds with a millisecond fraction, as the scripts take them.
+fn seconds_arg(d: Duration) -> String {
+    format!("{}.{:03}", d.as_secs(), d.subsec_millis())
+}
+
+/// Splits envelopes into runs of the same queue and kind (ready or delayed), keeping order.
+fn runs(envelopes: &[Envelope]) -> impl Iterator<Item = &[Envelope]> {
+    envelopes.chunk_by(|a, b| a.queue == b.queue && a.delay.is_some() == b.delay.is_some())
+}

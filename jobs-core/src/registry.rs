@@ -1,0 +1,123 @@
+//! The registry of job types, filled at link time by `#[job]`.
+//!
+//! Each `#[job]` submits a [`JobRegistration`] through `inventory`, so a worker finds every job
+//! type linked into its binary by name without hand-written registration.
+
+use serde_json::value::RawValue;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+
+use crate::context::JobContext;
+use crate::job::{Job, JobOptions, JobResult};
+
+/// How a worker runs one job type: its name, its options, and a function that decodes the
+/// payload's `data` into the job and returns the handler's future.
+pub struct JobRegistration {
+    name: &'static str,
+    type_name: fn() -> &'static str,
+    options: fn() -> JobOptions,
+    start: fn(&RawValue, Arc<JobContext>) -> Result<JobFuture, serde_json::Error>,
+}
+
+impl JobRegistration {
+    /// The registration of job type `J`. `#[job]` submits one per job type.
+    pub const fn of<J: Job>() -> Self {
+        JobRegistration {
+            name: J::NAME,
+            type_name: std::any::type_name::<J>,
+            options: J::options,
+            start: start::<J>,
+        }
+    }
+
+    /// The registered name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The Rust type's name.
+    pub fn type_name(&self) -> &'static str {
+        (self.type_name)()
+    }
+
+    /// The job type's options.
+    pub fn options(&self) -> JobOptions {
+        (self.options)()
+    }
+
+    /// Decodes `data` into the job and returns the future that runs its handler.
+    pub fn start(
+        &self,
+        data: &RawValue,
+        ctx: Arc<JobContext>,
+    ) -> Result<JobFuture, serde_json::Error> {
+        (self.start)(data, ctx)
+    }
+}
+
+fn start<J: Job>(
+    data: &RawValue,
+    ctx: Arc<JobContext>,
+) -> Result<JobFuture, serde_json::Error> {
+    let job: J = serde_json::from_str(data.get())?;
+    Ok(Box::pin(async move { job.handle(&ctx).await }))
+}
+
+/// A running handler, as the worker drives it.
+pub type JobFuture = Pin<Box<dyn Future<Output = JobResult> + Send + 'static>>;
+
+inventory::collect!(JobRegistration);
+
+/// Two job types registered under one name.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("job name {name:?} is registered by both {first} and {second}; give one of them #[job(name = \"...\")]")]
+pub struct DuplicateJobName {
+    /// The name both use.
+    pub name: &'static str,
+    /// One type.
+    pub first: &'static str,
+    /// The other type.
+    pub second: &'static str,
+}
+
+struct Registry {
+    by_name: HashMap<&'static str, &'static JobRegistration>,
+    duplicate: Option<DuplicateJobName>,
+}
+
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let mut by_name = HashMap::new();
+        let mut duplicate = None;
+        for registration in inventory::iter::<JobRegistration> {
+            if let Some(first) = by_name.insert(registration.name, registration) {
+                duplicate.get_or_insert(DuplicateJobName {
+                    name: registration.name,
+                    first: first.type_name(),
+                    second: registration.type_name(),
+                });
+            }
+        }
+        Registry { by_name, duplicate }
+    })
+}
+
+/// The registration of the job called `name`.
+pub fn find(name: &str) -> Option<&'static JobRegistration> {
+    registry().by_name.get(name).copied()
+}
+
+/// Every registered job type, sorted by name.
+pub fn all() -> Vec<&'static JobRegistration> {
+    let mut all: Vec<_> = registry().by_name.values().copied().collect();
+    all.sort_by_key(|r| r.name);
+    all
+}
+
+/// Checks that no two job types share a name; workers refuse to start otherwise.
+pub fn check() -> Result<(), DuplicateJobName> {
+    registry().duplicate.clone().map_or(Ok(()), Err)
+}

@@ -1,0 +1,45 @@
+//! The Lua scripts behind every multi-step change, loaded once and called by SHA.
+//!
+//! Each script lives in its own file under `src/scripts/`, headed by what its KEYS and ARGV
+//! are. `redis::Script` sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
+
+use redis::Script;
+use std::sync::LazyLock;
+
+macro_rules! script {
+    ($(#[$doc:meta])* $name:ident, $file:literal) => {
+        $(#[$doc])*
+        pub static $name: LazyLock<Script> =
+            LazyLock::new(|| Script::new(include_str!(concat!("scripts/", $file))));
+    };
+}
+
+script!(
+    /// Push ready jobs and their wake-up tokens (`push.lua`).
+    PUSH, "push.lua"
+);
+script!(
+    /// Schedule delayed jobs at server time + delay (`later.lua`).
+    LATER, "later.lua"
+);
+script!(
+    /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).
+    POP, "pop.lua"
+);
+script!(
+    /// Move a reserved job back to the delayed set (`release.lua`).
+    RELEASE, "release.lua"
+);
+script!(
+    /// Record a failed job and prune the failed-job store (`fail.lua`).
+    FAIL, "fail.lua"
+);
+script!(
+    /// Delete every job of a queue and return how many there were (`clear.lua`).
+    CLEAR, "clear.lua"
+);
+
+/// Every script, for loading them all up front.
+pub fn all() -> [&'static Script; 6] {
+    [&PUSH, &LATER, &POP, &RELEASE, &FAIL, &CLEAR]
+}

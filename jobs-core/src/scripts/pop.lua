@@ -1,0 +1,69 @@
+-- pop: migrate due jobs, then reserve up to ARGV[2] ready jobs.
+-- KEYS[1]  queues:<name>            ready list
+-- KEYS[2]  queues:<name>:delayed    delayed set
+-- KEYS[3]  queues:<name>:reserved   reserved set, score = reservation expiry
+-- KEYS[4]  queues:<name>:notify     wake-up tokens
+-- ARGV[1]  retry_after in seconds (may have a fraction)
+-- ARGV[2]  how many jobs to reserve at most
+-- ARGV[3]  how many jobs to migrate at most from each of :delayed and :reserved
+-- Returns { {reserved copy, ...}, ms until the next delayed job or reservation is due (-1: none) }
+--
+-- Migration moves due delayed jobs, then expired reservations, to the tail of the ready list
+-- in due order (expired ones keep their incremented attempts), in bounded chunks so that any
+-- backlog migrates without one long script. A reserved copy is the popped payload with its
+-- top-level "attempts" (the last field but "delay") raised by one; the payload's other bytes
+-- are kept as they are. A payload without that field is reserved unchanged, for the worker to
+-- report as malformed. Finally the notify list is set to one token per ready job.
+local time = redis.call('time')
+local now = tonumber(time[1]) + math.floor(tonumber(time[2]) / 1000) / 1000
+local migrate_limit = tonumber(ARGV[3])
+
+local function migrate(from)
+  local due = redis.call('zrangebyscore', from, '-inf', now, 'limit', 0, migrate_limit)
+  if #due > 0 then
+    redis.call('zremrangebyrank', from, 0, #due - 1)
+    for i = 1, #due, 1000 do
+      redis.call('rpush', KEYS[1], unpack(due, i, math.min(i + 999, #due)))
+    end
+  end
+end
+migrate(KEYS[2])
+migrate(KEYS[3])
+
+local reserved = {}
+local popped = redis.call('lpop', KEYS[1], tonumber(ARGV[2]))
+if popped then
+  local expires = now + tonumber(ARGV[1])
+  for i, job in ipairs(popped) do
+    local head, attempts, tail = string.match(job, '^(.*"attempts":)(%d+)(.*)$')
+    if head then
+      job = head .. (tonumber(attempts) + 1) .. tail
+    end
+    redis.call('zadd', KEYS[3], expires, job)
+    reserved[i] = job
+  end
+end
+
+local ready = redis.call('llen', KEYS[1])
+local tokens = redis.call('llen', KEYS[4])
+if tokens > ready then
+  if ready == 0 then
+    redis.call('del', KEYS[4])
+  else
+    redis.call('ltrim', KEYS[4], 0, ready - 1)
+  end
+elseif tokens < ready then
+  local missing = {}
+  for i = 1, math.min(ready - tokens, 1000) do missing[i] = '1' end
+  redis.call('rpush', KEYS[4], unpack(missing))
+end
+
+local next_due = -1
+for _, key in ipairs({ KEYS[2], KEYS[3] }) do
+  local first = redis.call('zrange', key, 0, 0, 'withscores')[2]
+  if first then
+    local ms = math.max(0, math.ceil((tonumber(first) - now) * 1000))
+    if next_due < 0 or ms < next_due then next_due = ms end
+  end
+end
+return { reserved, next_due }
