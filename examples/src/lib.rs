@@ -1,1 +1,116 @@
+//! Example jobs, used by the `worker`, `dispatch` and `demo` programs and by the tests.
+//!
+//! - [`Noop`] does nothing.
+//! - [`Sleep`] sleeps for `ms` milliseconds.
+//! - [`Flaky`] fails its first `fail_times` attempts, then succeeds.
+//! - [`Panic`] panics, every time.
+//! - [`Record`] appends `{"uuid","attempt","due_ms","started_ms"}` to the Redis list
+//!   `examples:records`, which shows when each job started against when it was due.
 
+use jobs_core::{job, Job, JobContext, JobResult, RedisQueue};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The list [`Record`] appends to.
+pub const RECORDS_KEY: &str = "examples:records";
+
+/// Does nothing.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Noop {}
+
+#[job(name = "noop")]
+impl Job for Noop {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        Ok(())
+    }
+}
+
+/// Sleeps for `ms` milliseconds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sleep {
+    /// How long to sleep.
+    pub ms: u64,
+}
+
+#[job(name = "sleep")]
+impl Job for Sleep {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        tokio::time::sleep(Duration::from_millis(self.ms)).await;
+        Ok(())
+    }
+}
+
+/// Fails its first `fail_times` attempts, then succeeds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Flaky {
+    /// Attempts that fail before one succeeds.
+    pub fail_times: u32,
+}
+
+#[job(name = "flaky")]
+impl Job for Flaky {
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        if ctx.attempt() <= self.fail_times {
+            return Err(format!(
+                "flaky job failing on purpose (attempt {} of the first {})",
+                ctx.attempt(),
+                self.fail_times
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// Panics, every time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Panic {}
+
+#[job(name = "panic")]
+impl Job for Panic {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        panic!("panic job panicking on purpose")
+    }
+}
+
+/// Appends when it started, against when it was due, to [`RECORDS_KEY`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    /// When the job was due: the dispatch time plus its delay, in ms since the epoch.
+    pub due_ms: u64,
+}
+
+#[job(name = "record")]
+impl Job for Record {
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        let started_ms = now_ms();
+        let entry = serde_json::json!({
+            "uuid": ctx.uuid(),
+            "attempt": ctx.attempt(),
+            "due_ms": self.due_ms,
+            "started_ms": started_ms,
+        });
+        let queue = RedisQueue::default_handle()?;
+        let mut conn = queue.connection();
+        queue
+            .timed(redis::AsyncCommands::rpush::<_, _, ()>(
+                &mut conn,
+                RECORDS_KEY,
+                entry.to_string(),
+            ))
+            .await?;
+        Ok(())
+    }
+}
+
+/// Milliseconds since the Unix epoch, by this host's clock.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Makes sure this crate's job registrations are linked into a binary that uses nothing else
+/// from it.
+pub fn link() {}

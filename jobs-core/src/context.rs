@@ -90,6 +90,9 @@ impl JobContext {
 
     /// What the handler asked for, if anything; the last call wins.
     pub fn take_request(&self) -> Option<Request> {
-        self.request.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.request
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 }

@@ -92,8 +92,11 @@ impl<J: Job> PendingDispatch<J> {
     pub fn envelope(&self) -> Result<Envelope> {
         let options = J::options();
         let uuid = Uuid::new_v4();
-        let data = serde_json::value::to_raw_value(&self.job)
-            .map_err(|source| Error::Serialize { job: J::NAME, source })?;
+        let data =
+            serde_json::value::to_raw_value(&self.job).map_err(|source| Error::Serialize {
+                job: J::NAME,
+                source,
+            })?;
         let delay = self.delay.map(|d| d.duration_from_now());
         let payload = Payload {
             uuid,

@@ -77,14 +77,30 @@ impl Payload {
     pub fn created_at(&self) -> Option<DateTime<Utc>> {
         DateTime::from_timestamp(self.created_at, 0)
     }
+}
 
-    /// The payload as it was before this reservation: `attempts` one lower.
-    ///
-    /// Failed-job records keep this form, so that retrying one starts from a clean count.
-    pub fn unreserved(&self) -> Payload {
-        Payload {
-            attempts: self.attempts.saturating_sub(1),
-            ..self.clone()
-        }
+/// The raw payload with its top-level `attempts` set to `attempts`, every other byte kept.
+///
+/// The top-level field is the last `"attempts":` in the document (only `delay` follows it), the
+/// same rule the pop script uses to raise it. Returns `None` when the payload has no such field.
+///
+/// ```
+/// let reserved = r#"{"data":{"attempts":9},"id":"x","attempts":3,"delay":null}"#;
+/// assert_eq!(
+///     jobs_core::payload::with_attempts(reserved, 2).unwrap(),
+///     r#"{"data":{"attempts":9},"id":"x","attempts":2,"delay":null}"#
+/// );
+/// ```
+pub fn with_attempts(raw: &str, attempts: u32) -> Option<String> {
+    const FIELD: &str = "\"attempts\":";
+    let start = raw.rfind(FIELD)? + FIELD.len();
+    let digits = raw[start..].bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
     }
+    Some(format!(
+        "{}{attempts}{}",
+        &raw[..start],
+        &raw[start + digits..]
+    ))
 }

@@ -239,7 +239,12 @@ impl RedisQueue {
 
     /// Moves a reserved job to the delayed set, due after `delay`. Returns `false`, changing
     /// nothing, when the reservation was no longer held.
-    pub async fn release(&self, queue: &QueueKeys, reserved: &str, delay: Duration) -> Result<bool> {
+    pub async fn release(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+        delay: Duration,
+    ) -> Result<bool> {
         let mut call = scripts::RELEASE.key(&queue.reserved);
         call.key(&queue.delayed)
             .key(&queue.notify)
@@ -294,7 +299,9 @@ impl RedisQueue {
     pub async fn clear(&self, queue: &str) -> Result<u64> {
         let keys = QueueKeys::new(queue);
         let mut call = scripts::CLEAR.key(&keys.ready);
-        call.key(&keys.delayed).key(&keys.reserved).key(&keys.notify);
+        call.key(&keys.delayed)
+            .key(&keys.reserved)
+            .key(&keys.notify);
         self.invoke(&call).await
     }
 
@@ -315,7 +322,12 @@ impl RedisQueue {
             return Ok(Vec::new());
         }
         let records: Vec<Option<String>> = self
-            .timed(redis::cmd("HMGET").arg(FAILED_JOBS).arg(&uuids).query_async(&mut conn))
+            .timed(
+                redis::cmd("HMGET")
+                    .arg(FAILED_JOBS)
+                    .arg(&uuids)
+                    .query_async(&mut conn),
+            )
             .await?;
         Ok(records
             .into_iter()
@@ -359,7 +371,9 @@ impl RedisQueue {
         }
         let mut conn = self.conn.clone();
         match self.timed(pipe.query_async::<()>(&mut conn)).await {
-            Err(Error::Redis(err)) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            Err(Error::Redis(err))
+                if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
                 self.load_scripts().await?;
                 self.timed(pipe.query_async::<()>(&mut conn)).await
             }

@@ -1,1 +1,79 @@
+//! The worker runtime for `jobs-core`: Laravel's `queue:work` on Redis, with concurrency,
+//! punctual delayed jobs and graceful shutdown.
+//!
+//! An application's worker binary is one line; every job type linked into it can run:
+//!
+//! ```no_run
+//! fn main() -> std::process::ExitCode {
+//!     jobs_worker::main()
+//! }
+//! ```
+//!
+//! `cargo run --bin worker -- --queue high,default --tries 3 --delay 1` then takes jobs from
+//! `queues:high` before `queues:default`. The options are in [`WorkerOptions`] and
+//! `docs/worker.md`. A job's path: [`fetcher`] reserves it, [`processor`] runs and settles it,
+//! [`worker`] keeps the slots busy and decides when to stop.
 
+pub mod fetcher;
+pub mod logging;
+pub mod options;
+pub mod processor;
+pub mod rules;
+pub mod stats;
+pub mod waker;
+pub mod worker;
+
+pub use options::WorkerOptions;
+pub use worker::{Exit, Worker, WorkerError};
+
+use clap::Parser;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+/// Parses the command line, runs a worker until it stops, and returns its exit status.
+pub fn main() -> ExitCode {
+    let options = WorkerOptions::parse();
+    logging::init(options.json);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("worker: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        match run(options).await {
+            Ok(exit) => ExitCode::from(exit.code()),
+            Err(err) => {
+                eprintln!("worker: {err}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+/// Runs a worker with `options` until it stops, stopping gracefully on SIGTERM or SIGINT. A
+/// second signal exits the process at once (status 130); its running jobs come back after
+/// retry_after.
+pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
+    let worker = Worker::new(options)?;
+    tokio::spawn(stop_on_signals(worker.stop_token()));
+    Ok(worker.run().await)
+}
+
+async fn stop_on_signals(stop: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot listen for SIGTERM/SIGINT");
+        return;
+    };
+    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+    tracing::info!("stop signal received; finishing running jobs (signal again to exit at once)");
+    stop.cancel();
+    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+    tracing::warn!("second stop signal; exiting at once");
+    std::process::exit(130);
+}

@@ -1,0 +1,110 @@
+//! Dispatches example jobs:
+//! `cargo run --bin dispatch -- <noop|sleep|flaky|panic|record> [--count N] [--delay SECS]
+//! [--queue Q] [--ms MS] [--fail-times K]`.
+
+use anyhow::Context;
+use clap::{Parser, ValueEnum};
+use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep};
+use jobs_core::{Bulk, Job, PendingDispatch, RedisQueue};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Kind {
+    Noop,
+    Sleep,
+    Flaky,
+    Panic,
+    Record,
+}
+
+/// Pushes example jobs onto a queue.
+#[derive(Debug, Parser)]
+#[command(name = "dispatch")]
+struct Args {
+    /// Which example job to dispatch.
+    kind: Kind,
+    /// How many jobs.
+    #[arg(long, default_value_t = 1)]
+    count: usize,
+    /// Delay in seconds (fractions allowed).
+    #[arg(long)]
+    delay: Option<f64>,
+    /// Queue to push to.
+    #[arg(long, default_value = jobs_core::DEFAULT_QUEUE)]
+    queue: String,
+    /// Milliseconds the sleep job sleeps.
+    #[arg(long, default_value_t = 100)]
+    ms: u64,
+    /// Attempts the flaky job fails before it succeeds.
+    #[arg(long, default_value_t = 2)]
+    fail_times: u32,
+    /// Attempts allowed (default: the worker's --tries).
+    #[arg(long)]
+    tries: Option<u32>,
+    /// Redis URL.
+    #[arg(long, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
+    redis: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let queue = RedisQueue::open(&args.redis)?;
+    let delay = args
+        .delay
+        .map(|d| Duration::try_from_secs_f64(d.max(0.0)))
+        .transpose()
+        .context("--delay must be a number of seconds")?;
+    let mut bulk = Bulk::via(&queue);
+    for _ in 0..args.count {
+        match args.kind {
+            Kind::Noop => add(&mut bulk, Noop {}.dispatch(), &args, delay)?,
+            Kind::Sleep => add(&mut bulk, Sleep { ms: args.ms }.dispatch(), &args, delay)?,
+            Kind::Flaky => add(
+                &mut bulk,
+                Flaky {
+                    fail_times: args.fail_times,
+                }
+                .dispatch(),
+                &args,
+                delay,
+            )?,
+            Kind::Panic => add(&mut bulk, Panic {}.dispatch(), &args, delay)?,
+            Kind::Record => {
+                let due_ms = now_ms() + delay.map_or(0, |d| d.as_millis() as u64);
+                add(&mut bulk, Record { due_ms }.dispatch(), &args, delay)?
+            }
+        }
+    }
+    let uuids = bulk
+        .send()
+        .await
+        .with_context(|| format!("cannot dispatch to {}", args.redis))?;
+    for uuid in &uuids {
+        println!("{uuid}");
+    }
+    eprintln!(
+        "dispatched {} {:?} job(s) to queue {:?}",
+        uuids.len(),
+        args.kind,
+        args.queue
+    );
+    Ok(())
+}
+
+fn add<J: Job>(
+    bulk: &mut Bulk,
+    dispatch: PendingDispatch<J>,
+    args: &Args,
+    delay: Option<Duration>,
+) -> anyhow::Result<()> {
+    let mut dispatch = dispatch.on_queue(&args.queue);
+    if let Some(delay) = delay {
+        dispatch = dispatch.delay(delay);
+    }
+    if let Some(tries) = args.tries {
+        dispatch = dispatch.tries(tries);
+    }
+    bulk.add(dispatch)?;
+    Ok(())
+}

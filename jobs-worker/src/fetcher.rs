@@ -1,0 +1,71 @@
+//! The fetcher: reserves jobs from the worker's queues in strict priority order.
+
+use jobs_core::keys::QueueKeys;
+use jobs_core::RedisQueue;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::processor::Reserved;
+
+/// Most jobs moved from `:delayed` or from `:reserved` to the ready list by one pop call:
+/// enough to keep up with any backlog, small enough that one script call stays short.
+pub const MIGRATE_LIMIT: usize = 1000;
+
+/// What one round of fetching found.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    /// Reserved jobs, highest-priority queue first.
+    pub jobs: Vec<Reserved>,
+    /// Time until the earliest delayed job or reservation of any queue falls due.
+    pub next_due: Option<Duration>,
+}
+
+/// Pops jobs from a list of queues.
+pub struct Fetcher {
+    queue: RedisQueue,
+    queues: Vec<Arc<QueueKeys>>,
+    retry_after: Duration,
+}
+
+impl Fetcher {
+    /// A fetcher for `queues`, highest priority first.
+    pub fn new(queue: RedisQueue, queues: Vec<Arc<QueueKeys>>, retry_after: Duration) -> Self {
+        Fetcher {
+            queue,
+            queues,
+            retry_after,
+        }
+    }
+
+    /// The queues, highest priority first.
+    pub fn queues(&self) -> &[Arc<QueueKeys>] {
+        &self.queues
+    }
+
+    /// Reserves up to `want` jobs, starting at the first queue and going down the list only for
+    /// what the queues above could not fill.
+    pub async fn fetch(&self, want: usize) -> jobs_core::Result<Fetched> {
+        let mut fetched = Fetched::default();
+        for keys in &self.queues {
+            let left = want - fetched.jobs.len();
+            if left == 0 {
+                break;
+            }
+            let popped = self
+                .queue
+                .pop(keys, self.retry_after, left, MIGRATE_LIMIT)
+                .await?;
+            fetched.next_due = match (fetched.next_due, popped.next_due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            fetched
+                .jobs
+                .extend(popped.jobs.into_iter().map(|raw| Reserved {
+                    queue: keys.clone(),
+                    raw,
+                }));
+        }
+        Ok(fetched)
+    }
+}

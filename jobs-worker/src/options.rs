@@ -1,0 +1,162 @@
+//! The worker's options: Laravel's `queue:work` flags with their defaults, plus our own.
+
+use clap::Parser;
+use jobs_core::Backoff;
+use std::time::Duration;
+
+/// Options of `worker`, as parsed from the command line (see `docs/worker.md`).
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "worker",
+    about = "Runs jobs from Redis queues, following Laravel's queue:work.",
+    version
+)]
+pub struct WorkerOptions {
+    /// Queues to take jobs from, in strict priority order (comma-separated).
+    #[arg(long, default_value = "default", value_delimiter = ',')]
+    pub queue: Vec<String>,
+
+    /// Attempts allowed per job, unless the job sets its own (0: unlimited).
+    #[arg(long, default_value_t = 1)]
+    pub tries: u32,
+
+    /// Seconds to wait before retrying a failed job: one value or a list like 1,5,10.
+    #[arg(long, default_value = "0")]
+    pub backoff: Backoff,
+
+    /// Old name of --backoff; the larger of the two applies, as in Laravel.
+    #[arg(long, default_value = "0")]
+    pub delay: Backoff,
+
+    /// Seconds a job may run before it is stopped as timed out (0: no limit).
+    #[arg(long, default_value_t = 60)]
+    pub timeout: u64,
+
+    /// Longest an idle worker waits before checking its queues again, in seconds. An idle
+    /// worker wakes at once when a job is pushed or a delayed job falls due.
+    #[arg(long, default_value_t = 3.0)]
+    pub sleep: f64,
+
+    /// Seconds to pause after each job.
+    #[arg(long, default_value_t = 0.0)]
+    pub rest: f64,
+
+    /// Process a single job, then exit.
+    #[arg(long)]
+    pub once: bool,
+
+    /// Exit once the queues are empty and no job is running.
+    #[arg(long)]
+    pub stop_when_empty: bool,
+
+    /// Exit after this many jobs (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_jobs: u64,
+
+    /// Exit after this many seconds (0: no limit); running jobs finish first.
+    #[arg(long, default_value_t = 0)]
+    pub max_time: u64,
+
+    /// Exit with status 12 once the process uses more than this many megabytes.
+    #[arg(long, default_value_t = 128)]
+    pub memory: u64,
+
+    /// This worker's name, shown in logs.
+    #[arg(long, default_value = "default")]
+    pub name: String,
+
+    /// Log one JSON object per line instead of human-readable lines.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Seconds after which a reserved job whose worker died is handed out again.
+    #[arg(long, default_value_t = 90.0)]
+    pub retry_after: f64,
+
+    /// Jobs run at once in this process.
+    #[arg(long, default_value_t = 10)]
+    pub concurrency: usize,
+
+    /// Seconds running jobs get to finish after SIGTERM/SIGINT before they are put back on
+    /// their queues (default: the --timeout).
+    #[arg(long)]
+    pub grace: Option<f64>,
+
+    /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379).
+    #[arg(long, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
+    pub redis: String,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions::parse_from(["worker"])
+    }
+}
+
+impl WorkerOptions {
+    /// The backoff that applies when a job sets none: the larger of --backoff and --delay.
+    pub fn effective_backoff(&self) -> Backoff {
+        self.backoff.max(&self.delay)
+    }
+
+    /// --retry-after as a duration.
+    pub fn retry_after(&self) -> Duration {
+        secs(self.retry_after)
+    }
+
+    /// --sleep as a duration.
+    pub fn sleep(&self) -> Duration {
+        secs(self.sleep)
+    }
+
+    /// --rest as a duration.
+    pub fn rest(&self) -> Duration {
+        secs(self.rest)
+    }
+
+    /// How long running jobs may finish after a stop signal.
+    pub fn grace(&self) -> Duration {
+        self.grace
+            .map(secs)
+            .unwrap_or(Duration::from_secs(self.timeout))
+    }
+
+    /// --max-time as a duration, when set.
+    pub fn max_time(&self) -> Option<Duration> {
+        (self.max_time > 0).then(|| Duration::from_secs(self.max_time))
+    }
+}
+
+fn secs(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_laravels() {
+        let o = WorkerOptions::parse_from(["worker"]);
+        assert_eq!(o.queue, ["default"]);
+        assert_eq!((o.tries, o.timeout, o.memory, o.max_jobs), (1, 60, 128, 0));
+        assert_eq!(o.sleep(), Duration::from_secs(3));
+        assert_eq!(o.retry_after(), Duration::from_secs(90));
+        assert_eq!(o.grace(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn backoff_is_the_larger_of_backoff_and_delay() {
+        let o = WorkerOptions::parse_from([
+            "worker",
+            "--queue",
+            "high,default",
+            "--backoff",
+            "1,5,10",
+            "--delay",
+            "3",
+        ]);
+        assert_eq!(o.queue, ["high", "default"]);
+        assert_eq!(o.effective_backoff().seconds(), [3, 5, 10]);
+    }
+}

@@ -1,0 +1,299 @@
+//! The processor: everything that happens to one reserved job, from decoding its payload to
+//! settling it in Redis.
+//!
+//! `Processor::process` is the single path every job takes:
+//! decode -> check attempts -> [`Processor::execute`] the handler -> verdict -> settle.
+//! Job middleware and lifecycle events hook in around `execute`.
+
+use jobs_core::keys::QueueKeys;
+use jobs_core::registry::{self, JobRegistration};
+use jobs_core::{FailedJob, JobContext, Payload, RedisQueue, Request};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn, Instrument};
+
+use crate::options::WorkerOptions;
+use crate::rules::{AttemptError, Limits, Verdict};
+use crate::stats::Stats;
+
+/// A job taken from a queue: the queue and the reserved copy, byte for byte.
+#[derive(Debug, Clone)]
+pub struct Reserved {
+    /// The queue it came from.
+    pub queue: Arc<QueueKeys>,
+    /// The reserved copy as the pop script returned it.
+    pub raw: String,
+}
+
+/// A payload that decoded, with the job type that runs it.
+struct Decoded {
+    payload: Payload,
+    registration: &'static JobRegistration,
+}
+
+/// Why a reserved payload cannot run at all.
+struct Undecodable {
+    uuid: String,
+    reason: String,
+}
+
+/// What the processor did with a job, for the worker's bookkeeping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// The handler finished.
+    Done,
+    /// The job was put back to run later (released, retried, or interrupted by shutdown).
+    Released,
+    /// The job went to the failed-job store.
+    Failed,
+}
+
+/// Runs jobs and settles them.
+#[derive(Clone)]
+pub struct Processor {
+    queue: RedisQueue,
+    options: Arc<WorkerOptions>,
+    stats: Arc<Stats>,
+}
+
+impl Processor {
+    /// A processor writing through `queue`, with the worker's options.
+    pub fn new(queue: RedisQueue, options: Arc<WorkerOptions>, stats: Arc<Stats>) -> Self {
+        Processor {
+            queue,
+            options,
+            stats,
+        }
+    }
+
+    /// Processes one reserved job to the end. When `interrupt` fires, a running handler is
+    /// stopped and the job is put back on its queue at once, its attempt counted.
+    pub async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
+        let decoded = match decode(&job.raw) {
+            Ok(decoded) => decoded,
+            Err(undecodable) => {
+                let span = tracing::info_span!("job", job = "?", uuid = %undecodable.uuid, queue = %job.queue.name);
+                return async {
+                    let failed = FailedJob::new(
+                        &undecodable.uuid,
+                        &self.queue.config().connection_name,
+                        &job.queue.name,
+                        job.raw.clone(),
+                        &undecodable.reason,
+                    );
+                    warn!(status = "FAILED", reason = %undecodable.reason, "FAILED");
+                    self.settle_failure(&job, failed).await;
+                    Settled::Failed
+                }
+                .instrument(span)
+                .await;
+            }
+        };
+        let payload = &decoded.payload;
+        let span = tracing::info_span!(
+            "job",
+            job = %payload.display_name,
+            uuid = %payload.uuid,
+            queue = %job.queue.name,
+            attempt = payload.attempts,
+        );
+        async {
+            let started = Instant::now();
+            let limits = self.limits(&decoded);
+            let verdict = match limits.check_before_run(&payload.display_name, payload.attempts) {
+                Some(verdict) => verdict,
+                None => {
+                    info!(status = "RUNNING", "RUNNING");
+                    self.execute(&decoded, &job, &limits, interrupt).await
+                }
+            };
+            let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            match verdict {
+                Verdict::Done => {
+                    info!(status = "DONE", duration_ms = elapsed_ms, "DONE");
+                    self.settle(&job, |q| q.delete(&job.queue, &job.raw)).await;
+                    Settled::Done
+                }
+                Verdict::Release(delay) => {
+                    info!(
+                        status = "RELEASED",
+                        duration_ms = elapsed_ms,
+                        delay_s = delay.as_secs_f64(),
+                        "RELEASED"
+                    );
+                    self.settle(&job, |q| q.release(&job.queue, &job.raw, delay))
+                        .await;
+                    Settled::Released
+                }
+                Verdict::Fail(reason) => {
+                    warn!(status = "FAILED", duration_ms = elapsed_ms, reason = %reason, "FAILED");
+                    let failed = FailedJob::new(
+                        payload.uuid.to_string(),
+                        &self.queue.config().connection_name,
+                        &job.queue.name,
+                        jobs_core::payload::with_attempts(
+                            &job.raw,
+                            payload.attempts.saturating_sub(1),
+                        )
+                        .unwrap_or_else(|| job.raw.clone()),
+                        reason,
+                    );
+                    self.settle_failure(&job, failed).await;
+                    Settled::Failed
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Runs the handler under its timeout, catching panics, and turns what happened into a
+    /// verdict. This is the one place a job's code runs.
+    async fn execute(
+        &self,
+        decoded: &Decoded,
+        job: &Reserved,
+        limits: &Limits,
+        interrupt: CancellationToken,
+    ) -> Verdict {
+        let payload = &decoded.payload;
+        let ctx = Arc::new(JobContext::new(
+            payload.uuid,
+            &payload.job,
+            &job.queue.name,
+            payload.attempts,
+        ));
+        let future = match decoded.registration.start(&payload.data, ctx.clone()) {
+            Ok(future) => future,
+            Err(err) => {
+                return Verdict::Fail(format!(
+                    "cannot decode the data of job {}: {err}",
+                    payload.job
+                ))
+            }
+        };
+        let mut handler = tokio::spawn(future.in_current_span());
+        let timeout = async {
+            match limits.timeout {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
+        let result = tokio::select! {
+            joined = &mut handler => match joined {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(err)) => Err(AttemptError::Error(err.to_string())),
+                Err(join_error) => Err(AttemptError::Panic(panic_message(join_error))),
+            },
+            _ = timeout => {
+                handler.abort();
+                Err(AttemptError::Timeout)
+            }
+            _ = interrupt.cancelled() => {
+                handler.abort();
+                warn!("interrupted by shutdown; putting the job back on its queue");
+                return Verdict::Release(Duration::ZERO);
+            }
+        };
+        match (ctx.take_request(), result) {
+            (Some(Request::Release(delay)), _) => Verdict::Release(delay),
+            (Some(Request::Fail(message)), _) => Verdict::Fail(message),
+            (None, Ok(())) => Verdict::Done,
+            (None, Err(error)) => {
+                warn!(error = %error.describe(&payload.display_name), "attempt failed");
+                limits.after_error(&payload.display_name, payload.attempts, &error)
+            }
+        }
+    }
+
+    /// The job's own options, else the worker's.
+    fn limits(&self, decoded: &Decoded) -> Limits {
+        let payload = &decoded.payload;
+        let timeout = payload.timeout.unwrap_or(self.options.timeout);
+        Limits {
+            max_tries: payload.max_tries.unwrap_or(self.options.tries),
+            backoff: payload
+                .backoff()
+                .unwrap_or_else(|| self.options.effective_backoff()),
+            timeout: (timeout > 0).then(|| Duration::from_secs(timeout)),
+            fail_on_timeout: payload.fail_on_timeout,
+        }
+    }
+
+    async fn settle_failure(&self, job: &Reserved, failed: FailedJob) {
+        self.stats.record_failure();
+        self.settle(job, |q| q.fail(&job.queue, Some(&job.raw), &failed))
+            .await;
+    }
+
+    /// Applies a verdict in Redis, retrying through short outages. If Redis stays away longer
+    /// than the reservation lasts, the job comes back after retry_after and nothing is lost.
+    async fn settle<'a, F, Fut>(&'a self, job: &Reserved, op: F)
+    where
+        F: Fn(&'a RedisQueue) -> Fut,
+        Fut: std::future::Future<Output = jobs_core::Result<bool>>,
+    {
+        let deadline = Instant::now() + self.options.retry_after();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match op(&self.queue).await {
+                Ok(true) => return,
+                Ok(false) => {
+                    warn!(queue = %job.queue.name, "the reservation was no longer held; nothing changed");
+                    return;
+                }
+                Err(err) if Instant::now() + pause < deadline => {
+                    warn!(error = %err, "cannot settle the job yet; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                Err(err) => {
+                    warn!(error = %err, "giving up settling the job; it comes back after retry_after");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn decode(raw: &str) -> Result<Decoded, Undecodable> {
+    let payload = Payload::from_json(raw).map_err(|err| {
+        let value: Option<serde_json::Value> = serde_json::from_str(raw).ok();
+        let uuid = value
+            .as_ref()
+            .and_then(|v| v.get("uuid"))
+            .and_then(|u| u.as_str())
+            .map(str::to_owned)
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let reason = match value {
+            None => format!("malformed payload: not valid JSON ({err})"),
+            Some(_) => format!("malformed payload: not a job payload ({err})"),
+        };
+        Undecodable { uuid, reason }
+    })?;
+    match registry::find(&payload.job) {
+        Some(registration) => Ok(Decoded {
+            payload,
+            registration,
+        }),
+        None => Err(Undecodable {
+            uuid: payload.uuid.to_string(),
+            reason: format!(
+                "unknown job type {:?}: no #[job] with that name is linked into this worker",
+                payload.job
+            ),
+        }),
+    }
+}
+
+fn panic_message(err: tokio::task::JoinError) -> String {
+    match err.try_into_panic() {
+        Ok(panic) => panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with a non-text payload".to_owned()),
+        Err(err) => format!("the handler's task ended: {err}"),
+    }
+}

@@ -1,0 +1,306 @@
+//! The worker: the loop that keeps the processor busy, and the rules for when it stops.
+
+use jobs_core::keys::QueueKeys;
+use jobs_core::{QueueConfig, RedisQueue};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use crate::fetcher::Fetcher;
+use crate::options::WorkerOptions;
+use crate::processor::{Processor, Reserved, Settled};
+use crate::stats::Stats;
+use crate::waker::Waker;
+
+/// Why a worker stopped; [`Exit::code`] is its process exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// A stop was requested (SIGTERM, SIGINT, or [`Worker::stop_token`]).
+    Stopped,
+    /// `--stop-when-empty`: the queues are empty and no job is running.
+    Empty,
+    /// `--once` or `--max-jobs`: the job count was reached.
+    MaxJobs,
+    /// `--max-time`: the time was up.
+    MaxTime,
+    /// `--memory`: the process grew past the limit.
+    MemoryExceeded,
+}
+
+impl Exit {
+    /// The process exit status: 12 for `MemoryExceeded` (as in Laravel), 0 otherwise.
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::MemoryExceeded => 12,
+            _ => 0,
+        }
+    }
+}
+
+/// A worker that cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The options are inconsistent.
+    #[error("invalid option: {0}")]
+    InvalidOption(String),
+    /// Two job types share a name.
+    #[error(transparent)]
+    DuplicateJobName(#[from] jobs_core::registry::DuplicateJobName),
+    /// The Redis handle could not be created.
+    #[error(transparent)]
+    Queue(#[from] jobs_core::Error),
+}
+
+/// A worker process's main loop.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), jobs_worker::WorkerError> {
+/// use clap::Parser;
+/// let options = jobs_worker::WorkerOptions::parse_from(["worker", "--queue", "high,default"]);
+/// let worker = jobs_worker::Worker::new(options)?;
+/// let stop = worker.stop_token();
+/// tokio::spawn(async move {
+///     tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+///     stop.cancel(); // as SIGTERM would
+/// });
+/// let exit = worker.run().await;
+/// # Ok(()) }
+/// ```
+pub struct Worker {
+    options: Arc<WorkerOptions>,
+    queue: RedisQueue,
+    stop: CancellationToken,
+    stats: Arc<Stats>,
+}
+
+impl Worker {
+    /// A worker with these options, connecting to `options.redis` on first use.
+    pub fn new(options: WorkerOptions) -> Result<Self, WorkerError> {
+        jobs_core::registry::check()?;
+        if options.concurrency == 0 {
+            return Err(WorkerError::InvalidOption(
+                "--concurrency must be at least 1".into(),
+            ));
+        }
+        if options.queue.iter().any(|q| q.is_empty()) {
+            return Err(WorkerError::InvalidOption(
+                "--queue names must not be empty".into(),
+            ));
+        }
+        let queue = RedisQueue::with_config(&options.redis, QueueConfig::default())?;
+        // Jobs that dispatch other jobs reach the same Redis as the worker.
+        RedisQueue::set_default(queue.clone());
+        Ok(Worker {
+            options: Arc::new(options),
+            queue,
+            stop: CancellationToken::new(),
+            stats: Arc::new(Stats::default()),
+        })
+    }
+
+    /// A token that stops the worker gracefully when cancelled, as SIGTERM does.
+    pub fn stop_token(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
+    /// Counters of this worker.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// Runs until a stop condition; running jobs finish (or are put back after the grace
+    /// period) before it returns.
+    pub async fn run(self) -> Exit {
+        let options = &self.options;
+        let queues: Vec<Arc<QueueKeys>> = options
+            .queue
+            .iter()
+            .map(|name| Arc::new(QueueKeys::new(name)))
+            .collect();
+        info!(
+            worker = %options.name,
+            queues = %options.queue.join(","),
+            concurrency = options.concurrency,
+            jobs = %jobs_core::registry::all().iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
+            "worker started"
+        );
+        let fetcher = Fetcher::new(self.queue.clone(), queues.clone(), options.retry_after());
+        let waker = Waker::start(self.queue.client().clone(), &queues, options.sleep());
+        let processor = Processor::new(self.queue.clone(), options.clone(), self.stats.clone());
+        let slots = Arc::new(Semaphore::new(options.concurrency));
+        let interrupt = CancellationToken::new();
+        let mut running: JoinSet<Settled> = JoinSet::new();
+        let started = Instant::now();
+        let job_limit = if options.once {
+            1
+        } else if options.max_jobs > 0 {
+            options.max_jobs
+        } else {
+            u64::MAX
+        };
+        let mut taken: u64 = 0;
+        let mut fetch_pause = Duration::from_millis(100);
+
+        let exit = loop {
+            while let Some(joined) = running.try_join_next() {
+                reap(joined);
+            }
+            if self.stop.is_cancelled() {
+                break Exit::Stopped;
+            }
+            if memory_mb() > options.memory {
+                warn!(limit_mb = options.memory, "memory limit exceeded");
+                break Exit::MemoryExceeded;
+            }
+            if options
+                .max_time()
+                .is_some_and(|max| started.elapsed() >= max)
+            {
+                break Exit::MaxTime;
+            }
+            if taken >= job_limit {
+                break Exit::MaxJobs;
+            }
+
+            let permits = tokio::select! {
+                permits = free_slots(&slots, job_limit - taken) => permits,
+                _ = self.stop.cancelled() => continue,
+            };
+            let fetched = match fetcher.fetch(permits.len()).await {
+                Ok(fetched) => {
+                    fetch_pause = Duration::from_millis(100);
+                    fetched
+                }
+                Err(err) => {
+                    warn!(error = %err, "cannot fetch jobs; retrying in {fetch_pause:?}");
+                    drop(permits);
+                    tokio::select! {
+                        _ = tokio::time::sleep(fetch_pause) => {}
+                        _ = self.stop.cancelled() => {}
+                    }
+                    fetch_pause = (fetch_pause * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            };
+            if fetched.jobs.is_empty() {
+                drop(permits);
+                if options.once || (options.stop_when_empty && running.is_empty()) {
+                    break Exit::Empty;
+                }
+                let due = async {
+                    match fetched.next_due {
+                        Some(due) => tokio::time::sleep(due).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = waker.wait() => {}
+                    _ = due => {}
+                    _ = tokio::time::sleep(options.sleep()) => {}
+                    _ = self.stop.cancelled() => {}
+                    Some(joined) = running.join_next(), if options.stop_when_empty => reap(joined),
+                }
+                continue;
+            }
+            for (job, permit) in fetched.jobs.into_iter().zip(permits) {
+                taken += 1;
+                running.spawn(self.run_job(&processor, job, permit, interrupt.clone()));
+            }
+        };
+
+        self.finish_running(&mut running, interrupt).await;
+        info!(
+            worker = %options.name,
+            processed = self.stats.processed(),
+            failed = self.stats.failed(),
+            reason = ?exit,
+            "worker stopped"
+        );
+        exit
+    }
+
+    fn run_job(
+        &self,
+        processor: &Processor,
+        job: Reserved,
+        permit: OwnedSemaphorePermit,
+        interrupt: CancellationToken,
+    ) -> impl std::future::Future<Output = Settled> + Send + 'static {
+        let processor = processor.clone();
+        let stats = self.stats.clone();
+        let rest = self.options.rest();
+        async move {
+            let settled = processor.process(job, interrupt).await;
+            stats.record_processed();
+            if !rest.is_zero() {
+                tokio::time::sleep(rest).await;
+            }
+            drop(permit);
+            settled
+        }
+    }
+
+    /// Lets running jobs finish within the grace period, then interrupts the rest, which puts
+    /// them back on their queues.
+    async fn finish_running(&self, running: &mut JoinSet<Settled>, interrupt: CancellationToken) {
+        if running.is_empty() {
+            return;
+        }
+        let grace = self.options.grace();
+        info!(running = running.len(), ?grace, "waiting for running jobs");
+        let drained = tokio::time::timeout(grace, async {
+            while let Some(joined) = running.join_next().await {
+                reap(joined);
+            }
+        })
+        .await;
+        if drained.is_err() {
+            warn!(
+                running = running.len(),
+                "grace period over; putting running jobs back"
+            );
+            interrupt.cancel();
+            while let Some(joined) = running.join_next().await {
+                reap(joined);
+            }
+        }
+    }
+}
+
+/// Waits for one free slot, then takes as many more as are free, up to `max`.
+async fn free_slots(slots: &Arc<Semaphore>, max: u64) -> Vec<OwnedSemaphorePermit> {
+    let first = slots
+        .clone()
+        .acquire_owned()
+        .await
+        .expect("the slot semaphore is never closed");
+    let mut permits = vec![first];
+    while (permits.len() as u64) < max {
+        match slots.clone().try_acquire_owned() {
+            Ok(permit) => permits.push(permit),
+            Err(_) => break,
+        }
+    }
+    permits
+}
+
+fn reap(joined: Result<Settled, tokio::task::JoinError>) {
+    if let Err(err) = joined {
+        error!(error = %err, "a job task ended abnormally; its job comes back after retry_after");
+    }
+}
+
+/// Resident memory of this process in megabytes (0 where /proc is unavailable).
+fn memory_mb() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096 / (1024 * 1024)
+}
