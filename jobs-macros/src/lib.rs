@@ -100,7 +100,12 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
             "#[job] goes on an `impl Job for YourType` block",
         ));
     };
-    if trait_path.segments.last().map(|s| s.ident != "Job").unwrap_or(true) {
+    if trait_path
+        .segments
+        .last()
+        .map(|s| s.ident != "Job")
+        .unwrap_or(true)
+    {
         return Err(syn::Error::new_spanned(
             trait_path,
             "#[job] goes on an `impl Job for YourType` block",
