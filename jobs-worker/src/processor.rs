@@ -101,25 +101,28 @@ impl Processor {
         async {
             let started = Instant::now();
             let limits = self.limits(&decoded);
-            let verdict = match limits.check_before_run(&payload.display_name, payload.attempts) {
-                Some(verdict) => verdict,
-                None => {
-                    info!(status = "RUNNING", "RUNNING");
-                    self.execute(&decoded, &job, &limits, interrupt).await
-                }
-            };
-            let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let (verdict, error) =
+                match limits.check_before_run(&payload.display_name, payload.attempts) {
+                    Some(verdict) => (verdict, None),
+                    None => {
+                        info!(status = "RUNNING", "RUNNING");
+                        self.execute(&decoded, &job, &limits, interrupt).await
+                    }
+                };
+            let duration_ms = (started.elapsed().as_secs_f64() * 100_000.0).round() / 100.0;
             match verdict {
                 Verdict::Done => {
-                    info!(status = "DONE", duration_ms = elapsed_ms, "DONE");
+                    info!(status = "DONE", duration_ms, "DONE");
                     self.settle(&job, |q| q.delete(&job.queue, &job.raw)).await;
                     Settled::Done
                 }
                 Verdict::Release(delay) => {
+                    let reason = error.as_deref().unwrap_or("released by the job");
                     info!(
                         status = "RELEASED",
-                        duration_ms = elapsed_ms,
-                        delay_s = delay.as_secs_f64(),
+                        duration_ms,
+                        retry_in_s = delay.as_secs_f64(),
+                        reason,
                         "RELEASED"
                     );
                     self.settle(&job, |q| q.release(&job.queue, &job.raw, delay))
@@ -127,7 +130,7 @@ impl Processor {
                     Settled::Released
                 }
                 Verdict::Fail(reason) => {
-                    warn!(status = "FAILED", duration_ms = elapsed_ms, reason = %reason, "FAILED");
+                    warn!(status = "FAILED", duration_ms, reason = %reason, "FAILED");
                     let failed = FailedJob::new(
                         payload.uuid.to_string(),
                         &self.queue.config().connection_name,
@@ -149,14 +152,14 @@ impl Processor {
     }
 
     /// Runs the handler under its timeout, catching panics, and turns what happened into a
-    /// verdict. This is the one place a job's code runs.
+    /// verdict, with the attempt's error if it failed. This is the one place a job's code runs.
     async fn execute(
         &self,
         decoded: &Decoded,
         job: &Reserved,
         limits: &Limits,
         interrupt: CancellationToken,
-    ) -> Verdict {
+    ) -> (Verdict, Option<String>) {
         let payload = &decoded.payload;
         let ctx = Arc::new(JobContext::new(
             payload.uuid,
@@ -167,10 +170,8 @@ impl Processor {
         let future = match decoded.registration.start(&payload.data, ctx.clone()) {
             Ok(future) => future,
             Err(err) => {
-                return Verdict::Fail(format!(
-                    "cannot decode the data of job {}: {err}",
-                    payload.job
-                ))
+                let reason = format!("cannot decode the data of job {}: {err}", payload.job);
+                return (Verdict::Fail(reason), None);
             }
         };
         let mut handler = tokio::spawn(future.in_current_span());
@@ -192,19 +193,23 @@ impl Processor {
             }
             _ = interrupt.cancelled() => {
                 handler.abort();
-                warn!("interrupted by shutdown; putting the job back on its queue");
-                return Verdict::Release(Duration::ZERO);
+                let reason = "interrupted by shutdown; back on its queue".to_owned();
+                return (Verdict::Release(Duration::ZERO), Some(reason));
             }
         };
-        match (ctx.take_request(), result) {
+        let error = result
+            .as_ref()
+            .err()
+            .map(|e| e.describe(&payload.display_name));
+        let verdict = match (ctx.take_request(), result) {
             (Some(Request::Release(delay)), _) => Verdict::Release(delay),
             (Some(Request::Fail(message)), _) => Verdict::Fail(message),
             (None, Ok(())) => Verdict::Done,
             (None, Err(error)) => {
-                warn!(error = %error.describe(&payload.display_name), "attempt failed");
                 limits.after_error(&payload.display_name, payload.attempts, &error)
             }
-        }
+        };
+        (verdict, error)
     }
 
     /// The job's own options, else the worker's.
