@@ -182,10 +182,12 @@ impl RedisQueue {
             }
         }
         let mut invocations = Vec::new();
+        let (mut pushes, mut laters) = (false, false);
         for run in runs(envelopes) {
             let keys = QueueKeys::new(&run[0].queue);
             for chunk in run.chunks(1000) {
                 if chunk[0].delay.is_some() {
+                    laters = true;
                     let mut call = scripts::LATER.key(&keys.delayed);
                     call.key(&keys.notify);
                     for envelope in chunk {
@@ -194,6 +196,7 @@ impl RedisQueue {
                     }
                     invocations.push(call);
                 } else {
+                    pushes = true;
                     let mut call = scripts::PUSH.key(&keys.ready);
                     call.key(&keys.notify);
                     for envelope in chunk {
@@ -203,7 +206,9 @@ impl RedisQueue {
                 }
             }
         }
-        self.invoke_all(&invocations).await
+        let used = [(pushes, &*scripts::PUSH), (laters, &*scripts::LATER)];
+        let used: Vec<&redis::Script> = used.iter().filter(|u| u.0).map(|u| u.1).collect();
+        self.invoke_all(&used, &invocations).await
     }
 
     /// Reserves up to `count` jobs of `queue`, after migrating due delayed jobs and expired
@@ -357,28 +362,30 @@ impl RedisQueue {
         self.timed(call.invoke_async(&mut conn)).await
     }
 
-    /// Sends script calls in one pipeline; on `NOSCRIPT` (a restarted or flushed server)
-    /// loads every script and sends them once more.
-    async fn invoke_all(&self, calls: &[ScriptInvocation<'_>]) -> Result<()> {
+    /// Sends script calls in one pipeline, preceded by `SCRIPT LOAD` of the `scripts` they
+    /// use, so that none of them meets `NOSCRIPT` (a restarted or flushed server).
+    ///
+    /// A pipeline's `EVALSHA` does not load its script by itself, and sending the pipeline
+    /// again after a `NOSCRIPT` would run the calls that had succeeded a second time.
+    async fn invoke_all(
+        &self,
+        scripts: &[&redis::Script],
+        calls: &[ScriptInvocation<'_>],
+    ) -> Result<()> {
         match calls {
             [] => return Ok(()),
             [single] => return self.invoke::<redis::Value>(single).await.map(drop),
             _ => {}
         }
-        let mut pipe = Pipeline::with_capacity(calls.len());
+        let mut pipe = Pipeline::with_capacity(scripts.len() + calls.len());
+        for script in scripts {
+            pipe.load_script(script).ignore();
+        }
         for call in calls {
             pipe.invoke_script(call).ignore();
         }
         let mut conn = self.conn.clone();
-        match self.timed(pipe.query_async::<()>(&mut conn)).await {
-            Err(Error::Redis(err))
-                if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-            {
-                self.load_scripts().await?;
-                self.timed(pipe.query_async::<()>(&mut conn)).await
-            }
-            other => other,
-        }
+        self.timed(pipe.query_async::<()>(&mut conn)).await
     }
 
     /// Loads every script into the server's script cache.

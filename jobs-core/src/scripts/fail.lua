@@ -1,7 +1,8 @@
 -- fail: record a job in the failed-job store, removing its reservation, and prune the store.
 -- KEYS[1]  queues:<name>:reserved
 -- KEYS[2]  failed_jobs         hash: uuid -> failed-job record (JSON)
--- KEYS[3]  failed_jobs:index   set: uuid, score = failed_at (seconds)
+-- KEYS[3]  failed_jobs:index   set: uuid, score = failed_at (seconds, with microseconds, so
+--                               that failures within one second keep their order)
 -- ARGV[1]  the reserved copy as pop returned it, or '' for a job that was never reserved
 -- ARGV[2]  the job's uuid
 -- ARGV[3]  the failed-job record
@@ -11,7 +12,8 @@
 if ARGV[1] ~= '' and redis.call('zrem', KEYS[1], ARGV[1]) == 0 then
   return 0
 end
-local now = tonumber(redis.call('time')[1])
+local time = redis.call('time')
+local now = tonumber(time[1]) + tonumber(time[2]) / 1000000
 redis.call('hset', KEYS[2], ARGV[2], ARGV[3])
 redis.call('zadd', KEYS[3], now, ARGV[2])
 

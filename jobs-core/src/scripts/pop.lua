@@ -53,9 +53,14 @@ if tokens > ready then
     redis.call('ltrim', KEYS[4], 0, ready - 1)
   end
 elseif tokens < ready then
-  local missing = {}
-  for i = 1, math.min(ready - tokens, 1000) do missing[i] = '1' end
-  redis.call('rpush', KEYS[4], unpack(missing))
+  local ones = {}
+  for i = 1, math.min(ready - tokens, 1000) do ones[i] = '1' end
+  local missing = ready - tokens
+  while missing > 0 do
+    local n = math.min(missing, #ones)
+    redis.call('rpush', KEYS[4], unpack(ones, 1, n))
+    missing = missing - n
+  end
 end
 
 local next_due = -1
