@@ -1,1 +1,434 @@
+//! Test harness: a private `redis-server` per test, waiting helpers, and the paths of the
+//! workspace's binaries.
+//!
+//! Every test starts its own [`TestRedis`] (tests run in parallel, each on its own port), and
+//! waits for conditions with [`wait_until`] / [`wait_for`] instead of sleeping.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! let redis = tests::TestRedis::start();
+//! let queue = redis.queue();
+//! let mut conn = redis.conn().await;
+//! # let _ = (queue, &mut conn);
+//! # }
+//! ```
 
+use std::fmt::Display;
+use std::fs::File;
+use std::future::Future;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::panic::Location;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use jobs_core::{QueueConfig, RedisQueue};
+
+/// How long `TestRedis::start` waits for a new server to answer PING.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How many times `TestRedis::start` tries a fresh port when the server fails to start.
+const START_ATTEMPTS: usize = 5;
+
+/// The message when no `redis-server` binary can be run.
+pub const REDIS_SERVER_MISSING: &str =
+    "redis-server not found: install the Debian package redis-server";
+
+/// A private `redis-server` on a free loopback port, with its own temporary directory and no
+/// persistence. Dropping it kills the server and waits for it to exit.
+pub struct TestRedis {
+    child: Child,
+    port: u16,
+    url: String,
+    dir: TempDir,
+}
+
+impl TestRedis {
+    /// Starts a server and waits until it answers PING. Panics with a clear message when
+    /// `redis-server` is not installed or does not come up.
+    ///
+    /// The binary is `$REDIS_SERVER` when set, else `redis-server` on the `PATH`, else
+    /// `/usr/bin/redis-server`.
+    pub fn start() -> TestRedis {
+        let mut failures = Vec::new();
+        for _ in 0..START_ATTEMPTS {
+            let port = free_port();
+            let dir = TempDir::new("redis");
+            let mut child = spawn_redis_server(port, dir.path());
+            match wait_for_ping(&mut child, port, START_TIMEOUT) {
+                Ok(()) => {
+                    return TestRedis {
+                        child,
+                        port,
+                        url: format!("redis://127.0.0.1:{port}/"),
+                        dir,
+                    }
+                }
+                Err(why) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    failures.push(format!(
+                        "port {port}: {why}\n--- server output ---\n{}",
+                        server_output(dir.path())
+                    ));
+                }
+            }
+        }
+        panic!(
+            "redis-server did not start after {START_ATTEMPTS} attempts:\n{}",
+            failures.join("\n")
+        );
+    }
+
+    /// The server's URL, `redis://127.0.0.1:PORT/`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's working directory (its log is `redis.log` there).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A queue handle for this server, with default settings.
+    pub fn queue(&self) -> RedisQueue {
+        self.queue_with(QueueConfig::default())
+    }
+
+    /// A queue handle for this server, with the given settings.
+    pub fn queue_with(&self, config: QueueConfig) -> RedisQueue {
+        RedisQueue::with_config(&self.url, config).expect("the test server's URL is valid")
+    }
+
+    /// A `redis::Client` for this server.
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url.as_str()).expect("the test server's URL is valid")
+    }
+
+    /// A raw async connection, for inspecting and arranging Redis state in tests. Its replies
+    /// may take up to 30 s (large LRANGEs on a busy machine), not redis-rs' default 0.5 s.
+    pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(Duration::from_secs(30)));
+        self.client()
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .unwrap_or_else(|err| panic!("cannot connect to the test server {}: {err}", self.url))
+    }
+
+    /// The server's clock (`TIME`), in seconds since the epoch with microseconds.
+    pub async fn server_time(&self) -> f64 {
+        server_time(&mut self.conn().await).await
+    }
+}
+
+impl Drop for TestRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl std::fmt::Debug for TestRedis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestRedis")
+            .field("url", &self.url)
+            .field("pid", &self.child.id())
+            .field("dir", &self.dir.path())
+            .finish()
+    }
+}
+
+/// The clock of the server behind `conn` (`TIME`), in seconds since the epoch.
+pub async fn server_time(conn: &mut redis::aio::MultiplexedConnection) -> f64 {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME")
+        .query_async(conn)
+        .await
+        .expect("TIME answers");
+    secs as f64 + micros as f64 / 1e6
+}
+
+/// A port on 127.0.0.1 that was free a moment ago: bound on port 0, then released.
+pub fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("cannot bind a TCP port on 127.0.0.1")
+}
+
+fn spawn_redis_server(port: u16, dir: &Path) -> Child {
+    let output = File::create(dir.join("stdout.log")).expect("cannot create the server log");
+    let candidates: Vec<PathBuf> = match std::env::var_os("REDIS_SERVER") {
+        Some(path) => vec![path.into()],
+        None => vec!["redis-server".into(), "/usr/bin/redis-server".into()],
+    };
+    for program in candidates {
+        let spawned = Command::new(&program)
+            .arg("--port")
+            .arg(port.to_string())
+            .args(["--bind", "127.0.0.1"])
+            .args(["--save", ""])
+            .args(["--appendonly", "no"])
+            .args(["--daemonize", "no"])
+            .arg("--dir")
+            .arg(dir)
+            .arg("--logfile")
+            .arg(dir.join("redis.log"))
+            .stdin(Stdio::null())
+            .stdout(output.try_clone().expect("cannot share the server log"))
+            .stderr(output.try_clone().expect("cannot share the server log"))
+            .spawn();
+        match spawned {
+            Ok(child) => return child,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) => panic!("cannot run {}: {err}", program.display()),
+        }
+    }
+    panic!("{REDIS_SERVER_MISSING}");
+}
+
+/// Polls the server with a raw PING until it answers PONG, it exits, or `timeout` passes.
+fn wait_for_ping(child: &mut Child, port: u16, timeout: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    loop {
+        if let Some(status) = child.try_wait().map_err(|err| err.to_string())? {
+            return Err(format!("redis-server exited with {status}"));
+        }
+        if ping(addr) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("no PONG from 127.0.0.1:{port} within {timeout:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn ping(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let _ = stream.set_write_timeout(Some(Duration::from_millis(500)));
+    if stream.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut reply = [0u8; 7];
+    stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+}
+
+fn server_output(dir: &Path) -> String {
+    ["stdout.log", "redis.log"]
+        .iter()
+        .map(|name| std::fs::read_to_string(dir.join(name)).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// Polls `condition` every 15 ms until it holds; panics, naming `what` and the caller, when
+/// `timeout` passes first.
+///
+/// ```no_run
+/// # async fn demo(queue: jobs_core::RedisQueue) {
+/// use std::time::Duration;
+/// tests::wait_until(Duration::from_secs(5), "queue q is empty", || async {
+///     queue.size("q").await.unwrap().total() == 0
+/// })
+/// .await;
+/// # }
+/// ```
+#[track_caller]
+pub fn wait_until<F, Fut>(
+    timeout: Duration,
+    what: impl Display,
+    mut condition: F,
+) -> impl Future<Output = ()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let caller = Location::caller();
+    async move {
+        poll(timeout, &what, caller, || {
+            let check = condition();
+            async move { check.await.then_some(()) }
+        })
+        .await
+    }
+}
+
+/// Polls `probe` every 15 ms until it returns `Some`, and returns that value; panics, naming
+/// `what` and the caller, when `timeout` passes first.
+#[track_caller]
+pub fn wait_for<T, F, Fut>(
+    timeout: Duration,
+    what: impl Display,
+    probe: F,
+) -> impl Future<Output = T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let caller = Location::caller();
+    async move { poll(timeout, &what, caller, probe).await }
+}
+
+async fn poll<T, F, Fut>(
+    timeout: Duration,
+    what: &dyn Display,
+    caller: &Location<'_>,
+    mut probe: F,
+) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting until {what} (at {caller})");
+        }
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+}
+
+/// The path of binary `name` of the workspace (`"worker"`, `"dispatch"`, ...), in the target
+/// directory of the running test (`target/<profile>/`).
+///
+/// When it is missing, runs `cargo build -p examples --bins` (with `--release` in a release
+/// profile) once per test process, then returns it. Panics when it still does not exist.
+pub fn bin_path(name: &str) -> PathBuf {
+    let profile_dir = profile_dir();
+    let path = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if !path.exists() {
+        build_example_binaries(&profile_dir);
+    }
+    assert!(
+        path.exists(),
+        "binary {name:?} not found at {} even after `cargo build -p examples --bins`",
+        path.display()
+    );
+    path
+}
+
+/// `target/<profile>/`: the test executable lives in its `deps/` directory.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("cannot find the test executable");
+    let mut dir = exe
+        .parent()
+        .expect("the test executable has a directory")
+        .to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir
+}
+
+fn build_example_binaries(profile_dir: &Path) {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the tests crate sits in the workspace");
+        let mut command = Command::new(cargo);
+        command
+            .args(["build", "-p", "examples", "--bins"])
+            .current_dir(workspace);
+        if profile_dir
+            .file_name()
+            .is_some_and(|name| name == "release")
+        {
+            command.arg("--release");
+        }
+        let status = command
+            .status()
+            .unwrap_or_else(|err| panic!("cannot run cargo build -p examples --bins: {err}"));
+        assert!(
+            status.success(),
+            "cargo build -p examples --bins failed: {status}"
+        );
+    });
+}
+
+/// The top-level fields of a JSON object, in the order they appear in the text.
+///
+/// ```
+/// let fields = tests::json_fields(r#"{"b":1,"a":null}"#);
+/// let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
+/// assert_eq!(names, ["b", "a"]);
+/// ```
+pub fn json_fields(json: &str) -> Vec<(String, serde_json::Value)> {
+    struct Fields(Vec<(String, serde_json::Value)>);
+
+    impl<'de> serde::Deserialize<'de> for Fields {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl<'de> serde::de::Visitor<'de> for Visitor {
+                type Value = Fields;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Fields, A::Error> {
+                    let mut fields = Vec::new();
+                    while let Some(entry) = map.next_entry()? {
+                        fields.push(entry);
+                    }
+                    Ok(Fields(fields))
+                }
+            }
+            deserializer.deserialize_map(Visitor)
+        }
+    }
+
+    serde_json::from_str::<Fields>(json)
+        .unwrap_or_else(|err| panic!("not a JSON object ({err}): {json}"))
+        .0
+}
+
+/// A directory under the system's temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(label: &str) -> TempDir {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let path = std::env::temp_dir().join(format!(
+            "jobs-tests-{label}-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path)
+            .unwrap_or_else(|err| panic!("cannot create {}: {err}", path.display()));
+        TempDir(path)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
