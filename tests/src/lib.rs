@@ -22,10 +22,11 @@ use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use jobs_core::{QueueConfig, RedisQueue};
+
+pub mod worker_process;
 
 /// How long `TestRedis::start` waits for a new server to answer PING.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -303,65 +304,6 @@ where
         }
         tokio::time::sleep(Duration::from_millis(15)).await;
     }
-}
-
-/// The path of binary `name` of the workspace (`"worker"`, `"dispatch"`, ...), in the target
-/// directory of the running test (`target/<profile>/`).
-///
-/// When it is missing, runs `cargo build -p examples --bins` (with `--release` in a release
-/// profile) once per test process, then returns it. Panics when it still does not exist.
-pub fn bin_path(name: &str) -> PathBuf {
-    let profile_dir = profile_dir();
-    let path = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    if !path.exists() {
-        build_example_binaries(&profile_dir);
-    }
-    assert!(
-        path.exists(),
-        "binary {name:?} not found at {} even after `cargo build -p examples --bins`",
-        path.display()
-    );
-    path
-}
-
-/// `target/<profile>/`: the test executable lives in its `deps/` directory.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("cannot find the test executable");
-    let mut dir = exe
-        .parent()
-        .expect("the test executable has a directory")
-        .to_path_buf();
-    if dir.ends_with("deps") {
-        dir.pop();
-    }
-    dir
-}
-
-fn build_example_binaries(profile_dir: &Path) {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("the tests crate sits in the workspace");
-        let mut command = Command::new(cargo);
-        command
-            .args(["build", "-p", "examples", "--bins"])
-            .current_dir(workspace);
-        if profile_dir
-            .file_name()
-            .is_some_and(|name| name == "release")
-        {
-            command.arg("--release");
-        }
-        let status = command
-            .status()
-            .unwrap_or_else(|err| panic!("cannot run cargo build -p examples --bins: {err}"));
-        assert!(
-            status.success(),
-            "cargo build -p examples --bins failed: {status}"
-        );
-    });
 }
 
 /// The top-level fields of a JSON object, in the order they appear in the text.

@@ -1,0 +1,154 @@
+//! A worker process under test: started with arguments, its JSON log collected, signalled,
+//! killed, and awaited.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::wait_for;
+
+/// A running worker binary with `--json` logging, whose log lines are collected as they come.
+pub struct WorkerProcess {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+/// One job event from a worker's JSON log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobEvent {
+    /// RUNNING, DONE, RELEASED or FAILED.
+    pub status: String,
+    /// The job's registered name.
+    pub job: String,
+    /// The job's uuid.
+    pub uuid: String,
+    /// The queue.
+    pub queue: String,
+    /// The attempt number.
+    pub attempt: u64,
+    /// The reason, for RELEASED and FAILED.
+    pub reason: Option<String>,
+    /// The log line's timestamp, in ms since the epoch.
+    pub at_ms: f64,
+}
+
+impl WorkerProcess {
+    /// Starts the worker binary at `program` against `redis_url` with extra `args` (`--json`
+    /// is added). Integration tests pass `env!("CARGO_BIN_EXE_test_worker")`.
+    pub fn start(program: &str, redis_url: &str, args: &[&str]) -> WorkerProcess {
+        let mut child = Command::new(program)
+            .args(["--redis", redis_url, "--json"])
+            .args(args)
+            .env("REDIS_URL", redis_url)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot start the test worker");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().expect("piped stderr");
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        WorkerProcess { child, lines }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Every log line so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// The job events logged so far, in order.
+    pub fn events(&self) -> Vec<JobEvent> {
+        self.lines().iter().filter_map(|l| parse_event(l)).collect()
+    }
+
+    /// Waits until a job event matching `pred` is logged and returns it.
+    pub async fn wait_for_event(
+        &self,
+        timeout: Duration,
+        what: &str,
+        pred: impl Fn(&JobEvent) -> bool,
+    ) -> JobEvent {
+        wait_for(timeout, what, || {
+            let found = self.events().into_iter().find(|e| pred(e));
+            async move { found }
+        })
+        .await
+    }
+
+    /// Waits until the worker logged "worker started".
+    pub async fn wait_started(&self) {
+        wait_for(
+            Duration::from_secs(30),
+            "the worker logged its start",
+            || {
+                let started = self.lines().iter().any(|l| l.contains("worker started"));
+                async move { started.then_some(()) }
+            },
+        )
+        .await
+    }
+
+    /// Sends a signal (`"TERM"`, `"INT"`, `"KILL"`).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("cannot run kill");
+        assert!(status.success(), "kill -{signal} {} failed", self.pid());
+    }
+
+    /// Waits for the process to exit and returns its status; panics after `timeout`.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let child = &mut self.child;
+        let status = wait_for(timeout, "the worker exited", || {
+            let status = child.try_wait().expect("cannot poll the worker");
+            async move { status }
+        })
+        .await;
+        // Let the reader thread drain what the worker wrote last.
+        std::thread::sleep(Duration::from_millis(50));
+        status
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn parse_event(line: &str) -> Option<JobEvent> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    let status = value.get("status")?.as_str()?.to_owned();
+    let span = value.get("span")?;
+    let text =
+        |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_owned);
+    let at_ms = value
+        .get("timestamp")
+        .and_then(|t| t.as_str())
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.timestamp_micros() as f64 / 1000.0)
+        .unwrap_or(0.0);
+    Some(JobEvent {
+        status,
+        job: text(span, "job")?,
+        uuid: text(span, "uuid")?,
+        queue: text(span, "queue")?,
+        attempt: span.get("attempt").and_then(|a| a.as_u64()).unwrap_or(0),
+        reason: text(&value, "reason"),
+        at_ms,
+    })
+}

@@ -1,0 +1,438 @@
+//! End-to-end tests of the worker process against a real redis-server: retries and failures,
+//! backoff, priority, malformed input, crashes, signals and stop conditions.
+
+use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep, RECORDS_KEY};
+use jobs_core::keys::QueueKeys;
+use jobs_core::{Job, Payload};
+use redis::AsyncCommands;
+use std::time::Duration;
+use tests::worker_process::WorkerProcess;
+use tests::{wait_until, TestRedis};
+
+const LONG: Duration = Duration::from_secs(30);
+
+fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
+}
+
+async fn failed_records(redis: &TestRedis) -> Vec<serde_json::Value> {
+    let mut conn = redis.conn().await;
+    let records: Vec<String> = conn.hvals("failed_jobs").await.unwrap();
+    records
+        .iter()
+        .map(|r| serde_json::from_str(r).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_flaky_job_succeeds_on_its_third_attempt_with_three_tries() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let uuid = Flaky { fail_times: 2 }
+        .dispatch()
+        .via(&queue)
+        .await
+        .unwrap();
+    let mut worker = start_worker(redis.url(), &["--tries", "3", "--stop-when-empty"]);
+    assert!(worker.wait_exit(LONG).await.success());
+
+    let events: Vec<_> = worker
+        .events()
+        .into_iter()
+        .filter(|e| e.uuid == uuid.to_string() && e.status != "RUNNING")
+        .map(|e| (e.status, e.attempt))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("RELEASED".to_owned(), 1),
+            ("RELEASED".to_owned(), 2),
+            ("DONE".to_owned(), 3)
+        ]
+    );
+    assert!(failed_records(&redis).await.is_empty());
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+}
+
+#[tokio::test]
+async fn a_flaky_job_fails_into_the_failed_store_with_two_tries() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let uuid = Flaky { fail_times: 2 }
+        .dispatch()
+        .via(&queue)
+        .await
+        .unwrap();
+    let mut worker = start_worker(redis.url(), &["--tries", "2", "--stop-when-empty"]);
+    assert!(worker.wait_exit(LONG).await.success());
+
+    let record = queue
+        .failed_job(&uuid.to_string())
+        .await
+        .unwrap()
+        .expect("a failed-job record");
+    assert_eq!(record.queue, "default");
+    assert_eq!(record.connection, "redis");
+    assert!(
+        record
+            .exception
+            .contains("flaky job failing on purpose (attempt 2"),
+        "{}",
+        record.exception
+    );
+    // The record keeps the payload as it was before the failing reservation.
+    let payload = Payload::from_json(&record.payload).unwrap();
+    assert_eq!((payload.uuid, payload.attempts), (uuid, 1));
+    let mut conn = redis.conn().await;
+    let indexed: Option<f64> = conn
+        .zscore("failed_jobs:index", uuid.to_string())
+        .await
+        .unwrap();
+    assert!(indexed.is_some());
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+}
+
+#[tokio::test]
+async fn job_options_beat_worker_options() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // The job allows 3 tries; the worker's --tries 1 must not fail it early.
+    let uuid = Flaky { fail_times: 2 }
+        .dispatch()
+        .tries(3)
+        .via(&queue)
+        .await
+        .unwrap();
+    let mut worker = start_worker(redis.url(), &["--tries", "1", "--stop-when-empty"]);
+    assert!(worker.wait_exit(LONG).await.success());
+    let done = worker
+        .events()
+        .into_iter()
+        .find(|e| e.uuid == uuid.to_string() && e.status == "DONE")
+        .expect("the job finished");
+    assert_eq!(done.attempt, 3);
+}
+
+#[tokio::test]
+async fn backoff_lists_are_honoured_and_the_last_value_repeats() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let uuid = Flaky { fail_times: 3 }
+        .dispatch()
+        .via(&queue)
+        .await
+        .unwrap();
+    let worker = start_worker(redis.url(), &["--tries", "4", "--backoff", "1,2"]);
+    worker
+        .wait_for_event(LONG, "attempt 4 finished", |e| {
+            e.uuid == uuid.to_string() && e.status == "DONE"
+        })
+        .await;
+    let starts: Vec<f64> = worker
+        .events()
+        .into_iter()
+        .filter(|e| e.uuid == uuid.to_string() && e.status == "RUNNING")
+        .map(|e| e.at_ms)
+        .collect();
+    assert_eq!(starts.len(), 4);
+    let gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    for (gap, expected) in gaps.iter().zip([1000.0, 2000.0, 2000.0]) {
+        assert!(
+            *gap >= expected - 5.0 && *gap < expected + 1000.0,
+            "gaps between attempts {gaps:?}, expected about 1 s, 2 s, 2 s"
+        );
+    }
+}
+
+#[tokio::test]
+async fn queues_are_taken_in_strict_priority_order() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    for _ in 0..5 {
+        Noop {}
+            .dispatch()
+            .on_queue("low")
+            .via(&queue)
+            .await
+            .unwrap();
+    }
+    for _ in 0..5 {
+        Noop {}
+            .dispatch()
+            .on_queue("high")
+            .via(&queue)
+            .await
+            .unwrap();
+    }
+    let mut worker = start_worker(
+        redis.url(),
+        &[
+            "--queue",
+            "high,low",
+            "--concurrency",
+            "1",
+            "--stop-when-empty",
+        ],
+    );
+    assert!(worker.wait_exit(LONG).await.success());
+    let order: Vec<String> = worker
+        .events()
+        .into_iter()
+        .filter(|e| e.status == "DONE")
+        .map(|e| e.queue)
+        .collect();
+    assert_eq!(order, [vec!["high"; 5], vec!["low"; 5]].concat());
+}
+
+#[tokio::test]
+async fn malformed_payloads_and_panics_end_in_the_failed_store_while_the_worker_goes_on() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let keys = QueueKeys::new("default");
+    let bad_data = Sleep { ms: 1 }
+        .dispatch()
+        .envelope()
+        .unwrap()
+        .payload
+        .replace(r#""data":{"ms":1}"#, r#""data":{"ms":"soon"}"#);
+    let unknown = Noop {}
+        .dispatch()
+        .envelope()
+        .unwrap()
+        .payload
+        .replace(r#""job":"noop""#, r#""job":"NoSuchJob""#);
+    for raw in [
+        "this is not JSON".to_owned(),
+        r#"{"hello":"world"}"#.to_owned(),
+        unknown,
+        bad_data,
+    ] {
+        let _: () = conn.rpush(&keys.ready, raw).await.unwrap();
+    }
+    let panic = Panic {}.dispatch().via(&queue).await.unwrap();
+    let noop = Noop {}.dispatch().via(&queue).await.unwrap();
+
+    let mut worker = start_worker(redis.url(), &["--stop-when-empty"]);
+    assert!(worker.wait_exit(LONG).await.success());
+
+    let reasons: Vec<String> = failed_records(&redis)
+        .await
+        .iter()
+        .map(|r| r["exception"].as_str().unwrap().to_owned())
+        .collect();
+    for expected in [
+        "malformed payload: not valid JSON",
+        "malformed payload: not a job payload",
+        "unknown job type \"NoSuchJob\"",
+        "cannot decode the data of job sleep",
+        "panicked: panic job panicking on purpose",
+    ] {
+        assert!(
+            reasons.iter().any(|r| r.contains(expected)),
+            "no failed record says {expected:?}; reasons: {reasons:#?}"
+        );
+    }
+    assert_eq!(reasons.len(), 5);
+    assert!(queue
+        .failed_job(&panic.to_string())
+        .await
+        .unwrap()
+        .is_some());
+    assert!(worker
+        .events()
+        .iter()
+        .any(|e| e.uuid == noop.to_string() && e.status == "DONE"));
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+}
+
+#[tokio::test]
+async fn an_expired_reservation_of_a_killed_worker_comes_back_with_attempts_2_and_runs() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let uuid = Sleep { ms: 2000 }.dispatch().via(&queue).await.unwrap();
+    let mut first = start_worker(redis.url(), &["--retry-after", "1", "--tries", "3"]);
+    first
+        .wait_for_event(LONG, "the first worker started the job", |e| {
+            e.status == "RUNNING"
+        })
+        .await;
+    first.signal("KILL");
+    first.wait_exit(LONG).await;
+
+    let mut conn = redis.conn().await;
+    let reserved: Vec<String> = conn.zrange("queues:default:reserved", 0, -1).await.unwrap();
+    assert_eq!(reserved.len(), 1, "the killed worker's reservation stays");
+    assert_eq!(Payload::from_json(&reserved[0]).unwrap().attempts, 1);
+
+    let second = start_worker(redis.url(), &["--retry-after", "10", "--tries", "3"]);
+    let done = second
+        .wait_for_event(LONG, "the second worker finished the job", |e| {
+            e.uuid == uuid.to_string() && e.status == "DONE"
+        })
+        .await;
+    assert_eq!(done.attempt, 2);
+    wait_until(LONG, "the queue is empty", || async {
+        queue.size("default").await.unwrap().total() == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sigterm_puts_unfinished_jobs_back_at_once_with_their_attempt_counted() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let long = Sleep { ms: 60_000 }.dispatch().via(&queue).await.unwrap();
+    let short = Sleep { ms: 300 }.dispatch().via(&queue).await.unwrap();
+    let mut worker = start_worker(redis.url(), &["--grace", "1", "--tries", "3"]);
+    worker
+        .wait_for_event(LONG, "both jobs are running", |e| {
+            e.uuid == short.to_string() && e.status == "RUNNING"
+        })
+        .await;
+    worker.signal("TERM");
+    let status = worker.wait_exit(LONG).await;
+    assert_eq!(status.code(), Some(0));
+
+    let events = worker.events();
+    assert!(events
+        .iter()
+        .any(|e| e.uuid == short.to_string() && e.status == "DONE"));
+    assert!(events
+        .iter()
+        .any(|e| e.uuid == long.to_string() && e.status == "RELEASED"));
+    let mut conn = redis.conn().await;
+    let reserved: u64 = conn.zcard("queues:default:reserved").await.unwrap();
+    assert_eq!(reserved, 0, "nothing is left reserved");
+    let delayed: Vec<(String, f64)> = conn
+        .zrange_withscores("queues:default:delayed", 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(delayed.len(), 1);
+    let payload = Payload::from_json(&delayed[0].0).unwrap();
+    assert_eq!((payload.uuid, payload.attempts), (long, 1));
+    let now = redis.server_time().await;
+    assert!(delayed[0].1 <= now, "the job is due at once");
+}
+
+#[tokio::test]
+async fn once_and_max_jobs_stop_after_that_many_jobs() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    for _ in 0..10 {
+        Noop {}.dispatch().via(&queue).await.unwrap();
+    }
+    let mut once = start_worker(redis.url(), &["--once"]);
+    assert!(once.wait_exit(LONG).await.success());
+    assert_eq!(queue.size("default").await.unwrap().ready, 9);
+
+    let mut four = start_worker(redis.url(), &["--max-jobs", "4", "--concurrency", "3"]);
+    assert!(four.wait_exit(LONG).await.success());
+    let done = four.events().iter().filter(|e| e.status == "DONE").count();
+    assert_eq!(done, 4);
+    assert_eq!(queue.size("default").await.unwrap().ready, 5);
+}
+
+#[tokio::test]
+async fn a_timeout_fails_the_job_on_its_last_attempt() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let uuid = Sleep { ms: 30_000 }
+        .dispatch()
+        .timeout(1)
+        .via(&queue)
+        .await
+        .unwrap();
+    let mut worker = start_worker(redis.url(), &["--stop-when-empty"]);
+    assert!(worker.wait_exit(LONG).await.success());
+    let record = queue.failed_job(&uuid.to_string()).await.unwrap().unwrap();
+    assert_eq!(record.exception, "sleep has timed out.");
+}
+
+#[tokio::test]
+async fn the_memory_limit_exits_with_status_12() {
+    let redis = TestRedis::start();
+    let mut worker = start_worker(redis.url(), &["--memory", "1"]);
+    assert_eq!(worker.wait_exit(LONG).await.code(), Some(12));
+}
+
+#[tokio::test]
+async fn an_idle_worker_wakes_for_pushed_and_due_delayed_jobs_promptly() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // --sleep 30: only the notify wake-up and the due-time timer can start these jobs quickly.
+    let worker = start_worker(redis.url(), &["--sleep", "30"]);
+    worker.wait_started().await;
+    let mut conn = redis.conn().await;
+    wait_until(LONG, "the worker is blocked on notify", || {
+        let mut conn = conn.clone();
+        async move {
+            let clients: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            clients.contains("cmd=blpop")
+        }
+    })
+    .await;
+
+    let pushed_at = now_ms();
+    Record { due_ms: pushed_at }
+        .dispatch()
+        .via(&queue)
+        .await
+        .unwrap();
+    let delay = Duration::from_millis(1500);
+    let due_ms = now_ms() + delay.as_millis() as u64;
+    Record { due_ms }
+        .dispatch()
+        .delay(delay)
+        .via(&queue)
+        .await
+        .unwrap();
+
+    wait_until(LONG, "both record jobs ran", || {
+        let mut conn = conn.clone();
+        async move { conn.llen::<_, u64>(RECORDS_KEY).await.unwrap() == 2 }
+    })
+    .await;
+    let records: Vec<String> = conn.lrange(RECORDS_KEY, 0, -1).await.unwrap();
+    for record in records {
+        let record: serde_json::Value = serde_json::from_str(&record).unwrap();
+        let late = record["started_ms"].as_i64().unwrap() - record["due_ms"].as_i64().unwrap();
+        assert!(
+            (0..500).contains(&late),
+            "a job started {late} ms after its due time (expected 0 to 500 ms)"
+        );
+    }
+}
+
+#[tokio::test]
+async fn jobs_run_concurrently_up_to_the_concurrency() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    for _ in 0..8 {
+        Sleep { ms: 1000 }.dispatch().via(&queue).await.unwrap();
+    }
+    let mut worker = start_worker(redis.url(), &["--concurrency", "8", "--stop-when-empty"]);
+    assert!(worker.wait_exit(LONG).await.success());
+    let events = worker.events();
+    let first_start = events
+        .iter()
+        .filter(|e| e.status == "RUNNING")
+        .map(|e| e.at_ms)
+        .fold(f64::MAX, f64::min);
+    let last_done = events
+        .iter()
+        .filter(|e| e.status == "DONE")
+        .map(|e| e.at_ms)
+        .fold(0.0, f64::max);
+    assert_eq!(events.iter().filter(|e| e.status == "DONE").count(), 8);
+    // One after another would take 8 s; together they take about 1 s.
+    assert!(
+        last_done - first_start < 4000.0,
+        "8 jobs of 1 s took {} ms with concurrency 8",
+        last_done - first_start
+    );
+}
