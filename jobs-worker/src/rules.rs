@@ -109,12 +109,17 @@ mod tests {
             l.after_error("J", 9, &err),
             Verdict::Release(Duration::from_secs(10))
         );
+        assert_eq!(l.check_before_run("J", 1000), None);
+    }
+
+    #[test]
+    fn a_panic_on_the_last_attempt_fails_saying_it_panicked() {
         let l = limits(1, &[]);
+        let err = AttemptError::Panic("p".into());
         assert_eq!(
             l.after_error("J", 1, &err),
             Verdict::Fail("panicked: p".into())
         );
-        assert_eq!(l.check_before_run("J", 1000), None);
     }
 
     #[test]
