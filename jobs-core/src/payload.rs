@@ -81,26 +81,71 @@ impl Payload {
 
 /// The raw payload with its top-level `attempts` set to `attempts`, every other byte kept.
 ///
-/// The top-level field is the last `"attempts":` in the document (only `delay` follows it), the
-/// same rule the pop script uses to raise it. Returns `None` when the payload has no such field.
+/// The top-level field is the last `"attempts"` key followed by a colon and digits (only
+/// `delay` follows it in a payload), the same rule the pop script uses to raise it. Returns
+/// `None` when the payload has no such field.
 ///
 /// ```
-/// let reserved = r#"{"data":{"attempts":9},"id":"x","attempts":3,"delay":null}"#;
+/// let reserved = r#"{"data":{"attempts":9},"id":"x","attempts": 3,"delay":null}"#;
 /// assert_eq!(
 ///     jobs_core::payload::with_attempts(reserved, 2).unwrap(),
-///     r#"{"data":{"attempts":9},"id":"x","attempts":2,"delay":null}"#
+///     r#"{"data":{"attempts":9},"id":"x","attempts": 2,"delay":null}"#
 /// );
 /// ```
 pub fn with_attempts(raw: &str, attempts: u32) -> Option<String> {
-    const FIELD: &str = "\"attempts\":";
-    let start = raw.rfind(FIELD)? + FIELD.len();
-    let digits = raw[start..].bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
-    }
+    let digits = attempts_digits(raw)?;
     Some(format!(
         "{}{attempts}{}",
-        &raw[..start],
-        &raw[start + digits..]
+        &raw[..digits.start],
+        &raw[digits.end..]
     ))
+}
+
+/// A reserved copy as it was before its reservation: `attempts` one lower. A payload without
+/// a top-level `attempts` (one that is not JSON, say) is returned unchanged.
+///
+/// Failed-job records keep this form, so that retrying one starts from its pushed count.
+pub fn unreserved(raw: &str) -> std::borrow::Cow<'_, str> {
+    attempts_digits(raw)
+        .and_then(|digits| raw[digits].parse::<u32>().ok())
+        .and_then(|attempts| with_attempts(raw, attempts.saturating_sub(1)))
+        .map_or(std::borrow::Cow::Borrowed(raw), std::borrow::Cow::Owned)
+}
+
+/// The byte range of the top-level attempts number: the last `"attempts"` key followed by
+/// optional white space, a colon, optional white space and digits.
+fn attempts_digits(raw: &str) -> Option<std::ops::Range<usize>> {
+    const KEY: &str = "\"attempts\"";
+    raw.rmatch_indices(KEY).find_map(|(at, _)| {
+        let rest = &raw[at + KEY.len()..];
+        let after_key = rest.trim_start();
+        let after_colon = after_key.strip_prefix(':')?.trim_start();
+        let start = raw.len() - after_colon.len();
+        let len = after_colon.bytes().take_while(u8::is_ascii_digit).count();
+        (len > 0).then_some(start..start + len)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unreserved_lowers_the_top_level_attempts_only() {
+        let raw = r#"{"data":{"attempts":9},"attempts":3,"delay":null}"#;
+        assert_eq!(
+            unreserved(raw),
+            r#"{"data":{"attempts":9},"attempts":2,"delay":null}"#
+        );
+        assert_eq!(unreserved("not json"), "not json");
+    }
+
+    #[test]
+    fn a_key_without_digits_is_skipped_for_an_earlier_one() {
+        let raw = r#"{"attempts":4,"x":{"attempts":null}}"#;
+        assert_eq!(
+            with_attempts(raw, 5).unwrap(),
+            r#"{"attempts":5,"x":{"attempts":null}}"#
+        );
+    }
 }

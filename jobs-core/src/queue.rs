@@ -319,6 +319,9 @@ impl RedisQueue {
 
     /// Failed-job records, newest first, at most `limit`.
     pub async fn failed_jobs(&self, limit: usize) -> Result<Vec<FailedJob>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
         let mut conn = self.conn.clone();
         let uuids: Vec<String> = self
             .timed(conn.zrevrange(FAILED_JOBS_INDEX, 0, limit as isize - 1))

@@ -52,9 +52,9 @@ pub fn main() -> ExitCode {
     })
 }
 
-/// Runs a worker with `options` until it stops, stopping gracefully on SIGTERM or SIGINT. A
-/// second signal exits the process at once (status 130); its running jobs come back after
-/// retry_after.
+/// Runs a worker with `options` until it stops, stopping gracefully on SIGTERM, SIGINT or
+/// SIGQUIT. A second signal exits the process at once (status 130); its running jobs come
+/// back after retry_after.
 pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
     let worker = Worker::new(options)?;
     tokio::spawn(stop_on_signals(worker.stop_token()));
@@ -63,17 +63,18 @@ pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
 
 async fn stop_on_signals(stop: CancellationToken) {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
+    let (Ok(mut term), Ok(mut int), Ok(mut quit)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::quit()),
     ) else {
-        tracing::error!("cannot listen for SIGTERM/SIGINT");
+        tracing::error!("cannot listen for SIGTERM/SIGINT/SIGQUIT");
         return;
     };
-    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {}, _ = quit.recv() => {} }
     tracing::info!("stop signal received; finishing running jobs (signal again to exit at once)");
     stop.cancel();
-    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {}, _ = quit.recv() => {} }
     tracing::warn!("second stop signal; exiting at once");
     std::process::exit(130);
 }

@@ -77,8 +77,8 @@ pub struct WorkerOptions {
     #[arg(long, default_value_t = 10)]
     pub concurrency: usize,
 
-    /// Seconds running jobs get to finish after SIGTERM/SIGINT before they are put back on
-    /// their queues (default: the --timeout).
+    /// Seconds running jobs get to finish after SIGTERM/SIGINT/SIGQUIT before they are put
+    /// back on their queues (default: the --timeout; no limit with --timeout 0).
     #[arg(long)]
     pub grace: Option<f64>,
 
@@ -114,11 +114,13 @@ impl WorkerOptions {
         secs(self.rest)
     }
 
-    /// How long running jobs may finish after a stop signal.
-    pub fn grace(&self) -> Duration {
-        self.grace
-            .map(secs)
-            .unwrap_or(Duration::from_secs(self.timeout))
+    /// How long running jobs may finish after a stop signal: --grace, else the --timeout
+    /// (`None`: no limit, with --timeout 0).
+    pub fn grace(&self) -> Option<Duration> {
+        match self.grace {
+            Some(grace) => Some(secs(grace)),
+            None => (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
+        }
     }
 
     /// --max-time as a duration, when set.
@@ -142,7 +144,7 @@ mod tests {
         assert_eq!((o.tries, o.timeout, o.memory, o.max_jobs), (1, 60, 128, 0));
         assert_eq!(o.sleep(), Duration::from_secs(3));
         assert_eq!(o.retry_after(), Duration::from_secs(90));
-        assert_eq!(o.grace(), Duration::from_secs(60));
+        assert_eq!(o.grace(), Some(Duration::from_secs(60)));
     }
 
     #[test]

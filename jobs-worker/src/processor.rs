@@ -6,7 +6,7 @@
 //! Job middleware and lifecycle events hook in around `execute`.
 
 use jobs_core::keys::QueueKeys;
-use jobs_core::registry::{self, JobRegistration};
+use jobs_core::registry::{self, JobFuture, JobRegistration};
 use jobs_core::{FailedJob, JobContext, Payload, RedisQueue, Request};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -70,111 +70,84 @@ impl Processor {
     /// Processes one reserved job to the end. When `interrupt` fires, a running handler is
     /// stopped and the job is put back on its queue at once, its attempt counted.
     pub async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
-        let decoded = match decode(&job.raw) {
-            Ok(decoded) => decoded,
-            Err(undecodable) => {
-                let span = tracing::info_span!("job", job = "?", uuid = %undecodable.uuid, queue = %job.queue.name);
-                return async {
-                    let failed = FailedJob::new(
-                        &undecodable.uuid,
-                        &self.queue.config().connection_name,
-                        &job.queue.name,
-                        job.raw.clone(),
-                        &undecodable.reason,
-                    );
-                    warn!(status = "FAILED", reason = %undecodable.reason, "FAILED");
-                    self.settle_failure(&job, failed).await;
-                    Settled::Failed
+        let started = Instant::now();
+        match decode(&job.raw) {
+            Ok(decoded) => {
+                let payload = &decoded.payload;
+                let span = tracing::info_span!(
+                    "job",
+                    job = %payload.display_name,
+                    uuid = %payload.uuid,
+                    queue = %job.queue.name,
+                    attempt = payload.attempts,
+                );
+                async {
+                    let (verdict, error) = self.run(&decoded, &job, interrupt).await;
+                    let uuid = payload.uuid.to_string();
+                    self.settle(&job, &uuid, verdict, error, started).await
                 }
                 .instrument(span)
-                .await;
+                .await
             }
-        };
-        let payload = &decoded.payload;
-        let span = tracing::info_span!(
-            "job",
-            job = %payload.display_name,
-            uuid = %payload.uuid,
-            queue = %job.queue.name,
-            attempt = payload.attempts,
-        );
-        async {
-            let started = Instant::now();
-            let limits = self.limits(&decoded);
-            let (verdict, error) =
-                match limits.check_before_run(&payload.display_name, payload.attempts) {
-                    Some(verdict) => (verdict, None),
-                    None => {
-                        info!(status = "RUNNING", "RUNNING");
-                        self.execute(&decoded, &job, &limits, interrupt).await
-                    }
-                };
-            let duration_ms = (started.elapsed().as_secs_f64() * 100_000.0).round() / 100.0;
-            match verdict {
-                Verdict::Done => {
-                    info!(status = "DONE", duration_ms, "DONE");
-                    self.settle(&job, |q| q.delete(&job.queue, &job.raw)).await;
-                    Settled::Done
-                }
-                Verdict::Release(delay) => {
-                    let reason = error.as_deref().unwrap_or("released by the job");
-                    info!(
-                        status = "RELEASED",
-                        duration_ms,
-                        retry_in_s = delay.as_secs_f64(),
-                        reason,
-                        "RELEASED"
-                    );
-                    self.settle(&job, |q| q.release(&job.queue, &job.raw, delay))
-                        .await;
-                    Settled::Released
-                }
-                Verdict::Fail(reason) => {
-                    warn!(status = "FAILED", duration_ms, reason = %reason, "FAILED");
-                    let failed = FailedJob::new(
-                        payload.uuid.to_string(),
-                        &self.queue.config().connection_name,
-                        &job.queue.name,
-                        jobs_core::payload::with_attempts(
-                            &job.raw,
-                            payload.attempts.saturating_sub(1),
-                        )
-                        .unwrap_or_else(|| job.raw.clone()),
-                        reason,
-                    );
-                    self.settle_failure(&job, failed).await;
-                    Settled::Failed
-                }
+            Err(undecodable) => {
+                let span = tracing::info_span!(
+                    "job",
+                    job = "?",
+                    uuid = %undecodable.uuid,
+                    queue = %job.queue.name,
+                );
+                let verdict = Verdict::Fail(undecodable.reason);
+                self.settle(&job, &undecodable.uuid, verdict, None, started)
+                    .instrument(span)
+                    .await
             }
         }
-        .instrument(span)
-        .await
     }
 
-    /// Runs the handler under its timeout, catching panics, and turns what happened into a
-    /// verdict, with the attempt's error if it failed. This is the one place a job's code runs.
-    async fn execute(
+    /// Checks the attempts, decodes the job and runs it: the verdict, with the attempt's error
+    /// if it failed.
+    async fn run(
         &self,
         decoded: &Decoded,
         job: &Reserved,
-        limits: &Limits,
         interrupt: CancellationToken,
     ) -> (Verdict, Option<String>) {
         let payload = &decoded.payload;
+        let limits = self.limits(decoded);
+        if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts) {
+            return (verdict, None);
+        }
         let ctx = Arc::new(JobContext::new(
             payload.uuid,
             &payload.job,
             &job.queue.name,
             payload.attempts,
         ));
-        let future = match decoded.registration.start(&payload.data, ctx.clone()) {
-            Ok(future) => future,
+        match decoded.registration.start(&payload.data, ctx.clone()) {
+            Ok(handler) => {
+                info!(status = "RUNNING", "RUNNING");
+                self.execute(handler, &ctx, &limits, &payload.display_name, interrupt)
+                    .await
+            }
             Err(err) => {
                 let reason = format!("cannot decode the data of job {}: {err}", payload.job);
-                return (Verdict::Fail(reason), None);
+                (Verdict::Fail(reason), None)
             }
-        };
-        let mut handler = tokio::spawn(future.in_current_span());
+        }
+    }
+
+    /// Runs the handler under its timeout, catching panics, and turns what happened into a
+    /// verdict, with the attempt's error if it failed. This is the one place a job's code
+    /// runs: job middleware and lifecycle events hook in here.
+    async fn execute(
+        &self,
+        handler: JobFuture,
+        ctx: &JobContext,
+        limits: &Limits,
+        display_name: &str,
+        interrupt: CancellationToken,
+    ) -> (Verdict, Option<String>) {
+        let mut handler = tokio::spawn(handler.in_current_span());
         let timeout = async {
             match limits.timeout {
                 Some(limit) => tokio::time::sleep(limit).await,
@@ -197,19 +170,59 @@ impl Processor {
                 return (Verdict::Release(Duration::ZERO), Some(reason));
             }
         };
-        let error = result
-            .as_ref()
-            .err()
-            .map(|e| e.describe(&payload.display_name));
+        let error = result.as_ref().err().map(|e| e.describe(display_name));
         let verdict = match (ctx.take_request(), result) {
             (Some(Request::Release(delay)), _) => Verdict::Release(delay),
             (Some(Request::Fail(message)), _) => Verdict::Fail(message),
             (None, Ok(())) => Verdict::Done,
-            (None, Err(error)) => {
-                limits.after_error(&payload.display_name, payload.attempts, &error)
-            }
+            (None, Err(error)) => limits.after_error(display_name, ctx.attempt(), &error),
         };
         (verdict, error)
+    }
+
+    /// Logs the verdict and applies it in Redis: delete, release, or record as failed with the
+    /// payload as it was before this reservation.
+    async fn settle(
+        &self,
+        job: &Reserved,
+        uuid: &str,
+        verdict: Verdict,
+        error: Option<String>,
+        started: Instant,
+    ) -> Settled {
+        let duration_ms = (started.elapsed().as_secs_f64() * 100_000.0).round() / 100.0;
+        match verdict {
+            Verdict::Done => {
+                info!(status = "DONE", duration_ms, "DONE");
+                self.apply(job, |q| q.delete(&job.queue, &job.raw)).await;
+                Settled::Done
+            }
+            Verdict::Release(delay) => {
+                let reason = error.as_deref().unwrap_or("released by the job");
+                let retry_in_s = delay.as_secs_f64();
+                info!(
+                    status = "RELEASED",
+                    duration_ms, retry_in_s, reason, "RELEASED"
+                );
+                self.apply(job, |q| q.release(&job.queue, &job.raw, delay))
+                    .await;
+                Settled::Released
+            }
+            Verdict::Fail(reason) => {
+                warn!(status = "FAILED", duration_ms, reason = %reason, "FAILED");
+                let failed = FailedJob::new(
+                    uuid,
+                    &self.queue.config().connection_name,
+                    &job.queue.name,
+                    jobs_core::payload::unreserved(&job.raw),
+                    reason,
+                );
+                self.stats.record_failure();
+                self.apply(job, |q| q.fail(&job.queue, Some(&job.raw), &failed))
+                    .await;
+                Settled::Failed
+            }
+        }
     }
 
     /// The job's own options, else the worker's.
@@ -226,15 +239,10 @@ impl Processor {
         }
     }
 
-    async fn settle_failure(&self, job: &Reserved, failed: FailedJob) {
-        self.stats.record_failure();
-        self.settle(job, |q| q.fail(&job.queue, Some(&job.raw), &failed))
-            .await;
-    }
-
-    /// Applies a verdict in Redis, retrying through short outages. If Redis stays away longer
-    /// than the reservation lasts, the job comes back after retry_after and nothing is lost.
-    async fn settle<'a, F, Fut>(&'a self, job: &Reserved, op: F)
+    /// Runs a Redis change for a job, retrying through short outages. If Redis stays away
+    /// longer than the reservation lasts, the job comes back after retry_after and nothing is
+    /// lost.
+    async fn apply<'a, F, Fut>(&'a self, job: &Reserved, op: F)
     where
         F: Fn(&'a RedisQueue) -> Fut,
         Fut: std::future::Future<Output = jobs_core::Result<bool>>,
@@ -277,6 +285,12 @@ fn decode(raw: &str) -> Result<Decoded, Undecodable> {
         };
         Undecodable { uuid, reason }
     })?;
+    if payload.attempts == 0 {
+        return Err(Undecodable {
+            uuid: payload.uuid.to_string(),
+            reason: "malformed payload: its attempts could not be counted at reservation".into(),
+        });
+    }
     match registry::find(&payload.job) {
         Some(registration) => Ok(Decoded {
             payload,

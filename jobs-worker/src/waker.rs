@@ -3,7 +3,9 @@
 //! It owns a dedicated connection and, each time the worker goes idle, runs one `BLPOP` on the
 //! notify lists of all the worker's queues. A push wakes it at once. The BLPOP stays in flight
 //! across the worker's other waits (a due delayed job, a stop signal), so no push is missed;
-//! the token it takes is only a hint, and the pop script keeps one token per ready job.
+//! the token it takes is only a hint, and the pop script keeps one token per ready job. A token
+//! that arrives while the worker is no longer waiting (busy, or stopping) is pushed back, so
+//! that another idle worker wakes for it.
 
 use jobs_core::keys::QueueKeys;
 use redis::aio::MultiplexedConnection;
@@ -22,6 +24,7 @@ pub struct Waker {
 
 struct Shared {
     armed: AtomicBool,
+    waiting: AtomicBool,
     arm: Notify,
     woke: Notify,
 }
@@ -31,6 +34,7 @@ impl Waker {
     pub fn start(client: redis::Client, queues: &[Arc<QueueKeys>], block_for: Duration) -> Self {
         let shared = Arc::new(Shared {
             armed: AtomicBool::new(false),
+            waiting: AtomicBool::new(false),
             arm: Notify::new(),
             woke: Notify::new(),
         });
@@ -43,10 +47,27 @@ impl Waker {
     /// failed. Starts a BLPOP unless one is already in flight.
     pub async fn wait(&self) {
         let woke = self.shared.woke.notified();
+        let _waiting = Waiting::start(&self.shared);
         if !self.shared.armed.swap(true, Ordering::AcqRel) {
             self.shared.arm.notify_one();
         }
         woke.await;
+    }
+}
+
+/// Marks the worker as waiting while it lives.
+struct Waiting<'a>(&'a Shared);
+
+impl<'a> Waiting<'a> {
+    fn start(shared: &'a Shared) -> Self {
+        shared.waiting.store(true, Ordering::Release);
+        Waiting(shared)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.store(false, Ordering::Release);
     }
 }
 
@@ -63,8 +84,9 @@ async fn run(client: redis::Client, keys: Vec<String>, block_for: Duration, shar
         shared.arm.notified().await;
         let result = async {
             if conn.is_none() {
+                // A BLPOP answers within its own timeout; a longer silence is a dead connection.
                 let config = AsyncConnectionConfig::new()
-                    .set_response_timeout(None)
+                    .set_response_timeout(Some(block_for + Duration::from_secs(5)))
                     .set_connection_timeout(Some(Duration::from_secs(5)));
                 conn = Some(
                     client
@@ -73,11 +95,21 @@ async fn run(client: redis::Client, keys: Vec<String>, block_for: Duration, shar
                 );
             }
             let conn = conn.as_mut().expect("connected above");
-            redis::cmd("BLPOP")
+            let popped: Option<(String, String)> = redis::cmd("BLPOP")
                 .arg(&keys)
                 .arg(block_for.as_secs_f64().max(0.01))
-                .query_async::<Option<(String, String)>>(conn)
-                .await
+                .query_async(conn)
+                .await?;
+            if let Some((key, token)) = popped {
+                if !shared.waiting.load(Ordering::Acquire) {
+                    redis::cmd("RPUSH")
+                        .arg(key)
+                        .arg(token)
+                        .query_async::<()>(conn)
+                        .await?;
+                }
+            }
+            Ok::<_, redis::RedisError>(())
         }
         .await;
         if let Err(err) = result {

@@ -80,6 +80,14 @@ pub struct Worker {
 impl Worker {
     /// A worker with these options, connecting to `options.redis` on first use.
     pub fn new(options: WorkerOptions) -> Result<Self, WorkerError> {
+        let queue = RedisQueue::with_config(&options.redis, QueueConfig::default())?;
+        Self::with_queue(options, queue)
+    }
+
+    /// A worker with these options that talks to Redis through `queue`, whose
+    /// [`QueueConfig`] (command timeout, failed-job store limits, payload limit, connection
+    /// name) it uses. `options.redis` is ignored.
+    pub fn with_queue(options: WorkerOptions, queue: RedisQueue) -> Result<Self, WorkerError> {
         jobs_core::registry::check()?;
         if options.concurrency == 0 {
             return Err(WorkerError::InvalidOption(
@@ -91,7 +99,6 @@ impl Worker {
                 "--queue names must not be empty".into(),
             ));
         }
-        let queue = RedisQueue::with_config(&options.redis, QueueConfig::default())?;
         // Jobs that dispatch other jobs reach the same Redis as the worker.
         RedisQueue::set_default(queue.clone());
         Ok(Worker {
@@ -128,6 +135,14 @@ impl Worker {
             jobs = %jobs_core::registry::all().iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
             "worker started"
         );
+        if options.timeout == 0 || options.timeout as f64 >= options.retry_after {
+            warn!(
+                timeout = options.timeout,
+                retry_after = options.retry_after,
+                "--timeout should be well below --retry-after: a job still running when its \
+                 reservation expires is handed to another worker"
+            );
+        }
         let fetcher = Fetcher::new(self.queue.clone(), queues.clone(), options.retry_after());
         let waker = Waker::start(self.queue.client().clone(), &queues, options.sleep());
         let processor = Processor::new(self.queue.clone(), options.clone(), self.stats.clone());
@@ -191,16 +206,12 @@ impl Worker {
                 if options.once || (options.stop_when_empty && running.is_empty()) {
                     break Exit::Empty;
                 }
-                let due = async {
-                    match fetched.next_due {
-                        Some(due) => tokio::time::sleep(due).await,
-                        None => std::future::pending().await,
-                    }
-                };
+                let out_of_time = options.max_time().map(|max| started + max);
                 tokio::select! {
                     _ = waker.wait() => {}
-                    _ = due => {}
+                    _ = sleep_for(fetched.next_due) => {}
                     _ = tokio::time::sleep(options.sleep()) => {}
+                    _ = sleep_until(out_of_time) => {}
                     _ = self.stop.cancelled() => {}
                     Some(joined) = running.join_next(), if options.stop_when_empty => reap(joined),
                 }
@@ -244,30 +255,50 @@ impl Worker {
         }
     }
 
-    /// Lets running jobs finish within the grace period, then interrupts the rest, which puts
-    /// them back on their queues.
+    /// Lets running jobs finish. Once a stop is requested (before or during this wait), they
+    /// get the grace period; those still running then are interrupted, which puts them back on
+    /// their queues.
     async fn finish_running(&self, running: &mut JoinSet<Settled>, interrupt: CancellationToken) {
         if running.is_empty() {
             return;
         }
+        info!(running = running.len(), "waiting for running jobs");
         let grace = self.options.grace();
-        info!(running = running.len(), ?grace, "waiting for running jobs");
-        let drained = tokio::time::timeout(grace, async {
-            while let Some(joined) = running.join_next().await {
-                reap(joined);
+        let mut deadline = None;
+        let mut stop_seen = false;
+        loop {
+            if !stop_seen && self.stop.is_cancelled() {
+                stop_seen = true;
+                deadline = grace.map(|grace| Instant::now() + grace);
             }
-        })
-        .await;
-        if drained.is_err() {
-            warn!(
-                running = running.len(),
-                "grace period over; putting running jobs back"
-            );
-            interrupt.cancel();
-            while let Some(joined) = running.join_next().await {
-                reap(joined);
+            tokio::select! {
+                joined = running.join_next() => match joined {
+                    Some(joined) => reap(joined),
+                    None => return,
+                },
+                _ = self.stop.cancelled(), if !stop_seen => {}
+                _ = sleep_until(deadline), if !interrupt.is_cancelled() => {
+                    warn!(running = running.len(), "grace period over; putting running jobs back");
+                    interrupt.cancel();
+                }
             }
         }
+    }
+}
+
+/// Sleeps for `duration`, or forever when there is none.
+async fn sleep_for(duration: Option<Duration>) {
+    match duration {
+        Some(duration) => tokio::time::sleep(duration).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps until `deadline`, or forever when there is none.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -294,13 +325,14 @@ fn reap(joined: Result<Settled, tokio::task::JoinError>) {
     }
 }
 
-/// Resident memory of this process in megabytes (0 where /proc is unavailable).
+/// Resident memory of this process in megabytes, from `VmRSS` in `/proc/self/status` (0
+/// where that is unavailable, so the limit never applies there).
 fn memory_mb() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096 / (1024 * 1024)
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024)
 }

@@ -234,6 +234,14 @@ async fn malformed_payloads_and_panics_end_in_the_failed_store_while_the_worker_
         );
     }
     assert_eq!(reasons.len(), 5);
+    // Records keep the payload as pushed: the unknown type's has attempts 0 again.
+    let unknown_record = failed_records(&redis)
+        .await
+        .into_iter()
+        .find(|r| r["exception"].as_str().unwrap().contains("NoSuchJob"))
+        .unwrap();
+    let unknown_payload = Payload::from_json(unknown_record["payload"].as_str().unwrap()).unwrap();
+    assert_eq!(unknown_payload.attempts, 0);
     assert!(queue
         .failed_job(&panic.to_string())
         .await
@@ -434,5 +442,90 @@ async fn jobs_run_concurrently_up_to_the_concurrency() {
         last_done - first_start < 4000.0,
         "8 jobs of 1 s took {} ms with concurrency 8",
         last_done - first_start
+    );
+}
+
+#[tokio::test]
+async fn a_second_signal_exits_at_once_and_the_job_comes_back_after_retry_after() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let uuid = Sleep { ms: 60_000 }.dispatch().via(&queue).await.unwrap();
+    let mut worker = start_worker(redis.url(), &["--retry-after", "1", "--tries", "3"]);
+    worker
+        .wait_for_event(LONG, "the job is running", |e| e.status == "RUNNING")
+        .await;
+    worker.signal("TERM");
+    worker.signal("INT");
+    assert_eq!(worker.wait_exit(LONG).await.code(), Some(130));
+
+    // Still reserved: nobody settled it. After retry_after another worker runs it again.
+    let mut conn = redis.conn().await;
+    let reserved: Vec<String> = conn.zrange("queues:default:reserved", 0, -1).await.unwrap();
+    assert_eq!(reserved.len(), 1);
+    let second = start_worker(redis.url(), &["--retry-after", "90", "--tries", "3"]);
+    let running = second
+        .wait_for_event(LONG, "the job runs again", |e| {
+            e.uuid == uuid.to_string() && e.status == "RUNNING"
+        })
+        .await;
+    assert_eq!(running.attempt, 2);
+}
+
+#[tokio::test]
+async fn max_time_stops_an_idle_worker_on_time() {
+    let redis = TestRedis::start();
+    let started = std::time::Instant::now();
+    // --sleep 30: the worker must not wait out its idle sleep past --max-time.
+    let mut worker = start_worker(redis.url(), &["--max-time", "1", "--sleep", "30"]);
+    assert!(worker.wait_exit(LONG).await.success());
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(10),
+        "--max-time 1 stopped the worker after {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn once_lets_its_job_finish_even_without_a_timeout() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let uuid = Sleep { ms: 500 }.dispatch().via(&queue).await.unwrap();
+    let mut worker = start_worker(redis.url(), &["--once", "--timeout", "0"]);
+    assert!(worker.wait_exit(LONG).await.success());
+    assert!(worker
+        .events()
+        .iter()
+        .any(|e| e.uuid == uuid.to_string() && e.status == "DONE"));
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+}
+
+#[tokio::test]
+async fn attempts_written_with_spaces_are_still_counted() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let envelope = Flaky { fail_times: 5 }.dispatch().envelope().unwrap();
+    let spaced = envelope
+        .payload
+        .replace(r#""attempts":0"#, r#""attempts" : 0"#);
+    assert_ne!(spaced, envelope.payload);
+    let mut conn = redis.conn().await;
+    let _: () = conn.rpush("queues:default", spaced).await.unwrap();
+    // With --tries 2 the job must fail on its second attempt, not retry forever.
+    let mut worker = start_worker(redis.url(), &["--tries", "2", "--stop-when-empty"]);
+    assert!(worker.wait_exit(LONG).await.success());
+    let record = queue
+        .failed_job(&envelope.uuid.to_string())
+        .await
+        .unwrap()
+        .expect("the job failed after its tries");
+    assert!(
+        record.exception.contains("attempt 2"),
+        "{}",
+        record.exception
+    );
+    assert!(
+        record.payload.contains(r#""attempts" : 1"#),
+        "{}",
+        record.payload
     );
 }

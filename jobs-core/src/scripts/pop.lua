@@ -11,9 +11,10 @@
 -- Migration moves due delayed jobs, then expired reservations, to the tail of the ready list
 -- in due order (expired ones keep their incremented attempts), in bounded chunks so that any
 -- backlog migrates without one long script. A reserved copy is the popped payload with its
--- top-level "attempts" (the last field but "delay") raised by one; the payload's other bytes
--- are kept as they are. A payload without that field is reserved unchanged, for the worker to
--- report as malformed. Finally the notify list is set to one token per ready job.
+-- top-level "attempts" (the last "attempts" key with a number; only "delay" follows it)
+-- raised by one; the payload's other bytes are kept as they are. A payload without that
+-- field is reserved unchanged, for the worker to report as malformed. Finally the notify
+-- list is set to one token per ready job.
 local time = redis.call('time')
 local now = tonumber(time[1]) + math.floor(tonumber(time[2]) / 1000) / 1000
 local migrate_limit = tonumber(ARGV[3])
@@ -35,7 +36,7 @@ local popped = redis.call('lpop', KEYS[1], tonumber(ARGV[2]))
 if popped then
   local expires = now + tonumber(ARGV[1])
   for i, job in ipairs(popped) do
-    local head, attempts, tail = string.match(job, '^(.*"attempts":)(%d+)(.*)$')
+    local head, attempts, tail = string.match(job, '^(.*"attempts"%s*:%s*)(%d+)(.*)$')
     if head then
       job = head .. (tonumber(attempts) + 1) .. tail
     end
