@@ -105,6 +105,11 @@ fn field(json: &str, name: &str) -> Value {
     value[name].clone()
 }
 
+/// The `data.n` of every payload in a list, in order.
+async fn numbers_in(conn: &mut Conn, key: &str) -> Vec<u64> {
+    lrange(conn, key).await.iter().map(|p| data_n(p)).collect()
+}
+
 fn data_n(payload: &str) -> u64 {
     field(payload, "data")["n"]
         .as_u64()
@@ -892,17 +897,9 @@ async fn bulk_after_a_single_dispatch_pushes_each_job_once() {
         .unwrap();
     bulk.send().await.unwrap();
 
-    let a: Vec<u64> = lrange(&mut conn, "queues:a")
-        .await
-        .iter()
-        .map(|p| data_n(p))
-        .collect();
+    let a: Vec<u64> = numbers_in(&mut conn, "queues:a").await;
     assert_eq!(a, [0, 1]);
-    let b: Vec<u64> = lrange(&mut conn, "queues:b")
-        .await
-        .iter()
-        .map(|p| data_n(p))
-        .collect();
+    let b: Vec<u64> = numbers_in(&mut conn, "queues:b").await;
     assert_eq!(b, [2]);
     assert_eq!(zrange(&mut conn, "queues:a:delayed").await.len(), 1);
 
@@ -924,11 +921,7 @@ async fn bulk_after_a_single_dispatch_pushes_each_job_once() {
     bulk.add(Numbered { n: 6 }.dispatch().on_queue("a").delay(60))
         .unwrap();
     bulk.send().await.unwrap();
-    let b: Vec<u64> = lrange(&mut conn, "queues:b")
-        .await
-        .iter()
-        .map(|p| data_n(p))
-        .collect();
+    let b: Vec<u64> = numbers_in(&mut conn, "queues:b").await;
     assert_eq!(b, [2, 4, 5]);
     assert_eq!(zrange(&mut conn, "queues:a:delayed").await.len(), 2);
 }
@@ -952,11 +945,7 @@ async fn push_all_of_envelopes_keeps_queue_runs_in_order() {
     envelopes.extend((2_100..2_200).map(|n| envelope(n, "a")));
     queue.push_all(&envelopes).await.unwrap();
 
-    let a: Vec<u64> = lrange(&mut conn, "queues:a")
-        .await
-        .iter()
-        .map(|p| data_n(p))
-        .collect();
+    let a: Vec<u64> = numbers_in(&mut conn, "queues:a").await;
     assert_eq!(a, (0..2_200).collect::<Vec<_>>());
     assert_eq!(llen(&mut conn, "queues:a:notify").await, 2_200);
     assert_eq!(lrange(&mut conn, "queues:b").await, [raw_payload(5_000)]);

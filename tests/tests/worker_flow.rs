@@ -15,6 +15,15 @@ fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
     WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
 }
 
+/// Runs a worker with `--stop-when-empty` until it exits, which it must do with status 0.
+async fn run_until_empty(redis_url: &str, args: &[&str]) -> WorkerProcess {
+    let args = [args, &["--stop-when-empty"]].concat();
+    let mut worker = start_worker(redis_url, &args);
+    let status = worker.wait_exit(LONG).await;
+    assert!(status.success(), "the worker exited with {status}");
+    worker
+}
+
 async fn failed_records(redis: &TestRedis) -> Vec<serde_json::Value> {
     let mut conn = redis.conn().await;
     let records: Vec<String> = conn.hvals("failed_jobs").await.unwrap();
@@ -33,8 +42,7 @@ async fn a_flaky_job_succeeds_on_its_third_attempt_with_three_tries() {
         .via(&queue)
         .await
         .unwrap();
-    let mut worker = start_worker(redis.url(), &["--tries", "3", "--stop-when-empty"]);
-    assert!(worker.wait_exit(LONG).await.success());
+    let worker = run_until_empty(redis.url(), &["--tries", "3"]).await;
 
     let events: Vec<_> = worker
         .events()
@@ -63,8 +71,7 @@ async fn a_flaky_job_fails_into_the_failed_store_with_two_tries() {
         .via(&queue)
         .await
         .unwrap();
-    let mut worker = start_worker(redis.url(), &["--tries", "2", "--stop-when-empty"]);
-    assert!(worker.wait_exit(LONG).await.success());
+    run_until_empty(redis.url(), &["--tries", "2"]).await;
 
     let record = queue
         .failed_job(&uuid.to_string())
@@ -103,8 +110,7 @@ async fn job_options_beat_worker_options() {
         .via(&queue)
         .await
         .unwrap();
-    let mut worker = start_worker(redis.url(), &["--tries", "1", "--stop-when-empty"]);
-    assert!(worker.wait_exit(LONG).await.success());
+    let worker = run_until_empty(redis.url(), &["--tries", "1"]).await;
     let done = worker
         .events()
         .into_iter()
@@ -164,17 +170,7 @@ async fn queues_are_taken_in_strict_priority_order() {
             .await
             .unwrap();
     }
-    let mut worker = start_worker(
-        redis.url(),
-        &[
-            "--queue",
-            "high,low",
-            "--concurrency",
-            "1",
-            "--stop-when-empty",
-        ],
-    );
-    assert!(worker.wait_exit(LONG).await.success());
+    let worker = run_until_empty(redis.url(), &["--queue", "high,low", "--concurrency", "1"]).await;
     let order: Vec<String> = worker
         .events()
         .into_iter()
@@ -213,8 +209,7 @@ async fn malformed_payloads_and_panics_end_in_the_failed_store_while_the_worker_
     let panic = Panic {}.dispatch().via(&queue).await.unwrap();
     let noop = Noop {}.dispatch().via(&queue).await.unwrap();
 
-    let mut worker = start_worker(redis.url(), &["--stop-when-empty"]);
-    assert!(worker.wait_exit(LONG).await.success());
+    run_until_empty(redis.url(), &[]).await;
 
     let reasons: Vec<String> = failed_records(&redis)
         .await
@@ -351,8 +346,7 @@ async fn a_timeout_fails_the_job_on_its_last_attempt() {
         .via(&queue)
         .await
         .unwrap();
-    let mut worker = start_worker(redis.url(), &["--stop-when-empty"]);
-    assert!(worker.wait_exit(LONG).await.success());
+    run_until_empty(redis.url(), &[]).await;
     let record = queue.failed_job(&uuid.to_string()).await.unwrap().unwrap();
     assert_eq!(record.exception, "sleep has timed out.");
 }
@@ -423,8 +417,7 @@ async fn jobs_run_concurrently_up_to_the_concurrency() {
     for _ in 0..8 {
         Sleep { ms: 1000 }.dispatch().via(&queue).await.unwrap();
     }
-    let mut worker = start_worker(redis.url(), &["--concurrency", "8", "--stop-when-empty"]);
-    assert!(worker.wait_exit(LONG).await.success());
+    let worker = run_until_empty(redis.url(), &["--concurrency", "8"]).await;
     let events = worker.events();
     let first_start = events
         .iter()
@@ -511,8 +504,7 @@ async fn attempts_written_with_spaces_are_still_counted() {
     let mut conn = redis.conn().await;
     let _: () = conn.rpush("queues:default", spaced).await.unwrap();
     // With --tries 2 the job must fail on its second attempt, not retry forever.
-    let mut worker = start_worker(redis.url(), &["--tries", "2", "--stop-when-empty"]);
-    assert!(worker.wait_exit(LONG).await.success());
+    run_until_empty(redis.url(), &["--tries", "2"]).await;
     let record = queue
         .failed_job(&envelope.uuid.to_string())
         .await
