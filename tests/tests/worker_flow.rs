@@ -209,7 +209,7 @@ async fn malformed_payloads_and_panics_end_in_the_failed_store_while_the_worker_
     let panic = Panic {}.dispatch().via(&queue).await.unwrap();
     let noop = Noop {}.dispatch().via(&queue).await.unwrap();
 
-    run_until_empty(redis.url(), &[]).await;
+    let worker = run_until_empty(redis.url(), &[]).await;
 
     let reasons: Vec<String> = failed_records(&redis)
         .await
