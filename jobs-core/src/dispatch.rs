@@ -97,7 +97,6 @@ impl<J: Job> PendingDispatch<J> {
                 job: J::NAME,
                 source,
             })?;
-        let delay = self.delay.map(|d| d.duration_from_now());
         let payload = Payload {
             uuid,
             display_name: options.display_name.unwrap_or(J::NAME).to_owned(),
@@ -116,7 +115,7 @@ impl<J: Job> PendingDispatch<J> {
             created_at: chrono::Utc::now().timestamp(),
             id: uuid.simple().to_string(),
             attempts: 0,
-            delay: delay.map(delay_seconds),
+            delay: self.delay.map(|d| delay_seconds(d.duration_from_now())),
         };
         Ok(Envelope {
             uuid,
@@ -126,7 +125,7 @@ impl<J: Job> PendingDispatch<J> {
                 .clone()
                 .unwrap_or_else(|| options.queue.unwrap_or(DEFAULT_QUEUE).to_owned()),
             payload: payload.to_json(),
-            delay,
+            delay: self.delay,
         })
     }
 

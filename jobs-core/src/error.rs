@@ -14,6 +14,9 @@ pub enum Error {
         /// Why it was rejected.
         source: redis::RedisError,
     },
+    /// A handle was opened outside a Tokio runtime; its connection needs one.
+    #[error("a Redis handle must be opened inside a Tokio runtime")]
+    NoRuntime,
     /// Redis could not be reached (connection refused, reset or closed).
     #[error("Redis is unreachable: {0}")]
     Unreachable(#[source] redis::RedisError),

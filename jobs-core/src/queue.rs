@@ -5,6 +5,7 @@ use redis::{AsyncCommands, Pipeline, ScriptInvocation};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::delay::Delay;
 use crate::error::{Error, Result};
 use crate::failed::FailedJob;
 use crate::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
@@ -79,8 +80,9 @@ pub struct Envelope {
     pub queue: String,
     /// The payload JSON.
     pub payload: String,
-    /// When set, the job goes to the delayed set.
-    pub delay: Option<Duration>,
+    /// When set, the job goes to the delayed set: after a delay from the moment Redis runs
+    /// the push, or at a point in time.
+    pub delay: Option<Delay>,
 }
 
 /// A handle to the queues on one Redis server. Cheap to clone: clones share one multiplexed,
@@ -112,13 +114,18 @@ impl std::fmt::Debug for RedisQueue {
 static DEFAULT_QUEUE: OnceLock<RedisQueue> = OnceLock::new();
 
 impl RedisQueue {
-    /// A handle to the Redis at `url`, with default settings. It connects on first use.
+    /// A handle to the Redis at `url`, with default settings. It connects on first use. Call
+    /// it inside a Tokio runtime.
     pub fn open(url: &str) -> Result<Self> {
         Self::with_config(url, QueueConfig::default())
     }
 
-    /// A handle to the Redis at `url` with the given settings. It connects on first use.
+    /// A handle to the Redis at `url` with the given settings. It connects on first use. Call
+    /// it inside a Tokio runtime ([`Error::NoRuntime`] otherwise).
     pub fn with_config(url: &str, config: QueueConfig) -> Result<Self> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(Error::NoRuntime);
+        }
         let client = redis::Client::open(url).map_err(|source| Error::InvalidUrl {
             url: url.to_owned(),
             source,
@@ -191,8 +198,7 @@ impl RedisQueue {
                     let mut call = scripts::LATER.key(&keys.delayed);
                     call.key(&keys.notify);
                     for envelope in chunk {
-                        call.arg(seconds_arg(envelope.delay.unwrap_or_default()))
-                            .arg(&envelope.payload);
+                        call.arg(due_arg(envelope.delay)).arg(&envelope.payload);
                     }
                     invocations.push(call);
                 } else {
@@ -228,10 +234,10 @@ impl RedisQueue {
             .arg(seconds_arg(retry_after))
             .arg(count.max(1))
             .arg(migrate_limit.max(1));
-        let (jobs, next_due_ms): (Vec<String>, i64) = self.invoke(&call).await?;
+        let (jobs, next_due_us): (Vec<String>, i64) = self.invoke(&call).await?;
         Ok(Popped {
             jobs,
-            next_due: u64::try_from(next_due_ms).ok().map(Duration::from_millis),
+            next_due: u64::try_from(next_due_us).ok().map(Duration::from_micros),
         })
     }
 
@@ -413,6 +419,16 @@ pub fn redis_url_from_env() -> String {
 /// Seconds with a millisecond fraction, as the scripts take them.
 fn seconds_arg(d: Duration) -> String {
     format!("{}.{:03}", d.as_secs(), d.subsec_millis())
+}
+
+/// A delayed job's due argument for `later.lua`: a delay from the server's now, or `@` and
+/// the unix time of a job dispatched to run at a point in time.
+fn due_arg(delay: Option<Delay>) -> String {
+    match delay {
+        Some(Delay::At(at)) => format!("@{}.{:03}", at.timestamp(), at.timestamp_subsec_millis()),
+        Some(Delay::After(delay)) => seconds_arg(delay),
+        None => seconds_arg(Duration::ZERO),
+    }
 }
 
 /// Splits envelopes into runs of the same queue and kind (ready or delayed), keeping order.

@@ -5,9 +5,11 @@
 //! decode -> check attempts -> [`Processor::execute`] the handler -> verdict -> settle.
 //! Job middleware and lifecycle events hook in around `execute`.
 
+use futures_util::FutureExt;
 use jobs_core::keys::QueueKeys;
 use jobs_core::registry::{self, JobFuture, JobRegistration};
 use jobs_core::{FailedJob, JobContext, Payload, RedisQueue, Request};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -147,7 +149,9 @@ impl Processor {
         display_name: &str,
         interrupt: CancellationToken,
     ) -> (Verdict, Option<String>) {
-        let mut handler = tokio::spawn(handler.in_current_span());
+        // The handler runs inside this task: a panic is caught where it happens, and stopping
+        // the handler (timeout, shutdown) drops its future at its next `.await`.
+        let handler = AssertUnwindSafe(handler).catch_unwind();
         let timeout = async {
             match limits.timeout {
                 Some(limit) => tokio::time::sleep(limit).await,
@@ -155,17 +159,13 @@ impl Processor {
             }
         };
         let result = tokio::select! {
-            joined = &mut handler => match joined {
+            finished = handler => match finished {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(err)) => Err(AttemptError::Error(err.to_string())),
-                Err(join_error) => Err(AttemptError::Panic(panic_message(join_error))),
+                Err(panic) => Err(AttemptError::Panic(panic_message(panic))),
             },
-            _ = timeout => {
-                handler.abort();
-                Err(AttemptError::Timeout)
-            }
+            _ = timeout => Err(AttemptError::Timeout),
             _ = interrupt.cancelled() => {
-                handler.abort();
                 let reason = "interrupted by shutdown; back on its queue".to_owned();
                 return (Verdict::Release(Duration::ZERO), Some(reason));
             }
@@ -306,13 +306,10 @@ fn decode(raw: &str) -> Result<Decoded, Undecodable> {
     }
 }
 
-fn panic_message(err: tokio::task::JoinError) -> String {
-    match err.try_into_panic() {
-        Ok(panic) => panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic with a non-text payload".to_owned()),
-        Err(err) => format!("the handler's task ended: {err}"),
-    }
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
 }

@@ -6,7 +6,8 @@
 -- ARGV[1]  retry_after in seconds (may have a fraction)
 -- ARGV[2]  how many jobs to reserve at most
 -- ARGV[3]  how many jobs to migrate at most from each of :delayed and :reserved
--- Returns { {reserved copy, ...}, ms until the next delayed job or reservation is due (-1: none) }
+-- Returns { {reserved copy, ...}, microseconds until the next delayed job or reservation is due
+--           (-1: none) }
 --
 -- Migration moves due delayed jobs, then expired reservations, to the tail of the ready list
 -- in due order (expired ones keep their incremented attempts), in bounded chunks so that any
@@ -68,8 +69,8 @@ local next_due = -1
 for _, key in ipairs({ KEYS[2], KEYS[3] }) do
   local first = redis.call('zrange', key, 0, 0, 'withscores')[2]
   if first then
-    local ms = math.max(0, math.ceil((tonumber(first) - now) * 1000))
-    if next_due < 0 or ms < next_due then next_due = ms end
+    local us = math.max(0, math.ceil((tonumber(first) - now) * 1000000))
+    if next_due < 0 or us < next_due then next_due = us end
   end
 end
 return { reserved, next_due }

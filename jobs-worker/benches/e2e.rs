@@ -1,0 +1,527 @@
+//! End-to-end benchmark of dispatch and the worker runtime against a real Redis, in the format
+//! of the side-by-side peer kit (one JSON line per run on stdout).
+//!
+//! ```text
+//! cargo bench -p jobs-worker --bench e2e -- --scenario drain --jobs 50000 --concurrency 50 \
+//!     --redis redis://127.0.0.1:PORT
+//! ```
+//!
+//! Scenarios, as the kit defines them: `enqueue` (bulk, chunks of 1,000), `enqueue_single`
+//! (min(N, 10,000) awaited dispatches), `drain` (N queued no-op jobs, one worker of
+//! concurrency C, timed to the N-th handler call; peak RSS), `delayed` (2,000 jobs due over
+//! 5 s onto an idle worker; lateness = handler start - due), `pickup` (200 pushes, 20 ms apart,
+//! onto an idle worker). Our own: `backlog` (drain rate with 1,000,000 queued jobs against
+//! 20,000), `migrate` (1,000,000 jobs due at one instant: the slowest script call, from
+//! SLOWLOG), and `footprint` (Redis memory per queued job against the payload's length).
+//!
+//! The worker is the real runtime (`jobs_worker::Worker`) with its default options but for
+//! `--queue`, `--concurrency` and `--sleep`; no log subscriber is installed, as a production
+//! worker logging at warning level would run.
+
+use clap::Parser;
+use jobs_core::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
+use jobs_worker::{Worker, WorkerOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const QUEUE: &str = "peerkit";
+const CHUNK: usize = 1000;
+const SINGLE_MAX: usize = 10_000;
+const DELAYED_JOBS: usize = 2000;
+const PICKUP_JOBS: usize = 200;
+const IDLE: Duration = Duration::from_secs(1);
+const BOUND: Duration = Duration::from_secs(60);
+
+/// Command line of the benchmark (cargo's own `--bench` flag is accepted and ignored).
+#[derive(Debug, Clone, Parser)]
+struct Args {
+    #[arg(long, default_value = "drain")]
+    scenario: String,
+    #[arg(long, default_value_t = 50_000)]
+    jobs: usize,
+    #[arg(long, default_value_t = 50)]
+    concurrency: usize,
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    redis: String,
+    #[arg(long, default_value_t = 300.0)]
+    timeout_s: f64,
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+/// Handler calls counted by the benchmark, and the wall-clock lateness samples.
+struct Tracker {
+    done: AtomicUsize,
+    target: AtomicUsize,
+    finished: Mutex<Option<Instant>>,
+    samples: Mutex<Vec<f64>>,
+}
+
+fn tracker() -> &'static Tracker {
+    static TRACKER: OnceLock<Tracker> = OnceLock::new();
+    TRACKER.get_or_init(|| Tracker {
+        done: AtomicUsize::new(0),
+        target: AtomicUsize::new(usize::MAX),
+        finished: Mutex::new(None),
+        samples: Mutex::new(Vec::new()),
+    })
+}
+
+impl Tracker {
+    fn reset(&self, target: usize) {
+        self.done.store(0, Ordering::SeqCst);
+        self.target.store(target, Ordering::SeqCst);
+        *self.finished.lock().unwrap() = None;
+        self.samples.lock().unwrap().clear();
+    }
+
+    fn count(&self) {
+        let done = self.done.fetch_add(1, Ordering::AcqRel) + 1;
+        if done == self.target.load(Ordering::Acquire) {
+            *self.finished.lock().unwrap() = Some(Instant::now());
+        }
+    }
+
+    fn done(&self) -> usize {
+        self.done.load(Ordering::Acquire)
+    }
+
+    async fn wait_until_done(&self, bound: Duration) -> Option<Instant> {
+        let deadline = Instant::now() + bound;
+        loop {
+            if let Some(at) = *self.finished.lock().unwrap() {
+                return Some(at);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
+/// The kit's no-op job: `{n, t}`.
+#[derive(Serialize, Deserialize)]
+struct Noop {
+    n: u64,
+    t: f64,
+}
+
+#[job(name = "peerkit.noop")]
+impl Job for Noop {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        tracker().count();
+        Ok(())
+    }
+}
+
+/// A job that records its lateness: handler start minus `due_ms` (wall clock, ms).
+#[derive(Serialize, Deserialize)]
+struct Timed {
+    due_ms: f64,
+}
+
+#[job(name = "peerkit.timed")]
+impl Job for Timed {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        let late = wall_ms() - self.due_ms;
+        tracker().samples.lock().unwrap().push(late);
+        tracker().count();
+        Ok(())
+    }
+}
+
+fn wall_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1000.0
+}
+
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some((kb / 1024.0 * 10.0).round() / 10.0)
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Nearest-rank percentiles, as the kit computes them.
+fn latency_fields(samples: &[f64]) -> Map<String, Value> {
+    let mut fields = Map::new();
+    if samples.is_empty() {
+        return fields;
+    }
+    let mut s = samples.to_vec();
+    s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let rank = |p: f64| s[((p * s.len() as f64).ceil() as usize).max(1) - 1];
+    fields.insert("p50_ms".into(), json!(round2(rank(0.50))));
+    fields.insert("p99_ms".into(), json!(round2(rank(0.99))));
+    fields.insert("max_ms".into(), json!(round2(s[s.len() - 1])));
+    fields.insert("min_ms".into(), json!(round2(s[0])));
+    fields
+}
+
+fn worker(args: &Args, queue: &RedisQueue) -> Worker {
+    let options = WorkerOptions::parse_from([
+        "worker",
+        "--queue",
+        QUEUE,
+        "--concurrency",
+        &args.concurrency.to_string(),
+        "--redis",
+        &args.redis,
+    ]);
+    Worker::with_queue(options, queue.clone()).expect("a valid worker")
+}
+
+async fn push_noops(queue: &RedisQueue, jobs: usize) -> jobs_core::Result<()> {
+    for start in (0..jobs).step_by(CHUNK) {
+        let mut bulk = Bulk::via(queue);
+        for n in start..(start + CHUNK).min(jobs) {
+            bulk.add(
+                Noop {
+                    n: n as u64,
+                    t: 0.0,
+                }
+                .dispatch()
+                .on_queue(QUEUE),
+            )?;
+        }
+        bulk.send().await?;
+    }
+    Ok(())
+}
+
+/// Pre-fills the queue in a child process, so the worker's peak RSS is its own.
+fn prep_in_child(args: &Args, jobs: usize) {
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--scenario",
+            "prep",
+            "--jobs",
+            &jobs.to_string(),
+            "--redis",
+            &args.redis,
+        ])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("cannot run the prep child");
+    assert!(status.success(), "the prep child failed: {status}");
+}
+
+/// Times one worker draining `jobs` queued jobs; returns (jobs/s, seconds).
+async fn timed_drain(args: &Args, queue: &RedisQueue, jobs: usize) -> Result<(f64, f64), String> {
+    tracker().reset(jobs);
+    let start = Instant::now();
+    let worker = worker(args, queue);
+    let stop = worker.stop_token();
+    let running = tokio::spawn(worker.run());
+    let bound = Duration::from_secs_f64(args.timeout_s);
+    let finished = tracker().wait_until_done(bound).await;
+    stop.cancel();
+    let _ = running.await;
+    match finished {
+        Some(at) => {
+            let secs = (at - start).as_secs_f64();
+            Ok((jobs as f64 / secs, secs))
+        }
+        None => Err(format!(
+            "only {} of {jobs} jobs ran within {bound:?}",
+            tracker().done()
+        )),
+    }
+}
+
+async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let err = |e: jobs_core::Error| e.to_string();
+    let mut out = Map::new();
+    match args.scenario.as_str() {
+        "prep" => {
+            push_noops(queue, args.jobs).await.map_err(err)?;
+        }
+        "enqueue" => {
+            let start = Instant::now();
+            push_noops(queue, args.jobs).await.map_err(err)?;
+            let secs = start.elapsed().as_secs_f64();
+            out.insert("jobs".into(), json!(args.jobs));
+            out.insert(
+                "jobs_per_sec".into(),
+                json!((args.jobs as f64 / secs).round()),
+            );
+            out.insert("elapsed_s".into(), json!(round2(secs)));
+        }
+        "enqueue_single" => {
+            let jobs = args.jobs.min(SINGLE_MAX);
+            let start = Instant::now();
+            for n in 0..jobs {
+                Noop {
+                    n: n as u64,
+                    t: 0.0,
+                }
+                .dispatch()
+                .on_queue(QUEUE)
+                .via(queue)
+                .await
+                .map_err(err)?;
+            }
+            let secs = start.elapsed().as_secs_f64();
+            out.insert("jobs".into(), json!(jobs));
+            out.insert("jobs_per_sec".into(), json!((jobs as f64 / secs).round()));
+            out.insert("elapsed_s".into(), json!(round2(secs)));
+        }
+        "drain" => {
+            prep_in_child(args, args.jobs);
+            let (rate, secs) = timed_drain(args, queue, args.jobs).await?;
+            out.insert("jobs".into(), json!(args.jobs));
+            out.insert("concurrency".into(), json!(args.concurrency));
+            out.insert("jobs_per_sec".into(), json!(rate.round()));
+            out.insert("elapsed_s".into(), json!(round2(secs)));
+            out.insert("rss_mb".into(), json!(peak_rss_mb()));
+        }
+        "delayed" | "pickup" => {
+            let delayed = args.scenario == "delayed";
+            let jobs = if delayed { DELAYED_JOBS } else { PICKUP_JOBS };
+            tracker().reset(jobs);
+            let worker = worker(args, queue);
+            let stop = worker.stop_token();
+            let running = tokio::spawn(worker.run());
+            tokio::time::sleep(IDLE).await;
+            let base = wall_ms().floor();
+            let add_start = Instant::now();
+            if delayed {
+                let mut bulk = Bulk::via(queue);
+                for i in 0..jobs {
+                    let due_ms = base + 500.0 + ((i * 5000) / jobs) as f64;
+                    let due = chrono::DateTime::from_timestamp_millis(due_ms as i64).unwrap();
+                    bulk.add(Timed { due_ms }.dispatch().on_queue(QUEUE).delay(due))
+                        .map_err(err)?;
+                }
+                bulk.send().await.map_err(err)?;
+                out.insert(
+                    "add_ms".into(),
+                    json!(round2(add_start.elapsed().as_secs_f64() * 1000.0)),
+                );
+            } else {
+                for _ in 0..jobs {
+                    let t = wall_ms();
+                    Timed { due_ms: t }
+                        .dispatch()
+                        .on_queue(QUEUE)
+                        .via(queue)
+                        .await
+                        .map_err(err)?;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            let finished = tracker()
+                .wait_until_done(BOUND.saturating_sub(add_start.elapsed()))
+                .await;
+            stop.cancel();
+            let _ = running.await;
+            let samples = tracker().samples.lock().unwrap().clone();
+            out.insert("jobs".into(), json!(jobs));
+            out.insert("concurrency".into(), json!(args.concurrency));
+            out.insert("completed".into(), json!(samples.len()));
+            if delayed {
+                out.insert(
+                    "early".into(),
+                    json!(samples.iter().filter(|l| **l < 0.0).count()),
+                );
+            }
+            out.extend(latency_fields(&samples));
+            if finished.is_none() {
+                out.insert("error".into(), json!("bound reached"));
+            }
+        }
+        "backlog" => {
+            let mut rates = Vec::new();
+            for jobs in [20_000, 1_000_000] {
+                flush(queue).await.map_err(err)?;
+                prep_in_child(args, jobs);
+                let (rate, _) = timed_drain(args, queue, jobs).await?;
+                rates.push(rate);
+            }
+            out.insert("jobs".into(), json!(1_000_000));
+            out.insert("concurrency".into(), json!(args.concurrency));
+            out.insert("jobs_per_sec".into(), json!(rates[1].round()));
+            out.insert("jobs_per_sec_20k".into(), json!(rates[0].round()));
+            out.insert("ratio_1m_to_20k".into(), json!(round2(rates[1] / rates[0])));
+        }
+        "migrate" => {
+            let jobs = 1_000_000;
+            let payload = Noop { n: 0, t: 0.0 }
+                .dispatch()
+                .on_queue(QUEUE)
+                .envelope()
+                .map_err(err)?
+                .payload;
+            let mut conn = queue.connection();
+            for start in (0..jobs).step_by(10_000) {
+                let mut pipe = redis::pipe();
+                let mut zadd = redis::cmd("ZADD");
+                zadd.arg("queues:peerkit:delayed");
+                for n in start..start + 10_000 {
+                    // All due at the same instant; members differ by their uuid.
+                    zadd.arg(1.0)
+                        .arg(payload.replacen(&payload[9..45], &format!("{:036}", n), 1));
+                }
+                pipe.add_command(zadd).ignore();
+                queue
+                    .timed(pipe.query_async::<()>(&mut conn))
+                    .await
+                    .map_err(err)?;
+            }
+            let _: () = queue
+                .timed(
+                    redis::cmd("CONFIG")
+                        .arg("SET")
+                        .arg("slowlog-log-slower-than")
+                        .arg(20_000)
+                        .query_async(&mut conn),
+                )
+                .await
+                .map_err(err)?;
+            let _: () = queue
+                .timed(redis::cmd("SLOWLOG").arg("RESET").query_async(&mut conn))
+                .await
+                .map_err(err)?;
+            let (rate, secs) = timed_drain(args, queue, jobs).await?;
+            let slow: Vec<Value> = queue
+                .timed(
+                    redis::cmd("SLOWLOG")
+                        .arg("GET")
+                        .arg(128)
+                        .query_async::<redis::Value>(&mut conn),
+                )
+                .await
+                .map(|v| slowlog_entries(&v))
+                .map_err(err)?;
+            out.insert("jobs".into(), json!(jobs));
+            out.insert("concurrency".into(), json!(args.concurrency));
+            out.insert("jobs_per_sec".into(), json!(rate.round()));
+            out.insert("elapsed_s".into(), json!(round2(secs)));
+            out.insert("calls_over_20ms".into(), json!(slow.len()));
+            out.insert("slow_calls".into(), Value::Array(slow));
+        }
+        "footprint" => {
+            let jobs = args.jobs;
+            let mut conn = queue.connection();
+            let before = used_memory(queue, &mut conn).await.map_err(err)?;
+            push_noops(queue, jobs).await.map_err(err)?;
+            let after = used_memory(queue, &mut conn).await.map_err(err)?;
+            let sample: String = queue
+                .timed(redis::AsyncCommands::lindex(&mut conn, "queues:peerkit", 0))
+                .await
+                .map_err(err)?;
+            let per_job = (after - before) as f64 / jobs as f64;
+            out.insert("jobs".into(), json!(jobs));
+            out.insert("bytes_per_job".into(), json!(per_job.round()));
+            out.insert("payload_bytes".into(), json!(sample.len()));
+            out.insert("ratio".into(), json!(round2(per_job / sample.len() as f64)));
+        }
+        other => return Err(format!("unknown scenario {other:?}")),
+    }
+    Ok(out)
+}
+
+async fn flush(queue: &RedisQueue) -> jobs_core::Result<()> {
+    let mut conn = queue.connection();
+    queue
+        .timed(redis::cmd("FLUSHALL").query_async::<()>(&mut conn))
+        .await
+}
+
+async fn used_memory(
+    queue: &RedisQueue,
+    conn: &mut redis::aio::ConnectionManager,
+) -> jobs_core::Result<u64> {
+    let info: String = queue
+        .timed(redis::cmd("INFO").arg("memory").query_async(conn))
+        .await?;
+    Ok(info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0))
+}
+
+/// SLOWLOG entries as `{"us": duration, "command": first word}`.
+fn slowlog_entries(reply: &redis::Value) -> Vec<Value> {
+    let redis::Value::Array(entries) = reply else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let redis::Value::Array(fields) = entry else {
+                return None;
+            };
+            let us = match fields.get(2)? {
+                redis::Value::Int(us) => *us,
+                _ => return None,
+            };
+            let command = match fields.get(3)? {
+                redis::Value::Array(words) => words
+                    .iter()
+                    .take(2)
+                    .filter_map(|w| match w {
+                        redis::Value::BulkString(b) => {
+                            Some(String::from_utf8_lossy(b).into_owned())
+                        }
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                _ => String::new(),
+            };
+            Some(json!({ "us": us, "command": command }))
+        })
+        .collect()
+}
+
+fn main() {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let result = runtime.block_on(async {
+        let queue = RedisQueue::open(&args.redis).map_err(|e| e.to_string())?;
+        scenario(&args, &queue).await
+    });
+    if args.scenario == "prep" {
+        if let Err(e) = result {
+            eprintln!("prep failed: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    let mut line = Map::new();
+    line.insert("system".into(), json!("ours"));
+    line.insert("scenario".into(), json!(args.scenario));
+    match result {
+        Ok(fields) => line.extend(fields),
+        Err(e) => {
+            line.insert("error".into(), json!(e));
+        }
+    }
+    line.insert(
+        "config".into(),
+        json!("real worker runtime, default options, no log subscriber; bulk dispatch in chunks of 1000"),
+    );
+    line.insert(
+        "version".into(),
+        json!(format!("jobs {}", env!("CARGO_PKG_VERSION"))),
+    );
+    println!("{}", Value::Object(line));
+}
