@@ -20,6 +20,7 @@
 
 use clap::Parser;
 use jobs_core::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
+use jobs_worker::stats::Stats;
 use jobs_worker::{Worker, WorkerOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -89,13 +90,14 @@ impl Tracker {
         self.done.load(Ordering::Acquire)
     }
 
-    async fn wait_until_done(&self, bound: Duration) -> Option<Instant> {
+    /// Waits for the target count; `None` when `bound` passes first or a job failed.
+    async fn wait_until_done(&self, bound: Duration, stats: &Stats) -> Option<Instant> {
         let deadline = Instant::now() + bound;
         loop {
             if let Some(at) = *self.finished.lock().unwrap() {
                 return Some(at);
             }
-            if Instant::now() > deadline {
+            if Instant::now() > deadline || stats.failed() > 0 {
                 return None;
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -228,9 +230,10 @@ async fn timed_drain(args: &Args, queue: &RedisQueue, jobs: usize) -> Result<(f6
     let start = Instant::now();
     let worker = worker(args, queue);
     let stop = worker.stop_token();
+    let stats = worker.stats();
     let running = tokio::spawn(worker.run());
     let bound = Duration::from_secs_f64(args.timeout_s);
-    let finished = tracker().wait_until_done(bound).await;
+    let finished = tracker().wait_until_done(bound, &stats).await;
     stop.cancel();
     let _ = running.await;
     match finished {
@@ -297,6 +300,7 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
             tracker().reset(jobs);
             let worker = worker(args, queue);
             let stop = worker.stop_token();
+            let stats = worker.stats();
             let running = tokio::spawn(worker.run());
             tokio::time::sleep(IDLE).await;
             let base = wall_ms().floor();
@@ -327,7 +331,7 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 }
             }
             let finished = tracker()
-                .wait_until_done(BOUND.saturating_sub(add_start.elapsed()))
+                .wait_until_done(BOUND.saturating_sub(add_start.elapsed()), &stats)
                 .await;
             stop.cancel();
             let _ = running.await;
@@ -375,8 +379,11 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 zadd.arg("queues:peerkit:delayed");
                 for n in start..start + 10_000 {
                     // All due at the same instant; members differ by their uuid.
-                    zadd.arg(1.0)
-                        .arg(payload.replacen(&payload[9..45], &format!("{:036}", n), 1));
+                    zadd.arg(1.0).arg(payload.replacen(
+                        &payload[9..45],
+                        &format!("00000000-0000-4000-8000-{n:012}"),
+                        1,
+                    ));
                 }
                 pipe.add_command(zadd).ignore();
                 queue
@@ -389,7 +396,9 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                     redis::cmd("CONFIG")
                         .arg("SET")
                         .arg("slowlog-log-slower-than")
-                        .arg(20_000)
+                        .arg(1_000)
+                        .arg("slowlog-max-len")
+                        .arg(100_000)
                         .query_async(&mut conn),
                 )
                 .await
@@ -403,7 +412,7 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 .timed(
                     redis::cmd("SLOWLOG")
                         .arg("GET")
-                        .arg(128)
+                        .arg(100_000)
                         .query_async::<redis::Value>(&mut conn),
                 )
                 .await
@@ -413,8 +422,12 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
             out.insert("concurrency".into(), json!(args.concurrency));
             out.insert("jobs_per_sec".into(), json!(rate.round()));
             out.insert("elapsed_s".into(), json!(round2(secs)));
-            out.insert("calls_over_20ms".into(), json!(slow.len()));
-            out.insert("slow_calls".into(), Value::Array(slow));
+            let micros = |e: &Value| e["us"].as_i64().unwrap_or(0);
+            let over_20ms = slow.iter().filter(|e| micros(e) > 20_000).count();
+            let slowest = slow.iter().max_by_key(|e| micros(e)).cloned();
+            out.insert("calls_over_1ms".into(), json!(slow.len()));
+            out.insert("calls_over_20ms".into(), json!(over_20ms));
+            out.insert("slowest_call".into(), json!(slowest));
         }
         "footprint" => {
             let jobs = args.jobs;
