@@ -248,6 +248,16 @@ impl RedisQueue {
         Ok(removed == 1)
     }
 
+    /// Deletes finished jobs' reservations of one queue in one call; returns how many were
+    /// still held.
+    pub async fn delete_many(&self, queue: &QueueKeys, reserved: &[&str]) -> Result<u64> {
+        if reserved.is_empty() {
+            return Ok(0);
+        }
+        let mut conn = self.conn.clone();
+        self.timed(conn.zrem(&queue.reserved, reserved)).await
+    }
+
     /// Moves a reserved job to the delayed set, due after `delay`. Returns `false`, changing
     /// nothing, when the reservation was no longer held.
     pub async fn release(

@@ -287,7 +287,16 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
         }
         "drain" => {
             prep_in_child(args, args.jobs);
+            let redis_cpu = redis_cpu_seconds(queue).await.map_err(err)?;
+            let own_cpu = own_cpu_seconds();
             let (rate, secs) = timed_drain(args, queue, args.jobs).await?;
+            let per_job_us = |seconds: f64| round2(seconds * 1e6 / args.jobs as f64);
+            let redis_cpu = redis_cpu_seconds(queue).await.map_err(err)? - redis_cpu;
+            out.insert("redis_cpu_us_per_job".into(), json!(per_job_us(redis_cpu)));
+            out.insert(
+                "worker_cpu_us_per_job".into(),
+                json!(per_job_us(own_cpu_seconds() - own_cpu)),
+            );
             out.insert("jobs".into(), json!(args.jobs));
             out.insert("concurrency".into(), json!(args.concurrency));
             out.insert("jobs_per_sec".into(), json!(rate.round()));
@@ -448,6 +457,37 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
         other => return Err(format!("unknown scenario {other:?}")),
     }
     Ok(out)
+}
+
+/// CPU time Redis has used so far (user + system), from `INFO cpu`.
+async fn redis_cpu_seconds(queue: &RedisQueue) -> jobs_core::Result<f64> {
+    let mut conn = queue.connection();
+    let info: String = queue
+        .timed(redis::cmd("INFO").arg("cpu").query_async(&mut conn))
+        .await?;
+    Ok(info
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("used_cpu_user:")
+                .or_else(|| l.strip_prefix("used_cpu_sys:"))
+        })
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .sum())
+}
+
+/// CPU time this process has used so far (user + system), from `/proc/self/stat`.
+fn own_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i).and_then(|v| v.parse::<f64>().ok()))
+        .sum();
+    ticks / 100.0
 }
 
 async fn flush(queue: &RedisQueue) -> jobs_core::Result<()> {

@@ -11,13 +11,16 @@
 //!
 //! `cargo run --bin worker -- --queue high,default --tries 3 --delay 1` then takes jobs from
 //! `queues:high` before `queues:default`. The options are in [`WorkerOptions`] and
-//! `docs/worker.md`. A job's path: [`fetcher`] reserves it, [`processor`] runs and settles it,
-//! [`worker`] keeps the slots busy and decides when to stop.
+//! `docs/worker.md`. A job's path: [`fetcher`] reserves it, [`processor`] runs and settles it
+//! ([`acker`] deletes finished jobs' reservations in batches), [`worker`] keeps the slots busy
+//! and decides when to stop.
 
+pub mod acker;
 pub mod fetcher;
 pub mod logging;
 pub mod options;
 pub mod processor;
+pub mod retry;
 pub mod rules;
 pub mod stats;
 pub mod waker;

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
 
+use crate::acker::AckSender;
 use crate::options::WorkerOptions;
+use crate::retry::with_retries;
 use crate::rules::{AttemptError, Limits, Verdict};
 use crate::stats::Stats;
 
@@ -55,15 +57,23 @@ pub enum Settled {
 #[derive(Clone)]
 pub struct Processor {
     queue: RedisQueue,
+    acks: AckSender,
     options: Arc<WorkerOptions>,
     stats: Arc<Stats>,
 }
 
 impl Processor {
-    /// A processor writing through `queue`, with the worker's options.
-    pub fn new(queue: RedisQueue, options: Arc<WorkerOptions>, stats: Arc<Stats>) -> Self {
+    /// A processor writing through `queue`, acknowledging finished jobs through `acks`, with
+    /// the worker's options.
+    pub fn new(
+        queue: RedisQueue,
+        acks: AckSender,
+        options: Arc<WorkerOptions>,
+        stats: Arc<Stats>,
+    ) -> Self {
         Processor {
             queue,
+            acks,
             options,
             stats,
         }
@@ -86,7 +96,7 @@ impl Processor {
                 async {
                     let (verdict, error) = self.run(&decoded, &job, interrupt).await;
                     let uuid = payload.uuid.to_string();
-                    self.settle(&job, &uuid, verdict, error, started).await
+                    self.settle(job, &uuid, verdict, error, started).await
                 }
                 .instrument(span)
                 .await
@@ -99,7 +109,7 @@ impl Processor {
                     queue = %job.queue.name,
                 );
                 let verdict = Verdict::Fail(undecodable.reason);
-                self.settle(&job, &undecodable.uuid, verdict, None, started)
+                self.settle(job, &undecodable.uuid, verdict, None, started)
                     .instrument(span)
                     .await
             }
@@ -184,7 +194,7 @@ impl Processor {
     /// payload as it was before this reservation.
     async fn settle(
         &self,
-        job: &Reserved,
+        job: Reserved,
         uuid: &str,
         verdict: Verdict,
         error: Option<String>,
@@ -194,7 +204,7 @@ impl Processor {
         match verdict {
             Verdict::Done => {
                 info!(status = "DONE", duration_ms, "DONE");
-                self.apply(job, |q| q.delete(&job.queue, &job.raw)).await;
+                self.acks.ack(job);
                 Settled::Done
             }
             Verdict::Release(delay) => {
@@ -204,8 +214,10 @@ impl Processor {
                     status = "RELEASED",
                     duration_ms, retry_in_s, reason, "RELEASED"
                 );
-                self.apply(job, |q| q.release(&job.queue, &job.raw, delay))
-                    .await;
+                self.apply(&job, "release the job", |q| {
+                    q.release(&job.queue, &job.raw, delay)
+                })
+                .await;
                 Settled::Released
             }
             Verdict::Fail(reason) => {
@@ -218,8 +230,10 @@ impl Processor {
                     reason,
                 );
                 self.stats.record_failure();
-                self.apply(job, |q| q.fail(&job.queue, Some(&job.raw), &failed))
-                    .await;
+                self.apply(&job, "record the failed job", |q| {
+                    q.fail(&job.queue, Some(&job.raw), &failed)
+                })
+                .await;
                 Settled::Failed
             }
         }
@@ -241,31 +255,15 @@ impl Processor {
 
     /// Runs a Redis change for a job, retrying through short outages. If Redis stays away
     /// longer than the reservation lasts, the job comes back after retry_after and nothing is
-    /// lost.
-    async fn apply<'a, F, Fut>(&'a self, job: &Reserved, op: F)
+    /// lost. A change refused because the reservation is no longer held is logged.
+    async fn apply<'a, F, Fut>(&'a self, job: &Reserved, what: &str, op: F)
     where
         F: Fn(&'a RedisQueue) -> Fut,
         Fut: std::future::Future<Output = jobs_core::Result<bool>>,
     {
-        let deadline = Instant::now() + self.options.retry_after();
-        let mut pause = Duration::from_millis(50);
-        loop {
-            match op(&self.queue).await {
-                Ok(true) => return,
-                Ok(false) => {
-                    warn!(queue = %job.queue.name, "the reservation was no longer held; nothing changed");
-                    return;
-                }
-                Err(err) if Instant::now() + pause < deadline => {
-                    warn!(error = %err, "cannot settle the job yet; retrying");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(2));
-                }
-                Err(err) => {
-                    warn!(error = %err, "giving up settling the job; it comes back after retry_after");
-                    return;
-                }
-            }
+        let held = with_retries(self.options.retry_after(), what, || op(&self.queue)).await;
+        if held == Some(false) {
+            warn!(queue = %job.queue.name, "the reservation was no longer held; nothing changed");
         }
     }
 }

@@ -9,11 +9,15 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
+use crate::acker::Acker;
 use crate::fetcher::Fetcher;
 use crate::options::WorkerOptions;
 use crate::processor::{Processor, Reserved, Settled};
 use crate::stats::Stats;
 use crate::waker::Waker;
+
+/// How often the worker compares its memory with `--memory`.
+const MEMORY_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Why a worker stopped; [`Exit::code`] is its process exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +149,13 @@ impl Worker {
         }
         let fetcher = Fetcher::new(self.queue.clone(), queues.clone(), options.retry_after());
         let waker = Waker::start(self.queue.client().clone(), &queues, options.sleep());
-        let processor = Processor::new(self.queue.clone(), options.clone(), self.stats.clone());
+        let acker = Acker::start(self.queue.clone(), options.retry_after());
+        let processor = Processor::new(
+            self.queue.clone(),
+            acker.sender(),
+            options.clone(),
+            self.stats.clone(),
+        );
         let slots = Arc::new(Semaphore::new(options.concurrency));
         let interrupt = CancellationToken::new();
         let mut running: JoinSet<Settled> = JoinSet::new();
@@ -159,6 +169,7 @@ impl Worker {
         };
         let mut taken: u64 = 0;
         let mut fetch_pause = Duration::from_millis(100);
+        let mut last_memory_check: Option<Instant> = None;
 
         let exit = loop {
             while let Some(joined) = running.try_join_next() {
@@ -167,9 +178,13 @@ impl Worker {
             if self.stop.is_cancelled() {
                 break Exit::Stopped;
             }
-            if memory_mb() > options.memory {
-                warn!(limit_mb = options.memory, "memory limit exceeded");
-                break Exit::MemoryExceeded;
+            // Reading the process's memory costs a system call: once per 100 ms is enough.
+            if last_memory_check.map_or(true, |at| at.elapsed() >= MEMORY_CHECK_INTERVAL) {
+                last_memory_check = Some(Instant::now());
+                if memory_mb() > options.memory {
+                    warn!(limit_mb = options.memory, "memory limit exceeded");
+                    break Exit::MemoryExceeded;
+                }
             }
             if options
                 .max_time()
@@ -224,6 +239,8 @@ impl Worker {
         };
 
         self.finish_running(&mut running, interrupt).await;
+        drop(processor);
+        acker.close().await;
         info!(
             worker = %options.name,
             processed = self.stats.processed(),

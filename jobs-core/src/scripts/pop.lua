@@ -32,17 +32,38 @@ end
 migrate(KEYS[2])
 migrate(KEYS[3])
 
+-- The position of the top-level attempts number: the last "attempts" key followed by a
+-- colon and digits. It sits near the end of a payload, so the tail is searched first.
+local ATTEMPTS = '"attempts"%s*:%s*()%d+()'
+local function attempts_at(job, from)
+  local first, last
+  local init = from
+  while true do
+    local _, finish, digits_from, digits_to = string.find(job, ATTEMPTS, init)
+    if not finish then break end
+    first, last, init = digits_from, digits_to, finish + 1
+  end
+  if first == nil and from > 1 then return attempts_at(job, 1) end
+  return first, last
+end
+
 local reserved = {}
 local popped = redis.call('lpop', KEYS[1], tonumber(ARGV[2]))
 if popped then
   local expires = now + tonumber(ARGV[1])
+  local scored = {}
   for i, job in ipairs(popped) do
-    local head, attempts, tail = string.match(job, '^(.*"attempts"%s*:%s*)(%d+)(.*)$')
-    if head then
-      job = head .. (tonumber(attempts) + 1) .. tail
+    local first, last = attempts_at(job, math.max(1, #job - 64))
+    if first then
+      job = string.sub(job, 1, first - 1) .. (tonumber(string.sub(job, first, last - 1)) + 1)
+        .. string.sub(job, last)
     end
-    redis.call('zadd', KEYS[3], expires, job)
     reserved[i] = job
+    scored[2 * i - 1] = expires
+    scored[2 * i] = job
+  end
+  for i = 1, #scored, 2000 do
+    redis.call('zadd', KEYS[3], unpack(scored, i, math.min(i + 1999, #scored)))
   end
 end
 

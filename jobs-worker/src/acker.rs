@@ -1,0 +1,99 @@
+//! The acker: deletes the reservations of finished jobs, many at a time.
+//!
+//! A job is acknowledged only after its handler returned: the processor hands the finished
+//! job's reserved copy to the acker and frees its slot at once, and the acker removes the
+//! reserved copies it has collected with one `ZREM` per queue. If the worker dies before that,
+//! the job comes back after retry_after, as it would had the worker died a moment earlier.
+
+use jobs_core::RedisQueue;
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::warn;
+
+use crate::processor::Reserved;
+use crate::retry::with_retries;
+
+/// Most reservations removed by one `ZREM`.
+const MAX_BATCH: usize = 1000;
+
+/// Handle to the acker task.
+pub struct Acker {
+    sender: mpsc::UnboundedSender<Reserved>,
+    task: JoinHandle<()>,
+}
+
+impl Acker {
+    /// Starts an acker writing through `queue`. It retries through Redis outages for up to
+    /// `retry_after`; after that the reservations expire and the jobs run again.
+    pub fn start(queue: RedisQueue, retry_after: Duration) -> Self {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let task = tokio::spawn(run(queue, receiver, retry_after));
+        Acker { sender, task }
+    }
+
+    /// A sender for finished jobs.
+    pub fn sender(&self) -> AckSender {
+        AckSender(self.sender.clone())
+    }
+
+    /// Acknowledges everything sent so far, then stops.
+    pub async fn close(self) {
+        drop(self.sender);
+        if let Err(err) = self.task.await {
+            warn!(error = %err, "the acker ended abnormally; unacknowledged jobs come back after retry_after");
+        }
+    }
+}
+
+/// Sends finished jobs to the acker.
+#[derive(Clone)]
+pub struct AckSender(mpsc::UnboundedSender<Reserved>);
+
+impl AckSender {
+    /// Queues a finished job's reservation for deletion.
+    pub fn ack(&self, job: Reserved) {
+        if self.0.send(job).is_err() {
+            warn!("the acker has stopped; the job comes back after retry_after");
+        }
+    }
+}
+
+async fn run(
+    queue: RedisQueue,
+    mut receiver: mpsc::UnboundedReceiver<Reserved>,
+    retry_after: Duration,
+) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        let mut by_queue: HashMap<&str, (&Reserved, Vec<&str>)> = HashMap::new();
+        for job in &batch {
+            by_queue
+                .entry(job.queue.name.as_str())
+                .or_insert_with(|| (job, Vec::new()))
+                .1
+                .push(job.raw.as_str());
+        }
+        for (first, members) in by_queue.values() {
+            delete(&queue, first, members, retry_after).await;
+        }
+        batch.clear();
+    }
+}
+
+/// Deletes reservations of one queue, retrying through short outages.
+async fn delete(queue: &RedisQueue, first: &Reserved, members: &[&str], retry_after: Duration) {
+    let removed = with_retries(retry_after, "acknowledge finished jobs", || {
+        queue.delete_many(&first.queue, members)
+    })
+    .await;
+    let missing = removed.map_or(0, |removed| members.len() as u64 - removed);
+    if missing > 0 {
+        warn!(
+            queue = %first.queue.name,
+            missing,
+            "finished jobs whose reservations were no longer held; nothing changed for them"
+        );
+    }
+}
