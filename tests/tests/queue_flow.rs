@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use jobs_core::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
 use jobs_core::queue::Envelope;
-use jobs_core::{job, Bulk, Error, FailedJob, Job, JobContext, JobResult, QueueConfig, QueueSize};
+use jobs_core::{
+    job, Bulk, Error, FailedJob, Job, JobContext, JobResult, QueueConfig, QueueSize, RedisQueue,
+};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -103,6 +105,26 @@ fn with_attempts(payload: &str, attempts: u32) -> String {
 fn field(json: &str, name: &str) -> Value {
     let value: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
     value[name].clone()
+}
+
+/// Reserves the next job of `keys` for 50 ms and waits, by the server's clock, until that
+/// reservation has expired; returns the reserved copy.
+async fn reserve_until_expired(redis: &TestRedis, queue: &RedisQueue, keys: &QueueKeys) -> String {
+    let reserved = queue
+        .pop(keys, Duration::from_millis(50), 1, MIGRATE_ALL)
+        .await
+        .unwrap()
+        .jobs
+        .remove(0);
+    let mut conn = redis.conn().await;
+    let expiry = zrange(&mut conn, &keys.reserved).await[0].1;
+    wait_until(
+        Duration::from_secs(10),
+        "the reservation expired",
+        || async move { redis.server_time().await > expiry + 0.01 },
+    )
+    .await;
+    reserved
 }
 
 /// The `data.n` of every payload in a list, in order.
@@ -597,18 +619,7 @@ async fn expired_reservation_comes_back_with_attempts_two() {
         .via(&queue)
         .await
         .unwrap();
-    let first = queue
-        .pop(&keys, Duration::from_millis(50), 1, MIGRATE_ALL)
-        .await
-        .unwrap()
-        .jobs
-        .remove(0);
-    let expiry = zrange(&mut conn, "queues:q:reserved").await[0].1;
-    wait_until(Duration::from_secs(10), "the reservation expired", || {
-        let redis = &redis;
-        async move { redis.server_time().await > expiry + 0.01 }
-    })
-    .await;
+    let first = reserve_until_expired(&redis, &queue, &keys).await;
 
     let popped = pop(&queue, &keys).await;
     assert_eq!(popped.jobs, [with_attempts(&first, 2)]);
@@ -639,18 +650,7 @@ async fn stale_reservation_release_delete_fail_return_false_and_change_nothing()
         .via(&queue)
         .await
         .unwrap();
-    let stale = queue
-        .pop(&keys, Duration::from_millis(50), 1, MIGRATE_ALL)
-        .await
-        .unwrap()
-        .jobs
-        .remove(0);
-    let expiry = zrange(&mut conn, "queues:q:reserved").await[0].1;
-    wait_until(Duration::from_secs(10), "the reservation expired", || {
-        let redis = &redis;
-        async move { redis.server_time().await > expiry + 0.01 }
-    })
-    .await;
+    let stale = reserve_until_expired(&redis, &queue, &keys).await;
     let current = pop(&queue, &keys).await.jobs.remove(0);
     assert_eq!(current, with_attempts(&stale, 2));
 
