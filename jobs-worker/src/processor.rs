@@ -190,8 +190,9 @@ impl Processor {
         (verdict, error)
     }
 
-    /// Logs the verdict and applies it in Redis: delete, release, or record as failed with the
-    /// payload as it was before this reservation.
+    /// Logs the verdict and applies it: a finished job goes to the acker; a released one back
+    /// to `:delayed`; a failed one to the failed-job store with the payload as it was before
+    /// this reservation.
     async fn settle(
         &self,
         job: Reserved,
