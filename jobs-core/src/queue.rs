@@ -258,6 +258,26 @@ impl RedisQueue {
         self.timed(conn.zrem(&queue.reserved, reserved)).await
     }
 
+    /// Pushes the expiry of reservations still held to `retry_after` from now (server time);
+    /// returns how many were still held. A live worker calls this for its running jobs, so a
+    /// long job is never handed to a second worker.
+    pub async fn extend(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        reserved: &[&str],
+    ) -> Result<u64> {
+        if reserved.is_empty() {
+            return Ok(0);
+        }
+        let mut call = scripts::EXTEND.key(&queue.reserved);
+        call.arg(seconds_arg(retry_after));
+        for member in reserved {
+            call.arg(*member);
+        }
+        self.invoke(&call).await
+    }
+
     /// Moves a reserved job to the delayed set, due after `delay`. Returns `false`, changing
     /// nothing, when the reservation was no longer held.
     pub async fn release(

@@ -35,11 +35,15 @@ script!(
     FAIL, "fail.lua"
 );
 script!(
+    /// Push back the expiry of reservations still held (`extend.lua`).
+    EXTEND, "extend.lua"
+);
+script!(
     /// Delete every job of a queue and return how many there were (`clear.lua`).
     CLEAR, "clear.lua"
 );
 
 /// Every script, for loading them all up front.
-pub fn all() -> [&'static Script; 6] {
-    [&PUSH, &LATER, &POP, &RELEASE, &FAIL, &CLEAR]
+pub fn all() -> [&'static Script; 7] {
+    [&PUSH, &LATER, &POP, &RELEASE, &FAIL, &EXTEND, &CLEAR]
 }

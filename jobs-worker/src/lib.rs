@@ -12,11 +12,12 @@
 //! `cargo run --bin worker -- --queue high,default --tries 3 --delay 1` then takes jobs from
 //! `queues:high` before `queues:default`. The options are in [`WorkerOptions`] and
 //! `docs/worker.md`. A job's path: [`fetcher`] reserves it, [`processor`] runs and settles it
-//! ([`acker`] deletes finished jobs' reservations in batches), [`worker`] keeps the slots busy
-//! and decides when to stop.
+//! ([`acker`] deletes finished jobs' reservations in batches, [`heartbeat`] keeps running
+//! jobs' reservations alive), [`worker`] keeps the slots busy and decides when to stop.
 
 pub mod acker;
 pub mod fetcher;
+pub mod heartbeat;
 pub mod logging;
 pub mod options;
 pub mod processor;

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
 
 use crate::acker::AckSender;
+use crate::heartbeat::Running;
 use crate::options::WorkerOptions;
 use crate::retry::with_retries;
 use crate::rules::{AttemptError, Limits, Verdict};
@@ -58,22 +59,26 @@ pub enum Settled {
 pub struct Processor {
     queue: RedisQueue,
     acks: AckSender,
+    running: Arc<Running>,
     options: Arc<WorkerOptions>,
     stats: Arc<Stats>,
 }
 
 impl Processor {
-    /// A processor writing through `queue`, acknowledging finished jobs through `acks`, with
+    /// A processor writing through `queue`, acknowledging finished jobs through `acks` and
+    /// keeping the jobs it runs in `running` (whose reservations the heartbeat extends), with
     /// the worker's options.
     pub fn new(
         queue: RedisQueue,
         acks: AckSender,
+        running: Arc<Running>,
         options: Arc<WorkerOptions>,
         stats: Arc<Stats>,
     ) -> Self {
         Processor {
             queue,
             acks,
+            running,
             options,
             stats,
         }
@@ -83,6 +88,7 @@ impl Processor {
     /// stopped and the job is put back on its queue at once, its attempt counted.
     pub async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
         let started = Instant::now();
+        let _held = self.running.hold(&job);
         match decode(&job.raw) {
             Ok(decoded) => {
                 let payload = &decoded.payload;

@@ -11,6 +11,7 @@ use tracing::{error, info, warn};
 
 use crate::acker::Acker;
 use crate::fetcher::Fetcher;
+use crate::heartbeat::{self, Running};
 use crate::options::WorkerOptions;
 use crate::processor::{Processor, Reserved, Settled};
 use crate::stats::Stats;
@@ -150,9 +151,16 @@ impl Worker {
         let fetcher = Fetcher::new(self.queue.clone(), queues.clone(), options.retry_after());
         let waker = Waker::start(self.queue.client().clone(), &queues, options.sleep());
         let acker = Acker::start(self.queue.clone(), options.retry_after());
+        let running_jobs = Arc::new(Running::default());
+        let heartbeat = heartbeat::start(
+            self.queue.clone(),
+            running_jobs.clone(),
+            options.retry_after(),
+        );
         let processor = Processor::new(
             self.queue.clone(),
             acker.sender(),
+            running_jobs,
             options.clone(),
             self.stats.clone(),
         );
@@ -239,6 +247,7 @@ impl Worker {
         };
 
         self.finish_running(&mut running, interrupt).await;
+        heartbeat.abort();
         drop(processor);
         acker.close().await;
         info!(

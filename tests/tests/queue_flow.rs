@@ -1085,3 +1085,36 @@ async fn size_counts_and_clear_deletes_all_four_keys() {
         "other queue untouched"
     );
 }
+
+#[tokio::test]
+async fn extend_pushes_back_held_reservations_only() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let keys = QueueKeys::new("q");
+    Numbered { n: 1 }
+        .dispatch()
+        .on_queue("q")
+        .via(&queue)
+        .await
+        .unwrap();
+    let held = queue
+        .pop(&keys, Duration::from_secs(5), 1, MIGRATE_ALL)
+        .await
+        .unwrap()
+        .jobs
+        .remove(0);
+    let extended = queue
+        .extend(
+            &keys,
+            Duration::from_secs(1000),
+            &[held.as_str(), "not reserved"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(extended, 1);
+    let reserved = zrange(&mut conn, &keys.reserved).await;
+    assert_eq!(reserved.len(), 1, "nothing was added: {reserved:?}");
+    let now = redis.server_time().await;
+    assert_close(reserved[0].1, now + 1000.0, 2.0, "the extended expiry");
+}

@@ -521,3 +521,38 @@ async fn attempts_written_with_spaces_are_still_counted() {
         record.payload
     );
 }
+
+#[tokio::test]
+async fn a_job_running_longer_than_retry_after_is_never_handed_to_a_second_worker() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let uuid = Sleep { ms: 3500 }.dispatch().via(&queue).await.unwrap();
+    let first = start_worker(redis.url(), &["--retry-after", "1", "--tries", "3"]);
+    first
+        .wait_for_event(LONG, "the first worker runs the job", |e| {
+            e.uuid == uuid.to_string() && e.status == "RUNNING"
+        })
+        .await;
+    // Without heartbeats this worker would take the job over once its reservation expired.
+    let second = start_worker(redis.url(), &["--retry-after", "1", "--tries", "3"]);
+    second.wait_started().await;
+    let done = first
+        .wait_for_event(LONG, "the first worker finished the job", |e| {
+            e.uuid == uuid.to_string() && e.status == "DONE"
+        })
+        .await;
+    assert_eq!(done.attempt, 1);
+    wait_until(LONG, "the queue is empty", || async {
+        queue.size("default").await.unwrap().total() == 0
+    })
+    .await;
+    let runs_elsewhere: Vec<_> = second
+        .events()
+        .into_iter()
+        .filter(|e| e.uuid == uuid.to_string())
+        .collect();
+    assert!(
+        runs_elsewhere.is_empty(),
+        "the second worker ran it: {runs_elsewhere:?}"
+    );
+}
