@@ -148,6 +148,7 @@ impl Worker {
                  reservation expires is handed to another worker"
             );
         }
+        warn_unless_noeviction(&self.queue).await;
         let fetcher = Fetcher::new(self.queue.clone(), queues.clone(), options.retry_after());
         let waker = Waker::start(self.queue.client().clone(), &queues, options.sleep());
         let acker = Acker::start(self.queue.clone(), options.retry_after());
@@ -309,6 +310,29 @@ impl Worker {
                 }
             }
         }
+    }
+}
+
+/// Warns when Redis may evict keys: any `maxmemory-policy` but `noeviction` can silently
+/// delete whole queues under memory pressure. Servers that refuse `CONFIG GET` are not checked.
+async fn warn_unless_noeviction(queue: &RedisQueue) {
+    let mut conn = queue.connection();
+    let reply: jobs_core::Result<Vec<String>> = queue
+        .timed(
+            redis::cmd("CONFIG")
+                .arg("GET")
+                .arg("maxmemory-policy")
+                .query_async(&mut conn),
+        )
+        .await;
+    match reply.as_deref() {
+        Ok([_, policy]) if policy != "noeviction" => warn!(
+            maxmemory_policy = %policy,
+            "Redis may evict keys under memory pressure, deleting queued jobs: \
+             set maxmemory-policy to noeviction"
+        ),
+        Ok(_) => {}
+        Err(err) => tracing::debug!(error = %err, "cannot read maxmemory-policy"),
     }
 }
 

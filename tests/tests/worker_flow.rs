@@ -556,3 +556,41 @@ async fn a_job_running_longer_than_retry_after_is_never_handed_to_a_second_worke
         "the second worker ran it: {runs_elsewhere:?}"
     );
 }
+
+#[tokio::test]
+async fn the_worker_warns_when_redis_may_evict_queue_keys() {
+    let redis = TestRedis::start();
+    let mut conn = redis.conn().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("allkeys-lru")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let warned = start_worker(redis.url(), &["--max-time", "1"]);
+    wait_until(LONG, "the worker warned about maxmemory-policy", || {
+        let lines = warned.lines();
+        async move {
+            lines.iter().any(|l| {
+                l.contains("set maxmemory-policy to noeviction") && l.contains("allkeys-lru")
+            })
+        }
+    })
+    .await;
+
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("noeviction")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut quiet = start_worker(redis.url(), &["--max-time", "1"]);
+    assert!(quiet.wait_exit(LONG).await.success());
+    assert!(
+        !quiet.lines().iter().any(|l| l.contains("maxmemory-policy")),
+        "{:#?}",
+        quiet.lines()
+    );
+}
