@@ -65,6 +65,9 @@ impl QueueSize {
 pub struct Popped {
     /// The reserved copies, in queue order: the payloads with `attempts` raised by one.
     pub jobs: Vec<String>,
+    /// Reserved payloads that are not UTF-8 text, byte for byte: no job can decode them, and
+    /// they must be failed by these exact bytes.
+    pub unreadable: Vec<Vec<u8>>,
     /// Time until the next delayed job or reservation falls due, by the server's clock.
     pub next_due: Option<Duration>,
 }
@@ -234,9 +237,18 @@ impl RedisQueue {
             .arg(seconds_arg(retry_after))
             .arg(count.max(1))
             .arg(migrate_limit.max(1));
-        let (jobs, next_due_us): (Vec<String>, i64) = self.invoke(&call).await?;
+        let (popped, next_due_us): (Vec<Vec<u8>>, i64) = self.invoke(&call).await?;
+        let mut jobs = Vec::with_capacity(popped.len());
+        let mut unreadable = Vec::new();
+        for bytes in popped {
+            match String::from_utf8(bytes) {
+                Ok(job) => jobs.push(job),
+                Err(err) => unreadable.push(err.into_bytes()),
+            }
+        }
         Ok(Popped {
             jobs,
+            unreadable,
             next_due: u64::try_from(next_due_us).ok().map(Duration::from_micros),
         })
     }
@@ -304,10 +316,22 @@ impl RedisQueue {
         reserved: Option<&str>,
         record: &FailedJob,
     ) -> Result<bool> {
+        self.fail_bytes(queue, reserved.unwrap_or("").as_bytes(), record)
+            .await
+    }
+
+    /// [`RedisQueue::fail`] for a reserved copy given as bytes, which need not be UTF-8 (empty:
+    /// a job that was never reserved).
+    pub async fn fail_bytes(
+        &self,
+        queue: &QueueKeys,
+        reserved: &[u8],
+        record: &FailedJob,
+    ) -> Result<bool> {
         let mut call = scripts::FAIL.key(&queue.reserved);
         call.key(FAILED_JOBS)
             .key(FAILED_JOBS_INDEX)
-            .arg(reserved.unwrap_or(""))
+            .arg(reserved)
             .arg(&record.uuid)
             .arg(record.to_json())
             .arg(self.config.failed_max_jobs)

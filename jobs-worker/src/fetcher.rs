@@ -64,6 +64,14 @@ impl Fetcher {
                 .extend(popped.jobs.into_iter().map(|raw| Reserved {
                     queue: keys.clone(),
                     raw,
+                    unreadable: None,
+                }));
+            fetched
+                .jobs
+                .extend(popped.unreadable.into_iter().map(|bytes| Reserved {
+                    queue: keys.clone(),
+                    raw: String::from_utf8_lossy(&bytes).into_owned(),
+                    unreadable: Some(bytes),
                 }));
         }
         Ok(fetched)

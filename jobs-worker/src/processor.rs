@@ -27,8 +27,11 @@ use crate::stats::Stats;
 pub struct Reserved {
     /// The queue it came from.
     pub queue: Arc<QueueKeys>,
-    /// The reserved copy as the pop script returned it.
+    /// The reserved copy as the pop script returned it (for a payload that is not UTF-8, a
+    /// lossy rendering of it, for logs and the failed-job record).
     pub raw: String,
+    /// The exact bytes of a reserved payload that is not UTF-8; such a job can only fail.
+    pub unreadable: Option<Vec<u8>>,
 }
 
 /// A payload that decoded, with the job type that runs it.
@@ -89,7 +92,14 @@ impl Processor {
     pub async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
         let started = Instant::now();
         let _held = self.running.hold(&job);
-        match decode(&job.raw) {
+        let decoded = match job.unreadable {
+            Some(_) => Err(Undecodable {
+                uuid: uuid::Uuid::new_v4().to_string(),
+                reason: "malformed payload: not valid UTF-8".to_owned(),
+            }),
+            None => decode(&job.raw),
+        };
+        match decoded {
             Ok(decoded) => {
                 let payload = &decoded.payload;
                 let span = tracing::info_span!(
@@ -237,8 +247,9 @@ impl Processor {
                     reason,
                 );
                 self.stats.record_failure();
+                let reserved = job.unreadable.as_deref().unwrap_or(job.raw.as_bytes());
                 self.apply(&job, "record the failed job", |q| {
-                    q.fail(&job.queue, Some(&job.raw), &failed)
+                    q.fail_bytes(&job.queue, reserved, &failed)
                 })
                 .await;
                 Settled::Failed

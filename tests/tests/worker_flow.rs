@@ -594,3 +594,59 @@ async fn the_worker_warns_when_redis_may_evict_queue_keys() {
         quiet.lines()
     );
 }
+
+#[tokio::test]
+async fn random_bytes_in_a_queue_end_in_the_failed_store_and_the_worker_goes_on() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut random = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut pushed = std::collections::HashSet::new();
+    while pushed.len() < 300 {
+        let len = 1 + (random() % 300) as usize;
+        let bytes: Vec<u8> = (0..len).map(|_| random() as u8).collect();
+        pushed.insert(bytes);
+    }
+    let invalid_utf8 = pushed
+        .iter()
+        .filter(|b| std::str::from_utf8(b).is_err())
+        .count();
+    assert!(
+        invalid_utf8 > 250,
+        "the sample holds payloads that are not UTF-8"
+    );
+    for bytes in &pushed {
+        let _: () = conn.rpush("queues:default", bytes).await.unwrap();
+    }
+    let noop = Noop {}.dispatch().via(&queue).await.unwrap();
+
+    let worker = run_until_empty(redis.url(), &["--concurrency", "20"]).await;
+    assert!(worker
+        .events()
+        .iter()
+        .any(|e| e.uuid == noop.to_string() && e.status == "DONE"));
+    let records = failed_records(&redis).await;
+    assert_eq!(
+        records.len(),
+        pushed.len(),
+        "one failed record per random payload"
+    );
+    let not_utf8 = records
+        .iter()
+        .filter(|r| r["exception"] == "malformed payload: not valid UTF-8")
+        .count();
+    assert_eq!(not_utf8, invalid_utf8);
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+    println!(
+        "random payloads: {} pushed, {} not UTF-8, {} failed with a reason, 0 lost",
+        pushed.len(),
+        invalid_utf8,
+        records.len()
+    );
+}

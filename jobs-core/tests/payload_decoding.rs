@@ -1,0 +1,82 @@
+//! Property test of the payload decoder: arbitrary bytes, and valid payloads with random
+//! corruption, never panic; a payload that decodes always has its attempts field located.
+
+use jobs_core::payload::{unreserved, with_attempts};
+use jobs_core::Payload;
+
+/// A small deterministic generator (xorshift64*), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const VALID: &str = r#"{"uuid":"9f0c1d57-7d6a-4c3b-9a55-0b1c8f6e2a10","displayName":"SendInvoice","job":"SendInvoice","maxTries":3,"maxExceptions":null,"failOnTimeout":false,"backoff":"1,5,10","timeout":null,"retryUntil":null,"data":{"id":7,"note":"attempts"},"createdAt":1763769600,"id":"9f0c1d577d6a4c3b9a550b1c8f6e2a10","attempts":2,"delay":null}"#;
+
+fn exercise(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let decoded = Payload::from_json(&text);
+    let _ = unreserved(&text);
+    if let Some(patched) = with_attempts(&text, 7) {
+        // Setting the attempts is idempotent: the patch finds the same field again.
+        assert_eq!(
+            with_attempts(&patched, 7).as_deref(),
+            Some(patched.as_str())
+        );
+    }
+    if let Ok(payload) = decoded {
+        // A payload that decodes has a top-level attempts number, and the patch moves it.
+        let raised = with_attempts(&text, payload.attempts + 1).expect("attempts located");
+        assert_eq!(
+            Payload::from_json(&raised).unwrap().attempts,
+            payload.attempts + 1
+        );
+    }
+}
+
+#[test]
+fn arbitrary_bytes_never_panic() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..20_000 {
+        let len = rng.below(400);
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        exercise(&bytes);
+    }
+}
+
+#[test]
+fn corrupted_valid_payloads_never_panic() {
+    let mut rng = Rng(0x0123_4567_89ab_cdef);
+    let valid = VALID.as_bytes();
+    let alphabet = br#"{}[]":,0123456789 -.\aetrupmsn"#;
+    for _ in 0..20_000 {
+        let mut bytes = valid.to_vec();
+        for _ in 0..1 + rng.below(4) {
+            let at = rng.below(bytes.len());
+            match rng.below(3) {
+                0 => bytes[at] = alphabet[rng.below(alphabet.len())],
+                1 => {
+                    bytes.remove(at);
+                }
+                _ => bytes.insert(at, alphabet[rng.below(alphabet.len())]),
+            }
+            if bytes.is_empty() {
+                break;
+            }
+        }
+        exercise(&bytes);
+    }
+    // The untouched payload decodes, and its attempts move as expected.
+    let payload = Payload::from_json(VALID).unwrap();
+    assert_eq!(payload.attempts, 2);
+    assert_eq!(Payload::from_json(&unreserved(VALID)).unwrap().attempts, 1);
+}
