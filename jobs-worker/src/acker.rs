@@ -5,8 +5,8 @@
 //! reserved copies it has collected with one `ZREM` per queue. If the worker dies before that,
 //! the job comes back after retry_after, as it would had the worker died a moment earlier.
 
+use jobs_core::keys::QueueKeys;
 use jobs_core::RedisQueue;
-use std::collections::HashMap;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -67,31 +67,23 @@ async fn run(
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let mut by_queue: HashMap<&str, (&Reserved, Vec<&str>)> = HashMap::new();
-        for job in &batch {
-            by_queue
-                .entry(job.queue.name.as_str())
-                .or_insert_with(|| (job, Vec::new()))
-                .1
-                .push(job.raw.as_str());
-        }
-        for (first, members) in by_queue.values() {
-            delete(&queue, first, members, retry_after).await;
+        for (keys, members) in Reserved::by_queue(&batch) {
+            delete(&queue, keys, &members, retry_after).await;
         }
         batch.clear();
     }
 }
 
 /// Deletes reservations of one queue, retrying through short outages.
-async fn delete(queue: &RedisQueue, first: &Reserved, members: &[&str], retry_after: Duration) {
+async fn delete(queue: &RedisQueue, keys: &QueueKeys, members: &[&str], retry_after: Duration) {
     let removed = with_retries(retry_after, "acknowledge finished jobs", || {
-        queue.delete_many(&first.queue, members)
+        queue.delete_many(keys, members)
     })
     .await;
     let missing = removed.map_or(0, |removed| members.len() as u64 - removed);
     if missing > 0 {
         warn!(
-            queue = %first.queue.name,
+            queue = %keys.name,
             missing,
             "finished jobs whose reservations were no longer held; nothing changed for them"
         );

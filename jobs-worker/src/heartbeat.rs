@@ -73,18 +73,10 @@ pub fn start(queue: RedisQueue, running: Arc<Running>, retry_after: Duration) ->
         loop {
             ticks.tick().await;
             let jobs = running.snapshot();
-            let mut by_queue: HashMap<&str, (&Reserved, Vec<&str>)> = HashMap::new();
-            for job in &jobs {
-                by_queue
-                    .entry(job.queue.name.as_str())
-                    .or_insert_with(|| (job, Vec::new()))
-                    .1
-                    .push(job.raw.as_str());
-            }
-            for (first, members) in by_queue.values() {
-                match queue.extend(&first.queue, retry_after, members).await {
+            for (keys, members) in Reserved::by_queue(&jobs) {
+                match queue.extend(keys, retry_after, &members).await {
                     Ok(held) if (held as usize) < members.len() => warn!(
-                        queue = %first.queue.name,
+                        queue = %keys.name,
                         lost = members.len() - held as usize,
                         "running jobs whose reservations were no longer held (finished meanwhile, or expired while Redis was unreachable)"
                     ),

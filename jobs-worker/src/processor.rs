@@ -34,6 +34,23 @@ pub struct Reserved {
     pub unreadable: Option<Vec<u8>>,
 }
 
+impl Reserved {
+    /// The reserved copies of `jobs`, grouped by queue, for one Redis call per queue.
+    pub fn by_queue(jobs: &[Reserved]) -> Vec<(&QueueKeys, Vec<&str>)> {
+        let mut groups: Vec<(&QueueKeys, Vec<&str>)> = Vec::new();
+        for job in jobs {
+            match groups
+                .iter_mut()
+                .find(|(keys, _)| keys.name == job.queue.name)
+            {
+                Some((_, members)) => members.push(&job.raw),
+                None => groups.push((&job.queue, vec![&job.raw])),
+            }
+        }
+        groups
+    }
+}
+
 /// A payload that decoded, with the job type that runs it.
 struct Decoded {
     payload: Payload,
@@ -188,7 +205,7 @@ impl Processor {
             finished = handler => match finished {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(err)) => Err(AttemptError::Error(err.to_string())),
-                Err(panic) => Err(AttemptError::Panic(panic_message(panic))),
+                Err(panic) => Err(AttemptError::Panic(panic_message(&*panic))),
             },
             _ = timeout => Err(AttemptError::Timeout),
             _ = interrupt.cancelled() => {
@@ -322,7 +339,8 @@ fn decode(raw: &str) -> Result<Decoded, Undecodable> {
     }
 }
 
-fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+/// The message a panic carries (`panic!` with a literal or a formatted string).
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

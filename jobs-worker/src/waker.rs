@@ -16,6 +16,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::warn;
 
+use crate::retry::Pause;
+
 /// Handle to the waker task.
 pub struct Waker {
     shared: Arc<Shared>,
@@ -79,7 +81,7 @@ impl Drop for Waker {
 
 async fn run(client: redis::Client, keys: Vec<String>, block_for: Duration, shared: Arc<Shared>) {
     let mut conn: Option<MultiplexedConnection> = None;
-    let mut pause = Duration::from_millis(100);
+    let mut pause = Pause::new(Duration::from_millis(100), Duration::from_secs(5));
     loop {
         shared.arm.notified().await;
         let result = async {
@@ -115,10 +117,9 @@ async fn run(client: redis::Client, keys: Vec<String>, block_for: Duration, shar
         if let Err(err) = result {
             warn!(error = %err, "waiting for jobs failed; reconnecting");
             conn = None;
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_secs(5));
+            tokio::time::sleep(pause.take()).await;
         } else {
-            pause = Duration::from_millis(100);
+            pause.reset();
         }
         shared.armed.store(false, Ordering::Release);
         shared.woke.notify_one();

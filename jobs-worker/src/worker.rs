@@ -14,6 +14,7 @@ use crate::fetcher::Fetcher;
 use crate::heartbeat::{self, Running};
 use crate::options::WorkerOptions;
 use crate::processor::{Processor, Reserved, Settled};
+use crate::retry::Pause;
 use crate::stats::Stats;
 use crate::waker::Waker;
 
@@ -177,7 +178,7 @@ impl Worker {
             u64::MAX
         };
         let mut taken: u64 = 0;
-        let mut fetch_pause = Duration::from_millis(100);
+        let mut fetch_pause = Pause::new(Duration::from_millis(100), Duration::from_secs(5));
         let mut last_memory_check: Option<Instant> = None;
 
         let exit = loop {
@@ -211,17 +212,17 @@ impl Worker {
             };
             let fetched = match fetcher.fetch(permits.len()).await {
                 Ok(fetched) => {
-                    fetch_pause = Duration::from_millis(100);
+                    fetch_pause.reset();
                     fetched
                 }
                 Err(err) => {
-                    warn!(error = %err, "cannot fetch jobs; retrying in {fetch_pause:?}");
+                    let pause = fetch_pause.take();
+                    warn!(error = %err, "cannot fetch jobs; retrying in {pause:?}");
                     drop(permits);
                     tokio::select! {
-                        _ = tokio::time::sleep(fetch_pause) => {}
+                        _ = tokio::time::sleep(pause) => {}
                         _ = self.stop.cancelled() => {}
                     }
-                    fetch_pause = (fetch_pause * 2).min(Duration::from_secs(5));
                     continue;
                 }
             };
