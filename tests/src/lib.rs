@@ -54,11 +54,17 @@ impl TestRedis {
     /// The binary is `$REDIS_SERVER` when set, else `redis-server` on the `PATH`, else
     /// `/usr/bin/redis-server`.
     pub fn start() -> TestRedis {
+        TestRedis::start_with(&[])
+    }
+
+    /// Starts a server as [`TestRedis::start`] does, with `extra` command-line options after
+    /// the defaults (a later option wins, so `["--appendonly", "yes"]` turns persistence on).
+    pub fn start_with(extra: &[&str]) -> TestRedis {
         let mut failures = Vec::new();
         for _ in 0..START_ATTEMPTS {
             let port = free_port();
             let dir = TempDir::new("redis");
-            let mut child = spawn_redis_server(port, dir.path());
+            let mut child = spawn_redis_server(port, dir.path(), extra);
             match wait_for_ping(&mut child, port, START_TIMEOUT) {
                 Ok(()) => {
                     return TestRedis {
@@ -166,7 +172,7 @@ pub fn free_port() -> u16 {
         .expect("cannot bind a TCP port on 127.0.0.1")
 }
 
-fn spawn_redis_server(port: u16, dir: &Path) -> Child {
+fn spawn_redis_server(port: u16, dir: &Path, extra: &[&str]) -> Child {
     let output = File::create(dir.join("stdout.log")).expect("cannot create the server log");
     let candidates: Vec<PathBuf> = match std::env::var_os("REDIS_SERVER") {
         Some(path) => vec![path.into()],
@@ -184,6 +190,7 @@ fn spawn_redis_server(port: u16, dir: &Path) -> Child {
             .arg(dir)
             .arg("--logfile")
             .arg(dir.join("redis.log"))
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(output.try_clone().expect("cannot share the server log"))
             .stderr(output.try_clone().expect("cannot share the server log"))
