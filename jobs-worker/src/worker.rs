@@ -1,5 +1,6 @@
 //! The worker: the loop that keeps the processor busy, and the rules for when it stops.
 
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use jobs_core::keys::QueueKeys;
 use jobs_core::{QueueConfig, RedisQueue};
 use std::sync::Arc;
@@ -10,13 +11,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::acker::Acker;
-use crate::fetcher::Fetcher;
+use crate::fetcher::{Fetched, Fetcher};
 use crate::heartbeat::{self, Running};
 use crate::options::WorkerOptions;
 use crate::processor::{Processor, Reserved, Settled};
 use crate::retry::Pause;
 use crate::stats::Stats;
 use crate::waker::Waker;
+
+/// Most pops one worker keeps in flight at once.
+const MAX_FETCHES_IN_FLIGHT: usize = 2;
 
 /// How often the worker compares its memory with `--memory`.
 const MEMORY_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -181,6 +185,13 @@ impl Worker {
         let mut fetch_pause = Pause::new(Duration::from_millis(100), Duration::from_secs(5));
         let mut last_memory_check: Option<Instant> = None;
 
+        // Pops in flight, each holding the slots its jobs will run in. While the queues hold a
+        // backlog, a second pop goes out before the first returns, so Redis reserves the next
+        // batch while this process starts the last one.
+        let mut fetches = FuturesUnordered::new();
+        let mut slots_asked: u64 = 0;
+        let mut backlog = false;
+
         let exit = loop {
             while let Some(joined) = running.try_join_next() {
                 reap(joined);
@@ -206,48 +217,74 @@ impl Worker {
                 break Exit::MaxJobs;
             }
 
-            let permits = tokio::select! {
-                permits = free_slots(&slots, job_limit - taken) => permits,
-                _ = self.stop.cancelled() => continue,
+            let room = job_limit - taken - slots_asked;
+            let may_fetch = room > 0
+                && (fetches.is_empty() || (backlog && fetches.len() < MAX_FETCHES_IN_FLIGHT));
+            // A pop beside one in flight waits for a worthwhile batch of free slots.
+            let batch = if fetches.is_empty() {
+                1
+            } else {
+                (options.concurrency as u64 / 4).max(1)
             };
-            let fetched = match fetcher.fetch(permits.len()).await {
-                Ok(fetched) => {
-                    fetch_pause.reset();
-                    fetched
-                }
-                Err(err) => {
-                    let pause = fetch_pause.take();
-                    warn!(error = %err, "cannot fetch jobs; retrying in {pause:?}");
-                    drop(permits);
-                    tokio::select! {
-                        _ = tokio::time::sleep(pause) => {}
-                        _ = self.stop.cancelled() => {}
+            tokio::select! {
+                biased;
+                Some(done) = fetches.next() => {
+                    let (permits, result): FetchDone = done;
+                    slots_asked -= permits.len() as u64;
+                    let fetched: Fetched = match result {
+                        Ok(fetched) => {
+                            fetch_pause.reset();
+                            fetched
+                        }
+                        Err(err) => {
+                            backlog = false;
+                            let pause = fetch_pause.take();
+                            warn!(error = %err, "cannot fetch jobs; retrying in {pause:?}");
+                            drop(permits);
+                            tokio::select! {
+                                _ = tokio::time::sleep(pause) => {}
+                                _ = self.stop.cancelled() => {}
+                            }
+                            continue;
+                        }
+                    };
+                    backlog = fetched.jobs.len() == permits.len();
+                    if !fetched.jobs.is_empty() {
+                        taken += fetched.jobs.len() as u64;
+                        self.start_jobs(&processor, &mut running, fetched.jobs, permits, &interrupt);
+                        continue;
                     }
-                    continue;
+                    drop(permits);
+                    if !fetches.is_empty() {
+                        continue;
+                    }
+                    if options.once || (options.stop_when_empty && running.is_empty()) {
+                        break Exit::Empty;
+                    }
+                    let out_of_time = options.max_time().map(|max| started + max);
+                    tokio::select! {
+                        _ = waker.wait() => {}
+                        _ = sleep_for(fetched.next_due) => {}
+                        _ = tokio::time::sleep(options.sleep()) => {}
+                        _ = sleep_until(out_of_time) => {}
+                        _ = self.stop.cancelled() => {}
+                        Some(joined) = running.join_next(), if options.stop_when_empty => reap(joined),
+                    }
                 }
+                permits = free_slots(&slots, batch.min(room), room), if may_fetch => {
+                    slots_asked += permits.len() as u64;
+                    fetches.push(fetch_into(&fetcher, permits));
+                }
+                _ = self.stop.cancelled() => {}
             };
-            if fetched.jobs.is_empty() {
-                drop(permits);
-                if options.once || (options.stop_when_empty && running.is_empty()) {
-                    break Exit::Empty;
-                }
-                let out_of_time = options.max_time().map(|max| started + max);
-                tokio::select! {
-                    _ = waker.wait() => {}
-                    _ = sleep_for(fetched.next_due) => {}
-                    _ = tokio::time::sleep(options.sleep()) => {}
-                    _ = sleep_until(out_of_time) => {}
-                    _ = self.stop.cancelled() => {}
-                    Some(joined) = running.join_next(), if options.stop_when_empty => reap(joined),
-                }
-                continue;
-            }
-            for (job, permit) in fetched.jobs.into_iter().zip(permits) {
-                taken += 1;
-                running.spawn(self.run_job(&processor, job, permit, interrupt.clone()));
-            }
         };
 
+        // Jobs already reserved by pops in flight run like any other: nothing popped is dropped.
+        while let Some((permits, result)) = fetches.next().await {
+            if let Ok(fetched) = result {
+                self.start_jobs(&processor, &mut running, fetched.jobs, permits, &interrupt);
+            }
+        }
         self.finish_running(&mut running, interrupt).await;
         heartbeat.abort();
         drop(processor);
@@ -260,6 +297,20 @@ impl Worker {
             "worker stopped"
         );
         exit
+    }
+
+    /// Starts each reserved job in its own task, holding one of `permits` until it settles.
+    fn start_jobs(
+        &self,
+        processor: &Processor,
+        running: &mut JoinSet<Settled>,
+        jobs: Vec<Reserved>,
+        permits: Vec<OwnedSemaphorePermit>,
+        interrupt: &CancellationToken,
+    ) {
+        for (job, permit) in jobs.into_iter().zip(permits) {
+            running.spawn(self.run_job(processor, job, permit, interrupt.clone()));
+        }
     }
 
     fn run_job(
@@ -353,14 +404,27 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// Waits for one free slot, then takes as many more as are free, up to `max`.
-async fn free_slots(slots: &Arc<Semaphore>, max: u64) -> Vec<OwnedSemaphorePermit> {
-    let first = slots
-        .clone()
-        .acquire_owned()
-        .await
-        .expect("the slot semaphore is never closed");
-    let mut permits = vec![first];
+/// A finished pop: the slots it was made for, and what it reserved.
+type FetchDone = (Vec<OwnedSemaphorePermit>, jobs_core::Result<Fetched>);
+
+/// Reserves jobs for `permits`, handing the permits back with the result.
+async fn fetch_into(fetcher: &Fetcher, permits: Vec<OwnedSemaphorePermit>) -> FetchDone {
+    let fetched = fetcher.fetch(permits.len()).await;
+    (permits, fetched)
+}
+
+/// Waits for `min` free slots, then takes as many more as are free, up to `max`.
+async fn free_slots(slots: &Arc<Semaphore>, min: u64, max: u64) -> Vec<OwnedSemaphorePermit> {
+    let mut permits = Vec::new();
+    while (permits.len() as u64) < min {
+        permits.push(
+            slots
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the slot semaphore is never closed"),
+        );
+    }
     while (permits.len() as u64) < max {
         match slots.clone().try_acquire_owned() {
             Ok(permit) => permits.push(permit),
