@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Scenarios, as the kit defines them: `enqueue` (bulk, chunks of 1,000), `enqueue_single`
-//! (min(N, 10,000) awaited dispatches), `drain` (N queued no-op jobs, one worker of
+//! (min(N, 10,000) awaited dispatches; also reports the time of an awaited PING through the
+//! same connection, the floor under one dispatch), `drain` (N queued no-op jobs, one worker of
 //! concurrency C, timed to the N-th handler call; peak RSS), `delayed` (2,000 jobs due over
 //! 5 s onto an idle worker; lateness = handler start - due), `pickup` (200 pushes, 20 ms apart,
 //! onto an idle worker). Our own: `backlog` (drain rate with 1,000,000 queued jobs against
@@ -281,9 +282,23 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 .map_err(err)?;
             }
             let secs = start.elapsed().as_secs_f64();
+            // The floor under one awaited dispatch: the same number of PINGs, each awaited,
+            // through the same connection from the same caller.
+            let mut conn = queue.connection();
+            let ping_start = Instant::now();
+            for _ in 0..jobs {
+                let _: String = redis::cmd("PING")
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            let ping_secs = ping_start.elapsed().as_secs_f64();
+            let micros_each = |seconds: f64| round2(seconds * 1e6 / jobs as f64);
             out.insert("jobs".into(), json!(jobs));
             out.insert("jobs_per_sec".into(), json!((jobs as f64 / secs).round()));
             out.insert("elapsed_s".into(), json!(round2(secs)));
+            out.insert("dispatch_us".into(), json!(micros_each(secs)));
+            out.insert("ping_us".into(), json!(micros_each(ping_secs)));
         }
         "drain" => {
             prep_in_child(args, args.jobs);
