@@ -3,6 +3,7 @@
 //!
 //! Every test starts its own [`TestRedis`] (tests run in parallel, each on its own port), and
 //! waits for conditions with [`wait_until`] / [`wait_for`] instead of sleeping.
+//! [`TestRedis::start_tls`] starts a server that speaks only TLS, with a CA made for it.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -105,7 +106,7 @@ impl TestRedis {
             };
             match server.wait_until_ready(START_TIMEOUT) {
                 Ok(()) => return server,
-                // Dropping the server below kills it.
+                // The server is dropped, and so killed, at the end of this turn.
                 Err(why) => failures.push(format!(
                     "port {port}: {why}\n--- server output ---\n{}",
                     server_output(server.dir.path())
