@@ -114,6 +114,7 @@ impl<J: Job> PendingDispatch<J> {
             data,
             created_at: chrono::Utc::now().timestamp(),
             id: uuid.simple().to_string(),
+            signature: None,
             attempts: 0,
             delay: self.delay.map(|d| delay_seconds(d.duration_from_now())),
         };

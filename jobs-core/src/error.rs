@@ -9,10 +9,34 @@ pub enum Error {
     /// The Redis URL could not be parsed.
     #[error("invalid Redis URL {url:?}: {source}")]
     InvalidUrl {
-        /// The URL as given.
+        /// The URL as given, its password hidden.
         url: String,
         /// Why it was rejected.
         source: redis::RedisError,
+    },
+    /// Redis refused the user name or password of the URL (`WRONGPASS`, `NOAUTH`).
+    #[error(
+        "Redis refused the credentials: check the user name and password in the Redis URL \
+         ({0})"
+    )]
+    AuthenticationFailed(#[source] redis::RedisError),
+    /// The CA certificate file of [`QueueConfig::tls_ca_file`](crate::QueueConfig) could not
+    /// be read.
+    #[error("cannot read the TLS CA certificate file {path:?}: {source}")]
+    TlsCaFile {
+        /// The file's path.
+        path: std::path::PathBuf,
+        /// Why it could not be read.
+        source: std::io::Error,
+    },
+    /// The TLS settings cannot be used: a CA certificate for a URL that is not `rediss://`,
+    /// or a CA file that holds no usable PEM certificate.
+    #[error("invalid TLS settings for Redis URL {url:?}: {reason}")]
+    InvalidTls {
+        /// The URL, its password hidden.
+        url: String,
+        /// What is wrong.
+        reason: String,
     },
     /// A handle was opened outside a Tokio runtime; its connection needs one.
     #[error("a Redis handle must be opened inside a Tokio runtime")]
@@ -34,6 +58,15 @@ pub enum Error {
         /// The serializer's error.
         source: serde_json::Error,
     },
+    /// A payload pushed through a handle with a signing key is not a job payload, so it
+    /// cannot be signed.
+    #[error("cannot sign the payload of job {job}: it is not a job payload ({source})")]
+    Unsignable {
+        /// The job's registered name.
+        job: String,
+        /// Why the payload could not be read.
+        source: serde_json::Error,
+    },
     /// The payload is larger than the configured maximum.
     #[error("payload of job {job} is {size} bytes, over the limit of {limit} bytes")]
     PayloadTooLarge {
@@ -48,7 +81,11 @@ pub enum Error {
 
 impl From<redis::RedisError> for Error {
     fn from(err: redis::RedisError) -> Self {
-        if err.is_timeout()
+        if err.kind() == redis::ErrorKind::AuthenticationFailed
+            || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"))
+        {
+            Error::AuthenticationFailed(err)
+        } else if err.is_timeout()
             || err.is_io_error()
             || err.is_connection_refusal()
             || err.is_connection_dropped()

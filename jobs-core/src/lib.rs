@@ -40,6 +40,7 @@ pub mod payload;
 pub mod queue;
 pub mod registry;
 pub mod scripts;
+pub mod signing;
 
 pub use backoff::Backoff;
 pub use context::{JobContext, Request};
@@ -51,6 +52,7 @@ pub use job::{Job, JobError, JobOptions, JobResult};
 pub use payload::Payload;
 pub use queue::{QueueConfig, QueueSize, RedisQueue};
 pub use registry::JobRegistration;
+pub use signing::SigningKey;
 
 /// Marks an `impl Job for T` block as a job: names it, records its options and registers it.
 ///

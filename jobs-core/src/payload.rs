@@ -9,7 +9,7 @@ use crate::backoff::Backoff;
 
 /// A job as stored in Redis, field for field and in the order of Laravel's Redis payload.
 ///
-/// Unset options are `null`. `attempts` is 0 when pushed and raised by one each time a worker
+/// Unset options are `null`. A signed payload also has a `signature` field. `attempts` is 0 when pushed and raised by one each time a worker
 /// reserves the job; the reserved copy differs from the pushed payload only in that number.
 ///
 /// ```
@@ -51,6 +51,11 @@ pub struct Payload {
     pub created_at: i64,
     /// Redis-specific random id (32 hex digits).
     pub id: String,
+    /// The HMAC-SHA256 signature of the payload, when it was pushed through a handle with a
+    /// signing key (see [`crate::signing`]); absent from the JSON otherwise. It comes before
+    /// `attempts`, so that the pop script finds that number near the end of the payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
     /// How many times the job has been reserved.
     pub attempts: u32,
     /// The delay given at dispatch, in seconds, or null.

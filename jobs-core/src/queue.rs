@@ -2,6 +2,9 @@
 
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Pipeline, ScriptInvocation};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -9,18 +12,30 @@ use crate::delay::Delay;
 use crate::error::{Error, Result};
 use crate::failed::FailedJob;
 use crate::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
+use crate::payload::Payload;
 use crate::scripts;
+use crate::signing::SigningKey;
 
 /// The URL used when neither code nor `REDIS_URL` names one.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
+/// The environment variable [`QueueConfig::default`] reads the TLS CA certificate file from.
+pub const TLS_CA_FILE_ENV: &str = "REDIS_TLS_CA_FILE";
+
 /// Settings of a [`RedisQueue`].
+///
+/// The credentials and TLS come from the URL: `redis://user:password@host:6379/0` logs in
+/// with Redis AUTH (an ACL user, or only `:password@` for `requirepass`), and `rediss://`
+/// connects over TLS, verifying the server's certificate against the system's trusted
+/// certificates, or against [`QueueConfig::tls_ca_file`] when it is set.
 #[derive(Debug, Clone)]
 pub struct QueueConfig {
     /// The longest any one Redis call may take before it fails with [`Error::Timeout`]
     /// (default 5 s). Dispatch never waits longer than this.
     pub command_timeout: Duration,
-    /// The largest payload accepted, in bytes (default 4 MiB).
+    /// The largest payload accepted, in bytes (default 4 MiB). Dispatch refuses a larger one
+    /// with [`Error::PayloadTooLarge`]; a worker fails a larger one it reserves without
+    /// decoding it.
     pub max_payload_bytes: usize,
     /// How many failed jobs the failed-job store keeps at most (default 10,000).
     pub failed_max_jobs: u64,
@@ -28,9 +43,20 @@ pub struct QueueConfig {
     pub failed_max_age: Duration,
     /// The connection name written into failed-job records (default `"redis"`).
     pub connection_name: String,
+    /// The key that signs every pushed payload and, in a worker, must have signed every
+    /// payload it runs (see [`crate::signing`]). Default: the key in `JOBS_SIGNING_KEY`
+    /// ([`crate::signing::SIGNING_KEY_ENV`]), or none.
+    pub signing_key: Option<SigningKey>,
+    /// A PEM file of the CA certificates that a `rediss://` server's certificate must chain
+    /// to, instead of the system's trusted certificates. Default: the path in
+    /// `REDIS_TLS_CA_FILE` ([`TLS_CA_FILE_ENV`]), or none. It is read when the handle is
+    /// created; setting it for a `redis://` URL is an error ([`Error::InvalidTls`]).
+    pub tls_ca_file: Option<PathBuf>,
 }
 
 impl Default for QueueConfig {
+    /// The defaults listed on each field; `signing_key` and `tls_ca_file` come from the
+    /// environment.
     fn default() -> Self {
         QueueConfig {
             command_timeout: Duration::from_secs(5),
@@ -38,6 +64,10 @@ impl Default for QueueConfig {
             failed_max_jobs: 10_000,
             failed_max_age: Duration::from_secs(180 * 24 * 3600),
             connection_name: "redis".to_owned(),
+            signing_key: SigningKey::from_env(),
+            tls_ca_file: std::env::var_os(TLS_CA_FILE_ENV)
+                .filter(|path| !path.is_empty())
+                .map(PathBuf::from),
         }
     }
 }
@@ -129,10 +159,7 @@ impl RedisQueue {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(Error::NoRuntime);
         }
-        let client = redis::Client::open(url).map_err(|source| Error::InvalidUrl {
-            url: url.to_owned(),
-            source,
-        })?;
+        let client = redis_client(url, &config)?;
         let manager_config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.command_timeout))
             .set_response_timeout(Some(config.command_timeout))
@@ -181,7 +208,19 @@ impl RedisQueue {
 
     /// Pushes jobs in one round trip: ready ones onto their lists with a wake-up token each,
     /// delayed ones into their delayed sets. Order within a queue is kept.
+    ///
+    /// With a [`QueueConfig::signing_key`], each payload is signed first
+    /// ([`Error::Unsignable`] when one is not a job payload). Nothing is pushed when any
+    /// payload is larger than [`QueueConfig::max_payload_bytes`] ([`Error::PayloadTooLarge`]).
     pub async fn push_all(&self, envelopes: &[Envelope]) -> Result<()> {
+        let signed;
+        let envelopes = match &self.config.signing_key {
+            Some(key) => {
+                signed = sign_all(key, envelopes)?;
+                &signed[..]
+            }
+            None => envelopes,
+        };
         for envelope in envelopes {
             if envelope.payload.len() > self.config.max_payload_bytes {
                 return Err(Error::PayloadTooLarge {
@@ -488,4 +527,113 @@ fn due_arg(delay: Option<Delay>) -> String {
 /// Splits envelopes into runs of the same queue and kind (ready or delayed), keeping order.
 fn runs(envelopes: &[Envelope]) -> impl Iterator<Item = &[Envelope]> {
     envelopes.chunk_by(|a, b| a.queue == b.queue && a.delay.is_some() == b.delay.is_some())
+}
+
+/// Envelopes whose payloads carry their signature under `key`.
+fn sign_all(key: &SigningKey, envelopes: &[Envelope]) -> Result<Vec<Envelope>> {
+    envelopes
+        .iter()
+        .map(|envelope| {
+            let mut payload =
+                Payload::from_json(&envelope.payload).map_err(|source| Error::Unsignable {
+                    job: envelope.job.to_string(),
+                    source,
+                })?;
+            payload.signature = Some(key.sign(&payload));
+            Ok(Envelope {
+                uuid: envelope.uuid,
+                job: envelope.job.clone(),
+                queue: envelope.queue.clone(),
+                payload: payload.to_json(),
+                delay: envelope.delay,
+            })
+        })
+        .collect()
+}
+
+/// A `redis::Client` for `url` with the TLS settings of `config`: the client a
+/// [`RedisQueue`] uses, for connections of one's own (a blocking wait, a health check).
+///
+/// `rediss://` URLs connect over TLS (rustls), verifying the server's certificate against
+/// [`QueueConfig::tls_ca_file`] when set, else against the system's trusted certificates.
+/// The user name and password of the URL are sent with AUTH on every new connection.
+pub fn redis_client(url: &str, config: &QueueConfig) -> Result<redis::Client> {
+    let invalid_url = |source| Error::InvalidUrl {
+        url: redact_url(url),
+        source,
+    };
+    let info = redis::IntoConnectionInfo::into_connection_info(url).map_err(invalid_url)?;
+    let tls = matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. });
+    if tls {
+        // rustls needs a process-wide crypto provider; an application may have installed
+        // its own already, which is then kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let Some(path) = &config.tls_ca_file else {
+        return redis::Client::open(info).map_err(invalid_url);
+    };
+    if !tls {
+        return Err(Error::InvalidTls {
+            url: redact_url(url),
+            reason: format!(
+                "a CA certificate file ({}) is set, but only a rediss:// URL uses TLS",
+                path.display()
+            ),
+        });
+    }
+    let root_cert = std::fs::read(path).map_err(|source| Error::TlsCaFile {
+        path: path.clone(),
+        source,
+    })?;
+    // redis-rs takes a file without certificates as an empty trust store; say so instead.
+    let unusable = |reason: String| Error::InvalidTls {
+        url: redact_url(url),
+        reason: format!(
+            "the CA certificate file {} is unusable: {reason}",
+            path.display()
+        ),
+    };
+    match CertificateDer::pem_slice_iter(&root_cert).collect::<Result<Vec<_>, _>>() {
+        Ok(certificates) if !certificates.is_empty() => {}
+        Ok(_) => return Err(unusable("it holds no PEM certificate".into())),
+        Err(err) => return Err(unusable(err.to_string())),
+    }
+    let certificates = redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(root_cert),
+    };
+    redis::Client::build_with_tls(info, certificates).map_err(|err| Error::InvalidTls {
+        url: redact_url(url),
+        reason: format!(
+            "the CA certificate file {} is unusable: {err}",
+            path.display()
+        ),
+    })
+}
+
+/// `url` with the password of its user information replaced by `***`, for messages.
+///
+/// ```
+/// use jobs_core::queue::redact_url;
+/// assert_eq!(redact_url("rediss://app:s3cret@redis:6380/0"), "rediss://app:***@redis:6380/0");
+/// assert_eq!(redact_url("redis://:s3cret@redis"), "redis://:***@redis");
+/// assert_eq!(redact_url("redis://redis:6379"), "redis://redis:6379");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|at| at + 3) else {
+        return url.to_owned();
+    };
+    let authority_end = url[scheme_end..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |at| scheme_end + at);
+    let Some(at) = url[scheme_end..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    let user_info = &url[scheme_end..scheme_end + at];
+    let user = user_info.split(':').next().unwrap_or_default();
+    format!(
+        "{}{user}:***{}",
+        &url[..scheme_end],
+        &url[scheme_end + at..]
+    )
 }

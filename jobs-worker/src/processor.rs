@@ -8,7 +8,7 @@
 use futures_util::FutureExt;
 use jobs_core::keys::QueueKeys;
 use jobs_core::registry::{self, JobFuture, JobRegistration};
-use jobs_core::{FailedJob, JobContext, Payload, RedisQueue, Request};
+use jobs_core::{FailedJob, JobContext, Payload, RedisQueue, Request, SigningKey};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -63,6 +63,16 @@ struct Undecodable {
     reason: String,
 }
 
+impl Undecodable {
+    /// A payload whose uuid is unknown: its failed-job record gets a new one.
+    fn new(reason: impl Into<String>) -> Self {
+        Undecodable {
+            uuid: uuid::Uuid::new_v4().to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
 /// What the processor did with a job, for the worker's bookkeeping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settled {
@@ -109,13 +119,7 @@ impl Processor {
     pub async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
         let started = Instant::now();
         let _held = self.running.hold(&job);
-        let decoded = match job.unreadable {
-            Some(_) => Err(Undecodable {
-                uuid: uuid::Uuid::new_v4().to_string(),
-                reason: "malformed payload: not valid UTF-8".to_owned(),
-            }),
-            None => decode(&job.raw),
-        };
+        let decoded = self.decode(&job);
         match decoded {
             Ok(decoded) => {
                 let payload = &decoded.payload;
@@ -147,6 +151,24 @@ impl Processor {
                     .await
             }
         }
+    }
+
+    /// The payload and the job type that runs it, or why the job cannot run at all. A payload
+    /// over the size limit is failed without being parsed; with a signing key, a payload
+    /// without a valid signature is failed before its job type is looked up.
+    fn decode(&self, job: &Reserved) -> Result<Decoded, Undecodable> {
+        let config = self.queue.config();
+        let size = job.unreadable.as_ref().map_or(job.raw.len(), Vec::len);
+        if size > config.max_payload_bytes {
+            return Err(Undecodable::new(format!(
+                "payload too large: {size} bytes, over the limit of {} bytes; not decoded",
+                config.max_payload_bytes
+            )));
+        }
+        if job.unreadable.is_some() {
+            return Err(Undecodable::new("malformed payload: not valid UTF-8"));
+        }
+        decode(&job.raw, config.signing_key.as_ref())
     }
 
     /// Checks the attempts, decodes the job and runs it: the verdict, with the attempt's error
@@ -303,7 +325,7 @@ impl Processor {
     }
 }
 
-fn decode(raw: &str) -> Result<Decoded, Undecodable> {
+fn decode(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded, Undecodable> {
     let payload = Payload::from_json(raw).map_err(|err| {
         let value: Option<serde_json::Value> = serde_json::from_str(raw).ok();
         let uuid = value
@@ -318,6 +340,12 @@ fn decode(raw: &str) -> Result<Decoded, Undecodable> {
         };
         Undecodable { uuid, reason }
     })?;
+    if let Some(key) = signing_key {
+        key.verify(&payload).map_err(|mismatch| Undecodable {
+            uuid: payload.uuid.to_string(),
+            reason: mismatch.to_string(),
+        })?;
+    }
     if payload.attempts == 0 {
         return Err(Undecodable {
             uuid: payload.uuid.to_string(),

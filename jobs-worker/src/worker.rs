@@ -88,7 +88,9 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// A worker with these options, connecting to `options.redis` on first use.
+    /// A worker with these options, connecting to `options.redis` on first use, with
+    /// [`QueueConfig::default`]: its signing key and TLS CA file come from `JOBS_SIGNING_KEY`
+    /// and `REDIS_TLS_CA_FILE`.
     pub fn new(options: WorkerOptions) -> Result<Self, WorkerError> {
         let queue = RedisQueue::with_config(&options.redis, QueueConfig::default())?;
         Self::with_queue(options, queue)
@@ -138,10 +140,15 @@ impl Worker {
             .iter()
             .map(|name| Arc::new(QueueKeys::new(name)))
             .collect();
+        let signatures = match self.queue.config().signing_key {
+            Some(_) => "required",
+            None => "unchecked",
+        };
         info!(
             worker = %options.name,
             queues = %options.queue.join(","),
             concurrency = options.concurrency,
+            signatures,
             jobs = %jobs_core::registry::all().iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
             "worker started"
         );

@@ -3,6 +3,7 @@
 //!
 //! Every test starts its own [`TestRedis`] (tests run in parallel, each on its own port), and
 //! waits for conditions with [`wait_until`] / [`wait_for`] instead of sleeping.
+//! [`TestRedis::start_tls`] starts a server that speaks only TLS, with a CA made for it.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -44,7 +45,14 @@ pub struct TestRedis {
     child: Child,
     port: u16,
     url: String,
+    tls: Option<TlsFiles>,
     dir: TempDir,
+}
+
+/// The certificate files of a TLS server, made for it by `openssl`.
+#[derive(Debug, Clone)]
+struct TlsFiles {
+    ca_cert: PathBuf,
 }
 
 impl TestRedis {
@@ -60,28 +68,49 @@ impl TestRedis {
     /// Starts a server as [`TestRedis::start`] does, with `extra` command-line options after
     /// the defaults (a later option wins, so `["--appendonly", "yes"]` turns persistence on).
     pub fn start_with(extra: &[&str]) -> TestRedis {
+        TestRedis::start_server(extra, false)
+    }
+
+    /// Starts a server that accepts only TLS connections, on `rediss://127.0.0.1:PORT/`. A CA
+    /// and a server certificate for `127.0.0.1` and `localhost` are made for it with the
+    /// `openssl` command; clients trust that CA through [`TestRedis::ca_file`], which
+    /// [`TestRedis::queue`], [`TestRedis::client`] and [`TestRedis::config`] use. Clients
+    /// need no certificate of their own.
+    pub fn start_tls() -> TestRedis {
+        TestRedis::start_server(&[], true)
+    }
+
+    fn start_server(extra: &[&str], tls: bool) -> TestRedis {
         let mut failures = Vec::new();
         for _ in 0..START_ATTEMPTS {
             let port = free_port();
             let dir = TempDir::new("redis");
-            let mut child = spawn_redis_server(port, dir.path(), extra);
-            match wait_for_ping(&mut child, port, START_TIMEOUT) {
-                Ok(()) => {
-                    return TestRedis {
-                        child,
-                        port,
-                        url: format!("redis://127.0.0.1:{port}/"),
-                        dir,
-                    }
-                }
-                Err(why) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    failures.push(format!(
-                        "port {port}: {why}\n--- server output ---\n{}",
-                        server_output(dir.path())
-                    ));
-                }
+            let (scheme, tls_files, tls_args) = if tls {
+                let (files, args) = make_tls_files(dir.path(), port);
+                ("rediss", Some(files), args)
+            } else {
+                ("redis", None, Vec::new())
+            };
+            let args: Vec<&str> = tls_args
+                .iter()
+                .map(String::as_str)
+                .chain(extra.iter().copied())
+                .collect();
+            let child = spawn_redis_server(port, dir.path(), &args);
+            let mut server = TestRedis {
+                child,
+                port,
+                url: format!("{scheme}://127.0.0.1:{port}/"),
+                tls: tls_files,
+                dir,
+            };
+            match server.wait_until_ready(START_TIMEOUT) {
+                Ok(()) => return server,
+                // The server is dropped, and so killed, at the end of this turn.
+                Err(why) => failures.push(format!(
+                    "port {port}: {why}\n--- server output ---\n{}",
+                    server_output(server.dir.path())
+                )),
             }
         }
         panic!(
@@ -90,9 +119,15 @@ impl TestRedis {
         );
     }
 
-    /// The server's URL, `redis://127.0.0.1:PORT/`.
+    /// The server's URL, `redis://127.0.0.1:PORT/` (`rediss://` for a TLS server).
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The server's URL with a user name and password: `redis://user:password@127.0.0.1:PORT/`.
+    pub fn url_as(&self, user: &str, password: &str) -> String {
+        self.url
+            .replacen("://", &format!("://{user}:{password}@"), 1)
     }
 
     /// The server's port.
@@ -105,19 +140,37 @@ impl TestRedis {
         self.dir.path()
     }
 
-    /// A queue handle for this server, with default settings.
-    pub fn queue(&self) -> RedisQueue {
-        self.queue_with(QueueConfig::default())
+    /// The PEM file of the CA that signed a TLS server's certificate (`None` without TLS).
+    pub fn ca_file(&self) -> Option<&Path> {
+        self.tls.as_ref().map(|tls| tls.ca_cert.as_path())
     }
 
-    /// A queue handle for this server, with the given settings.
-    pub fn queue_with(&self, config: QueueConfig) -> RedisQueue {
+    /// The default settings with this server's CA trusted, for a TLS server.
+    pub fn config(&self) -> QueueConfig {
+        QueueConfig {
+            tls_ca_file: self.ca_file().map(Path::to_path_buf),
+            ..QueueConfig::default()
+        }
+    }
+
+    /// A queue handle for this server, with default settings ([`TestRedis::config`]).
+    pub fn queue(&self) -> RedisQueue {
+        self.queue_with(self.config())
+    }
+
+    /// A queue handle for this server, with the given settings. For a TLS server, a config
+    /// without a `tls_ca_file` gets this server's CA.
+    pub fn queue_with(&self, mut config: QueueConfig) -> RedisQueue {
+        if config.tls_ca_file.is_none() {
+            config.tls_ca_file = self.ca_file().map(Path::to_path_buf);
+        }
         RedisQueue::with_config(&self.url, config).expect("the test server's URL is valid")
     }
 
     /// A `redis::Client` for this server.
     pub fn client(&self) -> redis::Client {
-        redis::Client::open(self.url.as_str()).expect("the test server's URL is valid")
+        jobs_core::queue::redis_client(&self.url, &self.config())
+            .expect("the test server's URL is valid")
     }
 
     /// A raw async connection, for inspecting and arranging Redis state in tests. Its replies
@@ -135,6 +188,29 @@ impl TestRedis {
     /// The server's clock (`TIME`), in seconds since the epoch with microseconds.
     pub async fn server_time(&self) -> f64 {
         server_time(&mut self.conn().await).await
+    }
+
+    /// Polls the server with PING until it answers PONG, it exits, or `timeout` passes. A
+    /// plain server is asked over raw TCP; a TLS server through a TLS connection.
+    fn wait_until_ready(&mut self, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        loop {
+            if let Some(status) = self.child.try_wait().map_err(|err| err.to_string())? {
+                return Err(format!("redis-server exited with {status}"));
+            }
+            let pong = match self.tls {
+                None => ping(addr),
+                Some(_) => tls_ping(&self.client()),
+            };
+            if pong {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("no PONG from {} within {timeout:?}", self.url));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
@@ -204,24 +280,6 @@ fn spawn_redis_server(port: u16, dir: &Path, extra: &[&str]) -> Child {
     panic!("{REDIS_SERVER_MISSING}");
 }
 
-/// Polls the server with a raw PING until it answers PONG, it exits, or `timeout` passes.
-fn wait_for_ping(child: &mut Child, port: u16, timeout: Duration) -> Result<(), String> {
-    let deadline = Instant::now() + timeout;
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    loop {
-        if let Some(status) = child.try_wait().map_err(|err| err.to_string())? {
-            return Err(format!("redis-server exited with {status}"));
-        }
-        if ping(addr) {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(format!("no PONG from 127.0.0.1:{port} within {timeout:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn ping(addr: SocketAddr) -> bool {
     let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
         return false;
@@ -233,6 +291,120 @@ fn ping(addr: SocketAddr) -> bool {
     }
     let mut reply = [0u8; 7];
     stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+}
+
+fn tls_ping(client: &redis::Client) -> bool {
+    client
+        .get_connection_with_timeout(Duration::from_millis(500))
+        .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn))
+        .is_ok_and(|reply| reply == "PONG")
+}
+
+/// Makes a CA and a server certificate for 127.0.0.1 and localhost signed by it, in `dir`,
+/// with the `openssl` command; returns them with the server options that serve TLS only, on
+/// `port`.
+fn make_tls_files(dir: &Path, port: u16) -> (TlsFiles, Vec<String>) {
+    let path = |name: &str| dir.join(name).display().to_string();
+    let openssl = |args: &[&str]| {
+        let output = Command::new(std::env::var("OPENSSL").unwrap_or_else(|_| "openssl".into()))
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|err| {
+                panic!("cannot run openssl (install the openssl package): {err}")
+            });
+        assert!(
+            output.status.success(),
+            "openssl {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509"],
+            &ec[..],
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=jobs test CA",
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"],
+            &ec[..],
+            &[
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=localhost",
+            ],
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        dir.join("server.ext"),
+        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n\
+         extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .expect("cannot write the certificate extensions");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+    let args = vec![
+        "--port".to_owned(),
+        "0".to_owned(),
+        "--tls-port".to_owned(),
+        port.to_string(),
+        "--tls-cert-file".to_owned(),
+        path("server.crt"),
+        "--tls-key-file".to_owned(),
+        path("server.key"),
+        "--tls-ca-cert-file".to_owned(),
+        path("ca.crt"),
+        "--tls-auth-clients".to_owned(),
+        "no".to_owned(),
+    ];
+    (
+        TlsFiles {
+            ca_cert: dir.join("ca.crt"),
+        },
+        args,
+    )
 }
 
 fn server_output(dir: &Path) -> String {

@@ -37,11 +37,26 @@ impl WorkerProcess {
     /// Starts the worker binary at `program` against `redis_url` with extra `args` (`--json`
     /// is added). Integration tests pass `env!("CARGO_BIN_EXE_test_worker")`.
     pub fn start(program: &str, redis_url: &str, args: &[&str]) -> WorkerProcess {
+        WorkerProcess::start_with_env(program, redis_url, args, &[])
+    }
+
+    /// Starts the worker as [`WorkerProcess::start`] does, with extra environment variables
+    /// (`JOBS_SIGNING_KEY`, `REDIS_TLS_CA_FILE`, ...). Those two are otherwise not passed on
+    /// from the test's own environment, so that a worker's settings are the test's alone.
+    pub fn start_with_env(
+        program: &str,
+        redis_url: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> WorkerProcess {
         let mut child = Command::new(program)
             .args(["--redis", redis_url, "--json"])
             .args(args)
+            .env_remove(jobs_core::signing::SIGNING_KEY_ENV)
+            .env_remove(jobs_core::queue::TLS_CA_FILE_ENV)
             .env("REDIS_URL", redis_url)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -1,0 +1,168 @@
+//! The malformed-input set: payloads pushed straight into a queue's list that no job can run.
+//! Each ends in the failed-job store with its reason, nothing is lost, and the worker goes on
+//! to the valid jobs queued behind them.
+//!
+//! The set: not JSON, JSON without the payload fields, an unknown job type, data that does not
+//! fit the job's struct, a 10 MB payload, and bytes that are not UTF-8. (Random byte strings
+//! are in `worker_flow.rs`; payloads that fail the signature check in `security.rs`.)
+
+use examples::{Noop, Sleep};
+use jobs_core::keys::QueueKeys;
+use jobs_core::{Job, Payload, QueueConfig};
+use redis::AsyncCommands;
+use std::time::Duration;
+use tests::worker_process::WorkerProcess;
+use tests::TestRedis;
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// One malformed payload and the start of the reason its failed-job record must give.
+struct Case {
+    name: &'static str,
+    bytes: Vec<u8>,
+    reason: String,
+}
+
+fn cases() -> Vec<Case> {
+    let sleep = Sleep { ms: 1 }.dispatch().envelope().unwrap().payload;
+    let noop = Noop {}.dispatch().envelope().unwrap().payload;
+    // Valid in every other way: a sleep job whose data carries 10 MB the job ignores.
+    let padding = "x".repeat(10 * 1024 * 1024);
+    let ten_mb = sleep.replace(
+        r#""data":{"ms":1}"#,
+        &format!(r#""data":{{"ms":1,"padding":"{padding}"}}"#),
+    );
+    let mut not_utf8 = noop.clone().into_bytes();
+    not_utf8.splice(2..2, [0xff, 0xfe, 0xc3]);
+    vec![
+        Case {
+            name: "not JSON",
+            bytes: b"this is not JSON".to_vec(),
+            reason: "malformed payload: not valid JSON".to_owned(),
+        },
+        Case {
+            name: "JSON without the payload fields",
+            bytes: br#"{"hello":"world"}"#.to_vec(),
+            reason: "malformed payload: not a job payload".to_owned(),
+        },
+        Case {
+            name: "an unknown job type",
+            bytes: noop
+                .replace(r#""job":"noop""#, r#""job":"NoSuchJob""#)
+                .into_bytes(),
+            reason: "unknown job type \"NoSuchJob\"".to_owned(),
+        },
+        Case {
+            name: "data that does not fit the struct",
+            bytes: sleep
+                .replace(r#""data":{"ms":1}"#, r#""data":{"ms":"soon"}"#)
+                .into_bytes(),
+            reason: "cannot decode the data of job sleep".to_owned(),
+        },
+        Case {
+            name: "a 10 MB payload",
+            reason: format!(
+                "payload too large: {} bytes, over the limit of {} bytes; not decoded",
+                ten_mb.len(),
+                QueueConfig::default().max_payload_bytes
+            ),
+            bytes: ten_mb.into_bytes(),
+        },
+        Case {
+            name: "invalid UTF-8",
+            bytes: not_utf8,
+            reason: "malformed payload: not valid UTF-8".to_owned(),
+        },
+    ]
+}
+
+#[tokio::test]
+async fn each_malformed_payload_is_failed_with_its_reason_and_the_next_valid_job_runs() {
+    let redis = TestRedis::start();
+    // The failed-job records of 10 MB payloads take a moment to write on a busy machine.
+    let queue = redis.queue_with(QueueConfig {
+        command_timeout: Duration::from_secs(30),
+        ..QueueConfig::default()
+    });
+    let mut conn = redis.conn().await;
+    let keys = QueueKeys::new("default");
+    let cases = cases();
+    let mut valid = Vec::new();
+    for case in &cases {
+        let _: () = conn.rpush(&keys.ready, &case.bytes).await.unwrap();
+        // A valid job right behind each malformed one.
+        valid.push(Noop {}.dispatch().via(&queue).await.unwrap().to_string());
+    }
+    // The size limit alone stops the 10 MB payload: under a larger limit it would run.
+    let ten_mb = &cases[4];
+    assert!(ten_mb.bytes.len() > QueueConfig::default().max_payload_bytes);
+    assert!(Payload::from_json(std::str::from_utf8(&ten_mb.bytes).unwrap()).is_ok());
+
+    let mut worker = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--stop-when-empty", "--concurrency", "1"],
+    );
+    let status = worker.wait_exit(LONG).await;
+    assert!(status.success(), "the worker exited with {status}");
+
+    let records = queue.failed_jobs(100).await.unwrap();
+    let events = worker.events();
+    let mut failed_with_reason = 0;
+    for case in &cases {
+        let matching: Vec<_> = records
+            .iter()
+            .filter(|r| r.exception.starts_with(&case.reason))
+            .collect();
+        assert_eq!(
+            matching.len(),
+            1,
+            "{}: one failed record whose reason starts with {:?}; reasons: {:#?}",
+            case.name,
+            case.reason,
+            records.iter().map(|r| &r.exception).collect::<Vec<_>>()
+        );
+        // The record keeps the payload as pushed, whole (bytes that are not UTF-8 as U+FFFD).
+        assert_eq!(
+            matching[0].payload,
+            String::from_utf8_lossy(&case.bytes),
+            "{}: the record keeps the payload",
+            case.name
+        );
+        failed_with_reason += 1;
+    }
+    assert_eq!(records.len(), cases.len(), "no other job failed");
+    // Nothing malformed ever reached a handler.
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.status == "RUNNING" && e.job != "noop"),
+        "{events:#?}"
+    );
+    let valid_done = valid
+        .iter()
+        .filter(|uuid| {
+            events
+                .iter()
+                .any(|e| e.uuid == **uuid && e.status == "DONE")
+        })
+        .count();
+    assert_eq!(
+        valid_done,
+        valid.len(),
+        "every valid job behind a malformed one ran"
+    );
+    let left = queue.size("default").await.unwrap();
+    assert_eq!(left.total(), 0, "{left:?}");
+    let pushed = cases.len() + valid.len();
+    let lost = pushed - failed_with_reason - valid_done - left.total() as usize;
+    assert_eq!(lost, 0);
+    println!(
+        "malformed input: {} malformed payloads pushed ({}), {} failed with a reason, {} valid \
+         jobs behind them all done, {lost} lost",
+        cases.len(),
+        cases.iter().map(|c| c.name).collect::<Vec<_>>().join(", "),
+        failed_with_reason,
+        valid.len(),
+    );
+}
