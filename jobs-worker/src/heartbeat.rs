@@ -3,23 +3,35 @@
 //! Every third of `--retry-after`, the worker pushes the expiry of each running job's
 //! reservation to retry_after from now. While the worker lives, its jobs' reservations never
 //! expire, however long the jobs run, so a job is never handed to a second worker; when the
-//! worker dies, they expire after retry_after and the jobs come back.
+//! worker dies, they expire after retry_after and the jobs come back. A job the watchdog took
+//! over is left to expire too.
 
 use jobs_core::RedisQueue;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tracing::warn;
 
 use crate::processor::Reserved;
+use crate::watchdog::Deadline;
 
-/// The jobs this worker is running, by a private id.
+/// The jobs this worker is running, by a private id. The heartbeat extends their
+/// reservations; the [watchdog](crate::watchdog) watches the deadlines of their handlers.
 #[derive(Default)]
 pub struct Running {
     next_id: AtomicU64,
-    jobs: Mutex<HashMap<u64, Reserved>>,
+    jobs: Mutex<HashMap<u64, Entry>>,
+}
+
+struct Entry {
+    job: Reserved,
+    /// Set while the job's handler runs under a timeout.
+    deadline: Option<Deadline>,
+    /// The watchdog took the job over: the heartbeat lets its reservation expire, and the
+    /// processor leaves it alone.
+    taken_over: bool,
 }
 
 /// A running job's place in [`Running`]; dropping it takes the job out.
@@ -28,11 +40,22 @@ pub struct Held {
     id: u64,
 }
 
+/// A handler's deadline as the watchdog sees it; dropping it, or [`Watched::end`], takes the
+/// deadline away.
+pub struct Watched<'a> {
+    held: &'a Held,
+}
+
 impl Running {
     /// Records `job` as running until the returned guard is dropped.
     pub fn hold(self: &Arc<Self>, job: &Reserved) -> Held {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(id, job.clone());
+        let entry = Entry {
+            job: job.clone(),
+            deadline: None,
+            taken_over: false,
+        };
+        self.lock().insert(id, entry);
         Held {
             running: self.clone(),
             id,
@@ -49,18 +72,78 @@ impl Running {
         self.lock().is_empty()
     }
 
-    fn snapshot(&self) -> Vec<Reserved> {
-        self.lock().values().cloned().collect()
+    /// Takes over every job whose handler is still running `margin` after its deadline: the
+    /// heartbeat stops extending its reservation, and its processor will not settle it.
+    pub fn take_over_overdue(&self, now: Instant, margin: Duration) -> Vec<(Reserved, Deadline)> {
+        let mut jobs = self.lock();
+        let mut overdue = Vec::new();
+        for entry in jobs.values_mut() {
+            if entry.deadline.as_ref().is_some_and(|d| now >= d.at() + margin) {
+                entry.taken_over = true;
+                if let Some(deadline) = entry.deadline.take() {
+                    overdue.push((entry.job.clone(), deadline));
+                }
+            }
+        }
+        overdue
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Reserved>> {
+    /// Whether every job still here was taken over by the watchdog.
+    pub fn only_taken_over_left(&self) -> bool {
+        self.lock().values().all(|entry| entry.taken_over)
+    }
+
+    fn snapshot(&self) -> Vec<Reserved> {
+        self.lock()
+            .values()
+            .filter(|entry| !entry.taken_over)
+            .map(|entry| entry.job.clone())
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
         self.jobs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Held {
+    /// Shows the job's handler to the watchdog until the returned guard ends.
+    pub fn watch(&self, deadline: Deadline) -> Watched<'_> {
+        if let Some(entry) = self.running.lock().get_mut(&self.id) {
+            entry.deadline = Some(deadline);
+        }
+        Watched { held: self }
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         self.running.lock().remove(&self.id);
+    }
+}
+
+impl Watched<'_> {
+    /// Takes the deadline away, once the handler has stopped: `false` when the watchdog took
+    /// the job over first.
+    pub fn end(self) -> bool {
+        self.clear()
+    }
+
+    fn clear(&self) -> bool {
+        let mut jobs = self.held.running.lock();
+        match jobs.get_mut(&self.held.id) {
+            Some(entry) => {
+                entry.deadline = None;
+                !entry.taken_over
+            }
+            None => true,
+        }
+    }
+}
+
+impl Drop for Watched<'_> {
+    fn drop(&mut self) {
+        self.clear();
     }
 }
 

@@ -18,6 +18,7 @@ use crate::processor::{Processor, Reserved, Settled};
 use crate::retry::Pause;
 use crate::stats::Stats;
 use crate::waker::Waker;
+use crate::watchdog::{Guarded, Watchdog};
 
 /// Most pops one worker keeps in flight at once.
 const MAX_FETCHES_IN_FLIGHT: usize = 2;
@@ -166,12 +167,20 @@ impl Worker {
         let processor = Processor::new(
             self.queue.clone(),
             acker.sender(),
-            running_jobs,
+            running_jobs.clone(),
             options.clone(),
             self.stats.clone(),
         );
-        let slots = Arc::new(Semaphore::new(options.concurrency));
         let interrupt = CancellationToken::new();
+        let watchdog = Watchdog::start(Guarded {
+            running: running_jobs,
+            processor: processor.clone(),
+            queue: self.queue.clone(),
+            acks: acker.sender(),
+            stop: self.stop.clone(),
+            interrupt: interrupt.clone(),
+        });
+        let slots = Arc::new(Semaphore::new(options.concurrency));
         let mut running: JoinSet<Settled> = JoinSet::new();
         let started = Instant::now();
         let job_limit = if options.once {
@@ -287,6 +296,8 @@ impl Worker {
         }
         self.finish_running(&mut running, interrupt).await;
         heartbeat.abort();
+        // The watchdog holds a sender of the acker, which closes once every sender is gone.
+        drop(watchdog);
         drop(processor);
         acker.close().await;
         info!(
