@@ -78,7 +78,11 @@ impl Running {
         let mut jobs = self.lock();
         let mut overdue = Vec::new();
         for entry in jobs.values_mut() {
-            if entry.deadline.as_ref().is_some_and(|d| now >= d.at() + margin) {
+            if entry
+                .deadline
+                .as_ref()
+                .is_some_and(|d| now >= d.at() + margin)
+            {
                 entry.taken_over = true;
                 if let Some(deadline) = entry.deadline.take() {
                     overdue.push((entry.job.clone(), deadline));
@@ -171,4 +175,66 @@ pub fn start(queue: RedisQueue, running: Arc<Running>, retry_after: Duration) ->
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::Limits;
+    use jobs_core::keys::QueueKeys;
+    use jobs_core::{Backoff, JobContext};
+
+    fn job(raw: &str) -> Reserved {
+        Reserved {
+            queue: Arc::new(QueueKeys::new("q")),
+            raw: raw.to_owned(),
+            unreadable: None,
+        }
+    }
+
+    fn deadline(timeout: Duration) -> Deadline {
+        let ctx = Arc::new(JobContext::new(uuid::Uuid::new_v4(), "j", "q", 1));
+        let limits = Limits {
+            max_tries: 1,
+            backoff: Backoff::default(),
+            timeout: Some(timeout),
+            fail_on_timeout: false,
+        };
+        Deadline::new(timeout, ctx, limits, "J")
+    }
+
+    #[test]
+    fn an_overdue_job_is_taken_over_once_and_left_out_of_the_heartbeat() {
+        let running = Arc::new(Running::default());
+        let (late, on_time) = (running.hold(&job("late")), running.hold(&job("on time")));
+        let late_watch = late.watch(deadline(Duration::ZERO));
+        let on_time_watch = on_time.watch(deadline(Duration::from_secs(3600)));
+        let margin = Duration::from_millis(1);
+        assert!(running.take_over_overdue(Instant::now(), margin).is_empty());
+
+        let later = Instant::now() + Duration::from_secs(1);
+        let taken = running.take_over_overdue(later, margin);
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].0.raw, "late");
+        assert!(running.take_over_overdue(later, margin).is_empty());
+        let extended: Vec<_> = running.snapshot().into_iter().map(|j| j.raw).collect();
+        assert_eq!(extended, ["on time"]);
+        assert!(!running.only_taken_over_left());
+
+        assert!(!late_watch.end(), "the processor learns it was taken over");
+        assert!(on_time_watch.end());
+        drop(on_time);
+        assert!(running.only_taken_over_left());
+        drop(late);
+        assert!(running.is_empty());
+    }
+
+    #[test]
+    fn a_handler_that_ended_in_time_is_not_taken_over() {
+        let running = Arc::new(Running::default());
+        let held = running.hold(&job("quick"));
+        assert!(held.watch(deadline(Duration::ZERO)).end());
+        let later = Instant::now() + Duration::from_secs(10);
+        assert!(running.take_over_overdue(later, Duration::ZERO).is_empty());
+    }
 }

@@ -208,7 +208,12 @@ impl Processor {
         // that blocks its thread never reaches an `.await`; the watchdog sees its deadline.
         let handler = AssertUnwindSafe(handler).catch_unwind();
         let watched = limits.timeout.map(|timeout| {
-            held.watch(Deadline::new(timeout, ctx.clone(), limits.clone(), display_name))
+            held.watch(Deadline::new(
+                timeout,
+                ctx.clone(),
+                limits.clone(),
+                display_name,
+            ))
         });
         let timeout = async {
             match limits.timeout {

@@ -146,19 +146,15 @@ impl Guarded {
         }
     }
 
-    fn end_process(&self, overdue: Vec<(Reserved, Deadline)>) -> ! {
-        for (job, deadline) in &overdue {
-            span(job, deadline).in_scope(|| {
-                error!(
-                    timeout_s = deadline.timeout.as_secs_f64(),
-                    "still running {MARGIN:?} past its timeout: the handler blocks its thread, \
-                     which a timeout cannot interrupt; ending the worker process"
-                )
-            });
-        }
+    fn end_process(&self, mut overdue: Vec<(Reserved, Deadline)>) -> ! {
+        blame(&overdue);
         self.stop.cancel();
         self.interrupt.cancel();
-        self.wait_for_other_jobs();
+        self.wait_for_other_jobs(overdue.len());
+        // Handlers that ran past their own deadlines meanwhile get the timeout rules too.
+        let late = self.running.take_over_overdue(Instant::now(), MARGIN);
+        blame(&late);
+        overdue.extend(late);
         match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -178,14 +174,15 @@ impl Guarded {
 
     /// Waits until only the jobs taken over are left and every finished job is acknowledged,
     /// or [`WIND_DOWN`] has passed.
-    fn wait_for_other_jobs(&self) {
+    fn wait_for_other_jobs(&self, taken_over: usize) {
         let deadline = Instant::now() + WIND_DOWN;
         let settled = || self.running.only_taken_over_left() && self.acks.unacknowledged() == 0;
         if settled() {
             return;
         }
         info!(
-            running = self.running.len(),
+            running = self.running.len().saturating_sub(taken_over),
+            unacknowledged = self.acks.unacknowledged(),
             "putting the other running jobs back on their queues"
         );
         while !settled() {
@@ -227,6 +224,19 @@ impl Guarded {
                 }),
             }
         }
+    }
+}
+
+/// Logs, for each job taken over, why the watchdog ends the process.
+fn blame(overdue: &[(Reserved, Deadline)]) {
+    for (job, deadline) in overdue {
+        span(job, deadline).in_scope(|| {
+            error!(
+                timeout_s = deadline.timeout.as_secs_f64(),
+                "still running {MARGIN:?} past its timeout: the handler blocks its thread, \
+                 which a timeout cannot interrupt; ending the worker process"
+            )
+        });
     }
 }
 

@@ -37,11 +37,23 @@ impl WorkerProcess {
     /// Starts the worker binary at `program` against `redis_url` with extra `args` (`--json`
     /// is added). Integration tests pass `env!("CARGO_BIN_EXE_test_worker")`.
     pub fn start(program: &str, redis_url: &str, args: &[&str]) -> WorkerProcess {
+        WorkerProcess::start_with_env(program, redis_url, args, &[])
+    }
+
+    /// Starts the worker as [`WorkerProcess::start`] does, with extra environment variables
+    /// (`[("TOKIO_WORKER_THREADS", "1")]` gives its runtime a single thread, say).
+    pub fn start_with_env(
+        program: &str,
+        redis_url: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> WorkerProcess {
         let mut child = Command::new(program)
             .args(["--redis", redis_url, "--json"])
             .args(args)
             .env("REDIS_URL", redis_url)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

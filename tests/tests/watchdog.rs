@@ -74,10 +74,7 @@ async fn a_blocking_handler_on_its_last_attempt_fails_as_timed_out_and_the_worke
         .via(&queue)
         .await
         .unwrap();
-    let mut worker = start_worker(
-        redis.url(),
-        &["--concurrency", "3", "--retry-after", "60"],
-    );
+    let mut worker = start_worker(redis.url(), &["--concurrency", "3", "--retry-after", "60"]);
     let elapsed_ms = wait_ended_by_watchdog(&mut worker, &block.to_string()).await;
     // The timeout (1 s) plus the watchdog's margin (1 s) must have passed; then the worker
     // ends promptly.
@@ -159,7 +156,10 @@ async fn a_blocking_handler_with_tries_left_comes_back_after_retry_after_and_run
     assert_eq!(reserved.len(), 1, "{reserved:?}");
     assert_eq!(Payload::from_json(&reserved[0].0).unwrap().attempts, 1);
     let expires_in = reserved[0].1 - redis.server_time().await;
-    assert!(expires_in <= 3.0, "the reservation expires in {expires_in} s");
+    assert!(
+        expires_in <= 3.0,
+        "the reservation expires in {expires_in} s"
+    );
 
     // A new worker takes it once its reservation expired: the second and last attempt, which
     // times out as well and fails.
@@ -182,6 +182,60 @@ async fn a_blocking_handler_with_tries_left_comes_back_after_retry_after_and_run
 }
 
 #[tokio::test]
+async fn a_handler_blocking_the_only_runtime_thread_is_still_failed_and_the_others_come_back() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let sleep = Sleep { ms: 60_000 }
+        .dispatch()
+        .tries(3)
+        .via(&queue)
+        .await
+        .unwrap();
+    let block = Block { ms: 60_000 }
+        .dispatch()
+        .timeout(1)
+        .via(&queue)
+        .await
+        .unwrap();
+    // One runtime thread: the blocking handler holds the whole runtime, the worker's Redis
+    // connection included. The watchdog reaches Redis through a connection of its own.
+    let args = ["--concurrency", "2", "--retry-after", "3"];
+    let one_thread = [("TOKIO_WORKER_THREADS", "1")];
+    let program = env!("CARGO_BIN_EXE_test_worker");
+    let mut first = WorkerProcess::start_with_env(program, redis.url(), &args, &one_thread);
+    let elapsed_ms = wait_ended_by_watchdog(&mut first, &block.to_string()).await;
+    assert!(
+        (1900.0..9000.0).contains(&elapsed_ms),
+        "the worker ended {elapsed_ms} ms after the job started"
+    );
+    let record = queue.failed_job(&block.to_string()).await.unwrap().unwrap();
+    assert_eq!(record.exception, "block has timed out.");
+
+    // The async job could not be put back by the blocked runtime: it is still reserved and
+    // comes back after retry_after with its attempt counted.
+    assert!(queue
+        .failed_job(&sleep.to_string())
+        .await
+        .unwrap()
+        .is_none());
+    let mut conn = redis.conn().await;
+    let reserved: Vec<String> = conn.zrange("queues:default:reserved", 0, -1).await.unwrap();
+    assert_eq!(reserved.len(), 1, "{reserved:?}");
+    assert_eq!(Payload::from_json(&reserved[0]).unwrap().uuid, sleep);
+    let second = start_worker(redis.url(), &args);
+    let rerun = second
+        .wait_for_event(LONG, "the async job runs again", |e| {
+            e.uuid == sleep.to_string() && e.status == "RUNNING"
+        })
+        .await;
+    assert_eq!(rerun.attempt, 2);
+    println!(
+        "one runtime thread: the worker ended {elapsed_ms:.0} ms after the blocking job \
+         started; blocking job failed, async job back after retry_after; lost 0"
+    );
+}
+
+#[tokio::test]
 async fn an_async_handler_past_its_timeout_fails_through_the_timeout_and_the_worker_goes_on() {
     let redis = TestRedis::start();
     let queue = redis.queue();
@@ -193,10 +247,7 @@ async fn an_async_handler_past_its_timeout_fails_through_the_timeout_and_the_wor
         .unwrap();
     // Keeps the worker busy past the late job's timeout plus the watchdog's margin.
     let slow = Sleep { ms: 3_000 }.dispatch().via(&queue).await.unwrap();
-    let mut worker = start_worker(
-        redis.url(),
-        &["--concurrency", "2", "--stop-when-empty"],
-    );
+    let mut worker = start_worker(redis.url(), &["--concurrency", "2", "--stop-when-empty"]);
     let status = worker.wait_exit(LONG).await;
     assert_eq!(status.code(), Some(0), "exit status: {status}");
 
