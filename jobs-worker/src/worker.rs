@@ -132,6 +132,10 @@ impl Worker {
 
     /// Runs until a stop condition; running jobs finish (or are put back after the grace
     /// period) before it returns.
+    ///
+    /// A handler that blocks its thread past its timeout does not let it return: the
+    /// [watchdog](crate::watchdog) applies the timeout rules to its job and ends the whole
+    /// process with status [`watchdog::EXIT_CODE`](crate::watchdog::EXIT_CODE).
     pub async fn run(self) -> Exit {
         let options = &self.options;
         let queues: Vec<Arc<QueueKeys>> = options
