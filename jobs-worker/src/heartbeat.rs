@@ -130,7 +130,10 @@ impl Watched<'_> {
     /// Takes the deadline away, once the handler has stopped: `false` when the watchdog took
     /// the job over first.
     pub fn end(self) -> bool {
-        self.clear()
+        let not_taken_over = self.clear();
+        // Cleared already: dropping it would only clear it again.
+        std::mem::forget(self);
+        not_taken_over
     }
 
     fn clear(&self) -> bool {
