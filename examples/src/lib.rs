@@ -2,6 +2,7 @@
 //!
 //! - [`Noop`] does nothing.
 //! - [`Sleep`] sleeps for `ms` milliseconds.
+//! - [`Block`] blocks its thread for `ms` milliseconds, as a handler must not.
 //! - [`Flaky`] fails its first `fail_times` attempts, then succeeds.
 //! - [`Panic`] panics, every time.
 //! - [`Record`] appends `{"uuid","attempt","due_ms","started_ms"}` to the Redis list
@@ -36,6 +37,22 @@ pub struct Sleep {
 impl Job for Sleep {
     async fn handle(&self, _ctx: &JobContext) -> JobResult {
         tokio::time::sleep(Duration::from_millis(self.ms)).await;
+        Ok(())
+    }
+}
+
+/// Blocks its thread for `ms` milliseconds with `std::thread::sleep`, as a handler must not:
+/// its timeout cannot interrupt it, so the worker's watchdog ends the process instead.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Block {
+    /// How long to block.
+    pub ms: u64,
+}
+
+#[job(name = "block")]
+impl Job for Block {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        std::thread::sleep(Duration::from_millis(self.ms));
         Ok(())
     }
 }

@@ -156,10 +156,22 @@ impl RedisQueue {
     /// A handle to the Redis at `url` with the given settings. It connects on first use. Call
     /// it inside a Tokio runtime ([`Error::NoRuntime`] otherwise).
     pub fn with_config(url: &str, config: QueueConfig) -> Result<Self> {
+        let client = redis_client(url, &config)?;
+        Self::lazily_connected(client, Arc::new(config))
+    }
+
+    /// A handle to the same server with the same settings but a connection of its own, made
+    /// and driven by the Tokio runtime this is called in ([`Error::NoRuntime`] outside one).
+    /// A thread with a runtime of its own reaches Redis through it even while the runtime
+    /// that drives this handle's connection is busy or blocked.
+    pub fn with_own_connection(&self) -> Result<Self> {
+        Self::lazily_connected(self.client.clone(), self.config.clone())
+    }
+
+    fn lazily_connected(client: redis::Client, config: Arc<QueueConfig>) -> Result<Self> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(Error::NoRuntime);
         }
-        let client = redis_client(url, &config)?;
         let manager_config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.command_timeout))
             .set_response_timeout(Some(config.command_timeout))
@@ -170,7 +182,7 @@ impl RedisQueue {
         Ok(RedisQueue {
             conn,
             client,
-            config: Arc::new(config),
+            config,
         })
     }
 

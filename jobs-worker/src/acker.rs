@@ -7,6 +7,8 @@
 
 use jobs_core::keys::QueueKeys;
 use jobs_core::RedisQueue;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -20,7 +22,7 @@ const MAX_BATCH: usize = 1000;
 
 /// Handle to the acker task.
 pub struct Acker {
-    sender: mpsc::UnboundedSender<Reserved>,
+    sender: AckSender,
     task: JoinHandle<()>,
 }
 
@@ -29,13 +31,22 @@ impl Acker {
     /// `retry_after`; after that the reservations expire and the jobs run again.
     pub fn start(queue: RedisQueue, retry_after: Duration) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(queue, receiver, retry_after));
+        let sender = AckSender {
+            sender,
+            unacknowledged: Arc::default(),
+        };
+        let task = tokio::spawn(run(
+            queue,
+            receiver,
+            sender.unacknowledged.clone(),
+            retry_after,
+        ));
         Acker { sender, task }
     }
 
     /// A sender for finished jobs.
     pub fn sender(&self) -> AckSender {
-        AckSender(self.sender.clone())
+        self.sender.clone()
     }
 
     /// Acknowledges everything sent so far, then stops.
@@ -49,20 +60,32 @@ impl Acker {
 
 /// Sends finished jobs to the acker.
 #[derive(Clone)]
-pub struct AckSender(mpsc::UnboundedSender<Reserved>);
+pub struct AckSender {
+    sender: mpsc::UnboundedSender<Reserved>,
+    unacknowledged: Arc<AtomicUsize>,
+}
 
 impl AckSender {
     /// Queues a finished job's reservation for deletion.
     pub fn ack(&self, job: Reserved) {
-        if self.0.send(job).is_err() {
+        self.unacknowledged.fetch_add(1, Ordering::SeqCst);
+        if self.sender.send(job).is_err() {
+            self.unacknowledged.fetch_sub(1, Ordering::SeqCst);
             warn!("the acker has stopped; the job comes back after retry_after");
         }
+    }
+
+    /// How many finished jobs sent to the acker it has not yet finished deleting (or given
+    /// up on).
+    pub fn unacknowledged(&self) -> usize {
+        self.unacknowledged.load(Ordering::SeqCst)
     }
 }
 
 async fn run(
     queue: RedisQueue,
     mut receiver: mpsc::UnboundedReceiver<Reserved>,
+    unacknowledged: Arc<AtomicUsize>,
     retry_after: Duration,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -70,6 +93,7 @@ async fn run(
         for (keys, members) in Reserved::by_queue(&batch) {
             delete(&queue, keys, &members, retry_after).await;
         }
+        unacknowledged.fetch_sub(batch.len(), Ordering::SeqCst);
         batch.clear();
     }
 }

@@ -3,23 +3,35 @@
 //! Every third of `--retry-after`, the worker pushes the expiry of each running job's
 //! reservation to retry_after from now. While the worker lives, its jobs' reservations never
 //! expire, however long the jobs run, so a job is never handed to a second worker; when the
-//! worker dies, they expire after retry_after and the jobs come back.
+//! worker dies, they expire after retry_after and the jobs come back. A job the watchdog took
+//! over is left to expire too.
 
 use jobs_core::RedisQueue;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tracing::warn;
 
 use crate::processor::Reserved;
+use crate::watchdog::Deadline;
 
-/// The jobs this worker is running, by a private id.
+/// The jobs this worker is running, by a private id. The heartbeat extends their
+/// reservations; the [watchdog](crate::watchdog) watches the deadlines of their handlers.
 #[derive(Default)]
 pub struct Running {
     next_id: AtomicU64,
-    jobs: Mutex<HashMap<u64, Reserved>>,
+    jobs: Mutex<HashMap<u64, Entry>>,
+}
+
+struct Entry {
+    job: Reserved,
+    /// Set while the job's handler runs under a timeout.
+    deadline: Option<Deadline>,
+    /// The watchdog took the job over: the heartbeat lets its reservation expire, and the
+    /// processor leaves it alone.
+    taken_over: bool,
 }
 
 /// A running job's place in [`Running`]; dropping it takes the job out.
@@ -28,11 +40,22 @@ pub struct Held {
     id: u64,
 }
 
+/// A handler's deadline as the watchdog sees it; dropping it, or [`Watched::end`], takes the
+/// deadline away.
+pub struct Watched<'a> {
+    held: &'a Held,
+}
+
 impl Running {
     /// Records `job` as running until the returned guard is dropped.
     pub fn hold(self: &Arc<Self>, job: &Reserved) -> Held {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(id, job.clone());
+        let entry = Entry {
+            job: job.clone(),
+            deadline: None,
+            taken_over: false,
+        };
+        self.lock().insert(id, entry);
         Held {
             running: self.clone(),
             id,
@@ -49,18 +72,85 @@ impl Running {
         self.lock().is_empty()
     }
 
-    fn snapshot(&self) -> Vec<Reserved> {
-        self.lock().values().cloned().collect()
+    /// Takes over every job whose handler is still running `margin` after its deadline: the
+    /// heartbeat stops extending its reservation, and its processor will not settle it.
+    pub fn take_over_overdue(&self, now: Instant, margin: Duration) -> Vec<(Reserved, Deadline)> {
+        let mut jobs = self.lock();
+        let mut overdue = Vec::new();
+        for entry in jobs.values_mut() {
+            if entry
+                .deadline
+                .as_ref()
+                .is_some_and(|d| now >= d.at() + margin)
+            {
+                entry.taken_over = true;
+                if let Some(deadline) = entry.deadline.take() {
+                    overdue.push((entry.job.clone(), deadline));
+                }
+            }
+        }
+        overdue
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Reserved>> {
+    /// Whether every job still here was taken over by the watchdog.
+    pub fn only_taken_over_left(&self) -> bool {
+        self.lock().values().all(|entry| entry.taken_over)
+    }
+
+    fn snapshot(&self) -> Vec<Reserved> {
+        self.lock()
+            .values()
+            .filter(|entry| !entry.taken_over)
+            .map(|entry| entry.job.clone())
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
         self.jobs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Held {
+    /// Shows the job's handler to the watchdog until the returned guard ends.
+    pub fn watch(&self, deadline: Deadline) -> Watched<'_> {
+        if let Some(entry) = self.running.lock().get_mut(&self.id) {
+            entry.deadline = Some(deadline);
+        }
+        Watched { held: self }
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         self.running.lock().remove(&self.id);
+    }
+}
+
+impl Watched<'_> {
+    /// Takes the deadline away, once the handler has stopped: `false` when the watchdog took
+    /// the job over first.
+    pub fn end(self) -> bool {
+        let not_taken_over = self.clear();
+        // Cleared already: dropping it would only clear it again.
+        std::mem::forget(self);
+        not_taken_over
+    }
+
+    fn clear(&self) -> bool {
+        let mut jobs = self.held.running.lock();
+        match jobs.get_mut(&self.held.id) {
+            Some(entry) => {
+                entry.deadline = None;
+                !entry.taken_over
+            }
+            None => true,
+        }
+    }
+}
+
+impl Drop for Watched<'_> {
+    fn drop(&mut self) {
+        self.clear();
     }
 }
 
@@ -88,4 +178,66 @@ pub fn start(queue: RedisQueue, running: Arc<Running>, retry_after: Duration) ->
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::Limits;
+    use jobs_core::keys::QueueKeys;
+    use jobs_core::{Backoff, JobContext};
+
+    fn job(raw: &str) -> Reserved {
+        Reserved {
+            queue: Arc::new(QueueKeys::new("q")),
+            raw: raw.to_owned(),
+            unreadable: None,
+        }
+    }
+
+    fn deadline(timeout: Duration) -> Deadline {
+        let ctx = Arc::new(JobContext::new(uuid::Uuid::new_v4(), "j", "q", 1));
+        let limits = Limits {
+            max_tries: 1,
+            backoff: Backoff::default(),
+            timeout: Some(timeout),
+            fail_on_timeout: false,
+        };
+        Deadline::new(timeout, ctx, limits, "J")
+    }
+
+    #[test]
+    fn an_overdue_job_is_taken_over_once_and_left_out_of_the_heartbeat() {
+        let running = Arc::new(Running::default());
+        let (late, on_time) = (running.hold(&job("late")), running.hold(&job("on time")));
+        let late_watch = late.watch(deadline(Duration::ZERO));
+        let on_time_watch = on_time.watch(deadline(Duration::from_secs(3600)));
+        let margin = Duration::from_millis(1);
+        assert!(running.take_over_overdue(Instant::now(), margin).is_empty());
+
+        let later = Instant::now() + Duration::from_secs(1);
+        let taken = running.take_over_overdue(later, margin);
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].0.raw, "late");
+        assert!(running.take_over_overdue(later, margin).is_empty());
+        let extended: Vec<_> = running.snapshot().into_iter().map(|j| j.raw).collect();
+        assert_eq!(extended, ["on time"]);
+        assert!(!running.only_taken_over_left());
+
+        assert!(!late_watch.end(), "the processor learns it was taken over");
+        assert!(on_time_watch.end());
+        drop(on_time);
+        assert!(running.only_taken_over_left());
+        drop(late);
+        assert!(running.is_empty());
+    }
+
+    #[test]
+    fn a_handler_that_ended_in_time_is_not_taken_over() {
+        let running = Arc::new(Running::default());
+        let held = running.hold(&job("quick"));
+        assert!(held.watch(deadline(Duration::ZERO)).end());
+        let later = Instant::now() + Duration::from_secs(10);
+        assert!(running.take_over_overdue(later, Duration::ZERO).is_empty());
+    }
 }

@@ -13,7 +13,8 @@
 //! `queues:high` before `queues:default`. The options are in [`WorkerOptions`] and
 //! `docs/worker.md`. A job's path: [`fetcher`] reserves it, [`processor`] runs and settles it
 //! ([`acker`] deletes finished jobs' reservations in batches, [`heartbeat`] keeps running
-//! jobs' reservations alive), [`worker`] keeps the slots busy and decides when to stop.
+//! jobs' reservations alive), [`worker`] keeps the slots busy and decides when to stop, and
+//! [`watchdog`] ends the process when a handler blocks its thread past its timeout.
 
 pub mod acker;
 pub mod fetcher;
@@ -25,6 +26,7 @@ pub mod retry;
 pub mod rules;
 pub mod stats;
 pub mod waker;
+pub mod watchdog;
 pub mod worker;
 
 pub use options::WorkerOptions;

@@ -16,11 +16,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
 
 use crate::acker::AckSender;
-use crate::heartbeat::Running;
+use crate::heartbeat::{Held, Running};
 use crate::options::WorkerOptions;
 use crate::retry::with_retries;
 use crate::rules::{AttemptError, Limits, Verdict};
 use crate::stats::Stats;
+use crate::watchdog::Deadline;
 
 /// A job taken from a queue: the queue and the reserved copy, byte for byte.
 #[derive(Debug, Clone)]
@@ -114,24 +115,31 @@ impl Processor {
         }
     }
 
+    /// The same processor writing through `queue` instead.
+    pub(crate) fn with_queue(&self, queue: RedisQueue) -> Processor {
+        Processor {
+            queue,
+            ..self.clone()
+        }
+    }
+
     /// Processes one reserved job to the end. When `interrupt` fires, a running handler is
     /// stopped and the job is put back on its queue at once, its attempt counted.
     pub async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
         let started = Instant::now();
-        let _held = self.running.hold(&job);
+        let held = self.running.hold(&job);
         let decoded = self.decode(&job);
         match decoded {
             Ok(decoded) => {
                 let payload = &decoded.payload;
-                let span = tracing::info_span!(
-                    "job",
-                    job = %payload.display_name,
-                    uuid = %payload.uuid,
-                    queue = %job.queue.name,
-                    attempt = payload.attempts,
+                let span = job_span(
+                    &payload.display_name,
+                    &payload.uuid.to_string(),
+                    &job.queue.name,
+                    payload.attempts,
                 );
                 async {
-                    let (verdict, error) = self.run(&decoded, &job, interrupt).await;
+                    let (verdict, error) = self.run(&decoded, &job, &held, interrupt).await;
                     let uuid = payload.uuid.to_string();
                     self.settle(job, &uuid, verdict, error, started).await
                 }
@@ -177,6 +185,7 @@ impl Processor {
         &self,
         decoded: &Decoded,
         job: &Reserved,
+        held: &Held,
         interrupt: CancellationToken,
     ) -> (Verdict, Option<String>) {
         let payload = &decoded.payload;
@@ -193,7 +202,8 @@ impl Processor {
         match decoded.registration.start(&payload.data, ctx.clone()) {
             Ok(handler) => {
                 info!(status = "RUNNING", "RUNNING");
-                self.execute(handler, &ctx, &limits, &payload.display_name, interrupt)
+                let display_name = &payload.display_name;
+                self.execute(handler, &ctx, &limits, display_name, held, interrupt)
                     .await
             }
             Err(err) => {
@@ -209,14 +219,24 @@ impl Processor {
     async fn execute(
         &self,
         handler: JobFuture,
-        ctx: &JobContext,
+        ctx: &Arc<JobContext>,
         limits: &Limits,
         display_name: &str,
+        held: &Held,
         interrupt: CancellationToken,
     ) -> (Verdict, Option<String>) {
         // The handler runs inside this task: a panic is caught where it happens, and stopping
-        // the handler (timeout, shutdown) drops its future at its next `.await`.
+        // the handler (timeout, shutdown) drops its future at its next `.await`. A handler
+        // that blocks its thread never reaches an `.await`; the watchdog sees its deadline.
         let handler = AssertUnwindSafe(handler).catch_unwind();
+        let watched = limits.timeout.map(|timeout| {
+            held.watch(Deadline::new(
+                timeout,
+                ctx.clone(),
+                limits.clone(),
+                display_name,
+            ))
+        });
         let timeout = async {
             match limits.timeout {
                 Some(limit) => tokio::time::sleep(limit).await,
@@ -224,31 +244,32 @@ impl Processor {
             }
         };
         let result = tokio::select! {
-            finished = handler => match finished {
+            finished = handler => Some(match finished {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(err)) => Err(AttemptError::Error(err.to_string())),
                 Err(panic) => Err(AttemptError::Panic(panic_message(&*panic))),
-            },
-            _ = timeout => Err(AttemptError::Timeout),
-            _ = interrupt.cancelled() => {
+            }),
+            _ = timeout => Some(Err(AttemptError::Timeout)),
+            _ = interrupt.cancelled() => None,
+        };
+        if watched.is_some_and(|watched| !watched.end()) {
+            // The watchdog settles this job and is ending the process: settling it here as
+            // well would settle it twice.
+            return std::future::pending().await;
+        }
+        match result {
+            Some(result) => verdict(ctx, limits, display_name, result),
+            None => {
                 let reason = "interrupted by shutdown; back on its queue".to_owned();
-                return (Verdict::Release(Duration::ZERO), Some(reason));
+                (Verdict::Release(Duration::ZERO), Some(reason))
             }
-        };
-        let error = result.as_ref().err().map(|e| e.describe(display_name));
-        let verdict = match (ctx.take_request(), result) {
-            (Some(Request::Release(delay)), _) => Verdict::Release(delay),
-            (Some(Request::Fail(message)), _) => Verdict::Fail(message),
-            (None, Ok(())) => Verdict::Done,
-            (None, Err(error)) => limits.after_error(display_name, ctx.attempt(), &error),
-        };
-        (verdict, error)
+        }
     }
 
     /// Logs the verdict and applies it: a finished job goes to the acker; a released one back
     /// to `:delayed`; a failed one to the failed-job store with the payload as it was before
     /// this reservation.
-    async fn settle(
+    pub(crate) async fn settle(
         &self,
         job: Reserved,
         uuid: &str,
@@ -323,6 +344,29 @@ impl Processor {
             warn!(queue = %job.queue.name, "the reservation was no longer held; nothing changed");
         }
     }
+}
+
+/// The verdict on an attempt that ended with `result`, with the attempt's error if it failed.
+/// A release or failure the handler asked for through its context wins.
+pub(crate) fn verdict(
+    ctx: &JobContext,
+    limits: &Limits,
+    display_name: &str,
+    result: Result<(), AttemptError>,
+) -> (Verdict, Option<String>) {
+    let error = result.as_ref().err().map(|e| e.describe(display_name));
+    let verdict = match (ctx.take_request(), result) {
+        (Some(Request::Release(delay)), _) => Verdict::Release(delay),
+        (Some(Request::Fail(message)), _) => Verdict::Fail(message),
+        (None, Ok(())) => Verdict::Done,
+        (None, Err(error)) => limits.after_error(display_name, ctx.attempt(), &error),
+    };
+    (verdict, error)
+}
+
+/// The span every line about one attempt of a job is logged in.
+pub(crate) fn job_span(display_name: &str, uuid: &str, queue: &str, attempt: u32) -> tracing::Span {
+    tracing::info_span!("job", job = %display_name, uuid = %uuid, queue = %queue, attempt)
 }
 
 fn decode(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded, Undecodable> {

@@ -18,6 +18,7 @@ use crate::processor::{Processor, Reserved, Settled};
 use crate::retry::Pause;
 use crate::stats::Stats;
 use crate::waker::Waker;
+use crate::watchdog::{Guarded, Watchdog};
 
 /// Most pops one worker keeps in flight at once.
 const MAX_FETCHES_IN_FLIGHT: usize = 2;
@@ -133,6 +134,10 @@ impl Worker {
 
     /// Runs until a stop condition; running jobs finish (or are put back after the grace
     /// period) before it returns.
+    ///
+    /// A handler that blocks its thread past its timeout does not let it return: the
+    /// [watchdog](crate::watchdog) applies the timeout rules to its job and ends the whole
+    /// process with status [`watchdog::EXIT_CODE`](crate::watchdog::EXIT_CODE).
     pub async fn run(self) -> Exit {
         let options = &self.options;
         let queues: Vec<Arc<QueueKeys>> = options
@@ -173,12 +178,20 @@ impl Worker {
         let processor = Processor::new(
             self.queue.clone(),
             acker.sender(),
-            running_jobs,
+            running_jobs.clone(),
             options.clone(),
             self.stats.clone(),
         );
-        let slots = Arc::new(Semaphore::new(options.concurrency));
         let interrupt = CancellationToken::new();
+        let watchdog = Watchdog::start(Guarded {
+            running: running_jobs,
+            processor: processor.clone(),
+            queue: self.queue.clone(),
+            acks: acker.sender(),
+            stop: self.stop.clone(),
+            interrupt: interrupt.clone(),
+        });
+        let slots = Arc::new(Semaphore::new(options.concurrency));
         let mut running: JoinSet<Settled> = JoinSet::new();
         let started = Instant::now();
         let job_limit = if options.once {
@@ -294,6 +307,8 @@ impl Worker {
         }
         self.finish_running(&mut running, interrupt).await;
         heartbeat.abort();
+        // The watchdog holds a sender of the acker, which closes once every sender is gone.
+        drop(watchdog);
         drop(processor);
         acker.close().await;
         info!(

@@ -41,8 +41,9 @@ impl WorkerProcess {
     }
 
     /// Starts the worker as [`WorkerProcess::start`] does, with extra environment variables
-    /// (`JOBS_SIGNING_KEY`, `REDIS_TLS_CA_FILE`, ...). Those two are otherwise not passed on
-    /// from the test's own environment, so that a worker's settings are the test's alone.
+    /// (`JOBS_SIGNING_KEY`, `REDIS_TLS_CA_FILE`, ...; `[("TOKIO_WORKER_THREADS", "1")]` gives
+    /// its runtime a single thread). The first two are otherwise not passed on from the test's
+    /// own environment, so that a worker's settings are the test's alone.
     pub fn start_with_env(
         program: &str,
         redis_url: &str,

@@ -1,10 +1,10 @@
 //! Dispatches example jobs:
-//! `cargo run --bin dispatch -- <noop|sleep|flaky|panic|record> [--count N] [--delay SECS]
+//! `cargo run --bin dispatch -- <noop|sleep|block|flaky|panic|record> [--count N] [--delay SECS]
 //! [--queue Q] [--ms MS] [--fail-times K]`.
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep};
+use examples::{now_ms, Block, Flaky, Noop, Panic, Record, Sleep};
 use jobs_core::{Bulk, Job, PendingDispatch, RedisQueue};
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use std::time::Duration;
 enum Kind {
     Noop,
     Sleep,
+    Block,
     Flaky,
     Panic,
     Record,
@@ -32,7 +33,7 @@ struct Args {
     /// Queue to push to.
     #[arg(long, default_value = jobs_core::DEFAULT_QUEUE)]
     queue: String,
-    /// Milliseconds the sleep job sleeps.
+    /// Milliseconds the sleep job sleeps, or the block job blocks its thread.
     #[arg(long, default_value_t = 100)]
     ms: u64,
     /// Attempts the flaky job fails before it succeeds.
@@ -60,6 +61,7 @@ async fn main() -> anyhow::Result<()> {
         match args.kind {
             Kind::Noop => add(&mut bulk, Noop {}.dispatch(), &args, delay)?,
             Kind::Sleep => add(&mut bulk, Sleep { ms: args.ms }.dispatch(), &args, delay)?,
+            Kind::Block => add(&mut bulk, Block { ms: args.ms }.dispatch(), &args, delay)?,
             Kind::Flaky => add(
                 &mut bulk,
                 Flaky {

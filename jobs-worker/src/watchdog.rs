@@ -1,0 +1,251 @@
+//! The watchdog: ends the worker process when a handler runs past its timeout without giving
+//! its thread back, as Laravel's worker kills itself when a job times out.
+//!
+//! A job's timeout stops an async handler at its next `.await`. A handler that blocks its
+//! thread (a long computation, `std::thread::sleep`, blocking I/O) never reaches one, so the
+//! timeout cannot stop it, and without the watchdog it would hold its slot, and its
+//! reservation through the heartbeat, for as long as it blocks. The watchdog runs on its own
+//! OS thread, which no blocked runtime thread can hold up. When a handler is still running
+//! [`MARGIN`] after its timeout, the watchdog:
+//!
+//! 1. takes the job over: the heartbeat stops extending its reservation and its processor
+//!    will not settle it;
+//! 2. stops the worker from taking jobs and interrupts the other running jobs, which are put
+//!    back on their queues by the usual shutdown path, waiting up to [`WIND_DOWN`] for them
+//!    and for the acknowledgement of finished jobs;
+//! 3. applies the timeout rules to the job through a Redis connection and runtime of its own:
+//!    on its last attempt, or with `fail_on_timeout`, the job goes to the failed-job store as
+//!    `<displayName> has timed out.`; otherwise it stays reserved and comes back after
+//!    `--retry-after` with its attempt counted (releasing it at once could start it elsewhere
+//!    while its handler still blocks here);
+//! 4. ends the process with status [`EXIT_CODE`].
+
+use jobs_core::{JobContext, RedisQueue};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn, Instrument};
+
+use crate::acker::AckSender;
+use crate::heartbeat::Running;
+use crate::processor::{job_span, verdict, Processor, Reserved};
+use crate::rules::{AttemptError, Limits, Verdict};
+
+/// The process exit status after the watchdog ended a worker: 1, as Laravel's worker exits
+/// when a job times out.
+pub const EXIT_CODE: u8 = 1;
+
+/// How long past its timeout a handler may still run before the watchdog acts. An async
+/// handler is stopped by its timeout within milliseconds; one still running this much later
+/// is blocking its thread.
+pub const MARGIN: Duration = Duration::from_secs(1);
+
+/// The longest the watchdog waits for the other running jobs to be put back, and finished
+/// jobs to be acknowledged, before it ends the process. Jobs not settled by then come back
+/// after `--retry-after`.
+pub const WIND_DOWN: Duration = Duration::from_secs(2);
+
+/// How often the watchdog looks at the running jobs' deadlines.
+const CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A running handler's deadline, with what the watchdog needs to apply the timeout rules.
+pub struct Deadline {
+    started: Instant,
+    timeout: Duration,
+    ctx: Arc<JobContext>,
+    limits: Limits,
+    display_name: String,
+}
+
+impl Deadline {
+    /// A handler starting now, which must finish within `timeout`.
+    pub fn new(
+        timeout: Duration,
+        ctx: Arc<JobContext>,
+        limits: Limits,
+        display_name: &str,
+    ) -> Deadline {
+        Deadline {
+            started: Instant::now(),
+            timeout,
+            ctx,
+            limits,
+            display_name: display_name.to_owned(),
+        }
+    }
+
+    /// When the handler's timeout is up.
+    pub fn at(&self) -> Instant {
+        self.started + self.timeout
+    }
+}
+
+/// The parts of a worker the watchdog watches and acts on.
+pub struct Guarded {
+    /// The running jobs, with their handlers' deadlines.
+    pub running: Arc<Running>,
+    /// The processor, whose settling the watchdog reuses through a connection of its own.
+    pub processor: Processor,
+    /// The Redis handle whose server and settings the watchdog's own connection copies.
+    pub queue: RedisQueue,
+    /// The acker's sender, to see whether finished jobs are still being acknowledged.
+    pub acks: AckSender,
+    /// Stops the worker from taking more jobs.
+    pub stop: CancellationToken,
+    /// Interrupts the running handlers, which puts their jobs back on their queues.
+    pub interrupt: CancellationToken,
+}
+
+/// The watchdog thread; dropping the handle stops it.
+pub struct Watchdog {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    /// Starts the watchdog thread. Without a thread (the system refused one), handlers that
+    /// block past their timeout are not stopped, and this is logged as an error.
+    pub fn start(guarded: Guarded) -> Watchdog {
+        let (stop, stopped) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("jobs-watchdog".into())
+            .spawn(move || guarded.watch(stopped));
+        match thread {
+            Ok(thread) => Watchdog {
+                stop: Some(stop),
+                thread: Some(thread),
+            },
+            Err(err) => {
+                error!(error = %err, "cannot start the watchdog thread: a handler that blocks its thread past its timeout will not be stopped");
+                Watchdog {
+                    stop: None,
+                    thread: None,
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Guarded {
+    fn watch(self, stopped: mpsc::Receiver<()>) {
+        while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECK_INTERVAL) {
+            let overdue = self.running.take_over_overdue(Instant::now(), MARGIN);
+            if !overdue.is_empty() {
+                self.end_process(overdue);
+            }
+        }
+    }
+
+    fn end_process(&self, mut overdue: Vec<(Reserved, Deadline)>) -> ! {
+        blame(&overdue);
+        self.stop.cancel();
+        self.interrupt.cancel();
+        self.wait_for_other_jobs(overdue.len());
+        // Handlers that ran past their own deadlines meanwhile get the timeout rules too.
+        let late = self.running.take_over_overdue(Instant::now(), MARGIN);
+        blame(&late);
+        overdue.extend(late);
+        match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime.block_on(self.settle(overdue)),
+            Err(err) => error!(
+                error = %err,
+                "cannot start the watchdog's runtime; the jobs that timed out come back after retry_after"
+            ),
+        }
+        error!(
+            exit_code = EXIT_CODE,
+            "worker ended: a job ran past its timeout without giving its thread back"
+        );
+        std::process::exit(EXIT_CODE.into())
+    }
+
+    /// Waits until only the jobs taken over are left and every finished job is acknowledged,
+    /// or [`WIND_DOWN`] has passed.
+    fn wait_for_other_jobs(&self, taken_over: usize) {
+        let deadline = Instant::now() + WIND_DOWN;
+        let settled = || self.running.only_taken_over_left() && self.acks.unacknowledged() == 0;
+        if settled() {
+            return;
+        }
+        info!(
+            running = self.running.len().saturating_sub(taken_over),
+            unacknowledged = self.acks.unacknowledged(),
+            "putting the other running jobs back on their queues"
+        );
+        while !settled() {
+            if Instant::now() >= deadline {
+                warn!(
+                    "jobs still running or unacknowledged after {WIND_DOWN:?} come back after retry_after"
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Applies the timeout rules to the jobs taken over: fails those out of tries (or with
+    /// fail_on_timeout); leaves the others reserved to come back after retry_after.
+    async fn settle(&self, overdue: Vec<(Reserved, Deadline)>) {
+        let processor = match self.queue.with_own_connection() {
+            Ok(queue) => self.processor.with_queue(queue),
+            Err(err) => {
+                error!(error = %err, "cannot connect to Redis; the jobs that timed out come back after retry_after");
+                return;
+            }
+        };
+        for (job, deadline) in overdue {
+            let span = span(&job, &deadline);
+            let ctx = &deadline.ctx;
+            let name = &deadline.display_name;
+            let timed_out = Err(AttemptError::Timeout);
+            match verdict(ctx, &deadline.limits, name, timed_out) {
+                (verdict @ Verdict::Fail(_), error) => {
+                    let uuid = ctx.uuid().to_string();
+                    processor
+                        .settle(job, &uuid, verdict, error, deadline.started)
+                        .instrument(span)
+                        .await;
+                }
+                _ => span.in_scope(|| {
+                    warn!("{name} has timed out; it stays reserved and comes back after retry_after with its attempt counted")
+                }),
+            }
+        }
+    }
+}
+
+/// Logs, for each job taken over, why the watchdog ends the process.
+fn blame(overdue: &[(Reserved, Deadline)]) {
+    for (job, deadline) in overdue {
+        span(job, deadline).in_scope(|| {
+            error!(
+                timeout_s = deadline.timeout.as_secs_f64(),
+                "still running {MARGIN:?} past its timeout: the handler blocks its thread, \
+                 which a timeout cannot interrupt; ending the worker process"
+            )
+        });
+    }
+}
+
+fn span(job: &Reserved, deadline: &Deadline) -> tracing::Span {
+    let ctx = &deadline.ctx;
+    job_span(
+        &deadline.display_name,
+        &ctx.uuid().to_string(),
+        &job.queue.name,
+        ctx.attempt(),
+    )
+}
