@@ -1,6 +1,9 @@
 //! Every Redis key name the project reads or writes, in one place.
 //!
-//! The names are Laravel's, so an operator who knows `php artisan queue:*` recognises each one.
+//! On one Redis server the names are exactly Laravel's, so an operator who knows
+//! `php artisan queue:*` recognises each one. On a Redis Cluster every key of one queue carries
+//! a hash tag (`queues:{emails}`, `queues:{emails}:delayed`, ...), as Laravel 13 does, so that the
+//! scripts, which touch several keys of a queue at once, find them all in one slot.
 //! docs/redis-layout.md describes what each key holds and who reads and writes it.
 
 /// Prefix of every queue key, as in Laravel.
@@ -11,6 +14,73 @@ pub const FAILED_JOBS: &str = "failed_jobs";
 
 /// Sorted set of failed jobs: uuid, scored by the time of failure (seconds since the epoch).
 pub const FAILED_JOBS_INDEX: &str = "failed_jobs:index";
+
+/// [`FAILED_JOBS`] on a Redis Cluster: the hash tag puts it in one slot with its index.
+pub const CLUSTER_FAILED_JOBS: &str = "{failed_jobs}";
+
+/// [`FAILED_JOBS_INDEX`] on a Redis Cluster, in the slot of [`CLUSTER_FAILED_JOBS`].
+pub const CLUSTER_FAILED_JOBS_INDEX: &str = "{failed_jobs}:index";
+
+/// How key names are laid out: Laravel's names on one server, hash-tagged names on a cluster.
+///
+/// ```
+/// use jobs_core::keys::KeyLayout;
+/// assert_eq!(KeyLayout::Standalone.queue("emails").ready, "queues:emails");
+/// assert_eq!(KeyLayout::Cluster.queue("emails").ready, "queues:{emails}");
+/// assert_eq!(KeyLayout::Cluster.queue("mail{eu}").ready, "queues:mail{eu}");
+/// assert_eq!(KeyLayout::Cluster.failed_jobs(), "{failed_jobs}");
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum KeyLayout {
+    /// One Redis server (or a primary with replicas): Laravel's names, unchanged.
+    #[default]
+    Standalone,
+    /// A Redis Cluster: each queue's keys, and the failed-job store's, share a hash tag.
+    Cluster,
+}
+
+impl KeyLayout {
+    /// The keys of the queue called `name` in this layout.
+    pub fn queue(self, name: &str) -> QueueKeys {
+        match self {
+            KeyLayout::Standalone => QueueKeys::new(name),
+            KeyLayout::Cluster if has_hash_tag(name) => QueueKeys::new(name),
+            KeyLayout::Cluster => QueueKeys::with_base(name, format!("{QUEUE_PREFIX}{{{name}}}")),
+        }
+    }
+
+    /// The failed-job hash in this layout.
+    pub fn failed_jobs(self) -> &'static str {
+        match self {
+            KeyLayout::Standalone => FAILED_JOBS,
+            KeyLayout::Cluster => CLUSTER_FAILED_JOBS,
+        }
+    }
+
+    /// The failed-job index in this layout.
+    pub fn failed_jobs_index(self) -> &'static str {
+        match self {
+            KeyLayout::Standalone => FAILED_JOBS_INDEX,
+            KeyLayout::Cluster => CLUSTER_FAILED_JOBS_INDEX,
+        }
+    }
+}
+
+/// Whether Redis Cluster hashes `key` by a hash tag: the text between its first `{` and the
+/// first `}` after it, when that text is not empty.
+///
+/// ```
+/// use jobs_core::keys::has_hash_tag;
+/// assert!(has_hash_tag("mail{eu}"));
+/// assert!(!has_hash_tag("mail"));
+/// assert!(!has_hash_tag("mail{}"));
+/// assert!(!has_hash_tag("mail{eu"));
+/// ```
+pub fn has_hash_tag(key: &str) -> bool {
+    key.find('{')
+        .and_then(|open| key[open + 1..].find('}'))
+        .is_some_and(|len| len > 0)
+}
 
 /// The four keys of one queue.
 ///
@@ -36,9 +106,13 @@ pub struct QueueKeys {
 }
 
 impl QueueKeys {
-    /// The keys of the queue called `name`.
+    /// The keys of the queue called `name` on one Redis server: Laravel's names. On a cluster,
+    /// use [`KeyLayout::queue`] (or `RedisQueue::queue_keys`).
     pub fn new(name: &str) -> Self {
-        let ready = format!("{QUEUE_PREFIX}{name}");
+        Self::with_base(name, format!("{QUEUE_PREFIX}{name}"))
+    }
+
+    fn with_base(name: &str, ready: String) -> Self {
         QueueKeys {
             name: name.to_owned(),
             delayed: format!("{ready}:delayed"),
@@ -46,5 +120,87 @@ impl QueueKeys {
             notify: format!("{ready}:notify"),
             ready,
         }
+    }
+
+    /// Every key of the queue: ready, delayed, reserved, notify.
+    pub fn all(&self) -> [&str; 4] {
+        [&self.ready, &self.delayed, &self.reserved, &self.notify]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slot-deciding part of a key, as Redis Cluster computes it.
+    fn hashed_part(key: &str) -> &str {
+        if let Some(open) = key.find('{') {
+            if let Some(len) = key[open + 1..].find('}') {
+                if len > 0 {
+                    return &key[open + 1..open + 1 + len];
+                }
+            }
+        }
+        key
+    }
+
+    #[test]
+    fn standalone_names_are_laravels() {
+        for name in ["emails", "mail{eu}", "a:b"] {
+            assert_eq!(KeyLayout::Standalone.queue(name), QueueKeys::new(name));
+        }
+        assert_eq!(KeyLayout::Standalone.failed_jobs(), "failed_jobs");
+        assert_eq!(
+            KeyLayout::Standalone.failed_jobs_index(),
+            "failed_jobs:index"
+        );
+    }
+
+    #[test]
+    fn cluster_keys_of_one_queue_share_one_hash_tag() {
+        let keys = KeyLayout::Cluster.queue("emails");
+        assert_eq!(
+            keys.all(),
+            [
+                "queues:{emails}",
+                "queues:{emails}:delayed",
+                "queues:{emails}:reserved",
+                "queues:{emails}:notify"
+            ]
+        );
+        for name in [
+            "emails",
+            "mail{eu}",
+            "a{}b",
+            "x{",
+            "a:b",
+            "{tag}rest",
+            "é{ü}",
+        ] {
+            let keys = KeyLayout::Cluster.queue(name);
+            let tags: Vec<&str> = keys.all().iter().map(|key| hashed_part(key)).collect();
+            assert!(
+                tags.iter().all(|tag| *tag == tags[0]) && has_hash_tag(&keys.ready),
+                "{name}: {:?} hash by {tags:?}",
+                keys.all()
+            );
+        }
+        assert_eq!(
+            hashed_part(KeyLayout::Cluster.failed_jobs()),
+            hashed_part(KeyLayout::Cluster.failed_jobs_index())
+        );
+    }
+
+    #[test]
+    fn a_name_with_a_valid_tag_is_kept() {
+        assert_eq!(
+            KeyLayout::Cluster.queue("mail{eu}").ready,
+            "queues:mail{eu}"
+        );
+        assert_eq!(
+            KeyLayout::Cluster.queue("mail{eu}").reserved,
+            "queues:mail{eu}:reserved"
+        );
+        assert_eq!(KeyLayout::Cluster.queue("mail{}").ready, "queues:{mail{}}");
     }
 }

@@ -29,6 +29,7 @@
 //! the payload and the retry rules are Laravel's; see `docs/` in the repository.
 
 pub mod backoff;
+pub mod connection;
 pub mod context;
 pub mod delay;
 pub mod dispatch;
@@ -43,6 +44,7 @@ pub mod scripts;
 pub mod signing;
 
 pub use backoff::Backoff;
+pub use connection::Connection;
 pub use context::{JobContext, Request};
 pub use delay::Delay;
 pub use dispatch::{Bulk, PendingDispatch, DEFAULT_QUEUE};

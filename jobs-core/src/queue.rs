@@ -8,10 +8,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::connection::{Connection, Target};
 use crate::delay::Delay;
 use crate::error::{Error, Result};
 use crate::failed::FailedJob;
-use crate::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
+use crate::keys::{KeyLayout, QueueKeys};
 use crate::payload::Payload;
 use crate::scripts;
 use crate::signing::SigningKey;
@@ -118,27 +119,33 @@ pub struct Envelope {
     pub delay: Option<Delay>,
 }
 
-/// A handle to the queues on one Redis server. Cheap to clone: clones share one multiplexed,
-/// self-reconnecting connection.
+/// A handle to the queues on one Redis server or on a Redis Cluster. Cheap to clone: clones
+/// share one multiplexed, self-reconnecting connection (one per node on a cluster).
+///
+/// A `redis+cluster://host:port,host:port/` URL names a cluster by one or more of its nodes;
+/// there every key of a queue carries a hash tag ([`KeyLayout::Cluster`]). Any other URL names
+/// one server, whose keys are exactly Laravel's.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), jobs_core::Error> {
 /// use jobs_core::RedisQueue;
 /// let queue = RedisQueue::open("redis://127.0.0.1:6379")?;
 /// println!("{} jobs waiting", queue.size("default").await?.total());
+/// let cluster = RedisQueue::open("redis+cluster://10.0.0.1:7000,10.0.0.2:7000/")?;
+/// println!("{} jobs waiting", cluster.size("default").await?.total());
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct RedisQueue {
-    conn: ConnectionManager,
-    client: redis::Client,
+    conn: Connection,
+    target: Target,
     config: Arc<QueueConfig>,
 }
 
 impl std::fmt::Debug for RedisQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisQueue")
-            .field("server", &self.client.get_connection_info().addr())
+            .field("target", &self.target)
             .field("config", &self.config)
             .finish()
     }
@@ -156,32 +163,44 @@ impl RedisQueue {
     /// A handle to the Redis at `url` with the given settings. It connects on first use. Call
     /// it inside a Tokio runtime ([`Error::NoRuntime`] otherwise).
     pub fn with_config(url: &str, config: QueueConfig) -> Result<Self> {
-        let client = redis_client(url, &config)?;
-        Self::lazily_connected(client, Arc::new(config))
+        let target = Target::parse(url, &config)?;
+        Self::lazily_connected(target, Arc::new(config))
     }
 
-    /// A handle to the same server with the same settings but a connection of its own, made
-    /// and driven by the Tokio runtime this is called in ([`Error::NoRuntime`] outside one).
-    /// A thread with a runtime of its own reaches Redis through it even while the runtime
-    /// that drives this handle's connection is busy or blocked.
+    /// A handle to the same server (or cluster) with the same settings but a connection of its
+    /// own, made and driven by the Tokio runtime this is called in ([`Error::NoRuntime`]
+    /// outside one). A thread with a runtime of its own reaches Redis through it even while the
+    /// runtime that drives this handle's connection is busy or blocked.
     pub fn with_own_connection(&self) -> Result<Self> {
-        Self::lazily_connected(self.client.clone(), self.config.clone())
+        Self::lazily_connected(self.target.clone(), self.config.clone())
     }
 
-    fn lazily_connected(client: redis::Client, config: Arc<QueueConfig>) -> Result<Self> {
+    fn lazily_connected(target: Target, config: Arc<QueueConfig>) -> Result<Self> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(Error::NoRuntime);
         }
-        let manager_config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.command_timeout))
-            .set_response_timeout(Some(config.command_timeout))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
-        let conn = ConnectionManager::new_lazy_with_config(client.clone(), manager_config)
-            .map_err(Error::from)?;
+        let conn = match &target {
+            Target::Single(client) => {
+                let manager_config = redis::aio::ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(config.command_timeout))
+                    .set_response_timeout(Some(config.command_timeout))
+                    .set_number_of_retries(2)
+                    .set_max_delay(Duration::from_millis(500));
+                let manager =
+                    ConnectionManager::new_lazy_with_config(client.clone(), manager_config)
+                        .map_err(Error::from)?;
+                Connection::Managed(manager)
+            }
+            Target::Cluster(client) => {
+                let cluster_config = redis::cluster::ClusterConfig::new()
+                    .set_connection_timeout(config.command_timeout)
+                    .set_response_timeout(config.command_timeout);
+                Connection::Cluster(client.get_pending_async_connection_with_config(cluster_config))
+            }
+        };
         Ok(RedisQueue {
             conn,
-            client,
+            target,
             config,
         })
     }
@@ -212,10 +231,21 @@ impl RedisQueue {
         &self.config
     }
 
-    /// The `redis::Client` behind this handle, for connections of one's own (a worker's
-    /// blocking wait, say).
-    pub fn client(&self) -> &redis::Client {
-        &self.client
+    /// Where this handle connects to: one server or a cluster. Its
+    /// [`Target::dedicated`] opens connections of one's own (a worker's blocking wait, say).
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The key layout of this handle: Laravel's names on one server, hash-tagged names on a
+    /// cluster.
+    pub fn layout(&self) -> KeyLayout {
+        self.target.layout()
+    }
+
+    /// The keys of the queue called `name`, in this handle's layout.
+    pub fn queue_keys(&self, name: &str) -> QueueKeys {
+        self.layout().queue(name)
     }
 
     /// Pushes jobs in one round trip: ready ones onto their lists with a wake-up token each,
@@ -242,10 +272,24 @@ impl RedisQueue {
                 });
             }
         }
-        let mut invocations = Vec::new();
+        // On a cluster each queue's calls go in a pipeline of their own, to the node that owns
+        // the queue's slot; on one server every call goes in one pipeline.
+        let mut groups: Vec<(&str, Vec<ScriptInvocation>)> = Vec::new();
         let (mut pushes, mut laters) = (false, false);
         for run in runs(envelopes) {
-            let keys = QueueKeys::new(&run[0].queue);
+            let keys = self.queue_keys(&run[0].queue);
+            let group = match self.layout() {
+                KeyLayout::Standalone => "",
+                KeyLayout::Cluster => run[0].queue.as_str(),
+            };
+            let at = match groups.iter().position(|(name, _)| *name == group) {
+                Some(at) => at,
+                None => {
+                    groups.push((group, Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            let invocations = &mut groups[at].1;
             for chunk in run.chunks(1000) {
                 if chunk[0].delay.is_some() {
                     laters = true;
@@ -268,7 +312,10 @@ impl RedisQueue {
         }
         let used = [(pushes, &*scripts::PUSH), (laters, &*scripts::LATER)];
         let used: Vec<&redis::Script> = used.iter().filter(|u| u.0).map(|u| u.1).collect();
-        self.invoke_all(&used, &invocations).await
+        for (_, invocations) in &groups {
+            self.invoke_all(&used, invocations).await?;
+        }
+        Ok(())
     }
 
     /// Reserves up to `count` jobs of `queue`, after migrating due delayed jobs and expired
@@ -361,6 +408,12 @@ impl RedisQueue {
     /// Records a failed job, removing its reservation when `reserved` is given, and prunes the
     /// failed-job store. Returns `false`, changing nothing, when the reservation was no longer
     /// held.
+    ///
+    /// On one server this is one atomic script call. On a cluster the reservation and the
+    /// failed-job store live in different slots, so it takes three calls, each within one slot,
+    /// in an order that loses nothing: check that the reservation is held, record the failure,
+    /// then remove the reservation. Should the worker die between the last two, the
+    /// reservation expires and the job runs again; a second failure overwrites the same record.
     pub async fn fail(
         &self,
         queue: &QueueKeys,
@@ -379,21 +432,36 @@ impl RedisQueue {
         reserved: &[u8],
         record: &FailedJob,
     ) -> Result<bool> {
-        let mut call = scripts::FAIL.key(&queue.reserved);
-        call.key(FAILED_JOBS)
-            .key(FAILED_JOBS_INDEX)
-            .arg(reserved)
-            .arg(&record.uuid)
+        let layout = self.layout();
+        let separate_removal = !reserved.is_empty() && layout == KeyLayout::Cluster;
+        let mut conn = self.conn.clone();
+        if separate_removal {
+            let held: Option<f64> = self.timed(conn.zscore(&queue.reserved, reserved)).await?;
+            if held.is_none() {
+                return Ok(false);
+            }
+        }
+        let mut call = scripts::FAIL.key(layout.failed_jobs());
+        call.key(layout.failed_jobs_index());
+        match layout {
+            KeyLayout::Standalone => call.key(&queue.reserved).arg(reserved),
+            KeyLayout::Cluster => call.arg(""),
+        };
+        call.arg(&record.uuid)
             .arg(record.to_json())
             .arg(self.config.failed_max_jobs)
             .arg(self.config.failed_max_age.as_secs());
         let recorded: u64 = self.invoke(&call).await?;
+        if separate_removal {
+            self.timed(conn.zrem::<_, _, ()>(&queue.reserved, reserved))
+                .await?;
+        }
         Ok(recorded == 1)
     }
 
     /// The sizes of a queue.
     pub async fn size(&self, queue: &str) -> Result<QueueSize> {
-        let keys = QueueKeys::new(queue);
+        let keys = self.queue_keys(queue);
         let mut conn = self.conn.clone();
         let (ready, delayed, reserved) = self
             .timed(
@@ -413,7 +481,7 @@ impl RedisQueue {
 
     /// Deletes every job of a queue; returns how many there were.
     pub async fn clear(&self, queue: &str) -> Result<u64> {
-        let keys = QueueKeys::new(queue);
+        let keys = self.queue_keys(queue);
         let mut call = scripts::CLEAR.key(&keys.ready);
         call.key(&keys.delayed)
             .key(&keys.reserved)
@@ -424,7 +492,9 @@ impl RedisQueue {
     /// The failed-job record of `uuid`, if the store has it.
     pub async fn failed_job(&self, uuid: &str) -> Result<Option<FailedJob>> {
         let mut conn = self.conn.clone();
-        let json: Option<String> = self.timed(conn.hget(FAILED_JOBS, uuid)).await?;
+        let json: Option<String> = self
+            .timed(conn.hget(self.layout().failed_jobs(), uuid))
+            .await?;
         Ok(json.and_then(|json| serde_json::from_str(&json).ok()))
     }
 
@@ -435,7 +505,7 @@ impl RedisQueue {
         }
         let mut conn = self.conn.clone();
         let uuids: Vec<String> = self
-            .timed(conn.zrevrange(FAILED_JOBS_INDEX, 0, limit as isize - 1))
+            .timed(conn.zrevrange(self.layout().failed_jobs_index(), 0, limit as isize - 1))
             .await?;
         if uuids.is_empty() {
             return Ok(Vec::new());
@@ -443,7 +513,7 @@ impl RedisQueue {
         let records: Vec<Option<String>> = self
             .timed(
                 redis::cmd("HMGET")
-                    .arg(FAILED_JOBS)
+                    .arg(self.layout().failed_jobs())
                     .arg(&uuids)
                     .query_async(&mut conn),
             )
@@ -456,7 +526,8 @@ impl RedisQueue {
     }
 
     /// A connection for commands of one's own, sharing this handle's multiplexed connection.
-    pub fn connection(&self) -> ConnectionManager {
+    /// On a cluster, each command goes to the node that owns its keys.
+    pub fn connection(&self) -> Connection {
         self.conn.clone()
     }
 
@@ -502,14 +573,14 @@ impl RedisQueue {
         self.timed(pipe.query_async::<()>(&mut conn)).await
     }
 
-    /// Loads every script into the server's script cache.
+    /// Loads every script into the server's script cache (every primary's, on a cluster).
     pub async fn load_scripts(&self) -> Result<()> {
-        let mut pipe = redis::pipe();
-        for script in scripts::all() {
-            pipe.load_script(script).ignore();
-        }
         let mut conn = self.conn.clone();
-        self.timed(pipe.query_async::<()>(&mut conn)).await
+        for script in scripts::all() {
+            self.timed(script.prepare_invoke().load_async(&mut conn))
+                .await?;
+        }
+        Ok(())
     }
 }
 
@@ -564,7 +635,8 @@ fn sign_all(key: &SigningKey, envelopes: &[Envelope]) -> Result<Vec<Envelope>> {
 }
 
 /// A `redis::Client` for `url` with the TLS settings of `config`: the client a
-/// [`RedisQueue`] uses, for connections of one's own (a blocking wait, a health check).
+/// [`RedisQueue`] uses for one server, for connections of one's own (a blocking wait, a health
+/// check).
 ///
 /// `rediss://` URLs connect over TLS (rustls), verifying the server's certificate against
 /// [`QueueConfig::tls_ca_file`] when set, else against the system's trusted certificates.
@@ -576,13 +648,28 @@ pub fn redis_client(url: &str, config: &QueueConfig) -> Result<redis::Client> {
     };
     let info = redis::IntoConnectionInfo::into_connection_info(url).map_err(invalid_url)?;
     let tls = matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. });
+    match tls_certificates(url, config, tls)? {
+        None => redis::Client::open(info).map_err(invalid_url),
+        Some(certificates) => redis::Client::build_with_tls(info, certificates)
+            .map_err(|err| unusable_ca(url, config, err)),
+    }
+}
+
+/// The certificates a TLS connection for `url` verifies the server against: `None` for the
+/// system's trusted ones (or no TLS), else those of [`QueueConfig::tls_ca_file`], checked to be
+/// readable PEM certificates. Installs rustls' crypto provider when `tls` is set.
+pub(crate) fn tls_certificates(
+    url: &str,
+    config: &QueueConfig,
+    tls: bool,
+) -> Result<Option<redis::TlsCertificates>> {
     if tls {
         // rustls needs a process-wide crypto provider; an application may have installed
         // its own already, which is then kept.
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
     let Some(path) = &config.tls_ca_file else {
-        return redis::Client::open(info).map_err(invalid_url);
+        return Ok(None);
     };
     if !tls {
         return Err(Error::InvalidTls {
@@ -598,29 +685,34 @@ pub fn redis_client(url: &str, config: &QueueConfig) -> Result<redis::Client> {
         source,
     })?;
     // redis-rs takes a file without certificates as an empty trust store; say so instead.
-    let unusable = |reason: String| Error::InvalidTls {
+    match CertificateDer::pem_slice_iter(&root_cert).collect::<Result<Vec<_>, _>>() {
+        Ok(certificates) if !certificates.is_empty() => {}
+        Ok(_) => return Err(unusable_ca(url, config, "it holds no PEM certificate")),
+        Err(err) => return Err(unusable_ca(url, config, err)),
+    }
+    Ok(Some(redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(root_cert),
+    }))
+}
+
+/// The error for a CA certificate file that cannot be used, and why.
+pub(crate) fn unusable_ca(
+    url: &str,
+    config: &QueueConfig,
+    reason: impl std::fmt::Display,
+) -> Error {
+    let path = config
+        .tls_ca_file
+        .as_deref()
+        .unwrap_or(std::path::Path::new(""));
+    Error::InvalidTls {
         url: redact_url(url),
         reason: format!(
             "the CA certificate file {} is unusable: {reason}",
             path.display()
         ),
-    };
-    match CertificateDer::pem_slice_iter(&root_cert).collect::<Result<Vec<_>, _>>() {
-        Ok(certificates) if !certificates.is_empty() => {}
-        Ok(_) => return Err(unusable("it holds no PEM certificate".into())),
-        Err(err) => return Err(unusable(err.to_string())),
     }
-    let certificates = redis::TlsCertificates {
-        client_tls: None,
-        root_cert: Some(root_cert),
-    };
-    redis::Client::build_with_tls(info, certificates).map_err(|err| Error::InvalidTls {
-        url: redact_url(url),
-        reason: format!(
-            "the CA certificate file {} is unusable: {err}",
-            path.display()
-        ),
-    })
 }
 
 /// `url` with the password of its user information replaced by `***`, for messages.

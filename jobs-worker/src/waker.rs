@@ -6,10 +6,15 @@
 //! the token it takes is only a hint, and the pop script keeps one token per ready job. A token
 //! that arrives while the worker is no longer waiting (busy, or stopping) is pushed back, so
 //! that another idle worker wakes for it.
+//!
+//! A Redis Cluster refuses a BLPOP over keys of different slots (`CROSSSLOT`), and each queue
+//! has a slot of its own there. On a cluster the waker therefore runs one listener per queue,
+//! each with its own connection and its own BLPOP, all armed together; the first to return
+//! wakes the worker.
 
-use jobs_core::keys::QueueKeys;
-use redis::aio::MultiplexedConnection;
-use redis::AsyncConnectionConfig;
+use jobs_core::connection::{Connection, Target};
+use jobs_core::keys::{KeyLayout, QueueKeys};
+use jobs_core::RedisQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,40 +23,70 @@ use tracing::warn;
 
 use crate::retry::Pause;
 
-/// Handle to the waker task.
+/// Handle to the waker's listener tasks.
 pub struct Waker {
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
+    listeners: Vec<Arc<Listener>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
+/// What the worker and every listener share.
 struct Shared {
-    armed: AtomicBool,
     waiting: AtomicBool,
-    arm: Notify,
     woke: Notify,
 }
 
+/// One BLPOP loop over a set of notify lists that Redis accepts in one command.
+struct Listener {
+    armed: AtomicBool,
+    arm: Notify,
+}
+
 impl Waker {
-    /// Starts the waker for `queues`; each BLPOP waits at most `block_for`.
-    pub fn start(client: redis::Client, queues: &[Arc<QueueKeys>], block_for: Duration) -> Self {
+    /// Starts the waker for `queues`, talking to the Redis behind `queue`; each BLPOP waits at
+    /// most `block_for`.
+    pub fn start(queue: &RedisQueue, queues: &[Arc<QueueKeys>], block_for: Duration) -> Self {
         let shared = Arc::new(Shared {
-            armed: AtomicBool::new(false),
             waiting: AtomicBool::new(false),
-            arm: Notify::new(),
             woke: Notify::new(),
         });
-        let keys: Vec<String> = queues.iter().map(|q| q.notify.clone()).collect();
-        let task = tokio::spawn(run(client, keys, block_for, shared.clone()));
-        Waker { shared, task }
+        let notify_keys = queues.iter().map(|q| q.notify.clone());
+        let key_sets: Vec<Vec<String>> = match queue.layout() {
+            KeyLayout::Standalone => vec![notify_keys.collect()],
+            KeyLayout::Cluster => notify_keys.map(|key| vec![key]).collect(),
+        };
+        let mut listeners = Vec::with_capacity(key_sets.len());
+        let mut tasks = Vec::with_capacity(key_sets.len());
+        for keys in key_sets {
+            let listener = Arc::new(Listener {
+                armed: AtomicBool::new(false),
+                arm: Notify::new(),
+            });
+            tasks.push(tokio::spawn(listen(
+                queue.target().clone(),
+                keys,
+                block_for,
+                shared.clone(),
+                listener.clone(),
+            )));
+            listeners.push(listener);
+        }
+        Waker {
+            shared,
+            listeners,
+            tasks,
+        }
     }
 
-    /// Waits until a job may have been pushed: a token arrived, or the BLPOP timed out or
-    /// failed. Starts a BLPOP unless one is already in flight.
+    /// Waits until a job may have been pushed: a token arrived, or a BLPOP timed out or
+    /// failed. Starts a BLPOP on every listener that has none in flight.
     pub async fn wait(&self) {
         let woke = self.shared.woke.notified();
         let _waiting = Waiting::start(&self.shared);
-        if !self.shared.armed.swap(true, Ordering::AcqRel) {
-            self.shared.arm.notify_one();
+        for listener in &self.listeners {
+            if !listener.armed.swap(true, Ordering::AcqRel) {
+                listener.arm.notify_one();
+            }
         }
         woke.await;
     }
@@ -75,24 +110,29 @@ impl Drop for Waiting<'_> {
 
 impl Drop for Waker {
     fn drop(&mut self) {
-        self.task.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
     }
 }
 
-async fn run(client: redis::Client, keys: Vec<String>, block_for: Duration, shared: Arc<Shared>) {
-    let mut conn: Option<MultiplexedConnection> = None;
+async fn listen(
+    target: Target,
+    keys: Vec<String>,
+    block_for: Duration,
+    shared: Arc<Shared>,
+    listener: Arc<Listener>,
+) {
+    let mut conn: Option<Connection> = None;
     let mut pause = Pause::new(Duration::from_millis(100), Duration::from_secs(5));
     loop {
-        shared.arm.notified().await;
+        listener.arm.notified().await;
         let result = async {
             if conn.is_none() {
                 // A BLPOP answers within its own timeout; a longer silence is a dead connection.
-                let config = AsyncConnectionConfig::new()
-                    .set_response_timeout(Some(block_for + Duration::from_secs(5)))
-                    .set_connection_timeout(Some(Duration::from_secs(5)));
                 conn = Some(
-                    client
-                        .get_multiplexed_async_connection_with_config(&config)
+                    target
+                        .dedicated(Duration::from_secs(5), block_for + Duration::from_secs(5))
                         .await?,
                 );
             }
@@ -121,7 +161,7 @@ async fn run(client: redis::Client, keys: Vec<String>, block_for: Duration, shar
         } else {
             pause.reset();
         }
-        shared.armed.store(false, Ordering::Release);
+        listener.armed.store(false, Ordering::Release);
         shared.woke.notify_one();
     }
 }

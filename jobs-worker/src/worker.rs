@@ -143,7 +143,7 @@ impl Worker {
         let queues: Vec<Arc<QueueKeys>> = options
             .queue
             .iter()
-            .map(|name| Arc::new(QueueKeys::new(name)))
+            .map(|name| Arc::new(self.queue.queue_keys(name)))
             .collect();
         let signatures = match self.queue.config().signing_key {
             Some(_) => "required",
@@ -167,7 +167,7 @@ impl Worker {
         }
         warn_unless_noeviction(&self.queue).await;
         let fetcher = Fetcher::new(self.queue.clone(), queues.clone(), options.retry_after());
-        let waker = Waker::start(self.queue.client().clone(), &queues, options.sleep());
+        let waker = Waker::start(&self.queue, &queues, options.sleep());
         let acker = Acker::start(self.queue.clone(), options.retry_after());
         let running_jobs = Arc::new(Running::default());
         let heartbeat = heartbeat::start(
