@@ -522,7 +522,7 @@ async fn flush(queue: &RedisQueue) -> jobs_core::Result<()> {
 
 async fn used_memory(
     queue: &RedisQueue,
-    conn: &mut redis::aio::ConnectionManager,
+    conn: &mut jobs_core::Connection,
 ) -> jobs_core::Result<u64> {
     let info: String = queue
         .timed(redis::cmd("INFO").arg("memory").query_async(conn))

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use jobs_core::{QueueConfig, RedisQueue};
 
+pub mod cluster;
 pub mod worker_process;
 
 /// How long `TestRedis::start` waits for a new server to answer PING.

@@ -1,0 +1,364 @@
+//! The queue flow on a real Redis Cluster of three primaries: hash-tagged keys spread over the
+//! nodes, many jobs run exactly once by two worker processes, strict priority across slots, and
+//! releases, delays and failures each within their slots.
+
+use examples::{Flaky, Noop, Panic};
+use jobs_core::keys::KeyLayout;
+use jobs_core::{Bulk, FailedJob, Job};
+use redis::AsyncCommands;
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+use tests::cluster::TestCluster;
+use tests::wait_until;
+use tests::worker_process::{JobEvent, WorkerProcess};
+
+/// Three queues whose slots fall on three different nodes, highest priority first.
+const QUEUES: [&str; 3] = ["high", "normal", "low"];
+
+fn start_worker(cluster: &TestCluster, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), cluster.url(), args)
+}
+
+/// How many `earlier` jobs started after the first `later` job started.
+fn started_after_first(events: &[JobEvent], earlier: &str, later: &str) -> usize {
+    fn running<'a>(events: &'a [JobEvent], queue: &'a str) -> impl Iterator<Item = &'a JobEvent> {
+        events
+            .iter()
+            .filter(move |e| e.status == "RUNNING" && e.queue == queue)
+    }
+    let Some(first_later) = running(events, later).map(|e| e.at_ms).reduce(f64::min) else {
+        return 0;
+    };
+    running(events, earlier)
+        .filter(|e| e.at_ms > first_later)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_thousand_jobs_over_three_queues_run_exactly_once_with_two_workers() {
+    const JOBS: usize = 20_000;
+    const WORKERS: usize = 2;
+    const CONCURRENCY: usize = 10;
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+
+    let dispatch_started = Instant::now();
+    let mut bulk = Bulk::via(&queue);
+    for i in 0..JOBS {
+        bulk.add(Noop {}.dispatch().on_queue(QUEUES[i % QUEUES.len()]))
+            .unwrap();
+    }
+    let dispatched: Vec<String> = bulk
+        .send()
+        .await
+        .unwrap()
+        .iter()
+        .map(|uuid| uuid.to_string())
+        .collect();
+    let dispatch_time = dispatch_started.elapsed();
+
+    // Every key of a queue is hash-tagged and lives on one node; the three queues on three.
+    let keys = cluster.keys_by_node().await;
+    let mut expected: Vec<String> = QUEUES
+        .iter()
+        .flat_map(|q| [format!("queues:{{{q}}}"), format!("queues:{{{q}}}:notify")])
+        .collect();
+    expected.sort();
+    let mut found: Vec<String> = keys.iter().map(|(_, key)| key.clone()).collect();
+    found.sort();
+    assert_eq!(found, expected, "keys after dispatch: {keys:?}");
+    let mut nodes_of_queue = HashMap::new();
+    for (port, key) in &keys {
+        let tag = key.split(['{', '}']).nth(1).unwrap().to_owned();
+        nodes_of_queue
+            .entry(tag)
+            .or_insert_with(BTreeSet::new)
+            .insert(*port);
+    }
+    assert!(nodes_of_queue.values().all(|ports| ports.len() == 1));
+    let ports: BTreeSet<u16> = nodes_of_queue.values().flatten().copied().collect();
+    assert_eq!(ports.len(), 3, "queues on nodes {nodes_of_queue:?}");
+    for q in QUEUES {
+        assert_eq!(
+            queue.size(q).await.unwrap().ready,
+            (JOBS / 3 + usize::from(QUEUES.iter().position(|x| *x == q).unwrap() < JOBS % 3))
+                as u64
+        );
+    }
+
+    let run_started = Instant::now();
+    let concurrency = CONCURRENCY.to_string();
+    let args = [
+        "--queue",
+        "high,normal,low",
+        "--concurrency",
+        &concurrency,
+        "--retry-after",
+        "60",
+        "--timeout",
+        "30",
+        "--stop-when-empty",
+    ];
+    let mut workers: Vec<WorkerProcess> = (0..WORKERS)
+        .map(|_| start_worker(&cluster, &args))
+        .collect();
+    for worker in &mut workers {
+        let status = worker.wait_exit(Duration::from_secs(45)).await;
+        assert!(status.success(), "a worker exited with {status}");
+    }
+    let run_time = run_started.elapsed();
+
+    let per_worker: Vec<Vec<JobEvent>> = workers.iter().map(|w| w.events()).collect();
+    let mut runs: HashMap<&str, usize> = HashMap::new();
+    let mut done = 0;
+    for event in per_worker.iter().flatten() {
+        match event.status.as_str() {
+            "RUNNING" => *runs.entry(event.uuid.as_str()).or_default() += 1,
+            "DONE" => done += 1,
+            other => panic!("unexpected job event {other}: {event:?}"),
+        }
+    }
+    let lost = dispatched
+        .iter()
+        .filter(|uuid| !runs.contains_key(uuid.as_str()))
+        .count();
+    let duplicates = runs.values().filter(|n| **n > 1).count();
+    let by_worker: Vec<usize> = per_worker
+        .iter()
+        .map(|events| events.iter().filter(|e| e.status == "DONE").count())
+        .collect();
+    let overtaken = started_after_first(&per_worker.concat(), "high", "normal")
+        + started_after_first(&per_worker.concat(), "normal", "low");
+    println!(
+        "cluster: {JOBS} jobs over {} queues on 3 primaries, {WORKERS} workers x {CONCURRENCY} \
+         slots: dispatched in {:.2} s, run in {:.2} s ({:.0} jobs/s); done per worker \
+         {by_worker:?}; ran twice {duplicates}; lost {lost}; higher-queue jobs started after \
+         a lower queue's first {overtaken}",
+        QUEUES.len(),
+        dispatch_time.as_secs_f64(),
+        run_time.as_secs_f64(),
+        JOBS as f64 / run_time.as_secs_f64(),
+    );
+    assert_eq!(lost, 0);
+    assert_eq!(duplicates, 0);
+    assert_eq!(runs.len(), JOBS);
+    assert_eq!(done, JOBS);
+    assert!(
+        by_worker.iter().all(|n| *n > 0),
+        "done per worker {by_worker:?}"
+    );
+    // Only jobs already reserved when the higher queue ran dry can start after a lower queue's
+    // first job: at most one batch of free slots per worker.
+    assert!(
+        overtaken <= 2 * WORKERS * CONCURRENCY,
+        "{overtaken} higher-queue jobs started after a lower queue's first"
+    );
+    for q in QUEUES {
+        assert_eq!(queue.size(q).await.unwrap().total(), 0, "queue {q}");
+    }
+    assert_eq!(queue.failed_jobs(10).await.unwrap().len(), 0);
+    assert_eq!(cluster.keys_by_node().await, Vec::<(u16, String)>::new());
+}
+
+#[tokio::test]
+async fn a_worker_takes_queues_on_different_nodes_in_strict_priority_order() {
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+    for q in QUEUES.iter().rev() {
+        for _ in 0..5 {
+            Noop {}.dispatch().on_queue(*q).via(&queue).await.unwrap();
+        }
+    }
+    let args = [
+        "--queue",
+        "high,normal,low",
+        "--concurrency",
+        "1",
+        "--stop-when-empty",
+    ];
+    let mut worker = start_worker(&cluster, &args);
+    assert!(worker.wait_exit(Duration::from_secs(30)).await.success());
+    let order: Vec<String> = worker
+        .events()
+        .into_iter()
+        .filter(|e| e.status == "DONE")
+        .map(|e| e.queue)
+        .collect();
+    assert_eq!(
+        order,
+        [vec!["high"; 5], vec!["normal"; 5], vec!["low"; 5]].concat()
+    );
+}
+
+#[tokio::test]
+async fn releases_delays_and_failures_work_across_slots() {
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+    let failing = Panic {}
+        .dispatch()
+        .on_queue("high")
+        .via(&queue)
+        .await
+        .unwrap()
+        .to_string();
+    let flaky = Flaky { fail_times: 1 }
+        .dispatch()
+        .on_queue("low")
+        .via(&queue)
+        .await
+        .unwrap()
+        .to_string();
+    let delayed = Noop {}
+        .dispatch()
+        .on_queue("normal")
+        .delay(Duration::from_millis(500))
+        .via(&queue)
+        .await
+        .unwrap()
+        .to_string();
+    let args = ["--queue", "high,normal,low", "--tries", "2"];
+    let mut worker = start_worker(&cluster, &args);
+    for (uuid, status) in [(&failing, "FAILED"), (&flaky, "DONE"), (&delayed, "DONE")] {
+        worker
+            .wait_for_event(Duration::from_secs(30), status, |e| {
+                e.uuid == *uuid && e.status == status
+            })
+            .await;
+    }
+    worker.signal("TERM");
+    assert!(worker.wait_exit(Duration::from_secs(30)).await.success());
+    let events = worker.events();
+    let statuses = |uuid: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e.uuid == uuid && e.status != "RUNNING")
+            .map(|e| e.status.clone())
+            .collect()
+    };
+    assert_eq!(statuses(&failing), ["RELEASED", "FAILED"], "{events:?}");
+    assert_eq!(statuses(&flaky), ["RELEASED", "DONE"], "{events:?}");
+    assert_eq!(statuses(&delayed), ["DONE"], "{events:?}");
+
+    let failed = queue.failed_jobs(10).await.unwrap();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].uuid, failing);
+    assert_eq!(failed[0].queue, "high");
+    let keys = cluster.keys_by_node().await;
+    let names: Vec<&str> = keys.iter().map(|(_, key)| key.as_str()).collect();
+    assert_eq!(names, ["{failed_jobs}", "{failed_jobs}:index"], "{keys:?}");
+    assert_eq!(
+        keys[0].0, keys[1].0,
+        "the failed store spans nodes: {keys:?}"
+    );
+
+    // Failing a reservation that is no longer held changes nothing, as on one server.
+    let uuid = Noop {}
+        .dispatch()
+        .on_queue("normal")
+        .via(&queue)
+        .await
+        .unwrap()
+        .to_string();
+    let normal = queue.queue_keys("normal");
+    assert_eq!(normal, KeyLayout::Cluster.queue("normal"));
+    let popped = queue
+        .pop(&normal, Duration::from_secs(60), 1, 1000)
+        .await
+        .unwrap();
+    let reserved = &popped.jobs[0];
+    let record = FailedJob::new(&uuid, "redis", "normal", reserved.clone(), "boom");
+    assert!(queue.fail(&normal, Some(reserved), &record).await.unwrap());
+    assert!(!queue.fail(&normal, Some(reserved), &record).await.unwrap());
+    assert_eq!(queue.size("normal").await.unwrap().total(), 0);
+    let mut conn = queue.connection();
+    let stored: u64 = conn.hlen(KeyLayout::Cluster.failed_jobs()).await.unwrap();
+    assert_eq!(stored, 2);
+    wait_until(
+        Duration::from_secs(5),
+        "the failed index lists both",
+        || {
+            let mut conn = queue.connection();
+            async move {
+                conn.zcard::<_, u64>(KeyLayout::Cluster.failed_jobs_index())
+                    .await
+                    .unwrap()
+                    == 2
+            }
+        },
+    )
+    .await;
+}
+
+/// A number from `INFO` text: the value after `field:` (up to a comma or the line's end).
+fn info_number(info: &str, field: &str) -> u64 {
+    info.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .map(|value| value.split(',').next().unwrap_or(""))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The sum over the nodes of one `INFO` number, or of one field of a commandstats line.
+async fn sum_over_nodes(cluster: &TestCluster, section: &str, field: &str, part: &str) -> u64 {
+    let mut total = 0;
+    for node in cluster.nodes() {
+        let info: String = redis::cmd("INFO")
+            .arg(section)
+            .query_async(&mut node.conn().await)
+            .await
+            .unwrap();
+        total += match part {
+            "" => info_number(&info, field),
+            part => info
+                .lines()
+                .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+                .map(|stats| info_number(&stats.replace(',', "\n").replace('=', ":"), part))
+                .unwrap_or(0),
+        };
+    }
+    total
+}
+
+#[tokio::test]
+async fn an_idle_worker_blocks_on_every_queue_and_wakes_at_once_for_a_push() {
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+    let args = ["--queue", "high,normal,low", "--sleep", "30"];
+    let worker = start_worker(&cluster, &args);
+    worker.wait_started().await;
+    // One BLPOP per queue, each on the node that owns the queue's slot.
+    wait_until(
+        Duration::from_secs(10),
+        "three BLPOPs are in flight",
+        || {
+            let cluster = &cluster;
+            async move { sum_over_nodes(cluster, "clients", "blocked_clients", "").await == 3 }
+        },
+    )
+    .await;
+    let pops_before = sum_over_nodes(&cluster, "commandstats", "cmdstat_evalsha", "calls").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let pops_idle =
+        sum_over_nodes(&cluster, "commandstats", "cmdstat_evalsha", "calls").await - pops_before;
+    println!("idle worker on a cluster: {pops_idle} script calls in 1 s");
+    assert_eq!(pops_idle, 0, "an idle worker polls");
+
+    for q in QUEUES.iter().rev() {
+        let pushed = Instant::now();
+        let uuid = Noop {}
+            .dispatch()
+            .on_queue(*q)
+            .via(&queue)
+            .await
+            .unwrap()
+            .to_string();
+        worker
+            .wait_for_event(Duration::from_secs(5), "the pushed job ran", |e| {
+                e.uuid == uuid && e.status == "DONE"
+            })
+            .await;
+        let latency = pushed.elapsed();
+        println!("a job pushed to {q} ran after {latency:?}");
+        assert!(latency < Duration::from_secs(2), "woke after {latency:?}");
+    }
+}
