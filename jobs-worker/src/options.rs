@@ -82,7 +82,8 @@ pub struct WorkerOptions {
     #[arg(long)]
     pub grace: Option<f64>,
 
-    /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379).
+    /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379); a Redis Cluster is
+    /// redis+cluster://host:port,host:port/.
     #[arg(long, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
     pub redis: String,
 }
