@@ -66,12 +66,14 @@ impl ConnectionLike for Connection {
 }
 
 /// Where a [`RedisQueue`](crate::RedisQueue) connects to, parsed from its URL.
+// One per handle, built once and rarely moved: the size of its variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 pub enum Target {
     /// One server: `redis://`, `rediss://`, `unix://`, ...
     Single(redis::Client),
     /// A Redis Cluster, found through its seed nodes: `redis+cluster://h1:p1,h2:p2/`.
-    Cluster(Box<ClusterClient>),
+    Cluster(ClusterClient),
 }
 
 impl Target {
@@ -107,7 +109,7 @@ impl Target {
             builder = builder.certs(certificates);
         }
         match builder.build() {
-            Ok(client) => Ok(Target::Cluster(Box::new(client))),
+            Ok(client) => Ok(Target::Cluster(client)),
             Err(err) if with_ca => Err(unusable_ca(url, config, err)),
             Err(err) => Err(invalid(err)),
         }
