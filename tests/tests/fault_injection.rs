@@ -1,0 +1,715 @@
+//! Fault injection: worker processes killed with SIGKILL in the middle of a load, many workers
+//! on the same queues, and Redis killed, restarted, stalled and cut off while producers and
+//! workers run. Each test counts the runs of every job it dispatched (the `record` job appends
+//! one entry per run to a Redis list) and prints its figures; see them with
+//! `cargo test -p tests --test fault_injection -- --nocapture`.
+
+use examples::{Record, Sleep, RECORDS_KEY};
+use jobs_core::keys::QueueKeys;
+use jobs_core::{Bulk, Job, Payload, QueueConfig, RedisQueue};
+use redis::aio::MultiplexedConnection;
+use redis::AsyncCommands;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tests::worker_process::WorkerProcess;
+use tests::{wait_for, wait_until, TestRedis};
+
+/// The longest any one wait of these tests may take: generous, for a loaded CI machine.
+const LONG: Duration = Duration::from_secs(60);
+
+/// Options of a Redis server that keeps every acknowledged write across a crash.
+const DURABLE: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
+
+fn start_worker(redis: &TestRedis, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis.url(), args)
+}
+
+/// Dispatches `count` record jobs to `queue_name`, in bulks of 5,000; returns their uuids.
+async fn dispatch_records(queue: &RedisQueue, queue_name: &str, count: usize) -> Vec<String> {
+    let mut uuids = Vec::with_capacity(count);
+    while uuids.len() < count {
+        let mut bulk = Bulk::via(queue);
+        for _ in 0..(count - uuids.len()).min(5_000) {
+            bulk.add(Record { due_ms: 0 }.dispatch().on_queue(queue_name))
+                .expect("a record job serializes");
+        }
+        let sent = bulk.send().await.expect("the bulk dispatch succeeds");
+        uuids.extend(sent.iter().map(|uuid| uuid.to_string()));
+    }
+    uuids
+}
+
+/// Dispatches `count` record jobs, trying each one again after an error until it returns Ok
+/// (a handle's first command after Redis came back may meet the dead connection).
+async fn dispatch_records_retrying(queue: &RedisQueue, count: usize) -> Vec<String> {
+    let mut uuids = Vec::with_capacity(count);
+    for _ in 0..count {
+        let uuid = wait_for(LONG, "a dispatch returned Ok", || async {
+            Record { due_ms: 0 }.dispatch().via(queue).await.ok()
+        })
+        .await;
+        uuids.push(uuid.to_string());
+    }
+    uuids
+}
+
+/// How many runs have been recorded.
+async fn records_len(conn: &mut MultiplexedConnection) -> usize {
+    conn.llen(RECORDS_KEY).await.expect("LLEN answers")
+}
+
+/// Every recorded run: the attempt number of each run, by job uuid.
+async fn runs_by_uuid(conn: &mut MultiplexedConnection) -> HashMap<String, Vec<u64>> {
+    let entries: Vec<String> = conn
+        .lrange(RECORDS_KEY, 0, -1)
+        .await
+        .expect("LRANGE answers");
+    let mut runs: HashMap<String, Vec<u64>> = HashMap::new();
+    for entry in entries {
+        let entry: serde_json::Value = serde_json::from_str(&entry).expect("a JSON record");
+        let uuid = entry["uuid"].as_str().expect("a uuid").to_owned();
+        let attempt = entry["attempt"].as_u64().expect("an attempt number");
+        runs.entry(uuid).or_default().push(attempt);
+    }
+    runs
+}
+
+/// Jobs not yet settled on these queues: ready, delayed or reserved.
+async fn jobs_left(queue: &RedisQueue, names: &[&str]) -> u64 {
+    let mut left = 0;
+    for name in names {
+        match queue.size(name).await {
+            Ok(size) => left += size.total(),
+            // Unknown yet (the handle is reconnecting): not settled.
+            Err(_) => return u64::MAX,
+        }
+    }
+    left
+}
+
+/// Waits until every job on these queues is settled.
+async fn wait_settled(queue: &RedisQueue, names: &[&str]) {
+    wait_until(LONG, "every job is settled", || async {
+        jobs_left(queue, names).await == 0
+    })
+    .await;
+}
+
+/// The uuids of the jobs whose reservations `queue_name`'s reserved set holds.
+async fn reserved_uuids(conn: &mut MultiplexedConnection, queue_name: &str) -> HashSet<String> {
+    let members: Vec<String> = conn
+        .zrange(QueueKeys::new(queue_name).reserved, 0, -1)
+        .await
+        .expect("ZRANGE answers");
+    members
+        .iter()
+        .map(|member| {
+            Payload::from_json(member)
+                .expect("a reserved job payload")
+                .uuid
+                .to_string()
+        })
+        .collect()
+}
+
+async fn failed_count(conn: &mut MultiplexedConnection) -> usize {
+    conn.hlen("failed_jobs").await.expect("HLEN answers")
+}
+
+/// What the records say about a set of dispatched jobs.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Jobs that ran at least once.
+    ran: usize,
+    /// Runs recorded in all, of the dispatched jobs.
+    runs: usize,
+    /// Jobs that ran more than once, with how many times.
+    duplicates: HashMap<String, usize>,
+    /// Dispatched jobs that never ran.
+    lost: Vec<String>,
+}
+
+impl Tally {
+    fn of(dispatched: &[String], runs: &HashMap<String, Vec<u64>>) -> Tally {
+        let mut tally = Tally::default();
+        for uuid in dispatched {
+            match runs.get(uuid).map_or(0, Vec::len) {
+                0 => tally.lost.push(uuid.clone()),
+                n => {
+                    tally.ran += 1;
+                    tally.runs += n;
+                    if n > 1 {
+                        tally.duplicates.insert(uuid.clone(), n);
+                    }
+                }
+            }
+        }
+        tally
+    }
+
+    fn assert_nothing_lost(&self) {
+        assert!(
+            self.lost.is_empty(),
+            "{} jobs never ran, e.g. {:?}",
+            self.lost.len(),
+            &self.lost[..self.lost.len().min(5)]
+        );
+    }
+}
+
+/// Warnings and errors the worker logged after its first `skip` lines.
+fn warnings_since(worker: &WorkerProcess, skip: usize) -> Vec<String> {
+    worker
+        .lines()
+        .into_iter()
+        .skip(skip)
+        .filter(|line| line.contains(r#""level":"WARN""#) || line.contains(r#""level":"ERROR""#))
+        .collect()
+}
+
+fn assert_no_panic(worker: &WorkerProcess) {
+    let panics: Vec<String> = worker
+        .lines()
+        .into_iter()
+        .filter(|line| line.contains("panicked"))
+        .collect();
+    assert!(panics.is_empty(), "the worker panicked: {panics:?}");
+}
+
+/// Stops a worker with SIGTERM; it must exit with status 0.
+async fn stop(worker: &mut WorkerProcess) {
+    worker.signal("TERM");
+    let status = worker.wait_exit(LONG).await;
+    assert!(status.success(), "the worker exited with {status}");
+}
+
+const KILL_LOAD: usize = 2_000;
+const KILLS: usize = 3;
+const KILL_CONCURRENCY: usize = 10;
+
+#[tokio::test]
+async fn workers_killed_mid_load_lose_nothing_and_rerun_only_jobs_in_flight() {
+    let started = Instant::now();
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let uuids = dispatch_records(&queue, "default", KILL_LOAD).await;
+    let concurrency = KILL_CONCURRENCY.to_string();
+    // A short retry_after brings the killed workers' jobs back quickly; tries allow a job to be
+    // in flight at every kill and still run.
+    let args = [
+        "--concurrency",
+        &concurrency,
+        "--retry-after",
+        "3",
+        "--timeout",
+        "2",
+        "--tries",
+        "10",
+        "--sleep",
+        "1",
+    ];
+
+    let mut worker = start_worker(&redis, &args);
+    let mut in_flight_at_kills: Vec<HashSet<String>> = Vec::new();
+    for kill in 1..=KILLS {
+        let threshold = kill * KILL_LOAD / (KILLS + 1);
+        wait_until(LONG, format!("{threshold} runs are recorded"), || async {
+            records_len(&mut redis.conn().await).await >= threshold
+        })
+        .await;
+        worker.kill();
+        // With its worker dead, the reserved set holds exactly the jobs it was running or had
+        // finished without acknowledging yet: the jobs in flight.
+        let recorded = records_len(&mut conn).await;
+        let in_flight = reserved_uuids(&mut conn, "default").await;
+        println!(
+            "kill {kill}: SIGKILL after {recorded} of {KILL_LOAD} runs recorded, {} jobs in flight",
+            in_flight.len()
+        );
+        assert!(
+            recorded < KILL_LOAD,
+            "kill {kill} came after the load had finished"
+        );
+        in_flight_at_kills.push(in_flight);
+        worker = start_worker(&redis, &args);
+    }
+    wait_settled(&queue, &["default"]).await;
+    stop(&mut worker).await;
+
+    let runs = runs_by_uuid(&mut conn).await;
+    let tally = Tally::of(&uuids, &runs);
+    let in_flight_total: usize = in_flight_at_kills.iter().map(HashSet::len).sum();
+    let extra_runs: usize = tally.duplicates.values().map(|n| n - 1).sum();
+    println!(
+        "kill -9 x{KILLS}: jobs {KILL_LOAD}, ran {}, runs {}, duplicates {} ({extra_runs} extra runs), \
+         in flight at the kills {in_flight_total}, lost {}, failed {}, {:.1} s",
+        tally.ran,
+        tally.runs,
+        tally.duplicates.len(),
+        tally.lost.len(),
+        failed_count(&mut conn).await,
+        started.elapsed().as_secs_f64()
+    );
+    tally.assert_nothing_lost();
+    assert_eq!(
+        runs.len(),
+        KILL_LOAD,
+        "runs were recorded for jobs never dispatched"
+    );
+    for (uuid, n) in &tally.duplicates {
+        let kills_in_flight = in_flight_at_kills
+            .iter()
+            .filter(|in_flight| in_flight.contains(uuid))
+            .count();
+        assert!(
+            n - 1 <= kills_in_flight,
+            "job {uuid} ran {n} times but was in flight at {kills_in_flight} kills"
+        );
+    }
+    assert!(extra_runs <= in_flight_total);
+    assert_eq!(failed_count(&mut conn).await, 0, "no job failed");
+}
+
+const WORKERS: usize = 4;
+const MANY_JOBS: usize = 50_000;
+
+#[tokio::test]
+async fn four_workers_on_the_same_queues_run_each_of_50_000_jobs_exactly_once() {
+    let started = Instant::now();
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let mut workers: Vec<WorkerProcess> = (0..WORKERS)
+        .map(|_| start_worker(&redis, &["--queue", "high,default", "--concurrency", "10"]))
+        .collect();
+    for worker in &workers {
+        worker.wait_started().await;
+    }
+
+    // Both queues fill while the workers drain them.
+    let mut uuids = Vec::with_capacity(MANY_JOBS);
+    for round in 0..MANY_JOBS / 5_000 {
+        let name = if round % 2 == 0 { "default" } else { "high" };
+        uuids.extend(dispatch_records(&queue, name, 5_000).await);
+    }
+    let dispatched_in = started.elapsed();
+    wait_until(
+        Duration::from_secs(180),
+        format!("{MANY_JOBS} runs are recorded and every job is settled"),
+        || async {
+            records_len(&mut redis.conn().await).await >= MANY_JOBS
+                && jobs_left(&queue, &["high", "default"]).await == 0
+        },
+    )
+    .await;
+    let drained_in = started.elapsed();
+    let mut done_per_worker = Vec::new();
+    for worker in &mut workers {
+        stop(worker).await;
+        let done = worker
+            .events()
+            .iter()
+            .filter(|event| event.status == "DONE")
+            .count();
+        done_per_worker.push(done);
+    }
+
+    let runs = runs_by_uuid(&mut conn).await;
+    let tally = Tally::of(&uuids, &runs);
+    println!(
+        "{WORKERS} workers: jobs {MANY_JOBS}, ran {}, runs {}, duplicates {}, lost {}, \
+         done per worker {done_per_worker:?}, dispatched in {:.1} s, all run in {:.1} s",
+        tally.ran,
+        tally.runs,
+        tally.duplicates.len(),
+        tally.lost.len(),
+        dispatched_in.as_secs_f64(),
+        drained_in.as_secs_f64()
+    );
+    tally.assert_nothing_lost();
+    assert!(
+        tally.duplicates.is_empty(),
+        "{} jobs ran more than once",
+        tally.duplicates.len()
+    );
+    assert_eq!(runs.len(), MANY_JOBS);
+    assert!(
+        runs.values().all(|attempts| attempts == &[1]),
+        "every job ran on its first attempt"
+    );
+    assert_eq!(done_per_worker.iter().sum::<usize>(), MANY_JOBS);
+    assert!(
+        done_per_worker.iter().all(|&done| done > 0),
+        "every worker took a share: {done_per_worker:?}"
+    );
+    assert_eq!(failed_count(&mut conn).await, 0);
+}
+
+/// Dispatches accepted and refused by one or more producers that keep dispatching until told
+/// to stop.
+#[derive(Default)]
+struct Produced {
+    accepted: Mutex<Vec<String>>,
+    refused: AtomicU64,
+    slowest_refusal_ms: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Produced {
+    fn accepted(&self) -> usize {
+        self.accepted.lock().unwrap().len()
+    }
+}
+
+/// Dispatches record jobs one after another until `produced.stop`, tolerating errors.
+async fn produce(queue: RedisQueue, produced: Arc<Produced>) {
+    while !produced.stop.load(Ordering::Relaxed) {
+        let started = Instant::now();
+        let dispatched = Record { due_ms: 0 }.dispatch().via(&queue).await;
+        match dispatched {
+            Ok(uuid) => produced.accepted.lock().unwrap().push(uuid.to_string()),
+            Err(_) => {
+                produced.refused.fetch_add(1, Ordering::Relaxed);
+                let ms = started.elapsed().as_millis() as u64;
+                produced.slowest_refusal_ms.fetch_max(ms, Ordering::Relaxed);
+                // A producer that meets an error tries again a little later.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+const PRODUCERS: usize = 2;
+const DISPATCH_TIMEOUT: Duration = Duration::from_secs(1);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_killed_and_restarted_with_aof_loses_no_accepted_dispatch() {
+    let started = Instant::now();
+    let mut redis = TestRedis::start_with(&DURABLE);
+    let queue = redis.queue();
+    let mut workers: Vec<WorkerProcess> = (0..2)
+        .map(|_| {
+            start_worker(
+                &redis,
+                &[
+                    "--concurrency",
+                    "5",
+                    "--retry-after",
+                    "3",
+                    "--timeout",
+                    "2",
+                    "--tries",
+                    "0",
+                    "--sleep",
+                    "1",
+                ],
+            )
+        })
+        .collect();
+    let produced = Arc::new(Produced::default());
+    let producers: Vec<_> = (0..PRODUCERS)
+        .map(|_| {
+            let queue = redis.queue_with(QueueConfig {
+                command_timeout: DISPATCH_TIMEOUT,
+                ..QueueConfig::default()
+            });
+            tokio::spawn(produce(queue, produced.clone()))
+        })
+        .collect();
+
+    wait_until(LONG, "jobs are dispatched and running", || async {
+        produced.accepted() >= 300 && records_len(&mut redis.conn().await).await >= 100
+    })
+    .await;
+    redis.kill();
+    let killed_at = Instant::now();
+    let accepted_before = produced.accepted();
+    wait_until(LONG, "dispatches fail while Redis is down", || async {
+        produced.refused.load(Ordering::Relaxed) >= 10
+    })
+    .await;
+    redis.restart();
+    let downtime = killed_at.elapsed();
+    let accepted_at_restart = produced.accepted();
+    wait_until(LONG, "dispatches succeed again", || async {
+        produced.accepted() >= accepted_at_restart + 300
+    })
+    .await;
+    produced.stop.store(true, Ordering::Relaxed);
+    for producer in producers {
+        producer.await.expect("a producer ends");
+    }
+    let accepted = produced.accepted.lock().unwrap().clone();
+
+    let mut conn = redis.conn().await;
+    wait_until(LONG, "every accepted dispatch has run", || async {
+        let runs = runs_by_uuid(&mut redis.conn().await).await;
+        accepted.iter().all(|uuid| runs.contains_key(uuid))
+    })
+    .await;
+    wait_settled(&queue, &["default"]).await;
+    for worker in &mut workers {
+        assert!(worker.is_running(), "a worker exited during the outage");
+        assert_no_panic(worker);
+    }
+    for worker in &mut workers {
+        stop(worker).await;
+    }
+
+    let runs = runs_by_uuid(&mut conn).await;
+    let tally = Tally::of(&accepted, &runs);
+    let refused = produced.refused.load(Ordering::Relaxed);
+    let slowest_refusal = produced.slowest_refusal_ms.load(Ordering::Relaxed);
+    println!(
+        "Redis SIGKILL + AOF restart: accepted dispatches {} ({accepted_before} before the kill, \
+         {} after), refused {refused} (slowest refusal {slowest_refusal} ms), Redis down {} ms, \
+         ran {}, duplicates {}, lost {}, {:.1} s",
+        accepted.len(),
+        accepted.len() - accepted_at_restart,
+        downtime.as_millis(),
+        tally.ran,
+        tally.duplicates.len(),
+        tally.lost.len(),
+        started.elapsed().as_secs_f64()
+    );
+    tally.assert_nothing_lost();
+    assert!(
+        slowest_refusal < (DISPATCH_TIMEOUT + Duration::from_secs(2)).as_millis() as u64,
+        "a dispatch while Redis was down took {slowest_refusal} ms to fail"
+    );
+    assert_eq!(failed_count(&mut conn).await, 0);
+}
+
+/// A kind of Redis trouble a worker must live through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trouble {
+    /// `CLIENT KILL TYPE normal`: every client connection is cut.
+    KilledConnections,
+    /// `CLIENT PAUSE 2000 ALL`: no command is served for 2 s.
+    ClientPause,
+    /// `DEBUG SLEEP 2`: the server is blocked for 2 s.
+    DebugSleep,
+    /// The server is killed with SIGKILL and started again (with AOF) on the same port.
+    Restart,
+}
+
+/// Jobs long enough to be running while the trouble happens.
+const LONG_JOB_MS: u64 = 1_500;
+const TROUBLE_CONCURRENCY: usize = 4;
+
+/// Runs one worker through `trouble` twice, once while it runs jobs (with a backlog waiting)
+/// and once while it is idle, and checks that it carries on: no panic, no exit, every job
+/// runs, and jobs dispatched afterwards run within a bounded time.
+async fn a_worker_lives_through(trouble: Trouble) {
+    let started = Instant::now();
+    let mut redis = TestRedis::start_with(&[&DURABLE[..], &["--enable-debug-command", "yes"]].concat());
+    let queue = redis.queue();
+    let concurrency = TROUBLE_CONCURRENCY.to_string();
+    let mut worker = start_worker(
+        &redis,
+        &[
+            "--concurrency",
+            &concurrency,
+            "--retry-after",
+            "8",
+            "--timeout",
+            "6",
+            "--tries",
+            "0",
+            "--sleep",
+            "1",
+        ],
+    );
+    worker.wait_started().await;
+    let mut records = dispatch_records(&queue, "default", 20).await;
+    wait_until(LONG, "the first jobs ran", || async {
+        records_len(&mut redis.conn().await).await >= 20
+    })
+    .await;
+
+    // Busy: long jobs on every slot, a backlog behind them.
+    let mut long_jobs = Vec::new();
+    for _ in 0..TROUBLE_CONCURRENCY {
+        let uuid = Sleep { ms: LONG_JOB_MS }
+            .dispatch()
+            .via(&queue)
+            .await
+            .unwrap();
+        long_jobs.push(uuid.to_string());
+    }
+    for uuid in &long_jobs {
+        worker
+            .wait_for_event(LONG, "a long job is running", |e| {
+                &e.uuid == uuid && e.status == "RUNNING"
+            })
+            .await;
+    }
+    records.extend(dispatch_records(&queue, "default", 100).await);
+    let lines_before = worker.lines().len();
+    let busy_trouble = inflict(trouble, &mut redis, &worker, &long_jobs).await;
+    let busy_warnings = warnings_since(&worker, lines_before).len();
+    let busy_resumed = resumes_within(&redis, &queue, &mut records).await;
+
+    // Idle: nothing to do, the worker waiting for a push.
+    wait_settled(&queue, &["default"]).await;
+    let lines_before = worker.lines().len();
+    let idle_trouble = inflict(trouble, &mut redis, &worker, &[]).await;
+    let idle_warnings = warnings_since(&worker, lines_before).len();
+    let idle_resumed = resumes_within(&redis, &queue, &mut records).await;
+
+    wait_settled(&queue, &["default"]).await;
+    let mut conn = redis.conn().await;
+    let runs = runs_by_uuid(&mut conn).await;
+    let tally = Tally::of(&records, &runs);
+    let events = worker.events();
+    let long_runs: Vec<usize> = long_jobs
+        .iter()
+        .map(|uuid| {
+            events
+                .iter()
+                .filter(|e| &e.uuid == uuid && e.status == "DONE")
+                .count()
+        })
+        .collect();
+    assert!(worker.is_running(), "the worker exited");
+    assert_no_panic(&worker);
+    let failed = failed_count(&mut conn).await;
+    stop(&mut worker).await;
+
+    println!(
+        "{trouble:?}: record jobs {}, ran {}, duplicates {}, lost {}; long jobs' runs {long_runs:?}; \
+         busy: trouble {} ms, warnings {busy_warnings}, new jobs ran {} ms after; \
+         idle: trouble {} ms, warnings {idle_warnings}, new jobs ran {} ms after; failed {failed}; \
+         {:.1} s",
+        records.len(),
+        tally.ran,
+        tally.duplicates.len(),
+        tally.lost.len(),
+        busy_trouble.as_millis(),
+        busy_resumed.as_millis(),
+        idle_trouble.as_millis(),
+        idle_resumed.as_millis(),
+        started.elapsed().as_secs_f64()
+    );
+    tally.assert_nothing_lost();
+    assert!(
+        long_runs.iter().all(|&n| n >= 1),
+        "every long job finished: {long_runs:?}"
+    );
+    assert_eq!(failed, 0, "no job failed");
+    if matches!(trouble, Trouble::KilledConnections | Trouble::Restart) {
+        assert!(busy_warnings > 0, "the worker logged the busy-time {trouble:?}");
+        assert!(idle_warnings > 0, "the worker logged the idle-time {trouble:?}");
+    } else {
+        // A stall shorter than every timeout is only a delay: each job runs once.
+        assert!(tally.duplicates.is_empty(), "{:?}", tally.duplicates);
+        assert!(long_runs.iter().all(|&n| n == 1), "{long_runs:?}");
+    }
+}
+
+/// Causes `trouble` and returns how long it lasted. `running` jobs, when given, finish while
+/// Redis is down in a restart, so their results wait for Redis to come back.
+async fn inflict(
+    trouble: Trouble,
+    redis: &mut TestRedis,
+    worker: &WorkerProcess,
+    running: &[String],
+) -> Duration {
+    let started = Instant::now();
+    match trouble {
+        Trouble::KilledConnections => {
+            let killed: u64 = redis::cmd("CLIENT")
+                .arg(&["KILL", "TYPE", "normal"])
+                .query_async(&mut redis.conn().await)
+                .await
+                .expect("CLIENT KILL answers");
+            assert!(killed >= 1, "CLIENT KILL cut the worker's connections");
+        }
+        Trouble::ClientPause => {
+            let mut conn = redis.conn().await;
+            redis::cmd("CLIENT")
+                .arg(&["PAUSE", "2000", "ALL"])
+                .query_async::<()>(&mut conn)
+                .await
+                .expect("CLIENT PAUSE answers");
+            // Served only once the pause is over.
+            redis::cmd("PING")
+                .query_async::<()>(&mut conn)
+                .await
+                .expect("PING answers after the pause");
+        }
+        Trouble::DebugSleep => {
+            redis::cmd("DEBUG")
+                .arg(&["SLEEP", "2"])
+                .query_async::<()>(&mut redis.conn().await)
+                .await
+                .expect("DEBUG SLEEP answers");
+        }
+        Trouble::Restart => {
+            let lines_before = worker.lines().len();
+            redis.kill();
+            if running.is_empty() {
+                // The worker notices that its connections are gone.
+                wait_until(LONG, "the worker logged the outage", || async {
+                    !warnings_since(worker, lines_before).is_empty()
+                })
+                .await;
+            } else {
+                for uuid in running {
+                    worker
+                        .wait_for_event(LONG, "a running job finished during the outage", |e| {
+                            &e.uuid == uuid && e.status == "DONE"
+                        })
+                        .await;
+                }
+            }
+            redis.restart();
+        }
+    }
+    started.elapsed()
+}
+
+/// Dispatches new jobs after trouble and waits until they, and everything dispatched before,
+/// have run; returns how long that took.
+async fn resumes_within(
+    redis: &TestRedis,
+    queue: &RedisQueue,
+    records: &mut Vec<String>,
+) -> Duration {
+    let started = Instant::now();
+    let fresh = dispatch_records_retrying(queue, 10).await;
+    records.extend(fresh);
+    wait_until(
+        Duration::from_secs(30),
+        "jobs dispatched after the trouble ran",
+        || async {
+            let runs = runs_by_uuid(&mut redis.conn().await).await;
+            records.iter().all(|uuid| runs.contains_key(uuid))
+        },
+    )
+    .await;
+    started.elapsed()
+}
+
+#[tokio::test]
+async fn a_worker_lives_through_killed_connections() {
+    a_worker_lives_through(Trouble::KilledConnections).await;
+}
+
+#[tokio::test]
+async fn a_worker_lives_through_client_pause() {
+    a_worker_lives_through(Trouble::ClientPause).await;
+}
+
+#[tokio::test]
+async fn a_worker_lives_through_debug_sleep() {
+    a_worker_lives_through(Trouble::DebugSleep).await;
+}
+
+#[tokio::test]
+async fn a_worker_lives_through_a_redis_restart() {
+    a_worker_lives_through(Trouble::Restart).await;
+}
