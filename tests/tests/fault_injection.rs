@@ -550,15 +550,15 @@ async fn a_worker_lives_through(trouble: Trouble) {
     records.extend(dispatch_records(&queue, "default", 100).await);
     let lines_before = worker.lines().len();
     let busy_trouble = inflict(trouble, &mut redis, &worker, &long_jobs).await;
-    let busy_warnings = warnings_since(&worker, lines_before).len();
     let busy_resumed = resumes_within(&redis, &queue, &mut records).await;
+    let busy_warnings = warnings_since(&worker, lines_before);
 
     // Idle: nothing to do, the worker waiting for a push.
     wait_settled(&queue, &["default"]).await;
     let lines_before = worker.lines().len();
     let idle_trouble = inflict(trouble, &mut redis, &worker, &[]).await;
-    let idle_warnings = warnings_since(&worker, lines_before).len();
     let idle_resumed = resumes_within(&redis, &queue, &mut records).await;
+    let idle_warnings = warnings_since(&worker, lines_before);
 
     wait_settled(&queue, &["default"]).await;
     let mut conn = redis.conn().await;
@@ -578,6 +578,10 @@ async fn a_worker_lives_through(trouble: Trouble) {
     assert_no_panic(&worker);
     let failed = failed_count(&mut conn).await;
     stop(&mut worker).await;
+    for warning in busy_warnings.iter().chain(&idle_warnings) {
+        eprintln!("{trouble:?}: the worker logged {warning}");
+    }
+    let (busy_warnings, idle_warnings) = (busy_warnings.len(), idle_warnings.len());
 
     println!(
         "{trouble:?}: record jobs {}, ran {}, duplicates {}, lost {}; long jobs' runs {long_runs:?}; \
