@@ -6,7 +6,7 @@
 
 use examples::{Record, Sleep, RECORDS_KEY};
 use jobs_core::keys::QueueKeys;
-use jobs_core::{Bulk, Job, Payload, QueueConfig, RedisQueue};
+use jobs_core::{Bulk, Error, Job, Payload, QueueConfig, RedisQueue};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use std::collections::{HashMap, HashSet};
@@ -355,6 +355,9 @@ struct Produced {
     accepted: Mutex<Vec<String>>,
     refused: AtomicU64,
     slowest_refusal_ms: AtomicU64,
+    /// Refused dispatches that started after Redis was back up.
+    refused_while_up: AtomicU64,
+    up_again: Mutex<Option<Instant>>,
     stop: AtomicBool,
 }
 
@@ -371,8 +374,17 @@ async fn produce(queue: RedisQueue, produced: Arc<Produced>) {
         let dispatched = Record { due_ms: 0 }.dispatch().via(&queue).await;
         match dispatched {
             Ok(uuid) => produced.accepted.lock().unwrap().push(uuid.to_string()),
-            Err(_) => {
+            Err(err) => {
                 produced.refused.fetch_add(1, Ordering::Relaxed);
+                if produced
+                    .up_again
+                    .lock()
+                    .unwrap()
+                    .is_some_and(|up| started >= up)
+                {
+                    eprintln!("a dispatch failed while Redis was up: {err}");
+                    produced.refused_while_up.fetch_add(1, Ordering::Relaxed);
+                }
                 let ms = started.elapsed().as_millis() as u64;
                 produced.slowest_refusal_ms.fetch_max(ms, Ordering::Relaxed);
                 // A producer that meets an error tries again a little later.
@@ -432,6 +444,7 @@ async fn redis_killed_and_restarted_with_aof_loses_no_accepted_dispatch() {
     })
     .await;
     redis.restart();
+    *produced.up_again.lock().unwrap() = Some(Instant::now());
     let downtime = killed_at.elapsed();
     let accepted_at_restart = produced.accepted();
     wait_until(LONG, "dispatches succeed again", || async {
@@ -463,9 +476,11 @@ async fn redis_killed_and_restarted_with_aof_loses_no_accepted_dispatch() {
     let tally = Tally::of(&accepted, &runs);
     let refused = produced.refused.load(Ordering::Relaxed);
     let slowest_refusal = produced.slowest_refusal_ms.load(Ordering::Relaxed);
+    let refused_while_up = produced.refused_while_up.load(Ordering::Relaxed);
     println!(
         "Redis SIGKILL + AOF restart: accepted dispatches {} ({accepted_before} before the kill, \
-         {} after), refused {refused} (slowest refusal {slowest_refusal} ms), Redis down {} ms, \
+         {} after), refused {refused} (slowest refusal {slowest_refusal} ms, \
+         {refused_while_up} after the restart), Redis down {} ms, \
          ran {}, duplicates {}, lost {}, {:.1} s",
         accepted.len(),
         accepted.len() - accepted_at_restart,
@@ -481,6 +496,58 @@ async fn redis_killed_and_restarted_with_aof_loses_no_accepted_dispatch() {
         "a dispatch while Redis was down took {slowest_refusal} ms to fail"
     );
     assert_eq!(failed_count(&mut conn).await, 0);
+}
+
+/// Longer than a handle's own reconnection attempts after a failed call (about 0.7 s).
+const OUTAGE: Duration = Duration::from_millis(1_500);
+
+#[tokio::test]
+async fn a_handle_works_at_once_when_redis_is_back_after_an_outage() {
+    let mut redis = TestRedis::start();
+    let queue = redis.queue_with(QueueConfig {
+        command_timeout: DISPATCH_TIMEOUT,
+        ..QueueConfig::default()
+    });
+    queue.size("default").await.expect("Redis answers");
+    redis.kill();
+    let refused = wait_for(LONG, "the handle finds the connection refused", || async {
+        let started = Instant::now();
+        match queue.size("default").await {
+            Err(Error::Unreachable(err)) if err.is_connection_refusal() => Some(started.elapsed()),
+            _ => None,
+        }
+    })
+    .await;
+    assert!(
+        refused <= DISPATCH_TIMEOUT + Duration::from_millis(500),
+        "a refusal took {refused:?}"
+    );
+    let started = Instant::now();
+    let dispatched = Record { due_ms: 0 }.dispatch().via(&queue).await;
+    let refused_dispatch = started.elapsed();
+    assert!(
+        matches!(dispatched, Err(Error::Unreachable(_) | Error::Timeout(_))),
+        "a dispatch while Redis is down fails: {dispatched:?}"
+    );
+    assert!(refused_dispatch <= DISPATCH_TIMEOUT + Duration::from_millis(500));
+    // The outage outlasts the reconnection attempts the failures started.
+    tokio::time::sleep(OUTAGE).await;
+    redis.restart();
+
+    let started = Instant::now();
+    let size = queue.size("default").await;
+    let dispatched = Record { due_ms: 0 }.dispatch().via(&queue).await;
+    println!(
+        "handle after an outage of {} ms: refusal in {} ms, dispatch refused in {} ms; \
+         once back: first call {size:?}, first dispatch {dispatched:?}, {} ms",
+        OUTAGE.as_millis(),
+        refused.as_millis(),
+        refused_dispatch.as_millis(),
+        started.elapsed().as_millis()
+    );
+    size.expect("the first call after Redis came back succeeds");
+    dispatched.expect("the first dispatch after Redis came back succeeds");
+    assert_eq!(queue.size("default").await.unwrap().ready, 1);
 }
 
 /// A kind of Redis trouble a worker must live through.
@@ -516,7 +583,7 @@ async fn a_worker_lives_through(trouble: Trouble) {
             "--retry-after",
             "8",
             "--timeout",
-            "6",
+            "2",
             "--tries",
             "0",
             "--sleep",
