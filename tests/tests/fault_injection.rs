@@ -561,18 +561,47 @@ enum Trouble {
     DebugSleep,
     /// The server is killed with SIGKILL and started again (with AOF) on the same port.
     Restart,
+    /// A restart after an outage longer than `--retry-after` and than the worker's longest
+    /// pause between fetches.
+    LongOutage,
+}
+
+impl Trouble {
+    /// The worker's `--retry-after`: longer than the trouble, except for a long outage.
+    fn retry_after(self) -> &'static str {
+        match self {
+            Trouble::LongOutage => "3",
+            _ => "8",
+        }
+    }
+
+    /// Whether the trouble is also caused while the worker is idle, waiting for a push.
+    fn also_when_idle(self) -> bool {
+        self != Trouble::LongOutage
+    }
 }
 
 /// Jobs long enough to be running while the trouble happens.
 const LONG_JOB_MS: u64 = 1_500;
 const TROUBLE_CONCURRENCY: usize = 4;
+/// The worker's longest pause between two fetches that failed.
+const FETCH_PAUSE_CAP: Duration = Duration::from_secs(5);
 
-/// Runs one worker through `trouble` twice, once while it runs jobs (with a backlog waiting)
-/// and once while it is idle, and checks that it carries on: no panic, no exit, every job
+/// What one bout of trouble did to the worker.
+struct Bout {
+    phase: &'static str,
+    trouble: Duration,
+    resumed: Duration,
+    warnings: Vec<String>,
+}
+
+/// Runs one worker through `trouble` while it runs jobs (with a backlog waiting) and, for most
+/// kinds, again while it is idle, and checks that it carries on: no panic, no exit, every job
 /// runs, and jobs dispatched afterwards run within a bounded time.
 async fn a_worker_lives_through(trouble: Trouble) {
     let started = Instant::now();
-    let mut redis = TestRedis::start_with(&[&DURABLE[..], &["--enable-debug-command", "yes"]].concat());
+    let mut redis =
+        TestRedis::start_with(&[&DURABLE[..], &["--enable-debug-command", "yes"]].concat());
     let queue = redis.queue();
     let concurrency = TROUBLE_CONCURRENCY.to_string();
     let mut worker = start_worker(
@@ -581,7 +610,7 @@ async fn a_worker_lives_through(trouble: Trouble) {
             "--concurrency",
             &concurrency,
             "--retry-after",
-            "8",
+            trouble.retry_after(),
             "--timeout",
             "2",
             "--tries",
@@ -596,6 +625,7 @@ async fn a_worker_lives_through(trouble: Trouble) {
         records_len(&mut redis.conn().await).await >= 20
     })
     .await;
+    let mut bouts = Vec::new();
 
     // Busy: long jobs on every slot, a backlog behind them.
     let mut long_jobs = Vec::new();
@@ -616,16 +646,26 @@ async fn a_worker_lives_through(trouble: Trouble) {
     }
     records.extend(dispatch_records(&queue, "default", 100).await);
     let lines_before = worker.lines().len();
-    let busy_trouble = inflict(trouble, &mut redis, &worker, &long_jobs).await;
-    let busy_resumed = resumes_within(&redis, &queue, &mut records).await;
-    let busy_warnings = warnings_since(&worker, lines_before);
+    let lasted = inflict(trouble, &mut redis, &worker, &long_jobs).await;
+    bouts.push(Bout {
+        phase: "busy",
+        trouble: lasted,
+        resumed: resumes_within(&redis, &queue, &mut records).await,
+        warnings: warnings_since(&worker, lines_before),
+    });
 
     // Idle: nothing to do, the worker waiting for a push.
-    wait_settled(&queue, &["default"]).await;
-    let lines_before = worker.lines().len();
-    let idle_trouble = inflict(trouble, &mut redis, &worker, &[]).await;
-    let idle_resumed = resumes_within(&redis, &queue, &mut records).await;
-    let idle_warnings = warnings_since(&worker, lines_before);
+    if trouble.also_when_idle() {
+        wait_settled(&queue, &["default"]).await;
+        let lines_before = worker.lines().len();
+        let lasted = inflict(trouble, &mut redis, &worker, &[]).await;
+        bouts.push(Bout {
+            phase: "idle",
+            trouble: lasted,
+            resumed: resumes_within(&redis, &queue, &mut records).await,
+            warnings: warnings_since(&worker, lines_before),
+        });
+    }
 
     wait_settled(&queue, &["default"]).await;
     let mut conn = redis.conn().await;
@@ -645,40 +685,97 @@ async fn a_worker_lives_through(trouble: Trouble) {
     assert_no_panic(&worker);
     let failed = failed_count(&mut conn).await;
     stop(&mut worker).await;
-    for warning in busy_warnings.iter().chain(&idle_warnings) {
-        eprintln!("{trouble:?}: the worker logged {warning}");
-    }
-    let (busy_warnings, idle_warnings) = (busy_warnings.len(), idle_warnings.len());
 
+    for bout in &bouts {
+        for warning in &bout.warnings {
+            eprintln!("{trouble:?}, {}: the worker logged {warning}", bout.phase);
+        }
+    }
+    let bout_figures: Vec<String> = bouts
+        .iter()
+        .map(|bout| {
+            format!(
+                "{}: trouble {} ms, warnings {}, new jobs ran {} ms after",
+                bout.phase,
+                bout.trouble.as_millis(),
+                bout.warnings.len(),
+                bout.resumed.as_millis()
+            )
+        })
+        .collect();
     println!(
         "{trouble:?}: record jobs {}, ran {}, duplicates {}, lost {}; long jobs' runs {long_runs:?}; \
-         busy: trouble {} ms, warnings {busy_warnings}, new jobs ran {} ms after; \
-         idle: trouble {} ms, warnings {idle_warnings}, new jobs ran {} ms after; failed {failed}; \
-         {:.1} s",
+         {}; failed {failed}; {:.1} s",
         records.len(),
         tally.ran,
         tally.duplicates.len(),
         tally.lost.len(),
-        busy_trouble.as_millis(),
-        busy_resumed.as_millis(),
-        idle_trouble.as_millis(),
-        idle_resumed.as_millis(),
+        bout_figures.join("; "),
         started.elapsed().as_secs_f64()
     );
     tally.assert_nothing_lost();
-    assert!(
-        long_runs.iter().all(|&n| n >= 1),
-        "every long job finished: {long_runs:?}"
-    );
     assert_eq!(failed, 0, "no job failed");
-    if matches!(trouble, Trouble::KilledConnections | Trouble::Restart) {
-        assert!(busy_warnings > 0, "the worker logged the busy-time {trouble:?}");
-        assert!(idle_warnings > 0, "the worker logged the idle-time {trouble:?}");
+    match trouble {
+        Trouble::ClientPause | Trouble::DebugSleep => {
+            // A stall shorter than every timeout is only a delay: each job runs once.
+            assert!(tally.duplicates.is_empty(), "{:?}", tally.duplicates);
+        }
+        Trouble::KilledConnections | Trouble::Restart | Trouble::LongOutage => {
+            for bout in &bouts {
+                assert!(
+                    !bout.warnings.is_empty(),
+                    "the worker logged the {} {trouble:?}",
+                    bout.phase
+                );
+            }
+        }
+    }
+    if trouble == Trouble::LongOutage {
+        // The reservations of the long jobs expired during the outage: a job may run again,
+        // but the acknowledgements were never given up, and fetching resumed within one
+        // capped pause of Redis coming back.
+        assert!(
+            long_runs.iter().all(|&n| n >= 1),
+            "every long job finished: {long_runs:?}"
+        );
+        let warnings = &bouts[0].warnings;
+        assert!(
+            !warnings.iter().any(|w| w.contains("giving up")),
+            "the worker gave up on Redis: {warnings:?}"
+        );
+        let pauses = fetch_pauses(warnings);
+        assert!(
+            pauses.iter().all(|&pause| pause <= FETCH_PAUSE_CAP),
+            "fetch pauses beyond the cap: {pauses:?}"
+        );
+        assert!(
+            bouts[0].resumed <= FETCH_PAUSE_CAP + Duration::from_secs(5),
+            "new jobs ran {:?} after Redis came back",
+            bouts[0].resumed
+        );
     } else {
-        // A stall shorter than every timeout is only a delay: each job runs once.
-        assert!(tally.duplicates.is_empty(), "{:?}", tally.duplicates);
+        // Redis was back before any reservation expired: the results of the long jobs,
+        // finished during the trouble, were delivered, and none ran twice.
         assert!(long_runs.iter().all(|&n| n == 1), "{long_runs:?}");
     }
+}
+
+/// The pauses a worker announced in its `cannot fetch jobs; retrying in ...` warnings.
+fn fetch_pauses(warnings: &[String]) -> Vec<Duration> {
+    warnings
+        .iter()
+        .filter_map(|line| {
+            let line: serde_json::Value = serde_json::from_str(line).ok()?;
+            let pause = line["message"]
+                .as_str()?
+                .strip_prefix("cannot fetch jobs; retrying in ")?;
+            let seconds = match pause.strip_suffix("ms") {
+                Some(ms) => ms.parse::<f64>().ok()? / 1000.0,
+                None => pause.strip_suffix('s')?.parse::<f64>().ok()?,
+            };
+            Some(Duration::from_secs_f64(seconds))
+        })
+        .collect()
 }
 
 /// Causes `trouble` and returns how long it lasted. `running` jobs, when given, finish while
@@ -719,7 +816,7 @@ async fn inflict(
                 .await
                 .expect("DEBUG SLEEP answers");
         }
-        Trouble::Restart => {
+        Trouble::Restart | Trouble::LongOutage => {
             let lines_before = worker.lines().len();
             redis.kill();
             if running.is_empty() {
@@ -736,6 +833,15 @@ async fn inflict(
                         })
                         .await;
                 }
+            }
+            if trouble == Trouble::LongOutage {
+                let cap = format!("retrying in {FETCH_PAUSE_CAP:?}");
+                wait_until(LONG, "the worker's fetch pause reached its cap", || async {
+                    warnings_since(worker, lines_before)
+                        .iter()
+                        .any(|w| w.contains(&cap))
+                })
+                .await;
             }
             redis.restart();
         }
@@ -783,4 +889,9 @@ async fn a_worker_lives_through_debug_sleep() {
 #[tokio::test]
 async fn a_worker_lives_through_a_redis_restart() {
     a_worker_lives_through(Trouble::Restart).await;
+}
+
+#[tokio::test]
+async fn a_worker_lives_through_a_long_redis_outage() {
+    a_worker_lives_through(Trouble::LongOutage).await;
 }
