@@ -553,7 +553,8 @@ async fn a_handle_works_at_once_when_redis_is_back_after_an_outage() {
 /// A kind of Redis trouble a worker must live through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Trouble {
-    /// `CLIENT KILL TYPE normal`: every client connection is cut.
+    /// `CLIENT KILL TYPE normal` cuts every client connection of a busy worker; `CLIENT KILL
+    /// ID` the blocking connection of an idle one.
     KilledConnections,
     /// `CLIENT PAUSE 2000 ALL`: no command is served for 2 s.
     ClientPause,
@@ -584,6 +585,9 @@ impl Trouble {
 /// Jobs long enough to be running while the trouble happens.
 const LONG_JOB_MS: u64 = 1_500;
 const TROUBLE_CONCURRENCY: usize = 4;
+/// The trouble workers' `--sleep`: an idle worker wakes for a push at once, through its
+/// blocking wait, and checks its queues at least this often without one.
+const IDLE_SLEEP: Duration = Duration::from_secs(10);
 /// The worker's longest pause between two fetches that failed.
 const FETCH_PAUSE_CAP: Duration = Duration::from_secs(5);
 
@@ -615,8 +619,9 @@ async fn a_worker_lives_through(trouble: Trouble) {
             "2",
             "--tries",
             "0",
+            // Long enough that a worker woken only by this fallback would fail the bounds.
             "--sleep",
-            "1",
+            &IDLE_SLEEP.as_secs().to_string(),
         ],
     );
     worker.wait_started().await;
@@ -715,6 +720,20 @@ async fn a_worker_lives_through(trouble: Trouble) {
     );
     tally.assert_nothing_lost();
     assert_eq!(failed, 0, "no job failed");
+    for bout in &bouts {
+        // Idle, the new jobs wake the worker through its blocking wait, which therefore came
+        // back; busy, they wait for the backlog and the long jobs too.
+        let bound = match bout.phase {
+            "idle" => Duration::from_secs(5),
+            _ => Duration::from_secs(12),
+        };
+        assert!(
+            bout.resumed <= bound,
+            "{}: new jobs ran {:?} after the {trouble:?}",
+            bout.phase,
+            bout.resumed
+        );
+    }
     match trouble {
         Trouble::ClientPause | Trouble::DebugSleep => {
             // A stall shorter than every timeout is only a delay: each job runs once.
@@ -788,6 +807,33 @@ async fn inflict(
 ) -> Duration {
     let started = Instant::now();
     match trouble {
+        Trouble::KilledConnections if running.is_empty() => {
+            // The idle worker's blocking wait, cut by its id.
+            let mut conn = redis.conn().await;
+            let id = wait_for(LONG, "the worker's BLPOP is blocked", || async {
+                let clients: String = redis::cmd("CLIENT")
+                    .arg("LIST")
+                    .query_async(&mut redis.conn().await)
+                    .await
+                    .expect("CLIENT LIST answers");
+                clients
+                    .lines()
+                    .find(|client| client.contains(" cmd=blpop ") && client.contains(" flags=b "))
+                    .and_then(|client| client.strip_prefix("id="))
+                    .and_then(|rest| rest.split(' ').next())
+                    .map(str::to_owned)
+            })
+            .await;
+            let killed: u64 = redis::cmd("CLIENT")
+                .arg(&["KILL", "ID", &id])
+                .query_async(&mut conn)
+                .await
+                .expect("CLIENT KILL ID answers");
+            assert_eq!(
+                killed, 1,
+                "CLIENT KILL ID cut the worker's BLPOP connection"
+            );
+        }
         Trouble::KilledConnections => {
             let killed: u64 = redis::cmd("CLIENT")
                 .arg(&["KILL", "TYPE", "normal"])
