@@ -41,8 +41,9 @@ async fn dispatch_records(queue: &RedisQueue, queue_name: &str, count: usize) ->
     uuids
 }
 
-/// Dispatches `count` record jobs, trying each one again after an error until it returns Ok
-/// (a handle's first command after Redis came back may meet the dead connection).
+/// Dispatches `count` record jobs, trying each one again after an error until it returns Ok: a
+/// handle's first command after its connection was cut can fail with "broken pipe" (whether
+/// it reached Redis is unknown, so the handle does not repeat it by itself).
 async fn dispatch_records_retrying(queue: &RedisQueue, count: usize) -> Vec<String> {
     let mut uuids = Vec::with_capacity(count);
     for _ in 0..count {
