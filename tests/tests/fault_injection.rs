@@ -198,15 +198,16 @@ async fn workers_killed_mid_load_lose_nothing_and_rerun_only_jobs_in_flight() {
     let mut conn = redis.conn().await;
     let uuids = dispatch_records(&queue, "default", KILL_LOAD).await;
     let concurrency = KILL_CONCURRENCY.to_string();
-    // A short retry_after brings the killed workers' jobs back quickly; tries allow a job to be
-    // in flight at every kill and still run.
+    // A short retry_after brings the killed workers' jobs back quickly; the timeout stays far
+    // above a record job's run time, so that no job runs twice but for a kill; tries allow a
+    // job to be in flight at every kill and still run.
     let args = [
         "--concurrency",
         &concurrency,
         "--retry-after",
-        "3",
+        "6",
         "--timeout",
-        "2",
+        "5",
         "--tries",
         "10",
         "--sleep",
@@ -577,6 +578,15 @@ impl Trouble {
         }
     }
 
+    /// The worker's `--timeout`: below `--retry-after`, and far above the long jobs' run time
+    /// where the long jobs must run exactly once.
+    fn timeout(self) -> &'static str {
+        match self {
+            Trouble::LongOutage => "2",
+            _ => "6",
+        }
+    }
+
     /// Whether the trouble is also caused while the worker is idle, waiting for a push.
     fn also_when_idle(self) -> bool {
         self != Trouble::LongOutage
@@ -617,7 +627,7 @@ async fn a_worker_lives_through(trouble: Trouble) {
             "--retry-after",
             trouble.retry_after(),
             "--timeout",
-            "2",
+            trouble.timeout(),
             "--tries",
             "0",
             // Long enough that a worker woken only by this fallback would fail the bounds.
