@@ -353,8 +353,9 @@ impl RedisQueue {
 
     /// Deletes a finished job's reservation. Returns `false` when it was no longer held.
     pub async fn delete(&self, queue: &QueueKeys, reserved: &str) -> Result<bool> {
-        let mut conn = self.conn.clone();
-        let removed: u64 = self.timed(conn.zrem(&queue.reserved, reserved)).await?;
+        let removed: u64 = self
+            .call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
+            .await?;
         Ok(removed == 1)
     }
 
@@ -364,8 +365,8 @@ impl RedisQueue {
         if reserved.is_empty() {
             return Ok(0);
         }
-        let mut conn = self.conn.clone();
-        self.timed(conn.zrem(&queue.reserved, reserved)).await
+        self.call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
+            .await
     }
 
     /// Pushes the expiry of reservations still held to `retry_after` from now (server time);
@@ -434,9 +435,10 @@ impl RedisQueue {
     ) -> Result<bool> {
         let layout = self.layout();
         let separate_removal = !reserved.is_empty() && layout == KeyLayout::Cluster;
-        let mut conn = self.conn.clone();
         if separate_removal {
-            let held: Option<f64> = self.timed(conn.zscore(&queue.reserved, reserved)).await?;
+            let held: Option<f64> = self
+                .call(|mut conn| async move { conn.zscore(&queue.reserved, reserved).await })
+                .await?;
             if held.is_none() {
                 return Ok(false);
             }
@@ -453,8 +455,10 @@ impl RedisQueue {
             .arg(self.config.failed_max_age.as_secs());
         let recorded: u64 = self.invoke(&call).await?;
         if separate_removal {
-            self.timed(conn.zrem::<_, _, ()>(&queue.reserved, reserved))
-                .await?;
+            self.call(
+                |mut conn| async move { conn.zrem::<_, _, ()>(&queue.reserved, reserved).await },
+            )
+            .await?;
         }
         Ok(recorded == 1)
     }
@@ -462,15 +466,15 @@ impl RedisQueue {
     /// The sizes of a queue.
     pub async fn size(&self, queue: &str) -> Result<QueueSize> {
         let keys = self.queue_keys(queue);
-        let mut conn = self.conn.clone();
+        let mut pipe = redis::pipe();
+        pipe.llen(&keys.ready)
+            .zcard(&keys.delayed)
+            .zcard(&keys.reserved);
         let (ready, delayed, reserved) = self
-            .timed(
-                redis::pipe()
-                    .llen(&keys.ready)
-                    .zcard(&keys.delayed)
-                    .zcard(&keys.reserved)
-                    .query_async(&mut conn),
-            )
+            .call(|mut conn| {
+                let pipe = &pipe;
+                async move { pipe.query_async(&mut conn).await }
+            })
             .await?;
         Ok(QueueSize {
             ready,
@@ -491,9 +495,9 @@ impl RedisQueue {
 
     /// The failed-job record of `uuid`, if the store has it.
     pub async fn failed_job(&self, uuid: &str) -> Result<Option<FailedJob>> {
-        let mut conn = self.conn.clone();
+        let key = self.layout().failed_jobs();
         let json: Option<String> = self
-            .timed(conn.hget(self.layout().failed_jobs(), uuid))
+            .call(|mut conn| async move { conn.hget(key, uuid).await })
             .await?;
         Ok(json.and_then(|json| serde_json::from_str(&json).ok()))
     }
@@ -503,20 +507,20 @@ impl RedisQueue {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn.clone();
+        let index = self.layout().failed_jobs_index();
         let uuids: Vec<String> = self
-            .timed(conn.zrevrange(self.layout().failed_jobs_index(), 0, limit as isize - 1))
+            .call(|mut conn| async move { conn.zrevrange(index, 0, limit as isize - 1).await })
             .await?;
         if uuids.is_empty() {
             return Ok(Vec::new());
         }
+        let mut hmget = redis::cmd("HMGET");
+        hmget.arg(self.layout().failed_jobs()).arg(&uuids);
         let records: Vec<Option<String>> = self
-            .timed(
-                redis::cmd("HMGET")
-                    .arg(self.layout().failed_jobs())
-                    .arg(&uuids)
-                    .query_async(&mut conn),
-            )
+            .call(|mut conn| {
+                let hmget = &hmget;
+                async move { hmget.query_async(&mut conn).await }
+            })
             .await?;
         Ok(records
             .into_iter()
@@ -542,9 +546,33 @@ impl RedisQueue {
         }
     }
 
+    /// Runs one Redis call under the command timeout. A call that finds the connection refused
+    /// was never sent, and may have met only the kept failure of a reconnection made while
+    /// Redis was down; that failure starts a new reconnection. Such a call is therefore made
+    /// once more, on the new connection, within the same timeout, so that the first call after
+    /// Redis came back succeeds. If that one does not answer in time, the refusal is reported.
+    async fn call<T, F, Fut>(&self, call: F) -> Result<T>
+    where
+        F: Fn(Connection) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.config.command_timeout;
+        let timed_out = || Error::Timeout(self.config.command_timeout);
+        match tokio::time::timeout_at(deadline, call(self.conn.clone())).await {
+            Ok(Err(refused)) if refused.is_connection_refusal() => {
+                match tokio::time::timeout_at(deadline, call(self.conn.clone())).await {
+                    Ok(result) => result.map_err(Error::from),
+                    Err(_) => Err(Error::from(refused)),
+                }
+            }
+            Ok(result) => result.map_err(Error::from),
+            Err(_) => Err(timed_out()),
+        }
+    }
+
     async fn invoke<T: redis::FromRedisValue>(&self, call: &ScriptInvocation<'_>) -> Result<T> {
-        let mut conn = self.conn.clone();
-        self.timed(call.invoke_async(&mut conn)).await
+        self.call(|mut conn| async move { call.invoke_async(&mut conn).await })
+            .await
     }
 
     /// Sends script calls in one pipeline, preceded by `SCRIPT LOAD` of the `scripts` they
@@ -569,18 +597,23 @@ impl RedisQueue {
         for call in calls {
             pipe.invoke_script(call).ignore();
         }
-        let mut conn = self.conn.clone();
-        self.timed(pipe.query_async::<()>(&mut conn)).await
+        self.query_pipeline(&pipe).await
     }
 
     /// Loads every script into the server's script cache (every primary's, on a cluster).
     pub async fn load_scripts(&self) -> Result<()> {
-        let mut conn = self.conn.clone();
         for script in scripts::all() {
-            self.timed(script.prepare_invoke().load_async(&mut conn))
-                .await?;
+            self.call(
+                |mut conn| async move { script.prepare_invoke().load_async(&mut conn).await },
+            )
+            .await?;
         }
         Ok(())
+    }
+
+    async fn query_pipeline(&self, pipe: &Pipeline) -> Result<()> {
+        self.call(|mut conn| async move { pipe.query_async::<()>(&mut conn).await })
+            .await
     }
 }
 

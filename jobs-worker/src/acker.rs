@@ -4,18 +4,21 @@
 //! job's reserved copy to the acker and frees its slot at once, and the acker removes the
 //! reserved copies it has collected with one `ZREM` per queue. If the worker dies before that,
 //! the job comes back after retry_after, as it would had the worker died a moment earlier.
+//! Acknowledgements that cannot be delivered (Redis is unreachable) are kept and sent again,
+//! with whatever finished meanwhile, until Redis answers.
 
 use jobs_core::keys::QueueKeys;
 use jobs_core::RedisQueue;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TryRecvError;
 use tokio::task::JoinHandle;
 use tracing::warn;
 
 use crate::processor::Reserved;
-use crate::retry::with_retries;
+use crate::retry::Pause;
 
 /// Most reservations removed by one `ZREM`.
 const MAX_BATCH: usize = 1000;
@@ -27,8 +30,9 @@ pub struct Acker {
 }
 
 impl Acker {
-    /// Starts an acker writing through `queue`. It retries through Redis outages for up to
-    /// `retry_after`; after that the reservations expire and the jobs run again.
+    /// Starts an acker writing through `queue`. While the worker runs, it retries through
+    /// Redis outages until the acknowledgements are delivered; once closed, for up to
+    /// `retry_after`, after which the reservations have expired and the jobs run again.
     pub fn start(queue: RedisQueue, retry_after: Duration) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
         let sender = AckSender {
@@ -49,7 +53,8 @@ impl Acker {
         self.sender.clone()
     }
 
-    /// Acknowledges everything sent so far, then stops.
+    /// Acknowledges everything sent so far, then stops. If Redis stays unreachable, it gives up
+    /// after `retry_after`: those jobs come back and run again.
     pub async fn close(self) {
         drop(self.sender);
         if let Err(err) = self.task.await {
@@ -88,23 +93,91 @@ async fn run(
     unacknowledged: Arc<AtomicUsize>,
     retry_after: Duration,
 ) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        for (keys, members) in Reserved::by_queue(&batch) {
-            delete(&queue, keys, &members, retry_after).await;
+    let mut pending: Vec<Reserved> = Vec::with_capacity(MAX_BATCH);
+    let mut pause = Pause::new(Duration::from_millis(50), Duration::from_secs(2));
+    let mut closed = false;
+    let mut give_up_at: Option<Instant> = None;
+    loop {
+        if !closed {
+            closed = take_arrived(&mut receiver, &mut pending).await;
         }
-        unacknowledged.fetch_sub(batch.len(), Ordering::SeqCst);
-        batch.clear();
+        if pending.is_empty() {
+            return;
+        }
+        let before = pending.len();
+        let acknowledged = acknowledge(&queue, &mut pending).await;
+        unacknowledged.fetch_sub(before - pending.len(), Ordering::SeqCst);
+        let Err(err) = acknowledged else {
+            pause.reset();
+            continue;
+        };
+        // While the worker runs, an acknowledgement is never dropped: once Redis is back it
+        // is delivered, and the job does not run again unless its reservation expired and
+        // the job was handed out meanwhile. A stopping worker waits for Redis only as long
+        // as the reservations last.
+        if closed {
+            let give_up_at = *give_up_at.get_or_insert_with(|| Instant::now() + retry_after);
+            if Instant::now() + pause.peek() >= give_up_at {
+                warn!(
+                    error = %err,
+                    jobs = pending.len(),
+                    "giving up: cannot acknowledge finished jobs; they come back after retry_after"
+                );
+                unacknowledged.fetch_sub(pending.len(), Ordering::SeqCst);
+                return;
+            }
+        }
+        warn!(
+            error = %err,
+            jobs = pending.len(),
+            "cannot acknowledge finished jobs yet; retrying"
+        );
+        tokio::time::sleep(pause.take()).await;
     }
 }
 
-/// Deletes reservations of one queue, retrying through short outages.
-async fn delete(queue: &RedisQueue, keys: &QueueKeys, members: &[&str], retry_after: Duration) {
-    let removed = with_retries(retry_after, "acknowledge finished jobs", || {
-        queue.delete_many(keys, members)
-    })
-    .await;
-    let missing = removed.map_or(0, |removed| members.len() as u64 - removed);
+/// Adds the finished jobs that have arrived to `pending`, up to [`MAX_BATCH`], waiting for one
+/// when none is pending. Returns whether the acker has been closed and everything sent to it
+/// taken.
+async fn take_arrived(
+    receiver: &mut mpsc::UnboundedReceiver<Reserved>,
+    pending: &mut Vec<Reserved>,
+) -> bool {
+    if pending.is_empty() {
+        return receiver.recv_many(pending, MAX_BATCH).await == 0;
+    }
+    while pending.len() < MAX_BATCH {
+        match receiver.try_recv() {
+            Ok(job) => pending.push(job),
+            Err(TryRecvError::Empty) => return false,
+            Err(TryRecvError::Disconnected) => return true,
+        }
+    }
+    false
+}
+
+/// Deletes the reservations of `pending` jobs with one `ZREM` per queue, and takes the jobs of
+/// every queue it reached out of `pending`. Stops at the first Redis error, which it returns.
+async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Reserved>) -> jobs_core::Result<()> {
+    let mut acknowledged: Vec<String> = Vec::new();
+    let mut outcome = Ok(());
+    for (keys, members) in Reserved::by_queue(pending) {
+        match queue.delete_many(keys, &members).await {
+            Ok(held) => {
+                warn_if_not_held(keys, members.len() as u64 - held);
+                acknowledged.push(keys.name.clone());
+            }
+            Err(err) => {
+                outcome = Err(err);
+                break;
+            }
+        }
+    }
+    pending.retain(|job| !acknowledged.contains(&job.queue.name));
+    outcome
+}
+
+fn warn_if_not_held(keys: &QueueKeys, missing: u64) {
     if missing > 0 {
         warn!(
             queue = %keys.name,

@@ -92,6 +92,15 @@ impl Running {
         overdue
     }
 
+    /// How many of these reserved copies belong to jobs no longer running.
+    fn finished_among(&self, members: &[&str]) -> usize {
+        let jobs = self.lock();
+        members
+            .iter()
+            .filter(|member| !jobs.values().any(|entry| entry.job.raw == **member))
+            .count()
+    }
+
     /// Whether every job still here was taken over by the watchdog.
     pub fn only_taken_over_left(&self) -> bool {
         self.lock().values().all(|entry| entry.taken_over)
@@ -165,11 +174,19 @@ pub fn start(queue: RedisQueue, running: Arc<Running>, retry_after: Duration) ->
             let jobs = running.snapshot();
             for (keys, members) in Reserved::by_queue(&jobs) {
                 match queue.extend(keys, retry_after, &members).await {
-                    Ok(held) if (held as usize) < members.len() => warn!(
-                        queue = %keys.name,
-                        lost = members.len() - held as usize,
-                        "running jobs whose reservations were no longer held (finished meanwhile, or expired while Redis was unreachable)"
-                    ),
+                    Ok(held) if (held as usize) < members.len() => {
+                        // A job that finished since the snapshot may have been acknowledged
+                        // before the extension ran; only the rest lost their reservations.
+                        let finished = running.finished_among(&members);
+                        let lost = (members.len() - held as usize).saturating_sub(finished);
+                        if lost > 0 {
+                            warn!(
+                                queue = %keys.name,
+                                lost,
+                                "running jobs whose reservations were no longer held (expired while Redis was unreachable or stalled)"
+                            );
+                        }
+                    }
                     Ok(_) => {}
                     Err(err) => {
                         warn!(error = %err, "cannot extend the reservations of running jobs")

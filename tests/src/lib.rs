@@ -41,13 +41,16 @@ pub const REDIS_SERVER_MISSING: &str =
     "redis-server not found: install the Debian package redis-server";
 
 /// A private `redis-server` on a free loopback port, with its own temporary directory and no
-/// persistence. Dropping it kills the server and waits for it to exit.
+/// persistence unless its options turn it on. It can be killed and restarted in place, to test
+/// what survives a Redis crash. Dropping it kills the server and waits for it to exit.
 pub struct TestRedis {
     child: Child,
     port: u16,
     url: String,
     tls: Option<TlsFiles>,
     dir: TempDir,
+    /// The server's options after the defaults (TLS and `start_with`'s), for a restart.
+    options: Vec<String>,
 }
 
 /// The certificate files of a TLS server, made for it by `openssl`.
@@ -104,6 +107,7 @@ impl TestRedis {
                 url: format!("{scheme}://127.0.0.1:{port}/"),
                 tls: tls_files,
                 dir,
+                options: args.iter().map(|arg| arg.to_string()).collect(),
             };
             match server.wait_until_ready(START_TIMEOUT) {
                 Ok(()) => return server,
@@ -118,6 +122,29 @@ impl TestRedis {
             "redis-server did not start after {START_ATTEMPTS} attempts:\n{}",
             failures.join("\n")
         );
+    }
+
+    /// Kills the server with SIGKILL, as a crash or an OOM kill would, and waits for it to
+    /// exit. Its directory stays, so [`TestRedis::restart`] finds what it persisted.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same port, in the same directory, with the same
+    /// options (killing it first if it still runs), and waits until it answers PING. With
+    /// `--appendonly yes` it reloads its data from the append-only file.
+    pub fn restart(&mut self) {
+        self.kill();
+        let options: Vec<&str> = self.options.iter().map(String::as_str).collect();
+        self.child = spawn_redis_server(self.port, self.dir.path(), &options);
+        if let Err(why) = self.wait_until_ready(START_TIMEOUT) {
+            panic!(
+                "redis-server did not restart on port {}: {why}\n--- server output ---\n{}",
+                self.port,
+                server_output(self.dir.path())
+            );
+        }
     }
 
     /// The server's URL, `redis://127.0.0.1:PORT/` (`rediss://` for a TLS server).
@@ -250,7 +277,12 @@ pub fn free_port() -> u16 {
 }
 
 fn spawn_redis_server(port: u16, dir: &Path, extra: &[&str]) -> Child {
-    let output = File::create(dir.join("stdout.log")).expect("cannot create the server log");
+    // Appending keeps what a server wrote before it was restarted in the same directory.
+    let output = File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join("stdout.log"))
+        .expect("cannot create the server log");
     let candidates: Vec<PathBuf> = match std::env::var_os("REDIS_SERVER") {
         Some(path) => vec![path.into()],
         None => vec!["redis-server".into(), "/usr/bin/redis-server".into()],

@@ -125,6 +125,17 @@ impl WorkerProcess {
         assert!(status.success(), "kill -{signal} {} failed", self.pid());
     }
 
+    /// Whether the process is still running (it has not exited).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Kills the process with SIGKILL, as a crash would, and waits until it is gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Waits for the process to exit and returns its status; panics after `timeout`.
     pub async fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
         let child = &mut self.child;
