@@ -138,7 +138,8 @@ pub struct Envelope {
 #[derive(Clone)]
 pub struct RedisQueue {
     conn: Connection,
-    target: Target,
+    // Shared: a handle is cloned for every job a worker runs, and a client is costly to copy.
+    target: Arc<Target>,
     config: Arc<QueueConfig>,
 }
 
@@ -164,7 +165,7 @@ impl RedisQueue {
     /// it inside a Tokio runtime ([`Error::NoRuntime`] otherwise).
     pub fn with_config(url: &str, config: QueueConfig) -> Result<Self> {
         let target = Target::parse(url, &config)?;
-        Self::lazily_connected(target, Arc::new(config))
+        Self::lazily_connected(Arc::new(target), Arc::new(config))
     }
 
     /// A handle to the same server (or cluster) with the same settings but a connection of its
@@ -175,11 +176,11 @@ impl RedisQueue {
         Self::lazily_connected(self.target.clone(), self.config.clone())
     }
 
-    fn lazily_connected(target: Target, config: Arc<QueueConfig>) -> Result<Self> {
+    fn lazily_connected(target: Arc<Target>, config: Arc<QueueConfig>) -> Result<Self> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(Error::NoRuntime);
         }
-        let conn = match &target {
+        let conn = match &*target {
             Target::Single(client) => {
                 let manager_config = redis::aio::ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(config.command_timeout))

@@ -175,17 +175,18 @@ impl Worker {
             running_jobs.clone(),
             options.retry_after(),
         );
-        let processor = Processor::new(
+        // One processor for every job task, shared rather than copied per job.
+        let processor = Arc::new(Processor::new(
             self.queue.clone(),
             acker.sender(),
             running_jobs.clone(),
             options.clone(),
             self.stats.clone(),
-        );
+        ));
         let interrupt = CancellationToken::new();
         let watchdog = Watchdog::start(Guarded {
             running: running_jobs,
-            processor: processor.clone(),
+            processor: Processor::clone(&processor),
             queue: self.queue.clone(),
             acks: acker.sender(),
             stop: self.stop.clone(),
@@ -324,7 +325,7 @@ impl Worker {
     /// Starts each reserved job in its own task, holding one of `permits` until it settles.
     fn start_jobs(
         &self,
-        processor: &Processor,
+        processor: &Arc<Processor>,
         running: &mut JoinSet<Settled>,
         jobs: Vec<Reserved>,
         permits: Vec<OwnedSemaphorePermit>,
@@ -337,7 +338,7 @@ impl Worker {
 
     fn run_job(
         &self,
-        processor: &Processor,
+        processor: &Arc<Processor>,
         job: Reserved,
         permit: OwnedSemaphorePermit,
         interrupt: CancellationToken,

@@ -553,6 +553,33 @@ async fn the_worker_warns_when_redis_may_evict_queue_keys() {
 }
 
 #[tokio::test]
+async fn the_worker_warns_when_timeout_is_not_below_retry_after() {
+    let redis = TestRedis::start();
+    let warning = "--timeout should be well below --retry-after";
+    let mut risky = start_worker(
+        redis.url(),
+        &["--timeout", "10", "--retry-after", "5", "--max-time", "1"],
+    );
+    assert!(risky.wait_exit(LONG).await.success());
+    assert!(
+        risky.lines().iter().any(|l| l.contains(warning)),
+        "{:#?}",
+        risky.lines()
+    );
+
+    let mut safe = start_worker(
+        redis.url(),
+        &["--timeout", "2", "--retry-after", "5", "--max-time", "1"],
+    );
+    assert!(safe.wait_exit(LONG).await.success());
+    assert!(
+        !safe.lines().iter().any(|l| l.contains(warning)),
+        "{:#?}",
+        safe.lines()
+    );
+}
+
+#[tokio::test]
 async fn random_bytes_in_a_queue_end_in_the_failed_store_and_the_worker_goes_on() {
     let redis = TestRedis::start();
     let queue = redis.queue();
