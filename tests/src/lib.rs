@@ -259,6 +259,30 @@ impl std::fmt::Debug for TestRedis {
     }
 }
 
+/// Waits until a worker on the server behind `conn` is idle: blocked in `BLPOP` on its
+/// queues' notify lists. Panics after `timeout`.
+#[track_caller]
+pub fn wait_for_idle_worker(
+    conn: &redis::aio::MultiplexedConnection,
+    timeout: Duration,
+) -> impl Future<Output = ()> + '_ {
+    wait_until(
+        timeout,
+        "a worker is blocked on its notify lists",
+        move || {
+            let mut conn = conn.clone();
+            async move {
+                let clients: String = redis::cmd("CLIENT")
+                    .arg("LIST")
+                    .query_async(&mut conn)
+                    .await
+                    .expect("CLIENT LIST answers");
+                clients.contains("cmd=blpop")
+            }
+        },
+    )
+}
+
 /// The clock of the server behind `conn` (`TIME`), in seconds since the epoch.
 pub async fn server_time(conn: &mut redis::aio::MultiplexedConnection) -> f64 {
     let (secs, micros): (u64, u64) = redis::cmd("TIME")

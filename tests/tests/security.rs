@@ -58,18 +58,7 @@ async fn jobs_dispatched_over_tls_run_through_the_worker_woken_over_tls() {
         &[("REDIS_TLS_CA_FILE", &ca_file)],
     );
     worker.wait_started().await;
-    wait_until(LONG, "the worker is blocked on notify", || {
-        let mut conn = conn.clone();
-        async move {
-            let clients: String = redis::cmd("CLIENT")
-                .arg("LIST")
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            clients.contains("cmd=blpop")
-        }
-    })
-    .await;
+    tests::wait_for_idle_worker(&conn, LONG).await;
     let pushed_at = now_ms();
     let uuid = Record { due_ms: pushed_at }
         .dispatch()

@@ -323,18 +323,7 @@ async fn an_idle_worker_wakes_for_pushed_and_due_delayed_jobs_promptly() {
     let worker = start_worker(redis.url(), &["--sleep", "30"]);
     worker.wait_started().await;
     let mut conn = redis.conn().await;
-    wait_until(LONG, "the worker is blocked on notify", || {
-        let mut conn = conn.clone();
-        async move {
-            let clients: String = redis::cmd("CLIENT")
-                .arg("LIST")
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            clients.contains("cmd=blpop")
-        }
-    })
-    .await;
+    tests::wait_for_idle_worker(&conn, LONG).await;
 
     let pushed_at = now_ms();
     Record { due_ms: pushed_at }
