@@ -45,7 +45,9 @@ pub enum AdminError {
     #[error("no failed job with uuid {0}")]
     FailedJobNotFound(String),
     /// A range of failed-job positions that selects nothing.
-    #[error("invalid range {first}-{last}: positions start at 1 and the first must not exceed the last")]
+    #[error(
+        "invalid range {first}-{last}: positions start at 1 and the first must not exceed the last"
+    )]
     InvalidRange {
         /// The first position asked for.
         first: u64,
@@ -78,7 +80,11 @@ pub struct FailedFilter {
 
 impl FailedFilter {
     fn matches(&self, entry: &FailedEntry) -> bool {
-        if self.queue.as_ref().is_some_and(|q| *q != entry.record.queue) {
+        if self
+            .queue
+            .as_ref()
+            .is_some_and(|q| *q != entry.record.queue)
+        {
             return false;
         }
         if let Some(job) = &self.job {
@@ -512,14 +518,8 @@ impl Admin {
     pub async fn queue_stats(&self, name: &str) -> Result<QueueStats> {
         let keys = QueueKeys::new(name);
         let mut conn = self.queue.connection();
-        let (ready, delayed, reserved, oldest, paused, time): (
-            u64,
-            u64,
-            u64,
-            Option<Vec<u8>>,
-            bool,
-            (u64, u64),
-        ) = self
+        type Reply = (u64, u64, u64, Option<Vec<u8>>, bool, (u64, u64));
+        let (ready, delayed, reserved, oldest, paused, time): Reply = self
             .queue
             .timed(
                 redis::pipe()
@@ -646,10 +646,7 @@ impl Admin {
     /// Entries of workers whose record expired are removed from the worker index.
     pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
         let mut conn = self.queue.connection();
-        let ids: Vec<String> = self
-            .queue
-            .timed(conn.zrange(keys::WORKERS, 0, -1))
-            .await?;
+        let ids: Vec<String> = self.queue.timed(conn.zrange(keys::WORKERS, 0, -1)).await?;
         let mut workers = Vec::new();
         let mut dead = Vec::new();
         for chunk in ids.chunks(CHUNK) {

@@ -169,7 +169,10 @@ impl Bucket {
 
     /// Whether nothing was counted.
     pub fn is_empty(&self) -> bool {
-        self.queues.values().chain(self.jobs.values()).all(Counters::is_zero)
+        self.queues
+            .values()
+            .chain(self.jobs.values())
+            .all(Counters::is_zero)
     }
 
     /// The sum over all queues: every attempt of the minute.
@@ -240,12 +243,25 @@ mod tests {
     #[test]
     fn names_with_colons_survive_the_stored_form() {
         let mut bucket = Bucket::default();
-        bucket.record("a:b", "App\\Jobs:X", Outcome::Released, Duration::from_micros(7));
-        bucket.record("a:b", "App\\Jobs:X", Outcome::Done, Duration::from_micros(3));
+        bucket.record(
+            "a:b",
+            "App\\Jobs:X",
+            Outcome::Released,
+            Duration::from_micros(7),
+        );
+        bucket.record(
+            "a:b",
+            "App\\Jobs:X",
+            Outcome::Done,
+            Duration::from_micros(3),
+        );
         let back = Bucket::from_fields(bucket.increments());
         assert_eq!(back, bucket);
         let counters = back.queues["a:b"];
-        assert_eq!((counters.processed, counters.released, counters.done()), (2, 1, 1));
+        assert_eq!(
+            (counters.processed, counters.released, counters.done()),
+            (2, 1, 1)
+        );
         assert_eq!(counters.runtime_us, 10);
     }
 }

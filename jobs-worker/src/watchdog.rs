@@ -215,7 +215,7 @@ impl Guarded {
                 (verdict @ Verdict::Fail(_), error) => {
                     let uuid = ctx.uuid().to_string();
                     processor
-                        .settle(job, &uuid, verdict, error, deadline.started)
+                        .settle(job, &uuid, ctx.job_name(), verdict, error, deadline.started)
                         .instrument(span)
                         .await;
                 }
