@@ -16,9 +16,11 @@
 //! jobs' reservations alive), [`worker`] keeps the slots busy and decides when to stop, and
 //! [`watchdog`] ends the process when a handler blocks its thread past its timeout,
 //! and [`control`] publishes the worker's state for operators and obeys their pause and
-//! restart requests.
+//! restart requests. [`cli`] is the `jobs`
+//! command for operators.
 
 pub mod acker;
+pub mod cli;
 pub mod control;
 pub mod fetcher;
 pub mod heartbeat;

@@ -1,8 +1,8 @@
 //! The admin library against a real redis-server: failed jobs (list, filter, show, retry,
 //! forget, flush), queue sizes and contents, and what workers publish (heartbeat records,
-//! per-minute metrics) and obey (paused queues, restart requests).
+//! per-minute metrics). Pause and restart are tested through the `jobs` command (jobs_cli.rs).
 
-use examples::{Flaky, Noop, Panic, Sleep};
+use examples::{Flaky, Noop, Panic};
 use jobs_core::admin::{Admin, AdminError, FailedFilter, FailedSelection, Section};
 use jobs_core::keys::{self, QueueKeys};
 use jobs_core::{Job, Payload};
@@ -275,79 +275,6 @@ async fn queue_stats_and_inspect_show_each_section() {
     assert_eq!(admin.queues().await.unwrap(), ["q"]);
     assert_eq!(admin.clear("q").await.unwrap(), 5);
     assert_eq!(queue.size("q").await.unwrap().total(), 0);
-}
-
-#[tokio::test]
-async fn a_paused_queue_is_skipped_until_it_is_resumed() {
-    let redis = TestRedis::start();
-    let admin = Admin::new(redis.queue());
-    let queue = redis.queue();
-    assert!(admin.pause("slow").await.unwrap());
-    assert!(!admin.pause("slow").await.unwrap());
-    assert_eq!(admin.paused().await.unwrap(), ["slow"]);
-    let paused_job = Noop {}
-        .dispatch()
-        .on_queue("slow")
-        .via(&queue)
-        .await
-        .unwrap();
-
-    let worker = start_worker(redis.url(), &["--queue", "slow,fast"]);
-    worker.wait_started().await;
-    // A job pushed after the paused one, on a lower-priority queue, runs first.
-    let fast_job = Noop {}
-        .dispatch()
-        .on_queue("fast")
-        .via(&queue)
-        .await
-        .unwrap();
-    worker
-        .wait_for_event(LONG, "the fast job is done", |e| {
-            e.uuid == fast_job.to_string() && e.status == "DONE"
-        })
-        .await;
-    assert_eq!(queue.size("slow").await.unwrap().ready, 1);
-    assert!(admin.queue_stats("slow").await.unwrap().paused);
-    assert!(worker.events().iter().all(|e| e.queue != "slow"));
-
-    assert!(admin.resume("slow").await.unwrap());
-    worker
-        .wait_for_event(Duration::from_secs(10), "the resumed job is done", |e| {
-            e.uuid == paused_job.to_string() && e.status == "DONE"
-        })
-        .await;
-    assert!(admin.paused().await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn a_restart_request_stops_a_worker_with_status_0_after_its_running_job() {
-    let redis = TestRedis::start();
-    let admin = Admin::new(redis.queue());
-    let queue = redis.queue();
-    // A restart requested before the worker started does not stop it.
-    admin.restart().await.unwrap();
-    let mut worker = start_worker(redis.url(), &[]);
-    worker.wait_started().await;
-    let uuid = Sleep { ms: 1500 }.dispatch().via(&queue).await.unwrap();
-    worker
-        .wait_for_event(LONG, "the sleep job runs", |e| {
-            e.uuid == uuid.to_string() && e.status == "RUNNING"
-        })
-        .await;
-
-    let requested = admin.restart().await.unwrap();
-    let mut conn = redis.conn().await;
-    let stored: i64 = conn.get(keys::RESTART).await.unwrap();
-    assert_eq!(stored, requested.timestamp_millis());
-    let status = worker.wait_exit(LONG).await;
-    assert_eq!(status.code(), Some(0));
-    let done = worker
-        .events()
-        .into_iter()
-        .any(|e| e.uuid == uuid.to_string() && e.status == "DONE");
-    assert!(done, "the running job finished before the worker exited");
-    assert_eq!(queue.size("default").await.unwrap().total(), 0);
-    assert!(admin.workers().await.unwrap().is_empty());
 }
 
 #[tokio::test]
