@@ -29,7 +29,7 @@ use std::time::Duration;
     version
 )]
 pub struct Cli {
-    /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379, as the worker's).
+    /// Redis URL, as the worker's.
     #[arg(long, global = true, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
     pub redis: String,
 
@@ -580,10 +580,8 @@ fn failed_table(entries: &[FailedEntry]) -> String {
 
 fn show_failed(entry: &FailedEntry) -> String {
     let record = &entry.record;
-    let payload = serde_json::from_str::<serde_json::Value>(&record.payload)
-        .ok()
-        .and_then(|v| serde_json::to_string_pretty(&v).ok())
-        .unwrap_or_else(|| record.payload.clone());
+    // As stored, byte for byte: re-encoding would reorder Laravel's fields.
+    let payload = &record.payload;
     let attempts = entry
         .attempts
         .map_or_else(|| "?".to_owned(), |a| a.to_string());

@@ -71,7 +71,9 @@ async fn failed_lists_shows_retries_and_forgets_with_clear_errors() {
         "{}",
         shown.stdout
     );
-    assert!(shown.stdout.contains("\"attempts\": 0"), "{}", shown.stdout);
+    let record = redis.queue().failed_job(&uuids[0]).await.unwrap().unwrap();
+    assert!(shown.stdout.contains(&record.payload), "{}", shown.stdout);
+    assert!(shown.stdout.contains("attempts:   0"), "{}", shown.stdout);
 
     let unknown = jobs.run(&["failed", "show", "no-such-uuid"]);
     assert_eq!(unknown.code(), Some(1));
