@@ -367,3 +367,42 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_retried_signed_job_still_verifies_and_runs() {
+    const SECRET: &str = "0f3c9a7e5b1d2468ace0bdf13579b2d4c6e8fa0b1c2d3e4f5a6b7c8d9e0f1a2b";
+    let redis = TestRedis::start();
+    let queue = redis.queue_with(jobs_core::QueueConfig {
+        signing_key: Some(jobs_core::signing::SigningKey::new(SECRET)),
+        ..jobs_core::QueueConfig::default()
+    });
+    let admin = Admin::new(redis.queue());
+    let uuid = Panic {}.dispatch().via(&queue).await.unwrap().to_string();
+    let run = || async {
+        let program = env!("CARGO_BIN_EXE_test_worker");
+        let env = [("JOBS_SIGNING_KEY", SECRET)];
+        let args = ["--stop-when-empty"];
+        let mut worker = WorkerProcess::start_with_env(program, redis.url(), &args, &env);
+        assert!(worker.wait_exit(LONG).await.success());
+        worker
+    };
+    run().await;
+    let report = admin
+        .retry(&FailedSelection::Uuids(vec![uuid.clone()]))
+        .await
+        .unwrap();
+    assert_eq!(report.retried.len(), 1);
+
+    // The signature does not cover attempts, the one field a retry changes: the job runs.
+    let worker = run().await;
+    assert!(worker
+        .events()
+        .iter()
+        .any(|e| e.uuid == uuid && e.status == "RUNNING"));
+    let record = admin.failed_job(&uuid).await.unwrap().record;
+    assert!(
+        record.exception.starts_with("panicked"),
+        "{}",
+        record.exception
+    );
+}
