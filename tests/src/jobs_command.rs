@@ -70,6 +70,34 @@ impl JobsCommand {
         }
     }
 
+    /// Runs `jobs` on a pseudo-terminal, as a person at a terminal would, typing `input`. It
+    /// goes through util-linux's `script`, so stdout and stderr arrive mixed in `stdout`.
+    pub fn run_on_terminal(&self, args: &[&str], input: &str) -> Ran {
+        let quote = |arg: &str| format!("'{}'", arg.replace('\'', r"'\''"));
+        let command: Vec<String> = [self.program.as_str(), "--redis", &self.redis_url]
+            .iter()
+            .chain(args)
+            .map(|arg| quote(arg))
+            .collect();
+        let mut child = Command::new("script")
+            .args(["-qec", &command.join(" "), "/dev/null"])
+            .env_remove("REDIS_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot run `script` (util-linux) for a pseudo-terminal");
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let _ = stdin.write_all(input.as_bytes());
+        drop(stdin);
+        let output = child.wait_with_output().expect("cannot wait for script");
+        Ran {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
     /// Runs `jobs --json args...`, which must succeed, and parses what it printed.
     #[track_caller]
     pub fn json(&self, args: &[&str]) -> serde_json::Value {

@@ -428,3 +428,31 @@ async fn jobs_workers_lists_a_live_worker_with_its_counts() {
     assert_eq!(columns[2], worker.pid().to_string());
     assert_eq!(&columns[3..7], ["q1,q2", "0/3", "4", "1"]);
 }
+
+#[tokio::test]
+async fn clear_asks_on_a_terminal_and_deletes_only_when_confirmed() {
+    let redis = TestRedis::start();
+    let jobs = jobs(&redis);
+    let queue = redis.queue();
+    for _ in 0..2 {
+        Noop {}.dispatch().on_queue("q").via(&queue).await.unwrap();
+    }
+    let declined = jobs.run_on_terminal(&["clear", "q"], "n\n");
+    assert_eq!(declined.code(), Some(1), "{}", declined.stdout);
+    assert!(
+        declined
+            .stdout
+            .contains("Delete all 2 jobs of queue q (ready, delayed and reserved)? [y/N]"),
+        "{}",
+        declined.stdout
+    );
+    assert!(declined
+        .stdout
+        .contains("jobs: queue q not cleared: not confirmed"));
+    assert_eq!(queue.size("q").await.unwrap().total(), 2);
+
+    let confirmed = jobs.run_on_terminal(&["clear", "q"], "y\n");
+    assert_eq!(confirmed.code(), Some(0), "{}", confirmed.stdout);
+    assert!(confirmed.stdout.contains("Deleted 2 jobs from queue q."));
+    assert_eq!(queue.size("q").await.unwrap().total(), 0);
+}
