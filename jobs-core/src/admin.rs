@@ -29,7 +29,7 @@ use crate::keys::{self, QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX, PAUSED, QUEUE
 use crate::payload;
 use crate::queue::RedisQueue;
 use crate::scripts;
-use crate::telemetry::{Bucket, WorkerInfo};
+use crate::telemetry::{Bucket, RecentJob, WorkerInfo};
 
 /// Most script calls or keys sent in one pipeline.
 const CHUNK: usize = 500;
@@ -667,6 +667,24 @@ impl Admin {
         }
         workers.sort_by(|a, b| (&a.name, &a.host, a.pid).cmp(&(&b.name, &b.host, b.pid)));
         Ok(workers)
+    }
+
+    /// The last attempts workers finished on a queue, newest first, at most `limit` (workers
+    /// keep the last [`keys::RECENT_LIMIT`]; they send them about once a second). Entries
+    /// that do not parse are left out.
+    pub async fn recent(&self, queue: &str, limit: usize) -> Result<Vec<RecentJob>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.queue.connection();
+        let entries: Vec<String> = self
+            .queue
+            .timed(conn.lrange(keys::recent(queue), 0, limit as isize - 1))
+            .await?;
+        Ok(entries
+            .iter()
+            .filter_map(|entry| serde_json::from_str(entry).ok())
+            .collect())
     }
 
     /// The counters of the last `minutes` minutes (the current one included), oldest first,

@@ -222,6 +222,19 @@ pub const PAUSED: &str = "jobs:paused";
 /// start stops once its running jobs are done.
 pub const RESTART: &str = "jobs:restart";
 
+/// How many finished attempts [`recent`] keeps per queue.
+pub const RECENT_LIMIT: usize = 100;
+
+/// The list of a queue's most recently finished attempts (JSON, newest first, at most
+/// [`RECENT_LIMIT`]).
+///
+/// ```
+/// assert_eq!(jobs_core::keys::recent("emails"), "jobs:recent:emails");
+/// ```
+pub fn recent(queue: &str) -> String {
+    format!("{OPS_PREFIX}recent:{queue}")
+}
+
 /// Prefix of the per-minute metric hashes; see [`metrics_minute`].
 pub const METRICS_PREFIX: &str = "jobs:metrics:";
 

@@ -44,7 +44,8 @@ pub struct WorkerInfo {
 }
 
 /// How a processed attempt ended, for the metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// The handler finished.
     Done,
@@ -52,6 +53,34 @@ pub enum Outcome {
     Released,
     /// The job went to the failed-job store.
     Failed,
+}
+
+/// One finished attempt, as a queue's recent-jobs list (`jobs:recent:<queue>`) holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecentJob {
+    /// The job's uuid.
+    pub uuid: String,
+    /// The payload's `job` name (`?` when it has none).
+    pub job: String,
+    /// The queue it was taken from.
+    pub queue: String,
+    /// The attempt's number (its payload's attempts once reserved; 0 when unknown).
+    pub attempt: u32,
+    /// How the attempt ended.
+    pub outcome: Outcome,
+    /// How long it took, in microseconds.
+    pub runtime_us: u64,
+    /// When it ended, by the worker's clock.
+    pub finished_at: DateTime<Utc>,
+    /// The `--name` of the worker that ran it.
+    pub worker: String,
+    /// Why it failed or was released, cut to [`RecentJob::REASON_LIMIT`] characters.
+    pub reason: Option<String>,
+}
+
+impl RecentJob {
+    /// The longest reason kept, in characters: the failed-job store has the full text.
+    pub const REASON_LIMIT: usize = 500;
 }
 
 /// Job counters of one queue or one job type over some time.

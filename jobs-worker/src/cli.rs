@@ -102,6 +102,14 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
+    /// Show the attempts workers finished last on a queue, newest first.
+    Recent {
+        /// The queue's name.
+        queue: String,
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
     /// Ask every worker to exit (status 0) once its running jobs are done, for deploys.
     Restart,
     /// Make workers skip a queue until it is resumed.
@@ -362,6 +370,37 @@ pub async fn run(cli: Cli) -> Result<u8, CliError> {
                 jobs.extend(admin.inspect(&queue, section, limit).await?);
             }
             print(json, &jobs, |jobs| inspect_table(jobs))?;
+        }
+        Command::Recent { queue, limit } => {
+            let recent = admin.recent(&queue, limit).await?;
+            print(json, &recent, |jobs| {
+                if jobs.is_empty() {
+                    return "No recent jobs.\n".to_owned();
+                }
+                let now = Utc::now();
+                let rows = jobs
+                    .iter()
+                    .map(|j| {
+                        vec![
+                            ago(now, j.finished_at),
+                            format!("{:?}", j.outcome).to_uppercase(),
+                            j.uuid.clone(),
+                            j.job.clone(),
+                            j.attempt.to_string(),
+                            format!("{:.2} ms", j.runtime_us as f64 / 1000.0),
+                            j.worker.clone(),
+                            first_line(j.reason.as_deref().unwrap_or(""), 60),
+                        ]
+                    })
+                    .collect();
+                table(
+                    &[
+                        "FINISHED", "OUTCOME", "UUID", "JOB", "ATTEMPT", "RUNTIME", "WORKER",
+                        "REASON",
+                    ],
+                    rows,
+                )
+            })?;
         }
         Command::Restart => {
             let at = admin.restart().await?;

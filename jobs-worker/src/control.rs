@@ -4,14 +4,14 @@
 //! Nothing here costs a Redis call per job. The processor counts each attempt in memory
 //! ([`Control::record`]); the fetcher reads the paused queues from memory
 //! ([`Control::is_paused`]). Once a second, one task sends a single pipeline that adds the
-//! counters to the minute hashes, refreshes the heartbeat record, and reads back the paused
-//! queues and the restart key.
+//! counters to the minute hashes, adds the attempts to their queues' recent-jobs lists,
+//! refreshes the heartbeat record, and reads back the paused queues and the restart key.
 
 use chrono::{DateTime, Utc};
 use jobs_core::keys;
-use jobs_core::telemetry::{self, Bucket, Outcome, WorkerInfo};
+use jobs_core::telemetry::{self, Bucket, Outcome, RecentJob, WorkerInfo};
 use jobs_core::RedisQueue;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -28,24 +28,54 @@ pub const TICK: Duration = Duration::from_secs(1);
 
 /// State shared between the worker loop, the processor and the publishing task.
 pub struct Control {
+    worker_name: String,
     paused: RwLock<HashSet<String>>,
     paused_changed: Notify,
     restart: CancellationToken,
-    counts: Mutex<BTreeMap<i64, Bucket>>,
+    pending: Mutex<Pending>,
 }
 
-impl Default for Control {
-    fn default() -> Self {
-        Control {
-            paused: RwLock::new(HashSet::new()),
-            paused_changed: Notify::new(),
-            restart: CancellationToken::new(),
-            counts: Mutex::new(BTreeMap::new()),
-        }
-    }
+/// What was gathered since the last pipeline.
+#[derive(Default)]
+struct Pending {
+    /// Counters by minute.
+    counts: BTreeMap<i64, Bucket>,
+    /// Finished attempts by queue, oldest first, at most [`keys::RECENT_LIMIT`] each.
+    recent: HashMap<String, VecDeque<RecentJob>>,
+}
+
+/// One settled attempt, as the processor reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt<'a> {
+    /// The queue it was taken from.
+    pub queue: &'a str,
+    /// The payload's job name, or `?`.
+    pub job: &'a str,
+    /// The job's uuid.
+    pub uuid: &'a str,
+    /// The attempt's number (0 when unknown).
+    pub attempt: u32,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// How long it took.
+    pub runtime: Duration,
+    /// Why it failed or was released.
+    pub reason: Option<&'a str>,
 }
 
 impl Control {
+    /// The state of the worker called `worker_name` (its `--name`): nothing paused, no
+    /// restart requested, nothing counted.
+    pub fn new(worker_name: &str) -> Self {
+        Control {
+            worker_name: worker_name.to_owned(),
+            paused: RwLock::new(HashSet::new()),
+            paused_changed: Notify::new(),
+            restart: CancellationToken::new(),
+            pending: Mutex::new(Pending::default()),
+        }
+    }
+
     /// Whether workers must skip the queue `name`, as last read from Redis.
     pub fn is_paused(&self, name: &str) -> bool {
         self.paused
@@ -69,25 +99,60 @@ impl Control {
         self.restart.cancelled().await
     }
 
-    /// Counts one processed attempt of `job` from `queue` in the current minute.
-    pub fn record(&self, queue: &str, job: &str, outcome: Outcome, runtime: Duration) {
-        let minute = telemetry::minute_of(Utc::now());
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        counts
-            .entry(minute)
+    /// Counts one settled attempt in the current minute and keeps it for its queue's
+    /// recent-jobs list.
+    pub fn record(&self, attempt: &Attempt<'_>) {
+        let now = Utc::now();
+        let recent = RecentJob {
+            uuid: attempt.uuid.to_owned(),
+            job: attempt.job.to_owned(),
+            queue: attempt.queue.to_owned(),
+            attempt: attempt.attempt,
+            outcome: attempt.outcome,
+            runtime_us: attempt.runtime.as_micros().min(u64::MAX as u128) as u64,
+            finished_at: now,
+            worker: self.worker_name.clone(),
+            reason: attempt
+                .reason
+                .map(|reason| reason.chars().take(RecentJob::REASON_LIMIT).collect()),
+        };
+        let mut pending = self.lock_pending();
+        pending
+            .counts
+            .entry(telemetry::minute_of(now))
             .or_default()
-            .record(queue, job, outcome, runtime);
+            .record(attempt.queue, attempt.job, attempt.outcome, attempt.runtime);
+        let list = match pending.recent.get_mut(attempt.queue) {
+            Some(list) => list,
+            None => pending.recent.entry(attempt.queue.to_owned()).or_default(),
+        };
+        if list.len() == keys::RECENT_LIMIT {
+            list.pop_front();
+        }
+        list.push_back(recent);
     }
 
-    fn take_counts(&self) -> BTreeMap<i64, Bucket> {
-        std::mem::take(&mut *self.counts.lock().unwrap_or_else(|e| e.into_inner()))
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Puts back counts that could not be sent, to go with the next flush.
-    fn restore_counts(&self, unsent: BTreeMap<i64, Bucket>) {
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        for (minute, bucket) in unsent {
-            counts.entry(minute).or_default().merge(&bucket);
+    fn take_pending(&self) -> Pending {
+        std::mem::take(&mut *self.lock_pending())
+    }
+
+    /// Puts back what could not be sent, to go with the next pipeline.
+    fn restore_pending(&self, unsent: Pending) {
+        let mut pending = self.lock_pending();
+        for (minute, bucket) in unsent.counts {
+            pending.counts.entry(minute).or_default().merge(&bucket);
+        }
+        for (queue, mut older) in unsent.recent {
+            let newer = pending.recent.remove(&queue).unwrap_or_default();
+            older.extend(newer);
+            while older.len() > keys::RECENT_LIMIT {
+                older.pop_front();
+            }
+            pending.recent.insert(queue, older);
         }
     }
 
@@ -180,7 +245,7 @@ impl Publisher {
     /// One round trip: the counts so far, the heartbeat record (or its removal when
     /// `last`), and the paused queues and restart key read back.
     async fn tick(&mut self, last: bool) {
-        let counts = self.control.take_counts();
+        let pending = self.control.take_pending();
         let record_key = keys::worker(&self.id);
         let mut pipe = redis::pipe();
         pipe.smembers(keys::PAUSED).get(keys::RESTART);
@@ -196,11 +261,23 @@ impl Publisher {
             pipe.zadd(keys::WORKERS, &self.id, now.timestamp()).ignore();
         }
         let keep = (self.retention + Duration::from_secs(60)).as_secs() as i64;
-        for (minute, bucket) in &counts {
+        for (minute, bucket) in &pending.counts {
             let key = keys::metrics_minute(*minute);
             for (field, by) in bucket.increments() {
                 pipe.hincr(&key, field, by).ignore();
             }
+            pipe.expire(&key, keep).ignore();
+        }
+        for (queue, jobs) in &pending.recent {
+            let key = keys::recent(queue);
+            let entries: Vec<String> = jobs
+                .iter()
+                .map(|job| serde_json::to_string(job).expect("a recent job serializes"))
+                .collect();
+            // LPUSH puts the last entry, the newest, at the head.
+            pipe.lpush(&key, entries).ignore();
+            pipe.ltrim(&key, 0, keys::RECENT_LIMIT as isize - 1)
+                .ignore();
             pipe.expire(&key, keep).ignore();
         }
         let mut conn = self.queue.connection();
@@ -220,7 +297,7 @@ impl Publisher {
                     warn!(error = %err, "cannot publish worker state; counts are kept for later");
                     self.failing = true;
                 }
-                self.control.restore_counts(counts);
+                self.control.restore_pending(pending);
             }
         }
     }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
 
 use crate::acker::AckSender;
-use crate::control::Control;
+use crate::control::{Attempt, Control};
 use crate::heartbeat::{Held, Running};
 use crate::options::WorkerOptions;
 use crate::retry::with_retries;
@@ -58,6 +58,18 @@ impl Reserved {
 struct Decoded {
     payload: Payload,
     registration: &'static JobRegistration,
+}
+
+/// Which job an attempt settles: the failed-job record's uuid, and the metrics' job name and
+/// attempt.
+#[derive(Clone, Copy)]
+pub(crate) struct JobId<'a> {
+    /// The job's uuid.
+    pub(crate) uuid: &'a str,
+    /// The payload's job name, or `?`.
+    pub(crate) job: &'a str,
+    /// The payload's attempts number (0 when it did not decode).
+    pub(crate) attempt: u32,
 }
 
 /// Why a reserved payload cannot run at all.
@@ -149,8 +161,12 @@ impl Processor {
                 async {
                     let (verdict, error) = self.run(&decoded, &job, &held, interrupt).await;
                     let uuid = payload.uuid.to_string();
-                    self.settle(job, &uuid, &payload.job, verdict, error, started)
-                        .await
+                    let id = JobId {
+                        uuid: &uuid,
+                        job: &payload.job,
+                        attempt: payload.attempts,
+                    };
+                    self.settle(job, id, verdict, error, started).await
                 }
                 .instrument(span)
                 .await
@@ -163,8 +179,12 @@ impl Processor {
                     queue = %job.queue.name,
                 );
                 let verdict = Verdict::Fail(undecodable.reason);
-                let (uuid, name) = (&undecodable.uuid, &undecodable.job);
-                self.settle(job, uuid, name, verdict, None, started)
+                let id = JobId {
+                    uuid: &undecodable.uuid,
+                    job: &undecodable.job,
+                    attempt: 0,
+                };
+                self.settle(job, id, verdict, None, started)
                     .instrument(span)
                     .await
             }
@@ -283,21 +303,31 @@ impl Processor {
     pub(crate) async fn settle(
         &self,
         job: Reserved,
-        uuid: &str,
-        job_name: &str,
+        id: JobId<'_>,
         verdict: Verdict,
         error: Option<String>,
         started: Instant,
     ) -> Settled {
+        let uuid = id.uuid;
         let runtime = started.elapsed();
         let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
-        let outcome = match verdict {
-            Verdict::Done => Outcome::Done,
-            Verdict::Release(_) => Outcome::Released,
-            Verdict::Fail(_) => Outcome::Failed,
+        let (outcome, reason) = match &verdict {
+            Verdict::Done => (Outcome::Done, None),
+            Verdict::Release(_) => (
+                Outcome::Released,
+                Some(error.as_deref().unwrap_or("released by the job")),
+            ),
+            Verdict::Fail(reason) => (Outcome::Failed, Some(reason.as_str())),
         };
-        self.control
-            .record(&job.queue.name, job_name, outcome, runtime);
+        self.control.record(&Attempt {
+            queue: &job.queue.name,
+            job: id.job,
+            uuid,
+            attempt: id.attempt,
+            outcome,
+            runtime,
+            reason,
+        });
         match verdict {
             Verdict::Done => {
                 info!(status = "DONE", duration_ms, "DONE");

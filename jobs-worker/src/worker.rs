@@ -169,7 +169,7 @@ impl Worker {
             );
         }
         warn_unless_noeviction(&self.queue).await;
-        let control = Arc::new(Control::default());
+        let control = Arc::new(Control::new(&options.name));
         let running_jobs = Arc::new(Running::default());
         let publishing = control::start(
             self.queue.clone(),

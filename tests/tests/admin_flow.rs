@@ -361,6 +361,36 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
         assert!(ttl > 23 * 3600 && ttl <= 24 * 3600 + 60, "{key} ttl {ttl}");
     }
 
+    // The recent attempts of q2, newest first: the flaky job's retry came last.
+    let recent = wait_for(LONG, "q2's three attempts are listed", || async {
+        let recent = admin.recent("q2", 10).await.unwrap();
+        (recent.len() == 3).then_some(recent)
+    })
+    .await;
+    use jobs_core::telemetry::Outcome;
+    assert_eq!(
+        (recent[0].job.as_str(), recent[0].outcome, recent[0].attempt),
+        ("flaky", Outcome::Done, 2)
+    );
+    let panicked = recent.iter().find(|r| r.job == "panic").unwrap();
+    assert_eq!((panicked.outcome, panicked.attempt), (Outcome::Failed, 1));
+    assert!(panicked
+        .reason
+        .as_deref()
+        .unwrap()
+        .starts_with("panicked: "));
+    let released = recent
+        .iter()
+        .find(|r| r.outcome == Outcome::Released)
+        .unwrap();
+    assert_eq!((released.job.as_str(), released.attempt), ("flaky", 1));
+    assert!(recent
+        .iter()
+        .all(|r| r.worker == "billing" && r.queue == "q2"));
+    assert_eq!(admin.recent("q1", 2).await.unwrap().len(), 2);
+    let ttl: i64 = conn.ttl(keys::recent("q1")).await.unwrap();
+    assert!(ttl > 23 * 3600, "ttl {ttl}");
+
     drop(worker);
     wait_until(LONG, "the killed worker's record expires", || async {
         admin.workers().await.unwrap().is_empty()

@@ -427,6 +427,20 @@ async fn jobs_workers_lists_a_live_worker_with_its_counts() {
     assert_eq!(columns[0], "billing");
     assert_eq!(columns[2], worker.pid().to_string());
     assert_eq!(&columns[3..7], ["q1,q2", "0/3", "4", "1"]);
+
+    let recent = jobs.json(&["recent", "q2"]);
+    assert_eq!(recent[0]["outcome"], "failed");
+    assert_eq!(recent[0]["job"], "panic");
+    let table = jobs.run(&["recent", "q1", "--limit", "2"]);
+    let lines: Vec<&str> = table.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("FINISHED  OUTCOME  UUID"),
+        "{}",
+        table.stdout
+    );
+    assert_eq!(lines.len(), 3, "{}", table.stdout);
+    assert!(lines[1].contains(" DONE "), "{}", table.stdout);
+    assert_eq!(jobs.run(&["recent", "nothing"]).stdout, "No recent jobs.\n");
 }
 
 #[tokio::test]
