@@ -332,41 +332,35 @@ impl Admin {
     /// call, and only if its record is still the one read.
     pub async fn retry(&self, selection: &FailedSelection) -> Result<RetryReport> {
         let mut report = RetryReport::default();
-        let all = self.stored_failed().await?;
-        let selected: Vec<&Stored> = match selection {
-            FailedSelection::All => all.iter().collect(),
-            FailedSelection::Uuids(uuids) => {
-                let by_uuid: HashMap<&str, &Stored> = all
-                    .iter()
-                    .map(|s| (s.entry.record.uuid.as_str(), s))
-                    .collect();
-                let mut selected = Vec::new();
-                for uuid in uuids {
-                    match by_uuid.get(uuid.as_str()) {
-                        Some(stored) => selected.push(*stored),
-                        None => report.missing.push(uuid.clone()),
-                    }
-                }
-                selected
+        if let FailedSelection::Range { first, last } = *selection {
+            if first == 0 || first > last {
+                return Err(AdminError::InvalidRange { first, last });
             }
-            FailedSelection::Queue(queue) => all
-                .iter()
+        }
+        let selected: Vec<Stored> = match selection {
+            FailedSelection::Uuids(uuids) => {
+                let (found, missing) = self.stored_by_uuid(uuids).await?;
+                report.missing = missing;
+                found
+            }
+            FailedSelection::All => self.stored_failed().await?,
+            FailedSelection::Queue(queue) => self
+                .stored_failed()
+                .await?
+                .into_iter()
                 .filter(|s| s.entry.record.queue == *queue)
                 .collect(),
-            FailedSelection::Range { first, last } => {
-                if *first == 0 || first > last {
-                    return Err(AdminError::InvalidRange {
-                        first: *first,
-                        last: *last,
-                    });
-                }
-                all.iter()
-                    .filter(|s| (*first..=*last).contains(&s.entry.position))
-                    .collect()
-            }
+            FailedSelection::Range { first, last } => self
+                .stored_failed()
+                .await?
+                .into_iter()
+                .filter(|s| (*first..=*last).contains(&s.entry.position))
+                .collect(),
             FailedSelection::Matching(filter) => {
-                let mut selected: Vec<&Stored> = all
-                    .iter()
+                let mut selected: Vec<Stored> = self
+                    .stored_failed()
+                    .await?
+                    .into_iter()
                     .rev()
                     .filter(|s| filter.matches(&s.entry))
                     .collect();
@@ -716,6 +710,20 @@ impl Admin {
         Ok(metrics)
     }
 
+    /// The records of these uuids (positions are not read: 0), and the uuids the store does
+    /// not have.
+    async fn stored_by_uuid(&self, uuids: &[String]) -> Result<(Vec<Stored>, Vec<String>)> {
+        let mut found = Vec::with_capacity(uuids.len());
+        let mut missing = Vec::new();
+        for (uuid, raw) in uuids.iter().zip(self.raw_records(uuids).await?) {
+            match raw {
+                Some(raw) => found.push(stored(uuid, raw, 0)),
+                None => missing.push(uuid.clone()),
+            }
+        }
+        Ok((found, missing))
+    }
+
     /// Every failed-job record, oldest first, with its position.
     async fn stored_failed(&self) -> Result<Vec<Stored>> {
         let mut conn = self.queue.connection();
@@ -723,10 +731,22 @@ impl Admin {
             .queue
             .timed(conn.zrange(FAILED_JOBS_INDEX, 0, -1))
             .await?;
-        let mut all = Vec::with_capacity(uuids.len());
-        let mut position = 0;
+        let records = self.raw_records(&uuids).await?;
+        Ok(uuids
+            .iter()
+            .zip(records)
+            .zip(1..)
+            .filter_map(|((uuid, raw), position)| raw.map(|raw| stored(uuid, raw, position)))
+            .collect())
+    }
+
+    /// The stored records of these uuids, in order (`None` where the store has none), read
+    /// with one HMGET per chunk.
+    async fn raw_records(&self, uuids: &[String]) -> Result<Vec<Option<String>>> {
+        let mut conn = self.queue.connection();
+        let mut records = Vec::with_capacity(uuids.len());
         for chunk in uuids.chunks(CHUNK) {
-            let records: Vec<Option<String>> = self
+            let chunk_records: Vec<Option<String>> = self
                 .queue
                 .timed(
                     redis::cmd("HMGET")
@@ -735,14 +755,9 @@ impl Admin {
                         .query_async(&mut conn),
                 )
                 .await?;
-            for (uuid, raw) in chunk.iter().zip(records) {
-                position += 1;
-                if let Some(raw) = raw {
-                    all.push(stored(uuid, raw, position));
-                }
-            }
+            records.extend(chunk_records);
         }
-        Ok(all)
+        Ok(records)
     }
 }
 
