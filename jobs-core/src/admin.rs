@@ -25,7 +25,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::failed::FailedJob;
-use crate::keys::{self, QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX, PAUSED, QUEUE_PREFIX};
+use crate::keys::{
+    self, KeyLayout, QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX, PAUSED, QUEUE_PREFIX,
+};
 use crate::payload;
 use crate::queue::RedisQueue;
 use crate::scripts;
@@ -41,6 +43,11 @@ pub enum AdminError {
     /// Redis could not be reached or refused a command.
     #[error(transparent)]
     Queue(#[from] crate::Error),
+    /// The handle is for a Redis Cluster. Retrying moves a job between the failed-job store's
+    /// slot and its queue's, and the worker state is kept in keys of no common slot: the
+    /// admin operations work on one Redis server (with its replicas) only, for now.
+    #[error("the admin operations do not support a Redis Cluster yet")]
+    ClusterUnsupported,
     /// The failed-job store has no job with this uuid.
     #[error("no failed job with uuid {0}")]
     FailedJobNotFound(String),
@@ -272,14 +279,18 @@ struct Stored {
 }
 
 impl Admin {
-    /// Operations through an existing handle.
-    pub fn new(queue: RedisQueue) -> Self {
-        Admin { queue }
+    /// Operations through an existing handle; [`AdminError::ClusterUnsupported`] for a
+    /// Redis Cluster's.
+    pub fn new(queue: RedisQueue) -> Result<Self> {
+        match queue.layout() {
+            KeyLayout::Standalone => Ok(Admin { queue }),
+            KeyLayout::Cluster => Err(AdminError::ClusterUnsupported),
+        }
     }
 
     /// Operations on the Redis at `url`. Call it inside a Tokio runtime.
     pub fn open(url: &str) -> Result<Self> {
-        Ok(Admin::new(RedisQueue::open(url)?))
+        Admin::new(RedisQueue::open(url)?)
     }
 
     /// The handle these operations use.

@@ -29,6 +29,7 @@ pub const TICK: Duration = Duration::from_secs(1);
 /// State shared between the worker loop, the processor and the publishing task.
 pub struct Control {
     worker_name: String,
+    publishes: bool,
     paused: RwLock<HashSet<String>>,
     paused_changed: Notify,
     restart: CancellationToken,
@@ -65,10 +66,13 @@ pub struct Attempt<'a> {
 
 impl Control {
     /// The state of the worker called `worker_name` (its `--name`): nothing paused, no
-    /// restart requested, nothing counted.
-    pub fn new(worker_name: &str) -> Self {
+    /// restart requested, nothing counted. Without `publishes` (a worker on a Redis Cluster,
+    /// where these keys are not supported yet), attempts are not counted and
+    /// [`start`] publishes and reads nothing.
+    pub fn new(worker_name: &str, publishes: bool) -> Self {
         Control {
             worker_name: worker_name.to_owned(),
+            publishes,
             paused: RwLock::new(HashSet::new()),
             paused_changed: Notify::new(),
             restart: CancellationToken::new(),
@@ -102,6 +106,9 @@ impl Control {
     /// Counts one settled attempt in the current minute and keeps it for its queue's
     /// recent-jobs list.
     pub fn record(&self, attempt: &Attempt<'_>) {
+        if !self.publishes {
+            return;
+        }
         let now = Utc::now();
         let recent = RecentJob {
             uuid: attempt.uuid.to_owned(),
@@ -183,10 +190,9 @@ struct Publisher {
     failing: bool,
 }
 
-/// Handle to the publishing task.
+/// Handle to the publishing task (none when the worker does not publish).
 pub struct Publishing {
-    task: JoinHandle<Publisher>,
-    stop: CancellationToken,
+    task: Option<(JoinHandle<Publisher>, CancellationToken)>,
 }
 
 /// Reads the paused queues and the restart key once, then publishes every [`TICK`] until
@@ -199,6 +205,13 @@ pub async fn start(
     stats: Arc<Stats>,
     options: Arc<WorkerOptions>,
 ) -> Publishing {
+    if !control.publishes {
+        warn!(
+            "on a Redis Cluster this worker publishes no heartbeat record or metrics, and jobs \
+             pause and jobs restart do not reach it"
+        );
+        return Publishing { task: None };
+    }
     let mut publisher = Publisher {
         queue,
         control,
@@ -227,14 +240,19 @@ pub async fn start(
             }
         }
     });
-    Publishing { task, stop }
+    Publishing {
+        task: Some((task, stop)),
+    }
 }
 
 impl Publishing {
     /// Stops publishing: sends the last counts and removes the worker's heartbeat record.
     pub async fn close(self) {
-        self.stop.cancel();
-        match self.task.await {
+        let Some((task, stop)) = self.task else {
+            return;
+        };
+        stop.cancel();
+        match task.await {
             Ok(mut publisher) => publisher.tick(true).await,
             Err(err) => warn!(error = %err, "the publishing task ended abnormally"),
         }

@@ -169,7 +169,8 @@ impl Worker {
             );
         }
         warn_unless_noeviction(&self.queue).await;
-        let control = Arc::new(Control::new(&options.name));
+        let publishes = self.queue.layout() == jobs_core::keys::KeyLayout::Standalone;
+        let control = Arc::new(Control::new(&options.name, publishes));
         let running_jobs = Arc::new(Running::default());
         let publishing = control::start(
             self.queue.clone(),

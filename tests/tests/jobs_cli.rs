@@ -282,6 +282,21 @@ async fn an_unreachable_redis_is_a_clear_error() {
 }
 
 #[tokio::test]
+async fn a_redis_cluster_is_refused_with_a_clear_error() {
+    let port = tests::free_port();
+    let jobs = JobsCommand::new(
+        env!("CARGO_BIN_EXE_test_jobs"),
+        &format!("redis+cluster://127.0.0.1:{port}/"),
+    );
+    let ran = jobs.run(&["size", "q"]);
+    assert_eq!(ran.code(), Some(1));
+    assert_eq!(
+        ran.stderr.trim(),
+        "jobs: the admin operations do not support a Redis Cluster yet"
+    );
+}
+
+#[tokio::test]
 async fn a_paused_queue_is_skipped_until_jobs_resume() {
     let redis = TestRedis::start();
     let jobs = jobs(&redis);
