@@ -128,6 +128,57 @@ impl QueueKeys {
     }
 }
 
+/// Prefix of the keys this project adds for operators (worker heartbeats, metrics, pause and
+/// restart). Laravel has no key under it: its own are `queues:*`, `failed_jobs*` and
+/// `illuminate:*`.
+pub const OPS_PREFIX: &str = "jobs:";
+
+/// Sorted set of live workers: worker id, scored by its last heartbeat (Unix seconds, by the
+/// worker's clock). A member whose [`worker`] record has expired is a dead worker.
+pub const WORKERS: &str = "jobs:workers";
+
+/// Set of paused queue names: workers take no job from them until they are resumed.
+pub const PAUSED: &str = "jobs:paused";
+
+/// String holding the time of the last restart request (Unix milliseconds, by Redis's
+/// clock), like Laravel's `illuminate:queue:restart`. A worker that sees it change after its
+/// start stops once its running jobs are done.
+pub const RESTART: &str = "jobs:restart";
+
+/// How many finished attempts [`recent`] keeps per queue.
+pub const RECENT_LIMIT: usize = 100;
+
+/// The list of a queue's most recently finished attempts (JSON, newest first, at most
+/// [`RECENT_LIMIT`]).
+///
+/// ```
+/// assert_eq!(jobs_core::keys::recent("emails"), "jobs:recent:emails");
+/// ```
+pub fn recent(queue: &str) -> String {
+    format!("{OPS_PREFIX}recent:{queue}")
+}
+
+/// Prefix of the per-minute metric hashes; see [`metrics_minute`].
+pub const METRICS_PREFIX: &str = "jobs:metrics:";
+
+/// The heartbeat record (JSON, with a TTL) of the worker with this id.
+///
+/// ```
+/// assert_eq!(jobs_core::keys::worker("4f1c"), "jobs:worker:4f1c");
+/// ```
+pub fn worker(id: &str) -> String {
+    format!("{OPS_PREFIX}worker:{id}")
+}
+
+/// The hash of job counters for one minute, `minute` being Unix seconds / 60.
+///
+/// ```
+/// assert_eq!(jobs_core::keys::metrics_minute(29_395_828), "jobs:metrics:29395828");
+/// ```
+pub fn metrics_minute(minute: i64) -> String {
+    format!("{METRICS_PREFIX}{minute}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

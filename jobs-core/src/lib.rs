@@ -28,6 +28,7 @@
 //! Workers (the `jobs-worker` crate) pick jobs up by their registered name. The Redis keys,
 //! the payload and the retry rules are Laravel's; see `docs/` in the repository.
 
+pub mod admin;
 pub mod backoff;
 pub mod connection;
 pub mod context;
@@ -42,6 +43,7 @@ pub mod queue;
 pub mod registry;
 pub mod scripts;
 pub mod signing;
+pub mod telemetry;
 
 pub use backoff::Backoff;
 pub use connection::Connection;

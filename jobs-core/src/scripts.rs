@@ -43,7 +43,32 @@ script!(
     CLEAR, "clear.lua"
 );
 
+script!(
+    /// Push a failed job back onto its queue and remove its record (`retry.lua`).
+    RETRY, "retry.lua"
+);
+script!(
+    /// Delete failed-job records older than an age, a bounded number per call
+    /// (`prune_failed.lua`).
+    PRUNE_FAILED, "prune_failed.lua"
+);
+script!(
+    /// Record a restart request at Redis's time (`restart.lua`).
+    RESTART, "restart.lua"
+);
+
 /// Every script, for loading them all up front.
-pub fn all() -> [&'static Script; 7] {
-    [&PUSH, &LATER, &POP, &RELEASE, &FAIL, &EXTEND, &CLEAR]
+pub fn all() -> [&'static Script; 10] {
+    [
+        &PUSH,
+        &LATER,
+        &POP,
+        &RELEASE,
+        &FAIL,
+        &EXTEND,
+        &CLEAR,
+        &RETRY,
+        &PRUNE_FAILED,
+        &RESTART,
+    ]
 }

@@ -5,6 +5,7 @@ use jobs_core::RedisQueue;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::control::Control;
 use crate::processor::Reserved;
 
 /// Most jobs moved from `:delayed` or from `:reserved` to the ready list by one pop call:
@@ -25,15 +26,23 @@ pub struct Fetcher {
     queue: RedisQueue,
     queues: Vec<Arc<QueueKeys>>,
     retry_after: Duration,
+    control: Arc<Control>,
 }
 
 impl Fetcher {
-    /// A fetcher for `queues`, highest priority first.
-    pub fn new(queue: RedisQueue, queues: Vec<Arc<QueueKeys>>, retry_after: Duration) -> Self {
+    /// A fetcher for `queues`, highest priority first, skipping those `control` says are
+    /// paused.
+    pub fn new(
+        queue: RedisQueue,
+        queues: Vec<Arc<QueueKeys>>,
+        retry_after: Duration,
+        control: Arc<Control>,
+    ) -> Self {
         Fetcher {
             queue,
             queues,
             retry_after,
+            control,
         }
     }
 
@@ -43,13 +52,17 @@ impl Fetcher {
     }
 
     /// Reserves up to `want` jobs, starting at the first queue and going down the list only for
-    /// what the queues above could not fill.
+    /// what the queues above could not fill. Paused queues are skipped: their delayed jobs are
+    /// not migrated either, until they are resumed.
     pub async fn fetch(&self, want: usize) -> jobs_core::Result<Fetched> {
         let mut fetched = Fetched::default();
         for keys in &self.queues {
             let left = want - fetched.jobs.len();
             if left == 0 {
                 break;
+            }
+            if self.control.is_paused(&keys.name) {
+                continue;
             }
             let popped = self
                 .queue

@@ -14,9 +14,14 @@
 //! `docs/worker.md`. A job's path: [`fetcher`] reserves it, [`processor`] runs and settles it
 //! ([`acker`] deletes finished jobs' reservations in batches, [`heartbeat`] keeps running
 //! jobs' reservations alive), [`worker`] keeps the slots busy and decides when to stop, and
-//! [`watchdog`] ends the process when a handler blocks its thread past its timeout.
+//! [`watchdog`] ends the process when a handler blocks its thread past its timeout,
+//! and [`control`] publishes the worker's state for operators and obeys their pause and
+//! restart requests. [`cli`] is the `jobs`
+//! command for operators.
 
 pub mod acker;
+pub mod cli;
+pub mod control;
 pub mod fetcher;
 pub mod heartbeat;
 pub mod logging;

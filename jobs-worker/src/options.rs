@@ -82,6 +82,10 @@ pub struct WorkerOptions {
     #[arg(long)]
     pub grace: Option<f64>,
 
+    /// Hours the per-minute job counters this worker publishes are kept in Redis.
+    #[arg(long, default_value_t = 24.0)]
+    pub metrics_retention: f64,
+
     /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379); a Redis Cluster is
     /// redis+cluster://host:port,host:port/.
     #[arg(long, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
@@ -122,6 +126,11 @@ impl WorkerOptions {
             Some(grace) => Some(secs(grace)),
             None => (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
         }
+    }
+
+    /// --metrics-retention as a duration.
+    pub fn metrics_retention(&self) -> Duration {
+        secs(self.metrics_retention * 3600.0)
     }
 
     /// --max-time as a duration, when set.

@@ -8,6 +8,7 @@
 use futures_util::FutureExt;
 use jobs_core::keys::QueueKeys;
 use jobs_core::registry::{self, JobFuture, JobRegistration};
+use jobs_core::telemetry::Outcome;
 use jobs_core::{FailedJob, JobContext, Payload, RedisQueue, Request, SigningKey};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
 
 use crate::acker::AckSender;
+use crate::control::{Attempt, Control};
 use crate::heartbeat::{Held, Running};
 use crate::options::WorkerOptions;
 use crate::retry::with_retries;
@@ -58,17 +60,32 @@ struct Decoded {
     registration: &'static JobRegistration,
 }
 
+/// Which job an attempt settles: the failed-job record's uuid, and the metrics' job name and
+/// attempt.
+#[derive(Clone, Copy)]
+pub(crate) struct JobId<'a> {
+    /// The job's uuid.
+    pub(crate) uuid: &'a str,
+    /// The payload's job name, or `?`.
+    pub(crate) job: &'a str,
+    /// The payload's attempts number (0 when it did not decode).
+    pub(crate) attempt: u32,
+}
+
 /// Why a reserved payload cannot run at all.
 struct Undecodable {
     uuid: String,
+    /// The payload's job name, or `?`.
+    job: String,
     reason: String,
 }
 
 impl Undecodable {
-    /// A payload whose uuid is unknown: its failed-job record gets a new one.
+    /// A payload whose uuid and job are unknown: its failed-job record gets a new uuid.
     fn new(reason: impl Into<String>) -> Self {
         Undecodable {
             uuid: uuid::Uuid::new_v4().to_string(),
+            job: "?".to_owned(),
             reason: reason.into(),
         }
     }
@@ -93,18 +110,20 @@ pub struct Processor {
     running: Arc<Running>,
     options: Arc<WorkerOptions>,
     stats: Arc<Stats>,
+    control: Arc<Control>,
 }
 
 impl Processor {
     /// A processor writing through `queue`, acknowledging finished jobs through `acks` and
     /// keeping the jobs it runs in `running` (whose reservations the heartbeat extends), with
-    /// the worker's options.
+    /// the worker's options, counting attempts in `stats` and, per minute, in `control`.
     pub fn new(
         queue: RedisQueue,
         acks: AckSender,
         running: Arc<Running>,
         options: Arc<WorkerOptions>,
         stats: Arc<Stats>,
+        control: Arc<Control>,
     ) -> Self {
         Processor {
             queue,
@@ -112,6 +131,7 @@ impl Processor {
             running,
             options,
             stats,
+            control,
         }
     }
 
@@ -141,7 +161,12 @@ impl Processor {
                 async {
                     let (verdict, error) = self.run(&decoded, &job, &held, interrupt).await;
                     let uuid = payload.uuid.to_string();
-                    self.settle(job, &uuid, verdict, error, started).await
+                    let id = JobId {
+                        uuid: &uuid,
+                        job: &payload.job,
+                        attempt: payload.attempts,
+                    };
+                    self.settle(job, id, verdict, error, started).await
                 }
                 .instrument(span)
                 .await
@@ -154,7 +179,12 @@ impl Processor {
                     queue = %job.queue.name,
                 );
                 let verdict = Verdict::Fail(undecodable.reason);
-                self.settle(job, &undecodable.uuid, verdict, None, started)
+                let id = JobId {
+                    uuid: &undecodable.uuid,
+                    job: &undecodable.job,
+                    attempt: 0,
+                };
+                self.settle(job, id, verdict, None, started)
                     .instrument(span)
                     .await
             }
@@ -268,16 +298,36 @@ impl Processor {
 
     /// Logs the verdict and applies it: a finished job goes to the acker; a released one back
     /// to `:delayed`; a failed one to the failed-job store with the payload as it was before
-    /// this reservation.
+    /// this reservation. Every verdict is counted in the per-minute metrics under the job's
+    /// name (`?` when the payload has none).
     pub(crate) async fn settle(
         &self,
         job: Reserved,
-        uuid: &str,
+        id: JobId<'_>,
         verdict: Verdict,
         error: Option<String>,
         started: Instant,
     ) -> Settled {
-        let duration_ms = (started.elapsed().as_secs_f64() * 100_000.0).round() / 100.0;
+        let uuid = id.uuid;
+        let runtime = started.elapsed();
+        let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
+        let (outcome, reason) = match &verdict {
+            Verdict::Done => (Outcome::Done, None),
+            Verdict::Release(_) => (
+                Outcome::Released,
+                Some(error.as_deref().unwrap_or("released by the job")),
+            ),
+            Verdict::Fail(reason) => (Outcome::Failed, Some(reason.as_str())),
+        };
+        self.control.record(&Attempt {
+            queue: &job.queue.name,
+            job: id.job,
+            uuid,
+            attempt: id.attempt,
+            outcome,
+            runtime,
+            reason,
+        });
         match verdict {
             Verdict::Done => {
                 info!(status = "DONE", duration_ms, "DONE");
@@ -372,27 +422,32 @@ pub(crate) fn job_span(display_name: &str, uuid: &str, queue: &str, attempt: u32
 fn decode(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded, Undecodable> {
     let payload = Payload::from_json(raw).map_err(|err| {
         let value: Option<serde_json::Value> = serde_json::from_str(raw).ok();
-        let uuid = value
-            .as_ref()
-            .and_then(|v| v.get("uuid"))
-            .and_then(|u| u.as_str())
-            .map(str::to_owned)
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let text = |name: &str| {
+            value
+                .as_ref()
+                .and_then(|v| v.get(name))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        };
+        let uuid = text("uuid").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let job = text("job").unwrap_or_else(|| "?".to_owned());
         let reason = match value {
             None => format!("malformed payload: not valid JSON ({err})"),
             Some(_) => format!("malformed payload: not a job payload ({err})"),
         };
-        Undecodable { uuid, reason }
+        Undecodable { uuid, job, reason }
     })?;
     if let Some(key) = signing_key {
         key.verify(&payload).map_err(|mismatch| Undecodable {
             uuid: payload.uuid.to_string(),
+            job: payload.job.clone(),
             reason: mismatch.to_string(),
         })?;
     }
     if payload.attempts == 0 {
         return Err(Undecodable {
             uuid: payload.uuid.to_string(),
+            job: payload.job,
             reason: "malformed payload: its attempts could not be counted at reservation".into(),
         });
     }
@@ -403,6 +458,7 @@ fn decode(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded, Undeco
         }),
         None => Err(Undecodable {
             uuid: payload.uuid.to_string(),
+            job: payload.job.clone(),
             reason: format!(
                 "unknown job type {:?}: no #[job] with that name is linked into this worker",
                 payload.job

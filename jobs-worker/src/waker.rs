@@ -11,6 +11,9 @@
 //! has a slot of its own there. On a cluster the waker therefore runs one listener per queue,
 //! each with its own connection and its own BLPOP, all armed together; the first to return
 //! wakes the worker.
+//!
+//! Paused queues are left out of every BLPOP: their tokens stay where they are, for when they
+//! are resumed.
 
 use jobs_core::connection::{Connection, Target};
 use jobs_core::keys::{KeyLayout, QueueKeys};
@@ -21,6 +24,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::warn;
 
+use crate::control::Control;
 use crate::retry::Pause;
 
 /// Handle to the waker's listener tasks.
@@ -43,17 +47,21 @@ struct Listener {
 }
 
 impl Waker {
-    /// Starts the waker for `queues`, talking to the Redis behind `queue`; each BLPOP waits at
-    /// most `block_for`.
-    pub fn start(queue: &RedisQueue, queues: &[Arc<QueueKeys>], block_for: Duration) -> Self {
+    /// Starts the waker for `queues`, talking to the Redis behind `queue` and leaving out the
+    /// queues `control` says are paused; each BLPOP waits at most `block_for`.
+    pub fn start(
+        queue: &RedisQueue,
+        queues: &[Arc<QueueKeys>],
+        block_for: Duration,
+        control: Arc<Control>,
+    ) -> Self {
         let shared = Arc::new(Shared {
             waiting: AtomicBool::new(false),
             woke: Notify::new(),
         });
-        let notify_keys = queues.iter().map(|q| q.notify.clone());
-        let key_sets: Vec<Vec<String>> = match queue.layout() {
-            KeyLayout::Standalone => vec![notify_keys.collect()],
-            KeyLayout::Cluster => notify_keys.map(|key| vec![key]).collect(),
+        let key_sets: Vec<Vec<Arc<QueueKeys>>> = match queue.layout() {
+            KeyLayout::Standalone => vec![queues.to_vec()],
+            KeyLayout::Cluster => queues.iter().map(|q| vec![q.clone()]).collect(),
         };
         let mut listeners = Vec::with_capacity(key_sets.len());
         let mut tasks = Vec::with_capacity(key_sets.len());
@@ -66,6 +74,7 @@ impl Waker {
                 queue.target().clone(),
                 keys,
                 block_for,
+                control.clone(),
                 shared.clone(),
                 listener.clone(),
             )));
@@ -118,8 +127,9 @@ impl Drop for Waker {
 
 async fn listen(
     target: Target,
-    keys: Vec<String>,
+    queues: Vec<Arc<QueueKeys>>,
     block_for: Duration,
+    control: Arc<Control>,
     shared: Arc<Shared>,
     listener: Arc<Listener>,
 ) {
@@ -127,7 +137,16 @@ async fn listen(
     let mut pause = Pause::new(Duration::from_millis(100), Duration::from_secs(5));
     loop {
         listener.arm.notified().await;
+        let keys: Vec<&str> = queues
+            .iter()
+            .filter(|q| !control.is_paused(&q.name))
+            .map(|q| q.notify.as_str())
+            .collect();
         let result = async {
+            if keys.is_empty() {
+                tokio::time::sleep(block_for).await;
+                return Ok(());
+            }
             if conn.is_none() {
                 // A BLPOP answers within its own timeout; a longer silence is a dead connection.
                 conn = Some(

@@ -29,7 +29,7 @@ use tracing::{error, info, warn, Instrument};
 
 use crate::acker::AckSender;
 use crate::heartbeat::Running;
-use crate::processor::{job_span, verdict, Processor, Reserved};
+use crate::processor::{job_span, verdict, JobId, Processor, Reserved};
 use crate::rules::{AttemptError, Limits, Verdict};
 
 /// The process exit status after the watchdog ended a worker: 1, as Laravel's worker exits
@@ -214,8 +214,13 @@ impl Guarded {
             match verdict(ctx, &deadline.limits, name, timed_out) {
                 (verdict @ Verdict::Fail(_), error) => {
                     let uuid = ctx.uuid().to_string();
+                    let id = JobId {
+                        uuid: &uuid,
+                        job: ctx.job_name(),
+                        attempt: ctx.attempt(),
+                    };
                     processor
-                        .settle(job, &uuid, verdict, error, deadline.started)
+                        .settle(job, id, verdict, error, deadline.started)
                         .instrument(span)
                         .await;
                 }

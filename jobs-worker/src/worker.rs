@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::acker::Acker;
+use crate::control::{self, Control};
 use crate::fetcher::{Fetched, Fetcher};
 use crate::heartbeat::{self, Running};
 use crate::options::WorkerOptions;
@@ -39,6 +40,8 @@ pub enum Exit {
     MaxTime,
     /// `--memory`: the process grew past the limit.
     MemoryExceeded,
+    /// A restart was requested (`jobs restart`) after the worker started.
+    Restart,
 }
 
 impl Exit {
@@ -166,10 +169,25 @@ impl Worker {
             );
         }
         warn_unless_noeviction(&self.queue).await;
-        let fetcher = Fetcher::new(self.queue.clone(), queues.clone(), options.retry_after());
-        let waker = Waker::start(&self.queue, &queues, options.sleep());
-        let acker = Acker::start(self.queue.clone(), options.retry_after());
+        let publishes = self.queue.layout() == jobs_core::keys::KeyLayout::Standalone;
+        let control = Arc::new(Control::new(&options.name, publishes));
         let running_jobs = Arc::new(Running::default());
+        let publishing = control::start(
+            self.queue.clone(),
+            control.clone(),
+            running_jobs.clone(),
+            self.stats.clone(),
+            options.clone(),
+        )
+        .await;
+        let fetcher = Fetcher::new(
+            self.queue.clone(),
+            queues.clone(),
+            options.retry_after(),
+            control.clone(),
+        );
+        let waker = Waker::start(&self.queue, &queues, options.sleep(), control.clone());
+        let acker = Acker::start(self.queue.clone(), options.retry_after());
         let heartbeat = heartbeat::start(
             self.queue.clone(),
             running_jobs.clone(),
@@ -182,6 +200,7 @@ impl Worker {
             running_jobs.clone(),
             options.clone(),
             self.stats.clone(),
+            control.clone(),
         ));
         let interrupt = CancellationToken::new();
         let watchdog = Watchdog::start(Guarded {
@@ -219,6 +238,9 @@ impl Worker {
             }
             if self.stop.is_cancelled() {
                 break Exit::Stopped;
+            }
+            if control.restart_requested() {
+                break Exit::Restart;
             }
             // Reading the process's memory costs a system call: once per 100 ms is enough.
             if last_memory_check.map_or(true, |at| at.elapsed() >= MEMORY_CHECK_INTERVAL) {
@@ -265,6 +287,7 @@ impl Worker {
                             tokio::select! {
                                 _ = tokio::time::sleep(pause) => {}
                                 _ = self.stop.cancelled() => {}
+                                _ = control.restarted() => {}
                             }
                             continue;
                         }
@@ -289,6 +312,8 @@ impl Worker {
                         _ = tokio::time::sleep(options.sleep()) => {}
                         _ = sleep_until(out_of_time) => {}
                         _ = self.stop.cancelled() => {}
+                        _ = control.restarted() => {}
+                        _ = control.paused_changed() => {}
                         Some(joined) = running.join_next(), if options.stop_when_empty => reap(joined),
                     }
                 }
@@ -297,6 +322,7 @@ impl Worker {
                     fetches.push(fetch_into(&fetcher, permits));
                 }
                 _ = self.stop.cancelled() => {}
+                _ = control.restarted() => {}
             };
         };
 
@@ -312,6 +338,7 @@ impl Worker {
         drop(watchdog);
         drop(processor);
         acker.close().await;
+        publishing.close().await;
         info!(
             worker = %options.name,
             processed = self.stats.processed(),

@@ -1,5 +1,6 @@
-//! Test harness: a private `redis-server` per test, waiting helpers, and the paths of the
-//! workspace's binaries.
+//! Test harness: a private `redis-server` per test, waiting helpers, and drivers for the
+//! workspace's binaries: the worker ([`worker_process`]) and the `jobs` command
+//! ([`jobs_command`]).
 //!
 //! Every test starts its own [`TestRedis`] (tests run in parallel, each on its own port), and
 //! waits for conditions with [`wait_until`] / [`wait_for`] instead of sleeping.
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 use jobs_core::{QueueConfig, RedisQueue};
 
 pub mod cluster;
+pub mod jobs_command;
 pub mod worker_process;
 
 /// How long `TestRedis::start` waits for a new server to answer PING.

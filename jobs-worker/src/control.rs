@@ -1,0 +1,349 @@
+//! The worker's link with its operators: what it publishes (its heartbeat record and per-minute
+//! job counters) and what it obeys (paused queues, restart requests).
+//!
+//! Nothing here costs a Redis call per job. The processor counts each attempt in memory
+//! ([`Control::record`]); the fetcher reads the paused queues from memory
+//! ([`Control::is_paused`]). Once a second, one task sends a single pipeline that adds the
+//! counters to the minute hashes, adds the attempts to their queues' recent-jobs lists,
+//! refreshes the heartbeat record, and reads back the paused queues and the restart key.
+
+use chrono::{DateTime, Utc};
+use jobs_core::keys;
+use jobs_core::telemetry::{self, Bucket, Outcome, RecentJob, WorkerInfo};
+use jobs_core::RedisQueue;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::heartbeat::Running;
+use crate::options::WorkerOptions;
+use crate::stats::Stats;
+
+/// How often the worker publishes and reads its operators' requests.
+pub const TICK: Duration = Duration::from_secs(1);
+
+/// State shared between the worker loop, the processor and the publishing task.
+pub struct Control {
+    worker_name: String,
+    publishes: bool,
+    paused: RwLock<HashSet<String>>,
+    paused_changed: Notify,
+    restart: CancellationToken,
+    pending: Mutex<Pending>,
+}
+
+/// What was gathered since the last pipeline.
+#[derive(Default)]
+struct Pending {
+    /// Counters by minute.
+    counts: BTreeMap<i64, Bucket>,
+    /// Finished attempts by queue, oldest first, at most [`keys::RECENT_LIMIT`] each.
+    recent: HashMap<String, VecDeque<RecentJob>>,
+}
+
+/// One settled attempt, as the processor reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt<'a> {
+    /// The queue it was taken from.
+    pub queue: &'a str,
+    /// The payload's job name, or `?`.
+    pub job: &'a str,
+    /// The job's uuid.
+    pub uuid: &'a str,
+    /// The attempt's number (0 when unknown).
+    pub attempt: u32,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// How long it took.
+    pub runtime: Duration,
+    /// Why it failed or was released.
+    pub reason: Option<&'a str>,
+}
+
+impl Control {
+    /// The state of the worker called `worker_name` (its `--name`): nothing paused, no
+    /// restart requested, nothing counted. Without `publishes` (a worker on a Redis Cluster,
+    /// where these keys are not supported yet), attempts are not counted and
+    /// [`start`] publishes and reads nothing.
+    pub fn new(worker_name: &str, publishes: bool) -> Self {
+        Control {
+            worker_name: worker_name.to_owned(),
+            publishes,
+            paused: RwLock::new(HashSet::new()),
+            paused_changed: Notify::new(),
+            restart: CancellationToken::new(),
+            pending: Mutex::new(Pending::default()),
+        }
+    }
+
+    /// Whether workers must skip the queue `name`, as last read from Redis.
+    pub fn is_paused(&self, name: &str) -> bool {
+        self.paused
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(name)
+    }
+
+    /// Completes when the set of paused queues changes.
+    pub async fn paused_changed(&self) {
+        self.paused_changed.notified().await
+    }
+
+    /// Whether a restart was requested since the worker started.
+    pub fn restart_requested(&self) -> bool {
+        self.restart.is_cancelled()
+    }
+
+    /// Completes when a restart is requested.
+    pub async fn restarted(&self) {
+        self.restart.cancelled().await
+    }
+
+    /// Counts one settled attempt in the current minute and keeps it for its queue's
+    /// recent-jobs list.
+    pub fn record(&self, attempt: &Attempt<'_>) {
+        if !self.publishes {
+            return;
+        }
+        let now = Utc::now();
+        let recent = RecentJob {
+            uuid: attempt.uuid.to_owned(),
+            job: attempt.job.to_owned(),
+            queue: attempt.queue.to_owned(),
+            attempt: attempt.attempt,
+            outcome: attempt.outcome,
+            runtime_us: attempt.runtime.as_micros().min(u64::MAX as u128) as u64,
+            finished_at: now,
+            worker: self.worker_name.clone(),
+            reason: attempt
+                .reason
+                .map(|reason| reason.chars().take(RecentJob::REASON_LIMIT).collect()),
+        };
+        let mut pending = self.lock_pending();
+        pending
+            .counts
+            .entry(telemetry::minute_of(now))
+            .or_default()
+            .record(attempt.queue, attempt.job, attempt.outcome, attempt.runtime);
+        let list = match pending.recent.get_mut(attempt.queue) {
+            Some(list) => list,
+            None => pending.recent.entry(attempt.queue.to_owned()).or_default(),
+        };
+        if list.len() == keys::RECENT_LIMIT {
+            list.pop_front();
+        }
+        list.push_back(recent);
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn take_pending(&self) -> Pending {
+        std::mem::take(&mut *self.lock_pending())
+    }
+
+    /// Puts back what could not be sent, to go with the next pipeline.
+    fn restore_pending(&self, unsent: Pending) {
+        let mut pending = self.lock_pending();
+        for (minute, bucket) in unsent.counts {
+            pending.counts.entry(minute).or_default().merge(&bucket);
+        }
+        for (queue, mut older) in unsent.recent {
+            let newer = pending.recent.remove(&queue).unwrap_or_default();
+            older.extend(newer);
+            while older.len() > keys::RECENT_LIMIT {
+                older.pop_front();
+            }
+            pending.recent.insert(queue, older);
+        }
+    }
+
+    fn set_paused(&self, names: Vec<String>) {
+        let names: HashSet<String> = names.into_iter().collect();
+        let mut paused = self.paused.write().unwrap_or_else(|e| e.into_inner());
+        if *paused != names {
+            *paused = names;
+            drop(paused);
+            self.paused_changed.notify_waiters();
+        }
+    }
+}
+
+/// What the publishing task needs to describe the worker.
+struct Publisher {
+    queue: RedisQueue,
+    control: Arc<Control>,
+    running: Arc<Running>,
+    stats: Arc<Stats>,
+    options: Arc<WorkerOptions>,
+    id: String,
+    host: String,
+    started_at: DateTime<Utc>,
+    retention: Duration,
+    /// The restart key as first read: a later, different value is a restart request.
+    restart_seen: Option<Option<String>>,
+    failing: bool,
+}
+
+/// Handle to the publishing task (none when the worker does not publish).
+pub struct Publishing {
+    task: Option<(JoinHandle<Publisher>, CancellationToken)>,
+}
+
+/// Reads the paused queues and the restart key once, then publishes every [`TICK`] until
+/// [`Publishing::close`]. The first read is done before this returns, so the worker's first
+/// fetch already skips paused queues.
+pub async fn start(
+    queue: RedisQueue,
+    control: Arc<Control>,
+    running: Arc<Running>,
+    stats: Arc<Stats>,
+    options: Arc<WorkerOptions>,
+) -> Publishing {
+    if !control.publishes {
+        warn!(
+            "on a Redis Cluster this worker publishes no heartbeat record or metrics, and jobs \
+             pause and jobs restart do not reach it"
+        );
+        return Publishing { task: None };
+    }
+    let mut publisher = Publisher {
+        queue,
+        control,
+        running,
+        stats,
+        retention: options.metrics_retention(),
+        options,
+        id: uuid::Uuid::new_v4().to_string(),
+        host: gethostname::gethostname().to_string_lossy().into_owned(),
+        started_at: Utc::now(),
+        restart_seen: None,
+        failing: false,
+    };
+    publisher.tick(false).await;
+    let stop = CancellationToken::new();
+    let task = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = ticks.tick() => publisher.tick(false).await,
+                    _ = stop.cancelled() => return publisher,
+                }
+            }
+        }
+    });
+    Publishing {
+        task: Some((task, stop)),
+    }
+}
+
+impl Publishing {
+    /// Stops publishing: sends the last counts and removes the worker's heartbeat record.
+    pub async fn close(self) {
+        let Some((task, stop)) = self.task else {
+            return;
+        };
+        stop.cancel();
+        match task.await {
+            Ok(mut publisher) => publisher.tick(true).await,
+            Err(err) => warn!(error = %err, "the publishing task ended abnormally"),
+        }
+    }
+}
+
+impl Publisher {
+    /// One round trip: the counts so far, the heartbeat record (or its removal when
+    /// `last`), and the paused queues and restart key read back.
+    async fn tick(&mut self, last: bool) {
+        let pending = self.control.take_pending();
+        let record_key = keys::worker(&self.id);
+        let mut pipe = redis::pipe();
+        pipe.smembers(keys::PAUSED).get(keys::RESTART);
+        if last {
+            pipe.del(&record_key).ignore();
+            pipe.zrem(keys::WORKERS, &self.id).ignore();
+        } else {
+            let now = Utc::now();
+            let record = self.record(now);
+            let record = serde_json::to_string(&record).expect("a worker record serializes");
+            pipe.set_ex(&record_key, record, telemetry::WORKER_TTL.as_secs())
+                .ignore();
+            pipe.zadd(keys::WORKERS, &self.id, now.timestamp()).ignore();
+        }
+        let keep = (self.retention + Duration::from_secs(60)).as_secs() as i64;
+        for (minute, bucket) in &pending.counts {
+            let key = keys::metrics_minute(*minute);
+            for (field, by) in bucket.increments() {
+                pipe.hincr(&key, field, by).ignore();
+            }
+            pipe.expire(&key, keep).ignore();
+        }
+        for (queue, jobs) in &pending.recent {
+            let key = keys::recent(queue);
+            let entries: Vec<String> = jobs
+                .iter()
+                .map(|job| serde_json::to_string(job).expect("a recent job serializes"))
+                .collect();
+            // LPUSH puts the last entry, the newest, at the head.
+            pipe.lpush(&key, entries).ignore();
+            pipe.ltrim(&key, 0, keys::RECENT_LIMIT as isize - 1)
+                .ignore();
+            pipe.expire(&key, keep).ignore();
+        }
+        let mut conn = self.queue.connection();
+        let reply: jobs_core::Result<(Vec<String>, Option<String>)> =
+            self.queue.timed(pipe.query_async(&mut conn)).await;
+        match reply {
+            Ok((paused, restart)) => {
+                if self.failing {
+                    info!("publishing worker state again");
+                    self.failing = false;
+                }
+                self.control.set_paused(paused);
+                self.check_restart(restart);
+            }
+            Err(err) => {
+                if !self.failing {
+                    warn!(error = %err, "cannot publish worker state; counts are kept for later");
+                    self.failing = true;
+                }
+                self.control.restore_pending(pending);
+            }
+        }
+    }
+
+    fn check_restart(&mut self, value: Option<String>) {
+        match &self.restart_seen {
+            None => self.restart_seen = Some(value),
+            Some(seen) if *seen != value && !self.control.restart.is_cancelled() => {
+                info!("restart requested; stopping once the running jobs are done");
+                self.control.restart.cancel();
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn record(&self, now: DateTime<Utc>) -> WorkerInfo {
+        WorkerInfo {
+            id: self.id.clone(),
+            name: self.options.name.clone(),
+            host: self.host.clone(),
+            pid: std::process::id(),
+            queues: self.options.queue.clone(),
+            concurrency: self.options.concurrency,
+            running: self.running.len(),
+            processed: self.stats.processed(),
+            failed: self.stats.failed(),
+            started_at: self.started_at,
+            last_heartbeat: now,
+        }
+    }
+}
