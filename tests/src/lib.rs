@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use jobs_core::{QueueConfig, RedisQueue};
 
 pub mod cluster;
+pub mod dashboard;
 pub mod http;
 pub mod jobs_command;
 pub mod worker_process;

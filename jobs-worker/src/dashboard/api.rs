@@ -43,7 +43,10 @@ pub(super) fn routes(admin: Admin) -> Router {
 }
 
 async fn index() -> Response {
-    asset("text/html; charset=utf-8", include_str!("assets/index.html"))
+    asset(
+        "text/html; charset=utf-8",
+        include_str!("assets/index.html"),
+    )
 }
 
 async fn script() -> Response {
@@ -141,15 +144,15 @@ struct QueueRow {
     /// Attempts processed per minute over the last few minutes.
     per_minute: f64,
     /// Ready jobs divided by that rate: how long a job pushed now waits, roughly. `None` when
-    /// jobs are ready but none was processed lately.
+    /// jobs are ready but the queue is paused or none was processed lately.
     estimated_wait_secs: Option<f64>,
 }
 
 async fn queues(State(admin): State<Admin>) -> ApiResult<Vec<QueueRow>> {
     let recent = admin.metrics(RATE_MINUTES).await?;
     // The window is the full minutes before this one plus the part of this one gone by.
-    let window_secs = (f64::from(RATE_MINUTES - 1) * 60.0 + (Utc::now().timestamp() % 60) as f64)
-        .max(1.0);
+    let window_secs =
+        (f64::from(RATE_MINUTES - 1) * 60.0 + (Utc::now().timestamp() % 60) as f64).max(1.0);
     let mut rows = Vec::new();
     for name in admin.queues().await? {
         let stats = admin.queue_stats(&name).await?;
@@ -161,7 +164,7 @@ async fn queues(State(admin): State<Admin>) -> ApiResult<Vec<QueueRow>> {
         let per_second = processed as f64 / window_secs;
         let estimated_wait_secs = if stats.ready == 0 {
             Some(0.0)
-        } else if per_second > 0.0 {
+        } else if per_second > 0.0 && !stats.paused {
             Some(stats.ready as f64 / per_second)
         } else {
             None

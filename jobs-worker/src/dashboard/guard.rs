@@ -162,10 +162,19 @@ mod tests {
 
     #[test]
     fn loopback_hosts() {
-        for host in ["localhost:9900", "127.0.0.1:9900", "127.0.0.1", "[::1]:9900"] {
+        for host in [
+            "localhost:9900",
+            "127.0.0.1:9900",
+            "127.0.0.1",
+            "[::1]:9900",
+        ] {
             assert!(host_is_loopback(&headers(&[("host", host)])), "{host}");
         }
-        for host in ["evil.example:9900", "10.0.0.1:9900", "localhost.evil.example"] {
+        for host in [
+            "evil.example:9900",
+            "10.0.0.1:9900",
+            "localhost.evil.example",
+        ] {
             assert!(!host_is_loopback(&headers(&[("host", host)])), "{host}");
         }
     }

@@ -62,14 +62,18 @@ pub fn router(
     loopback: bool,
 ) -> Result<Router, DashboardError> {
     let guard = guard::Guard::new(credentials, loopback)?;
-    Ok(api::routes(admin).layer(axum::middleware::from_fn_with_state(
-        Arc::new(guard),
-        guard::check,
-    )))
+    Ok(
+        api::routes(admin).layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::check,
+        )),
+    )
 }
 
 /// Serves the dashboard until SIGINT or SIGTERM. Prints the address it listens on.
 pub async fn serve(admin: Admin, args: DashboardArgs) -> Result<(), DashboardError> {
+    let loopback = args.listen.ip().is_loopback();
+    let app = router(admin, args.auth.as_deref(), loopback)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|source| DashboardError::Listen {
@@ -77,8 +81,6 @@ pub async fn serve(admin: Admin, args: DashboardArgs) -> Result<(), DashboardErr
             source,
         })?;
     let addr = listener.local_addr().map_err(DashboardError::Serve)?;
-    let loopback = addr.ip().is_loopback();
-    let app = router(admin, args.auth.as_deref(), loopback)?;
     if !loopback && args.auth.is_none() {
         eprintln!(
             "jobs: warning: the dashboard listens on {addr} without --auth: anyone who can \
