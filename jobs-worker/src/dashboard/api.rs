@@ -27,6 +27,7 @@ pub(super) fn routes(admin: Admin) -> Router {
         .route("/", get(index))
         .route("/app.js", get(script))
         .route("/style.css", get(style))
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/overview", get(overview))
         .route("/api/queues", get(queues))
         .route("/api/queues/{name}/pause", post(pause))

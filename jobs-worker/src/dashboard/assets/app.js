@@ -134,7 +134,7 @@ function renderQueues(queues) {
     el("td", {}, el("button", {
       type: "button",
       class: q.paused ? "resume" : "pause",
-      onclick: () => act(post(`/api/queues/${encodeURIComponent(q.name)}/${q.paused ? "resume" : "pause"}`)),
+      onclick: () => act(post(`/api/queues/${encodeURIComponent(q.name)}/${q.paused ? "resume" : "pause"}`), queueState),
     }, q.paused ? "Resume" : "Pause")),
   ));
   fill($("#queues tbody"), rows, 9);
@@ -168,9 +168,9 @@ function renderFailed(list) {
     el("td", {}, job.failed_at),
     el("td", { class: "exception", title: job.exception }, job.exception),
     el("td", {},
-      el("button", { type: "button", class: "retry", onclick: () => act(post(`/api/failed/${encodeURIComponent(job.uuid)}/retry`)) }, "Retry"),
+      el("button", { type: "button", class: "retry", onclick: () => act(post(`/api/failed/${encodeURIComponent(job.uuid)}/retry`), retried) }, "Retry"),
       " ",
-      el("button", { type: "button", class: "forget danger", onclick: () => act(post(`/api/failed/${encodeURIComponent(job.uuid)}/forget`)) }, "Forget"),
+      el("button", { type: "button", class: "forget danger", onclick: () => act(post(`/api/failed/${encodeURIComponent(job.uuid)}/forget`), forgotten) }, "Forget"),
     ),
   ));
   fill($("#failed tbody"), rows, 6);
@@ -205,7 +205,7 @@ async function openDetail(uuid) {
     const record = entry.record;
     $("#detail-title").textContent = `${entry.display_name || entry.job} · ${record.uuid}`;
     const fields = [["Queue", record.queue], ["Connection", record.connection], ["Failed at", record.failed_at],
-      ["Attempts", entry.attempts ?? "?"], ["Position", entry.position]];
+      ["Payload attempts", entry.attempts ?? "?"], ["Position", entry.position]];
     $("#detail-fields").replaceChildren(...fields.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, String(v))]));
     $("#detail-exception").textContent = record.exception;
     let payload = record.payload;
@@ -222,14 +222,25 @@ function closeDetail() {
   $("#detail").hidden = true;
 }
 
-async function act(request) {
+// Runs a change, says what it did (or why it failed) until the next change, and refreshes.
+async function act(request, describe) {
+  const notice = $("#notice");
   try {
-    await request;
-    await refresh();
+    const result = await request;
+    notice.textContent = describe(result);
+    notice.className = "notice";
   } catch (error) {
-    setStatus(error);
+    notice.textContent = `Failed: ${error.message}`;
+    notice.className = "notice error";
   }
+  await refresh();
 }
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+const retried = (report) => `Retried ${plural(report.retried.length, "job")}.` +
+  (report.missing.length ? ` ${plural(report.missing.length, "job")} had changed meanwhile and ${report.missing.length === 1 ? "was" : "were"} left alone.` : "");
+const forgotten = (result) => `Forgot ${plural(result.forgotten, "failed job")}.`;
+const queueState = (result) => `${result.paused ? "Paused" : "Resumed"} ${result.queue}.`;
 
 async function refresh() {
   try {
@@ -260,14 +271,19 @@ function init() {
   }
   $("#failed-search").addEventListener("submit", (event) => event.preventDefault());
   $("#retry-matching").addEventListener("click", () => {
-    if (confirm(`Retry ${state.matched} failed job(s) matching the search?`)) act(post("/api/failed/retry", state.filter));
+    if (confirm(`Retry ${state.matched} failed job(s) matching the search?`)) act(post("/api/failed/retry", state.filter), retried);
   });
   $("#forget-matching").addEventListener("click", () => {
-    if (confirm(`Forget ${state.matched} failed job(s) matching the search? This cannot be undone.`)) act(post("/api/failed/forget", state.filter));
+    if (confirm(`Forget ${state.matched} failed job(s) matching the search? This cannot be undone.`)) act(post("/api/failed/forget", state.filter), forgotten);
   });
   $("#detail-close").addEventListener("click", closeDetail);
-  $("#detail-retry").addEventListener("click", () => act(post(`/api/failed/${encodeURIComponent(state.detail)}/retry`).then(closeDetail)));
-  $("#detail-forget").addEventListener("click", () => act(post(`/api/failed/${encodeURIComponent(state.detail)}/forget`).then(closeDetail)));
+  const onDetail = (action, describe) => () => {
+    const uuid = state.detail;
+    closeDetail();
+    act(post(`/api/failed/${encodeURIComponent(uuid)}/${action}`), describe);
+  };
+  $("#detail-retry").addEventListener("click", onDetail("retry", retried));
+  $("#detail-forget").addEventListener("click", onDetail("forget", forgotten));
   $("#recent-queue").addEventListener("change", (event) => { state.recentQueue = event.target.value; refresh(); });
   refresh();
   setInterval(refresh, POLL_MS);
