@@ -112,11 +112,17 @@ async fn the_worker_exports_counters_runtimes_running_jobs_and_queue_sizes() {
             counted("noop", "done") == Some(3.0)
                 && counted("panic", "failed") == Some(1.0)
                 && value(samples, "jobs_running_jobs", &[]) == Some(1.0)
+                // Gauges read after the jobs were taken (they are read every 5 s).
                 && value(
                     samples,
                     "jobs_queue_jobs",
                     &[("queue", "default"), ("section", "reserved")],
                 ) == Some(1.0)
+                && value(
+                    samples,
+                    "jobs_queue_jobs",
+                    &[("queue", "default"), ("section", "ready")],
+                ) == Some(0.0)
         });
         async move { scraped }
     })
