@@ -10,7 +10,7 @@ use redis::AsyncCommands;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
-use tests::{free_port, http, wait_for, TestRedis};
+use tests::{free_port, http, wait_for, wait_until, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -218,11 +218,10 @@ async fn a_metrics_address_in_use_stops_the_worker_with_a_clear_error() {
     );
     let status = worker.wait_exit(LONG).await;
     assert_eq!(status.code(), Some(1));
-    let lines = worker.lines();
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.contains(&format!("cannot serve Prometheus metrics on {addr}"))),
-        "{lines:?}"
-    );
+    let message = format!("cannot serve Prometheus metrics on {addr}");
+    wait_until(LONG, "the worker said why it stopped", || {
+        let said = worker.lines().iter().any(|l| l.contains(&message));
+        async move { said }
+    })
+    .await;
 }
