@@ -126,6 +126,8 @@ pub enum Command {
     Paused,
     /// List the live workers.
     Workers,
+    /// Serve the live web dashboard (see docs/operations.md).
+    Dashboard(crate::dashboard::DashboardArgs),
 }
 
 /// `jobs failed`.
@@ -188,6 +190,9 @@ pub enum CliError {
     /// The terminal could not be read or written.
     #[error("terminal: {0}")]
     Io(#[from] std::io::Error),
+    /// The dashboard could not run.
+    #[error(transparent)]
+    Dashboard(#[from] crate::dashboard::DashboardError),
 }
 
 /// Parses the command line, runs the command and returns its exit status: 0 on success, 1
@@ -220,6 +225,7 @@ pub async fn run(cli: Cli) -> Result<u8, CliError> {
     let admin = Admin::open(&cli.redis)?;
     let json = cli.json;
     match cli.command {
+        Command::Dashboard(args) => crate::dashboard::serve(admin, args).await?,
         Command::Failed(args) => match args.show {
             Some(FailedShow::Show { uuid }) => {
                 let entry = admin.failed_job(&uuid).await?;

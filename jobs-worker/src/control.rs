@@ -5,7 +5,8 @@
 //! ([`Control::record`]); the fetcher reads the paused queues from memory
 //! ([`Control::is_paused`]). Once a second, one task sends a single pipeline that adds the
 //! counters to the minute hashes, adds the attempts to their queues' recent-jobs lists,
-//! refreshes the heartbeat record, and reads back the paused queues and the restart key.
+//! refreshes the heartbeat record, and reads back the paused queues and the restart key. The
+//! Prometheus counters ([`crate::prometheus`]) are fed from the same [`Control::record`].
 
 use chrono::{DateTime, Utc};
 use jobs_core::keys;
@@ -103,8 +104,8 @@ impl Control {
         self.restart.cancelled().await
     }
 
-    /// Counts one settled attempt in the current minute and keeps it for its queue's
-    /// recent-jobs list.
+    /// Counts one settled attempt in the current minute and in the Prometheus metrics, and
+    /// keeps it for its queue's recent-jobs list.
     pub fn record(&self, attempt: &Attempt<'_>) {
         if !self.publishes {
             return;
@@ -129,6 +130,7 @@ impl Control {
             .entry(telemetry::minute_of(now))
             .or_default()
             .record(attempt.queue, attempt.job, attempt.outcome, attempt.runtime);
+        crate::prometheus::record(attempt.queue, attempt.job, attempt.outcome, attempt.runtime);
         let list = match pending.recent.get_mut(attempt.queue) {
             Some(list) => list,
             None => pending.recent.entry(attempt.queue.to_owned()).or_default(),

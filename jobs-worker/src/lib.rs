@@ -16,17 +16,19 @@
 //! jobs' reservations alive), [`worker`] keeps the slots busy and decides when to stop, and
 //! [`watchdog`] ends the process when a handler blocks its thread past its timeout,
 //! and [`control`] publishes the worker's state for operators and obeys their pause and
-//! restart requests. [`cli`] is the `jobs`
-//! command for operators.
+//! restart requests. [`prometheus`] serves the worker's metrics (`--metrics-addr`). [`cli`]
+//! is the `jobs` command for operators, [`dashboard`] its web dashboard.
 
 pub mod acker;
 pub mod cli;
 pub mod control;
+pub mod dashboard;
 pub mod fetcher;
 pub mod heartbeat;
 pub mod logging;
 pub mod options;
 pub mod processor;
+pub mod prometheus;
 pub mod retry;
 pub mod rules;
 pub mod stats;

@@ -86,6 +86,10 @@ pub struct WorkerOptions {
     #[arg(long, default_value_t = 24.0)]
     pub metrics_retention: f64,
 
+    /// Serve Prometheus metrics over HTTP on this address, e.g. 127.0.0.1:9464 (default: off).
+    #[arg(long)]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+
     /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379); a Redis Cluster is
     /// redis+cluster://host:port,host:port/.
     #[arg(long, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]

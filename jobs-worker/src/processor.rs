@@ -148,6 +148,7 @@ impl Processor {
     pub async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
         let started = Instant::now();
         let held = self.running.hold(&job);
+        let _counted = crate::prometheus::running_job();
         let decoded = self.decode(&job);
         match decoded {
             Ok(decoded) => {

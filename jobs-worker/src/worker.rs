@@ -67,6 +67,9 @@ pub enum WorkerError {
     /// The Redis handle could not be created.
     #[error(transparent)]
     Queue(#[from] jobs_core::Error),
+    /// The Prometheus endpoint (`--metrics-addr`) could not be started.
+    #[error(transparent)]
+    Metrics(#[from] crate::prometheus::MetricsError),
 }
 
 /// A worker process's main loop.
@@ -94,7 +97,8 @@ pub struct Worker {
 impl Worker {
     /// A worker with these options, connecting to `options.redis` on first use, with
     /// [`QueueConfig::default`]: its signing key and TLS CA file come from `JOBS_SIGNING_KEY`
-    /// and `REDIS_TLS_CA_FILE`.
+    /// and `REDIS_TLS_CA_FILE`. With `options.metrics_addr`, it starts serving Prometheus
+    /// metrics there (once per process).
     pub fn new(options: WorkerOptions) -> Result<Self, WorkerError> {
         let queue = RedisQueue::with_config(&options.redis, QueueConfig::default())?;
         Self::with_queue(options, queue)
@@ -114,6 +118,9 @@ impl Worker {
             return Err(WorkerError::InvalidOption(
                 "--queue names must not be empty".into(),
             ));
+        }
+        if let Some(addr) = options.metrics_addr {
+            crate::prometheus::install(addr, options.concurrency)?;
         }
         // Jobs that dispatch other jobs reach the same Redis as the worker.
         RedisQueue::set_default(queue.clone());
@@ -180,6 +187,8 @@ impl Worker {
             options.clone(),
         )
         .await;
+        let queue_sizes =
+            crate::prometheus::refresh_queue_sizes(self.queue.clone(), options.queue.clone());
         let fetcher = Fetcher::new(
             self.queue.clone(),
             queues.clone(),
@@ -334,6 +343,9 @@ impl Worker {
         }
         self.finish_running(&mut running, interrupt).await;
         heartbeat.abort();
+        if let Some(queue_sizes) = queue_sizes {
+            queue_sizes.abort();
+        }
         // The watchdog holds a sender of the acker, which closes once every sender is gone.
         drop(watchdog);
         drop(processor);

@@ -1,6 +1,7 @@
 //! Test harness: a private `redis-server` per test, waiting helpers, and drivers for the
-//! workspace's binaries: the worker ([`worker_process`]) and the `jobs` command
-//! ([`jobs_command`]).
+//! workspace's binaries: the worker ([`worker_process`]), the `jobs` command
+//! ([`jobs_command`]) and its dashboard ([`dashboard`]), with a small HTTP client ([`http`])
+//! for the dashboard and the worker's Prometheus endpoint.
 //!
 //! Every test starts its own [`TestRedis`] (tests run in parallel, each on its own port), and
 //! waits for conditions with [`wait_until`] / [`wait_for`] instead of sleeping.
@@ -29,6 +30,8 @@ use std::time::{Duration, Instant};
 use jobs_core::{QueueConfig, RedisQueue};
 
 pub mod cluster;
+pub mod dashboard;
+pub mod http;
 pub mod jobs_command;
 pub mod worker_process;
 

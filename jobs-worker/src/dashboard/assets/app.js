@@ -1,0 +1,292 @@
+// The jobs dashboard: polls the JSON endpoints every 2 s and renders them. Every text from
+// Redis goes through textContent, never HTML. State-changing requests are POSTs carrying the
+// X-Requested-With header the server requires.
+"use strict";
+
+const POLL_MS = 2000;
+const state = { filter: { job: "", queue: "", text: "" }, detail: null, recentQueue: "", matched: 0 };
+
+const $ = (selector) => document.querySelector(selector);
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "class") node.className = value;
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    node.append(child instanceof Node ? child : document.createTextNode(child ?? ""));
+  }
+  return node;
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(path, { credentials: "same-origin", ...options });
+  const text = await response.text();
+  let body = null;
+  try { body = text ? JSON.parse(text) : null; } catch (_) { body = { error: text }; }
+  if (!response.ok) throw new Error((body && body.error) || `${response.status} ${response.statusText}`);
+  return body;
+}
+
+function post(path, body) {
+  return api(path, {
+    method: "POST",
+    headers: { "X-Requested-With": "jobs-dashboard", "Content-Type": "application/json" },
+    body: JSON.stringify(body ?? {}),
+  });
+}
+
+function setStatus(error) {
+  const status = $("#status");
+  if (error) {
+    status.textContent = `error: ${error.message}`;
+    status.className = "status error";
+  } else {
+    status.textContent = `updated ${new Date().toLocaleTimeString()}`;
+    status.className = "status";
+  }
+}
+
+function duration(secs) {
+  if (secs === null || secs === undefined) return "–";
+  secs = Math.round(secs);
+  if (secs < 60) return `${secs}s`;
+  if (secs < 3600) return `${Math.floor(secs / 60)}m ${secs % 60}s`;
+  if (secs < 86400) return `${Math.floor(secs / 3600)}h ${Math.floor((secs % 3600) / 60)}m`;
+  return `${Math.floor(secs / 86400)}d ${Math.floor((secs % 86400) / 3600)}h`;
+}
+
+function ago(time) {
+  return `${duration(Math.max(0, (Date.now() - Date.parse(time)) / 1000))} ago`;
+}
+
+function runtime(us) {
+  if (us < 1000) return `${us} µs`;
+  if (us < 1e6) return `${(us / 1000).toFixed(1)} ms`;
+  return `${(us / 1e6).toFixed(2)} s`;
+}
+
+function fill(tbody, rows, columns) {
+  tbody.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { class: "empty", colspan: columns }, "none"))]));
+}
+
+function renderOverview(overview) {
+  $("#processed-hour").textContent = overview.processed_last_hour;
+  $("#failed-hour").textContent = overview.failed_last_hour;
+  $("#running").textContent = `${overview.running} / ${overview.concurrency}`;
+  $("#workers-count").textContent = overview.workers;
+  $("#failed-count").textContent = overview.failed_jobs;
+  renderChart(overview.minutes);
+}
+
+function renderChart(minutes) {
+  const svg = $("#chart");
+  const ns = "http://www.w3.org/2000/svg";
+  const shape = (tag, attrs, text) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+  const left = 40, top = 10, width = 670, height = 140;
+  const max = Math.max(1, ...minutes.map((m) => m.processed));
+  const step = width / Math.max(1, minutes.length);
+  const y = (v) => top + height - (v / max) * height;
+  const nodes = [
+    shape("line", { x1: left, y1: top, x2: left + width, y2: top }),
+    shape("line", { x1: left, y1: top + height, x2: left + width, y2: top + height }),
+    shape("text", { x: left - 6, y: top + 4, "text-anchor": "end" }, String(max)),
+    shape("text", { x: left - 6, y: top + height + 4, "text-anchor": "end" }, "0"),
+    shape("text", { x: left, y: top + height + 18 }, "60 min ago"),
+    shape("text", { x: left + width, y: top + height + 18, "text-anchor": "end" }, "now"),
+  ];
+  minutes.forEach((m, i) => {
+    const x = left + i * step + 1;
+    const w = Math.max(1, step - 2);
+    const label = `${new Date(m.minute).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}: ${m.processed} processed, ${m.failed} failed`;
+    if (m.processed > 0) {
+      const bar = shape("rect", { class: "processed", x, y: y(m.processed), width: w, height: top + height - y(m.processed) });
+      bar.append(shape("title", {}, label));
+      nodes.push(bar);
+    }
+    if (m.failed > 0) {
+      const bar = shape("rect", { class: "failed", x, y: y(m.failed), width: w, height: top + height - y(m.failed) });
+      bar.append(shape("title", {}, label));
+      nodes.push(bar);
+    }
+  });
+  svg.replaceChildren(...nodes);
+}
+
+function renderQueues(queues) {
+  const rows = queues.map((q) => el("tr", { dataset: { queue: q.name } },
+    el("td", {}, q.name),
+    el("td", { class: "num ready" }, String(q.ready)),
+    el("td", { class: "num delayed" }, String(q.delayed)),
+    el("td", { class: "num reserved" }, String(q.reserved)),
+    el("td", { class: "num" }, duration(q.oldest_ready_secs)),
+    el("td", { class: "num" }, q.per_minute.toFixed(1)),
+    el("td", { class: "num wait" }, q.paused ? "paused" : duration(q.estimated_wait_secs)),
+    el("td", { class: q.paused ? "paused state" : "state" }, q.paused ? "paused" : "active"),
+    el("td", {}, el("button", {
+      type: "button",
+      class: q.paused ? "resume" : "pause",
+      onclick: () => act(post(`/api/queues/${encodeURIComponent(q.name)}/${q.paused ? "resume" : "pause"}`), queueState),
+    }, q.paused ? "Resume" : "Pause")),
+  ));
+  fill($("#queues tbody"), rows, 9);
+  const select = $("#recent-queue");
+  const names = queues.map((q) => q.name);
+  if (names.join("\n") !== [...select.options].map((o) => o.value).join("\n")) {
+    select.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
+  }
+  if (!names.includes(state.recentQueue)) state.recentQueue = names[0] ?? "";
+  select.value = state.recentQueue;
+}
+
+function filterQuery() {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(state.filter)) if (value) params.set(key, value);
+  return params.toString();
+}
+
+function renderFailed(list) {
+  state.matched = list.matched;
+  const any = Object.values(state.filter).some(Boolean);
+  $("#failed-matched").textContent = any ? `${list.matched} of ${list.total} match` : `${list.total}`;
+  const rows = list.jobs.map((job) => el("tr", {
+    class: `clickable${state.detail === job.uuid ? " selected" : ""}`,
+    dataset: { uuid: job.uuid },
+    onclick: (event) => { if (event.target.tagName !== "BUTTON") openDetail(job.uuid); },
+  },
+    el("td", { class: "num" }, String(job.position)),
+    el("td", {}, job.display_name || job.job),
+    el("td", {}, job.queue),
+    el("td", {}, job.failed_at),
+    el("td", { class: "exception", title: job.exception }, job.exception),
+    el("td", {},
+      el("button", { type: "button", class: "retry", onclick: () => act(post(`/api/failed/${encodeURIComponent(job.uuid)}/retry`), retried) }, "Retry"),
+      " ",
+      el("button", { type: "button", class: "forget danger", onclick: () => act(post(`/api/failed/${encodeURIComponent(job.uuid)}/forget`), forgotten) }, "Forget"),
+    ),
+  ));
+  fill($("#failed tbody"), rows, 6);
+}
+
+function renderWorkers(workers) {
+  const rows = workers.map((w) => el("tr", {},
+    el("td", {}, w.name), el("td", {}, w.host), el("td", { class: "num" }, String(w.pid)),
+    el("td", {}, w.queues.join(", ")),
+    el("td", { class: "num" }, `${w.running} / ${w.concurrency}`),
+    el("td", { class: "num" }, String(w.processed)), el("td", { class: "num" }, String(w.failed)),
+    el("td", {}, ago(w.started_at)), el("td", {}, ago(w.last_heartbeat)),
+  ));
+  fill($("#workers tbody"), rows, 9);
+}
+
+function renderRecent(jobs) {
+  const rows = jobs.map((j) => el("tr", {},
+    el("td", {}, ago(j.finished_at)), el("td", {}, j.job),
+    el("td", { class: "num" }, j.attempt ? String(j.attempt) : "?"),
+    el("td", { class: `outcome-${j.outcome}` }, j.outcome),
+    el("td", { class: "num" }, runtime(j.runtime_us)), el("td", {}, j.worker),
+    el("td", { class: "exception", title: j.reason ?? "" }, j.reason ?? ""),
+  ));
+  fill($("#recent tbody"), rows, 7);
+}
+
+async function openDetail(uuid) {
+  try {
+    const entry = await api(`/api/failed/${encodeURIComponent(uuid)}`);
+    state.detail = uuid;
+    const record = entry.record;
+    $("#detail-title").textContent = `${entry.display_name || entry.job} · ${record.uuid}`;
+    const fields = [["Queue", record.queue], ["Connection", record.connection], ["Failed at", record.failed_at],
+      ["Payload attempts", entry.attempts ?? "?"], ["Position", entry.position]];
+    $("#detail-fields").replaceChildren(...fields.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, String(v))]));
+    $("#detail-exception").textContent = record.exception;
+    let payload = record.payload;
+    try { payload = JSON.stringify(JSON.parse(payload), null, 2); } catch (_) { /* shown as stored */ }
+    $("#detail-payload").textContent = payload;
+    $("#detail").hidden = false;
+  } catch (error) {
+    setStatus(error);
+  }
+}
+
+function closeDetail() {
+  state.detail = null;
+  $("#detail").hidden = true;
+}
+
+// Runs a change, says what it did (or why it failed) until the next change, and refreshes.
+async function act(request, describe) {
+  const notice = $("#notice");
+  try {
+    const result = await request;
+    notice.textContent = describe(result);
+    notice.className = "notice";
+  } catch (error) {
+    notice.textContent = `Failed: ${error.message}`;
+    notice.className = "notice error";
+  }
+  await refresh();
+}
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+const retried = (report) => `Retried ${plural(report.retried.length, "job")}.` +
+  (report.missing.length ? ` ${plural(report.missing.length, "job")} had changed meanwhile and ${report.missing.length === 1 ? "was" : "were"} left alone.` : "");
+const forgotten = (result) => `Forgot ${plural(result.forgotten, "failed job")}.`;
+const queueState = (result) => `${result.paused ? "Paused" : "Resumed"} ${result.queue}.`;
+
+async function refresh() {
+  try {
+    const recent = state.recentQueue
+      ? api(`/api/recent?queue=${encodeURIComponent(state.recentQueue)}`)
+      : Promise.resolve([]);
+    const [overview, queues, failed, workers, recentJobs] = await Promise.all([
+      api("/api/overview"), api("/api/queues"), api(`/api/failed?${filterQuery()}`), api("/api/workers"), recent,
+    ]);
+    renderOverview(overview);
+    renderQueues(queues);
+    renderFailed(failed);
+    renderWorkers(workers);
+    renderRecent(recentJobs);
+    if (state.detail && !failed.jobs.some((j) => j.uuid === state.detail) && !Object.values(state.filter).some(Boolean)) closeDetail();
+    setStatus(null);
+  } catch (error) {
+    setStatus(error);
+  }
+}
+
+function init() {
+  for (const name of ["job", "queue", "text"]) {
+    $(`#search-${name}`).addEventListener("input", (event) => {
+      state.filter[name] = event.target.value.trim();
+      refresh();
+    });
+  }
+  $("#failed-search").addEventListener("submit", (event) => event.preventDefault());
+  $("#retry-matching").addEventListener("click", () => {
+    if (confirm(`Retry ${state.matched} failed job(s) matching the search?`)) act(post("/api/failed/retry", state.filter), retried);
+  });
+  $("#forget-matching").addEventListener("click", () => {
+    if (confirm(`Forget ${state.matched} failed job(s) matching the search? This cannot be undone.`)) act(post("/api/failed/forget", state.filter), forgotten);
+  });
+  $("#detail-close").addEventListener("click", closeDetail);
+  const onDetail = (action, describe) => () => {
+    const uuid = state.detail;
+    closeDetail();
+    act(post(`/api/failed/${encodeURIComponent(uuid)}/${action}`), describe);
+  };
+  $("#detail-retry").addEventListener("click", onDetail("retry", retried));
+  $("#detail-forget").addEventListener("click", onDetail("forget", forgotten));
+  $("#recent-queue").addEventListener("change", (event) => { state.recentQueue = event.target.value; refresh(); });
+  refresh();
+  setInterval(refresh, POLL_MS);
+}
+
+init();

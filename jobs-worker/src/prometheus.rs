@@ -1,0 +1,222 @@
+//! The worker's Prometheus endpoint (`--metrics-addr`): job counters and run times fed where
+//! each job settles, the running jobs, and the sizes of the worker's queues read from Redis
+//! every [`QUEUE_SIZES_EVERY`]. `docs/operations.md` lists every metric.
+//!
+//! The `metrics` crate's recorder is global to the process, so one worker per process can
+//! export. Until [`install`] succeeds, recording is skipped before any label is built.
+
+use jobs_core::admin::Admin;
+use jobs_core::telemetry::Outcome;
+use jobs_core::RedisQueue;
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+/// Counter of settled attempts, labelled `queue`, `job` and `outcome`.
+pub const JOBS_PROCESSED: &str = "jobs_processed_total";
+/// Histogram of attempts' run times in seconds, labelled `queue` and `job`.
+pub const JOB_RUNTIME: &str = "jobs_runtime_seconds";
+/// Gauge of the jobs this worker is running.
+pub const RUNNING_JOBS: &str = "jobs_running_jobs";
+/// Gauge of this worker's `--concurrency`.
+pub const CONCURRENCY: &str = "jobs_worker_concurrency";
+/// Gauge of the jobs in a queue, labelled `queue` and `section` (ready, delayed, reserved).
+pub const QUEUE_JOBS: &str = "jobs_queue_jobs";
+/// Gauge of the age of a queue's oldest ready job in seconds (0 when nothing is ready).
+pub const QUEUE_OLDEST_READY: &str = "jobs_queue_oldest_ready_seconds";
+/// Gauge that is 1 while a queue is paused, else 0.
+pub const QUEUE_PAUSED: &str = "jobs_queue_paused";
+
+/// How often the queue gauges are read from Redis.
+pub const QUEUE_SIZES_EVERY: Duration = Duration::from_secs(5);
+
+/// Upper bounds of the run time histogram's buckets, in seconds.
+pub const RUNTIME_BUCKETS: [f64; 14] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// The endpoint could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot serve Prometheus metrics on {addr}: {reason}")]
+pub struct MetricsError {
+    /// The address asked for.
+    pub addr: SocketAddr,
+    /// Why (the address is in use, a recorder is already installed, ...).
+    pub reason: String,
+}
+
+/// Serves the metrics at `http://addr/metrics` (any path answers) from now on. Inside a Tokio
+/// runtime the endpoint runs on it; outside one, on a thread of its own.
+pub fn install(addr: SocketAddr, concurrency: usize) -> Result<(), MetricsError> {
+    let error = |reason: String| MetricsError { addr, reason };
+    PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .set_buckets_for_metric(Matcher::Full(JOB_RUNTIME.to_owned()), &RUNTIME_BUCKETS)
+        .map_err(|e| error(e.to_string()))?
+        .install()
+        .map_err(|e| error(e.to_string()))?;
+    describe_counter!(
+        JOBS_PROCESSED,
+        "Attempts settled by this worker, by queue, job and outcome (done, released, failed)."
+    );
+    describe_histogram!(
+        JOB_RUNTIME,
+        metrics::Unit::Seconds,
+        "Run time of each attempt, from reservation to verdict."
+    );
+    describe_gauge!(RUNNING_JOBS, "Jobs this worker is running now.");
+    describe_gauge!(CONCURRENCY, "Jobs this worker runs at once at most.");
+    describe_gauge!(
+        QUEUE_JOBS,
+        "Jobs in each of this worker's queues, by section (ready, delayed, reserved)."
+    );
+    describe_gauge!(
+        QUEUE_OLDEST_READY,
+        metrics::Unit::Seconds,
+        "Age of the oldest ready job of each of this worker's queues (0 when none is ready)."
+    );
+    describe_gauge!(QUEUE_PAUSED, "1 while the queue is paused, else 0.");
+    gauge!(CONCURRENCY).set(concurrency as f64);
+    gauge!(RUNNING_JOBS).set(0.0);
+    INSTALLED.store(true, Ordering::Relaxed);
+    info!(%addr, "serving Prometheus metrics");
+    Ok(())
+}
+
+fn installed() -> bool {
+    INSTALLED.load(Ordering::Relaxed)
+}
+
+/// The `outcome` label of a settled attempt.
+pub fn outcome_label(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Done => "done",
+        Outcome::Released => "released",
+        Outcome::Failed => "failed",
+    }
+}
+
+/// Counts one settled attempt and its run time.
+pub fn record(queue: &str, job: &str, outcome: Outcome, runtime: Duration) {
+    if !installed() {
+        return;
+    }
+    let (queue, job) = (queue.to_owned(), job.to_owned());
+    counter!(JOBS_PROCESSED, "queue" => queue.clone(), "job" => job.clone(), "outcome" => outcome_label(outcome))
+        .increment(1);
+    histogram!(JOB_RUNTIME, "queue" => queue, "job" => job).record(runtime.as_secs_f64());
+}
+
+/// A job counted in [`RUNNING_JOBS`] until this is dropped.
+pub struct RunningJob(bool);
+
+/// Counts a job as running until the returned guard is dropped.
+pub fn running_job() -> RunningJob {
+    let counted = installed();
+    if counted {
+        gauge!(RUNNING_JOBS).increment(1.0);
+    }
+    RunningJob(counted)
+}
+
+impl Drop for RunningJob {
+    fn drop(&mut self) {
+        if self.0 {
+            gauge!(RUNNING_JOBS).decrement(1.0);
+        }
+    }
+}
+
+/// Reads the sizes of `queues` every [`QUEUE_SIZES_EVERY`] into the queue gauges, when the
+/// endpoint is installed. A failed read leaves the last values and is logged once. On a Redis
+/// Cluster, which the admin operations do not support yet, only the sizes are read: the
+/// oldest-ready and paused gauges are left out.
+pub fn refresh_queue_sizes(queue: RedisQueue, queues: Vec<String>) -> Option<JoinHandle<()>> {
+    if !installed() {
+        return None;
+    }
+    let admin = Admin::new(queue.clone()).ok();
+    Some(tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(QUEUE_SIZES_EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut failing = false;
+        loop {
+            ticks.tick().await;
+            for name in &queues {
+                match read_queue(&queue, admin.as_ref(), name).await {
+                    Ok(reading) => {
+                        failing = false;
+                        reading.publish(name);
+                    }
+                    Err(err) => {
+                        if !failing {
+                            warn!(error = %err, "cannot read queue sizes for the metrics");
+                            failing = true;
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    }))
+}
+
+/// One queue's gauges, as last read.
+struct QueueReading {
+    sections: [(&'static str, u64); 3],
+    oldest_ready_secs: Option<Option<u64>>,
+    paused: Option<bool>,
+}
+
+impl QueueReading {
+    fn publish(&self, name: &str) {
+        for (section, jobs) in self.sections {
+            gauge!(QUEUE_JOBS, "queue" => name.to_owned(), "section" => section).set(jobs as f64);
+        }
+        if let Some(oldest) = self.oldest_ready_secs {
+            gauge!(QUEUE_OLDEST_READY, "queue" => name.to_owned()).set(oldest.unwrap_or(0) as f64);
+        }
+        if let Some(paused) = self.paused {
+            gauge!(QUEUE_PAUSED, "queue" => name.to_owned()).set(if paused { 1.0 } else { 0.0 });
+        }
+    }
+}
+
+async fn read_queue(
+    queue: &RedisQueue,
+    admin: Option<&Admin>,
+    name: &str,
+) -> Result<QueueReading, String> {
+    match admin {
+        Some(admin) => {
+            let stats = admin.queue_stats(name).await.map_err(|e| e.to_string())?;
+            Ok(QueueReading {
+                sections: [
+                    ("ready", stats.ready),
+                    ("delayed", stats.delayed),
+                    ("reserved", stats.reserved),
+                ],
+                oldest_ready_secs: Some(stats.oldest_ready_secs),
+                paused: Some(stats.paused),
+            })
+        }
+        None => {
+            let size = queue.size(name).await.map_err(|e| e.to_string())?;
+            Ok(QueueReading {
+                sections: [
+                    ("ready", size.ready),
+                    ("delayed", size.delayed),
+                    ("reserved", size.reserved),
+                ],
+                oldest_ready_secs: None,
+                paused: None,
+            })
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! `jobs dashboard` against a real redis-server and the real worker: its JSON endpoints, basic
+//! auth, the refusal of cross-site and foreign-host requests, and changes (retry, forget,
+//! pause) made through its POST endpoints, checked in Redis.
+
+use examples::{Flaky, Noop, Panic};
+use jobs_core::keys::{self, QueueKeys};
+use jobs_core::{Job, Payload};
+use redis::AsyncCommands;
+use std::time::Duration;
+use tests::dashboard::Dashboard;
+use tests::http::Request;
+use tests::worker_process::WorkerProcess;
+use tests::{wait_for, TestRedis};
+
+const LONG: Duration = Duration::from_secs(30);
+
+fn dashboard(redis: &TestRedis, args: &[&str], envs: &[(&str, &str)]) -> Dashboard {
+    Dashboard::start(env!("CARGO_BIN_EXE_test_jobs"), redis.url(), args, envs)
+}
+
+fn start_worker(redis: &TestRedis, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis.url(), args)
+}
+
+/// Runs a worker on `queues` until they are empty.
+async fn drain(redis: &TestRedis, queues: &str) {
+    let mut worker = start_worker(redis, &["--queue", queues, "--stop-when-empty"]);
+    assert!(worker.wait_exit(LONG).await.success());
+}
+
+async fn failed_count(redis: &TestRedis) -> u64 {
+    let mut conn = redis.conn().await;
+    conn.hlen(keys::FAILED_JOBS).await.unwrap()
+}
+
+#[tokio::test]
+async fn json_endpoints_show_throughput_queues_failed_jobs_workers_and_recent_jobs() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    for _ in 0..3 {
+        Noop {}
+            .dispatch()
+            .on_queue("emails")
+            .via(&queue)
+            .await
+            .unwrap();
+    }
+    let failed = Panic {}
+        .dispatch()
+        .on_queue("emails")
+        .via(&queue)
+        .await
+        .unwrap()
+        .to_string();
+    Noop {}
+        .dispatch()
+        .on_queue("emails")
+        .delay(600)
+        .via(&queue)
+        .await
+        .unwrap();
+    let _worker = start_worker(&redis, &["--queue", "emails", "--name", "mailer"]);
+    let dash = dashboard(&redis, &[], &[]);
+
+    let overview = wait_for(LONG, "the overview counts the 4 attempts", || {
+        let overview = dash.get_json("/api/overview");
+        let done = overview["processed_last_hour"] == 4 && overview["workers"] == 1;
+        async move { done.then_some(overview) }
+    })
+    .await;
+    assert_eq!(overview["failed_last_hour"], 1);
+    assert_eq!(overview["failed_jobs"], 1);
+    assert_eq!(overview["concurrency"], 10);
+    let minutes = overview["minutes"].as_array().unwrap();
+    assert_eq!(minutes.len(), 60);
+    let charted: u64 = minutes
+        .iter()
+        .map(|m| m["processed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(charted, 4);
+
+    let queues = dash.get_json("/api/queues");
+    let emails = queues
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "emails")
+        .unwrap_or_else(|| panic!("no emails queue in {queues}"));
+    assert_eq!(emails["ready"], 0);
+    assert_eq!(emails["delayed"], 1);
+    assert_eq!(emails["reserved"], 0);
+    assert_eq!(emails["paused"], false);
+    assert_eq!(emails["estimated_wait_secs"], 0.0);
+    assert!(emails["per_minute"].as_f64().unwrap() > 0.0, "{emails}");
+
+    let list = dash.get_json("/api/failed");
+    assert_eq!(
+        (list["total"].as_u64(), list["matched"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let row = &list["jobs"][0];
+    assert_eq!(row["uuid"], failed.as_str());
+    assert_eq!(
+        (row["job"].as_str(), row["queue"].as_str()),
+        (Some("panic"), Some("emails"))
+    );
+    assert!(row["exception"]
+        .as_str()
+        .unwrap()
+        .contains("panicking on purpose"));
+    for (search, matched) in [
+        ("job=panic", 1),
+        ("job=noop", 0),
+        ("queue=emails", 1),
+        ("queue=other", 0),
+        ("text=PANICKING", 1),
+        ("text=nothing+like+it", 0),
+        ("job=panic&queue=emails&text=purpose", 1),
+    ] {
+        let list = dash.get_json(&format!("/api/failed?{search}"));
+        assert_eq!(list["matched"], matched, "{search}: {list}");
+        assert_eq!(list["total"], 1);
+    }
+
+    let detail = dash.get_json(&format!("/api/failed/{failed}"));
+    let payload = Payload::from_json(detail["record"]["payload"].as_str().unwrap()).unwrap();
+    assert_eq!(payload.uuid.to_string(), failed);
+    assert!(detail["record"]["exception"]
+        .as_str()
+        .unwrap()
+        .contains("panicking on purpose"));
+    let unknown = dash.send(Request::get("/api/failed/no-such-uuid"));
+    assert_eq!(unknown.status, 404);
+    assert!(unknown.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("no-such-uuid"));
+
+    let workers = dash.get_json("/api/workers");
+    assert_eq!(workers.as_array().unwrap().len(), 1);
+    assert_eq!(workers[0]["name"], "mailer");
+    assert_eq!(workers[0]["queues"], serde_json::json!(["emails"]));
+    assert_eq!(workers[0]["processed"], 4);
+
+    let recent = dash.get_json("/api/recent?queue=emails");
+    let recent = recent.as_array().unwrap();
+    assert_eq!(recent.len(), 4, "{recent:?}");
+    // Ten jobs run at once, so the order they finished in is not the order they were pushed.
+    let failures: Vec<_> = recent.iter().filter(|j| j["outcome"] == "failed").collect();
+    assert_eq!(failures.len(), 1, "{recent:?}");
+    assert_eq!(failures[0]["uuid"], failed.as_str());
+    assert_eq!(failures[0]["job"], "panic");
+    assert_eq!(recent.iter().filter(|j| j["outcome"] == "done").count(), 3);
+    assert_eq!(
+        dash.get_json("/api/recent?queue=emails&limit=2")
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    let page = dash.send(Request::get("/"));
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("<script src=\"app.js\""));
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    let script = dash.send(Request::get("/app.js"));
+    assert_eq!(
+        script.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    assert!(script.body.contains("X-Requested-With"));
+}
+
+#[tokio::test]
+async fn basic_auth_guards_every_page_when_configured() {
+    let redis = TestRedis::start();
+    let dash = dashboard(
+        &redis,
+        &[],
+        &[(jobs_worker::dashboard::AUTH_ENV, "admin:s3cret")],
+    );
+    let good = "Basic YWRtaW46czNjcmV0"; // admin:s3cret
+    let wrong = "Basic YWRtaW46d3Jvbmc="; // admin:wrong
+    for path in ["/", "/app.js", "/api/overview", "/api/failed"] {
+        let anonymous = dash.send(Request::get(path));
+        assert_eq!(anonymous.status, 401, "{path}");
+        assert!(anonymous
+            .header("www-authenticate")
+            .is_some_and(|h| h.starts_with("Basic realm=")));
+        let refused = dash.send(Request::get(path).header("Authorization", wrong));
+        assert_eq!(refused.status, 401, "{path}");
+        let allowed = dash.send(Request::get(path).header("Authorization", good));
+        assert_eq!(allowed.status, 200, "{path}: {}", allowed.body);
+    }
+    // A change without credentials is refused before anything happens.
+    let pause = dash.send(dash.page_post("/api/queues/emails/pause", "{}"));
+    assert_eq!(pause.status, 401);
+    let mut conn = redis.conn().await;
+    let paused: bool = conn.sismember(keys::PAUSED, "emails").await.unwrap();
+    assert!(!paused);
+    let pause = dash.send(
+        dash.page_post("/api/queues/emails/pause", "{}")
+            .header("Authorization", good),
+    );
+    assert_eq!(pause.status, 200, "{}", pause.body);
+    let paused: bool = conn.sismember(keys::PAUSED, "emails").await.unwrap();
+    assert!(paused);
+}
+
+#[tokio::test]
+async fn cross_site_requests_are_refused_and_a_page_post_retries_the_job() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let failed = Panic {}.dispatch().via(&queue).await.unwrap().to_string();
+    drain(&redis, "default").await;
+    assert_eq!(failed_count(&redis).await, 1);
+    let dash = dashboard(&redis, &[], &[]);
+    let path = format!("/api/failed/{failed}/retry");
+
+    // What a form on another site submits: no custom header, a foreign Origin.
+    let form = dash.send(
+        Request::post(&path)
+            .header("Origin", "http://evil.example")
+            .header("Sec-Fetch-Site", "cross-site")
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body("x=1"),
+    );
+    assert_eq!(form.status, 403, "{}", form.body);
+    // The custom header alone is not enough from another origin or site.
+    let foreign_origin = dash.send(
+        Request::post(&path)
+            .header("X-Requested-With", "jobs-dashboard")
+            .header("Origin", "http://evil.example"),
+    );
+    assert_eq!(foreign_origin.status, 403);
+    let foreign_site = dash.send(
+        Request::post(&path)
+            .header("X-Requested-With", "jobs-dashboard")
+            .header("Sec-Fetch-Site", "cross-site"),
+    );
+    assert_eq!(foreign_site.status, 403);
+    // A same-origin POST without the header (a form on the dashboard's own origin).
+    let no_header = dash.send(Request::post(&path).header("Origin", dash.url()));
+    assert_eq!(no_header.status, 403);
+    // A page of another site whose name resolves to 127.0.0.1 (DNS rebinding).
+    let rebound = dash.send(Request::get("/api/failed").header("Host", "evil.example:9900"));
+    assert_eq!(rebound.status, 403);
+    // GET never changes anything.
+    assert_eq!(dash.send(Request::get(&path)).status, 405);
+
+    assert_eq!(failed_count(&redis).await, 1, "nothing was retried");
+    let keys = QueueKeys::new("default");
+    let mut conn = redis.conn().await;
+    let ready: u64 = conn.llen(&keys.ready).await.unwrap();
+    assert_eq!(ready, 0);
+
+    let retried = dash.send(dash.page_post(&path, ""));
+    assert_eq!(retried.status, 200, "{}", retried.body);
+    assert_eq!(retried.json()["retried"][0]["uuid"], failed.as_str());
+    assert_eq!(failed_count(&redis).await, 0);
+    let pushed: Vec<String> = conn.lrange(&keys.ready, 0, -1).await.unwrap();
+    assert_eq!(pushed.len(), 1);
+    let payload = Payload::from_json(&pushed[0]).unwrap();
+    assert_eq!(
+        (payload.uuid.to_string(), payload.attempts),
+        (failed.clone(), 0)
+    );
+    let tokens: u64 = conn.llen(&keys.notify).await.unwrap();
+    assert_eq!(tokens, 1);
+    let again = dash.send(dash.page_post(&path, ""));
+    assert_eq!(again.status, 404);
+}
+
+#[tokio::test]
+async fn retry_forget_pause_and_resume_through_the_page_endpoints() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut q1 = Vec::new();
+    for _ in 0..2 {
+        q1.push(
+            Panic {}
+                .dispatch()
+                .on_queue("q1")
+                .via(&queue)
+                .await
+                .unwrap(),
+        );
+    }
+    let flaky = Flaky { fail_times: 5 }
+        .dispatch()
+        .on_queue("q2")
+        .via(&queue)
+        .await
+        .unwrap()
+        .to_string();
+    let forgotten = Panic {}
+        .dispatch()
+        .on_queue("q2")
+        .via(&queue)
+        .await
+        .unwrap()
+        .to_string();
+    drain(&redis, "q1,q2").await;
+    assert_eq!(failed_count(&redis).await, 4);
+    let dash = dashboard(&redis, &[], &[]);
+    let mut conn = redis.conn().await;
+
+    let forget = dash.send(dash.page_post(&format!("/api/failed/{forgotten}/forget"), ""));
+    assert_eq!(forget.status, 200, "{}", forget.body);
+    assert_eq!(failed_count(&redis).await, 3);
+
+    let retry = dash.send(dash.page_post("/api/failed/retry", r#"{"queue":"q1","text":""}"#));
+    assert_eq!(retry.status, 200, "{}", retry.body);
+    assert_eq!(retry.json()["retried"].as_array().unwrap().len(), 2);
+    let pushed: Vec<String> = conn.lrange("queues:q1", 0, -1).await.unwrap();
+    let mut uuids: Vec<String> = pushed
+        .iter()
+        .map(|p| Payload::from_json(p).unwrap().uuid.to_string())
+        .collect();
+    let mut expected: Vec<String> = q1.iter().map(|u| u.to_string()).collect();
+    uuids.sort();
+    expected.sort();
+    assert_eq!(uuids, expected);
+
+    let forget = dash.send(dash.page_post("/api/failed/forget", r#"{"text":"FLAKY JOB"}"#));
+    assert_eq!(forget.status, 200, "{}", forget.body);
+    assert_eq!(forget.json()["forgotten"], 1);
+    assert_eq!(failed_count(&redis).await, 0);
+    let gone: Option<String> = conn.hget(keys::FAILED_JOBS, &flaky).await.unwrap();
+    assert_eq!(gone, None);
+
+    let pause = dash.send(dash.page_post("/api/queues/q1/pause", ""));
+    assert_eq!(pause.json()["changed"], true);
+    let paused: Vec<String> = conn.smembers(keys::PAUSED).await.unwrap();
+    assert_eq!(paused, ["q1"]);
+    let q1_row = dash.get_json("/api/queues");
+    let q1_row = q1_row
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "q1")
+        .unwrap();
+    assert_eq!(
+        (q1_row["paused"].as_bool(), q1_row["ready"].as_u64()),
+        (Some(true), Some(2))
+    );
+    assert_eq!(q1_row["estimated_wait_secs"], serde_json::Value::Null);
+    let resume = dash.send(dash.page_post("/api/queues/q1/resume", ""));
+    assert_eq!(resume.json()["changed"], true);
+    let paused: Vec<String> = conn.smembers(keys::PAUSED).await.unwrap();
+    assert!(paused.is_empty());
+}
+
+#[tokio::test]
+async fn bad_credentials_and_a_taken_address_are_clear_errors() {
+    let redis = TestRedis::start();
+    let jobs = tests::jobs_command::JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    let ran = jobs.run(&["dashboard", "--listen", "127.0.0.1:0", "--auth", "admin"]);
+    assert_eq!(ran.code(), Some(1));
+    assert!(
+        ran.stderr.contains("--auth must be user:password"),
+        "{}",
+        ran.stderr
+    );
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let ran = jobs.run(&["dashboard", "--listen", &addr]);
+    assert_eq!(ran.code(), Some(1));
+    assert!(
+        ran.stderr.contains(&format!("cannot listen on {addr}")),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_is_a_json_error_the_page_can_show() {
+    let port = tests::free_port();
+    let dash = Dashboard::start(
+        env!("CARGO_BIN_EXE_test_jobs"),
+        &format!("redis://127.0.0.1:{port}"),
+        &[],
+        &[],
+    );
+    for path in [
+        "/api/overview",
+        "/api/queues",
+        "/api/failed",
+        "/api/workers",
+    ] {
+        let response = dash.send(Request::get(path));
+        assert_eq!(response.status, 503, "{path}");
+        assert!(
+            response.json()["error"].is_string(),
+            "{path}: {}",
+            response.body
+        );
+    }
+    assert_eq!(dash.send(Request::get("/")).status, 200);
+}
