@@ -252,7 +252,7 @@ impl Worker {
                 break Exit::Restart;
             }
             // Reading the process's memory costs a system call: once per 100 ms is enough.
-            if last_memory_check.map_or(true, |at| at.elapsed() >= MEMORY_CHECK_INTERVAL) {
+            if last_memory_check.is_none_or(|at| at.elapsed() >= MEMORY_CHECK_INTERVAL) {
                 last_memory_check = Some(Instant::now());
                 if memory_mb() > options.memory {
                     warn!(limit_mb = options.memory, "memory limit exceeded");
