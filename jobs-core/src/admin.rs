@@ -29,6 +29,7 @@ use crate::keys::{
     self, KeyLayout, QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX, PAUSED, QUEUE_PREFIX,
 };
 use crate::payload;
+use crate::payload::RawFields;
 use crate::queue::RedisQueue;
 use crate::scripts;
 use crate::telemetry::{Bucket, RecentJob, WorkerInfo};
@@ -823,22 +824,12 @@ struct Summary {
 
 impl Summary {
     fn of(raw: &str) -> Summary {
-        let value: Option<serde_json::Value> = serde_json::from_str(raw).ok();
-        let text = |name: &str| {
-            value
-                .as_ref()
-                .and_then(|v| v.get(name))
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-        };
+        let fields = RawFields::parse(raw);
         Summary {
-            job: text("job"),
-            display_name: text("displayName"),
-            uuid: text("uuid"),
-            attempts: value
-                .as_ref()
-                .and_then(|v| v.get("attempts"))
-                .and_then(|v| v.as_u64()),
+            job: fields.text("job"),
+            display_name: fields.text("displayName"),
+            uuid: fields.text("uuid"),
+            attempts: fields.number("attempts"),
         }
     }
 }

@@ -154,3 +154,46 @@ mod tests {
         );
     }
 }
+
+/// A payload read leniently, field by field, for reporting on one that may not decode as a
+/// [`Payload`]: any field may be missing, and the text need not be JSON at all.
+///
+/// ```
+/// let raw = jobs_core::payload::RawFields::parse(r#"{"job":"mail","attempts":2}"#);
+/// assert!(raw.is_json());
+/// assert_eq!(raw.text("job").as_deref(), Some("mail"));
+/// assert_eq!(raw.number("attempts"), Some(2));
+/// assert_eq!(raw.text("uuid"), None);
+/// ```
+#[derive(Debug, Clone)]
+pub struct RawFields {
+    value: Option<serde_json::Value>,
+}
+
+impl RawFields {
+    /// Reads `raw`, which may be anything.
+    pub fn parse(raw: &str) -> RawFields {
+        RawFields {
+            value: serde_json::from_str(raw).ok(),
+        }
+    }
+
+    /// Whether `raw` was JSON.
+    pub fn is_json(&self) -> bool {
+        self.value.is_some()
+    }
+
+    /// The top-level field `name`, when it is a string.
+    pub fn text(&self, name: &str) -> Option<String> {
+        self.field(name)?.as_str().map(str::to_owned)
+    }
+
+    /// The top-level field `name`, when it is a whole number.
+    pub fn number(&self, name: &str) -> Option<u64> {
+        self.field(name)?.as_u64()
+    }
+
+    fn field(&self, name: &str) -> Option<&serde_json::Value> {
+        self.value.as_ref()?.get(name)
+    }
+}

@@ -7,6 +7,7 @@
 
 use futures_util::FutureExt;
 use jobs_core::keys::QueueKeys;
+use jobs_core::payload::RawFields;
 use jobs_core::registry::{self, JobFuture, JobRegistration};
 use jobs_core::telemetry::Outcome;
 use jobs_core::{FailedJob, JobContext, Payload, RedisQueue, Request, SigningKey};
@@ -422,19 +423,15 @@ pub(crate) fn job_span(display_name: &str, uuid: &str, queue: &str, attempt: u32
 
 fn decode(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded, Undecodable> {
     let payload = Payload::from_json(raw).map_err(|err| {
-        let value: Option<serde_json::Value> = serde_json::from_str(raw).ok();
-        let text = |name: &str| {
-            value
-                .as_ref()
-                .and_then(|v| v.get(name))
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-        };
-        let uuid = text("uuid").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let job = text("job").unwrap_or_else(|| "?".to_owned());
-        let reason = match value {
-            None => format!("malformed payload: not valid JSON ({err})"),
-            Some(_) => format!("malformed payload: not a job payload ({err})"),
+        let fields = RawFields::parse(raw);
+        let uuid = fields
+            .text("uuid")
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let job = fields.text("job").unwrap_or_else(|| "?".to_owned());
+        let reason = if fields.is_json() {
+            format!("malformed payload: not a job payload ({err})")
+        } else {
+            format!("malformed payload: not valid JSON ({err})")
         };
         Undecodable { uuid, job, reason }
     })?;
