@@ -2,7 +2,7 @@
 //! settling it in Redis.
 //!
 //! `Processor::process` is the single path every job takes:
-//! decode -> check attempts -> [`Processor::execute`] the handler -> verdict -> settle.
+//! decode -> check attempts -> `Processor::execute` the handler -> verdict -> settle.
 //! Job middleware and lifecycle events hook in around `execute`.
 
 use futures_util::FutureExt;
