@@ -12,7 +12,7 @@ ensure_browser_test_deps() {
   if [ ${#missing[@]} -gt 0 ]; then
     echo "installing Debian packages for the browser test: ${missing[*]}" >&2
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
   (cd tests/browser && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
 }
