@@ -124,13 +124,14 @@ impl Control {
                 .reason
                 .map(|reason| reason.chars().take(RecentJob::REASON_LIMIT).collect()),
         };
+        // Outside the lock that every job task and the publisher share.
+        crate::prometheus::record(attempt.queue, attempt.job, attempt.outcome, attempt.runtime);
         let mut pending = self.lock_pending();
         pending
             .counts
             .entry(telemetry::minute_of(now))
             .or_default()
             .record(attempt.queue, attempt.job, attempt.outcome, attempt.runtime);
-        crate::prometheus::record(attempt.queue, attempt.job, attempt.outcome, attempt.runtime);
         let list = match pending.recent.get_mut(attempt.queue) {
             Some(list) => list,
             None => pending.recent.entry(attempt.queue.to_owned()).or_default(),

@@ -10,7 +10,7 @@ use jobs_core::keys::QueueKeys;
 use jobs_core::payload::RawFields;
 use jobs_core::registry::{self, JobFuture, JobRegistration};
 use jobs_core::telemetry::Outcome;
-use jobs_core::{FailedJob, JobContext, Payload, RedisQueue, Request, SigningKey};
+use jobs_core::{Backoff, FailedJob, JobContext, Payload, RedisQueue, Request, SigningKey};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,6 +25,7 @@ use crate::retry::with_retries;
 use crate::rules::{AttemptError, Limits, Verdict};
 use crate::stats::Stats;
 use crate::watchdog::Deadline;
+use crate::worker::sleep_for;
 
 /// A job taken from a queue: the queue and the reserved copy, byte for byte.
 #[derive(Debug, Clone)]
@@ -112,6 +113,8 @@ pub struct Processor {
     options: Arc<WorkerOptions>,
     stats: Arc<Stats>,
     control: Arc<Control>,
+    /// The backoff of jobs that set none, worked out once from the options.
+    default_backoff: Backoff,
 }
 
 impl Processor {
@@ -130,6 +133,7 @@ impl Processor {
             queue,
             acks,
             running,
+            default_backoff: options.effective_backoff(),
             options,
             stats,
             control,
@@ -154,15 +158,15 @@ impl Processor {
         match decoded {
             Ok(decoded) => {
                 let payload = &decoded.payload;
+                let uuid = payload.uuid.to_string();
                 let span = job_span(
                     &payload.display_name,
-                    &payload.uuid.to_string(),
+                    &uuid,
                     &job.queue.name,
                     payload.attempts,
                 );
                 async {
                     let (verdict, error) = self.run(&decoded, &job, &held, interrupt).await;
-                    let uuid = payload.uuid.to_string();
                     let id = JobId {
                         uuid: &uuid,
                         job: &payload.job,
@@ -269,12 +273,7 @@ impl Processor {
                 display_name,
             ))
         });
-        let timeout = async {
-            match limits.timeout {
-                Some(limit) => tokio::time::sleep(limit).await,
-                None => std::future::pending().await,
-            }
-        };
+        let timeout = sleep_for(limits.timeout);
         let result = tokio::select! {
             finished = handler => Some(match finished {
                 Ok(Ok(())) => Ok(()),
@@ -313,12 +312,10 @@ impl Processor {
         let uuid = id.uuid;
         let runtime = started.elapsed();
         let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
+        let release_reason = error.as_deref().unwrap_or("released by the job");
         let (outcome, reason) = match &verdict {
             Verdict::Done => (Outcome::Done, None),
-            Verdict::Release(_) => (
-                Outcome::Released,
-                Some(error.as_deref().unwrap_or("released by the job")),
-            ),
+            Verdict::Release(_) => (Outcome::Released, Some(release_reason)),
             Verdict::Fail(reason) => (Outcome::Failed, Some(reason.as_str())),
         };
         self.control.record(&Attempt {
@@ -337,11 +334,13 @@ impl Processor {
                 Settled::Done
             }
             Verdict::Release(delay) => {
-                let reason = error.as_deref().unwrap_or("released by the job");
                 let retry_in_s = delay.as_secs_f64();
                 info!(
                     status = "RELEASED",
-                    duration_ms, retry_in_s, reason, "RELEASED"
+                    duration_ms,
+                    retry_in_s,
+                    reason = release_reason,
+                    "RELEASED"
                 );
                 self.apply(&job, "release the job", |q| {
                     q.release(&job.queue, &job.raw, delay)
@@ -377,7 +376,7 @@ impl Processor {
             max_tries: payload.max_tries.unwrap_or(self.options.tries),
             backoff: payload
                 .backoff()
-                .unwrap_or_else(|| self.options.effective_backoff()),
+                .unwrap_or_else(|| self.default_backoff.clone()),
             timeout: (timeout > 0).then(|| Duration::from_secs(timeout)),
             fail_on_timeout: payload.fail_on_timeout,
         }

@@ -451,7 +451,7 @@ async fn warn_unless_noeviction(queue: &RedisQueue) {
 }
 
 /// Sleeps for `duration`, or forever when there is none.
-async fn sleep_for(duration: Option<Duration>) {
+pub(crate) async fn sleep_for(duration: Option<Duration>) {
     match duration {
         Some(duration) => tokio::time::sleep(duration).await,
         None => std::future::pending().await,

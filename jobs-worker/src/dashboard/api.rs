@@ -112,9 +112,12 @@ struct Overview {
 }
 
 async fn overview(State(admin): State<Admin>) -> ApiResult<Overview> {
-    let metrics = admin.metrics(CHART_MINUTES).await?;
-    let workers = admin.workers().await?;
-    let failed_jobs = admin.failed_count().await?;
+    // Three independent reads, sent together.
+    let (metrics, workers, failed_jobs) = tokio::try_join!(
+        admin.metrics(CHART_MINUTES),
+        admin.workers(),
+        admin.failed_count(),
+    )?;
     let minutes: Vec<MinutePoint> = metrics
         .iter()
         .map(|m| {
