@@ -354,10 +354,7 @@ impl RedisQueue {
 
     /// Deletes a finished job's reservation. Returns `false` when it was no longer held.
     pub async fn delete(&self, queue: &QueueKeys, reserved: &str) -> Result<bool> {
-        let removed: u64 = self
-            .call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
-            .await?;
-        Ok(removed == 1)
+        Ok(self.delete_many(queue, &[reserved]).await? == 1)
     }
 
     /// Deletes finished jobs' reservations of one queue in one call; returns how many were
@@ -599,17 +596,6 @@ impl RedisQueue {
             pipe.invoke_script(call).ignore();
         }
         self.query_pipeline(&pipe).await
-    }
-
-    /// Loads every script into the server's script cache (every primary's, on a cluster).
-    pub async fn load_scripts(&self) -> Result<()> {
-        for script in scripts::all() {
-            self.call(
-                |mut conn| async move { script.prepare_invoke().load_async(&mut conn).await },
-            )
-            .await?;
-        }
-        Ok(())
     }
 
     async fn query_pipeline(&self, pipe: &Pipeline) -> Result<()> {

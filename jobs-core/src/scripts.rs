@@ -56,19 +56,3 @@ script!(
     /// Record a restart request at Redis's time (`restart.lua`).
     RESTART, "restart.lua"
 );
-
-/// Every script, for loading them all up front.
-pub fn all() -> [&'static Script; 10] {
-    [
-        &PUSH,
-        &LATER,
-        &POP,
-        &RELEASE,
-        &FAIL,
-        &EXTEND,
-        &CLEAR,
-        &RETRY,
-        &PRUNE_FAILED,
-        &RESTART,
-    ]
-}

@@ -36,6 +36,7 @@
 
 use ring::hmac;
 use serde_json::value::RawValue;
+use std::fmt::Write as _;
 
 use crate::payload::Payload;
 
@@ -81,10 +82,11 @@ impl SigningKey {
     /// The signature of `payload`: 64 lowercase hex digits, for its `signature` field.
     pub fn sign(&self, payload: &Payload) -> String {
         let tag = hmac::sign(&self.0, signed_message(payload).as_bytes());
-        tag.as_ref()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+        let mut hex = String::with_capacity(2 * tag.as_ref().len());
+        for byte in tag.as_ref() {
+            write!(hex, "{byte:02x}").expect("writing to a String cannot fail");
+        }
+        hex
     }
 
     /// Checks `payload`'s `signature` field against its content, in constant time.

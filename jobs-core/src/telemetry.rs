@@ -55,6 +55,17 @@ pub enum Outcome {
     Failed,
 }
 
+impl Outcome {
+    /// Its name, as serialized and as the metrics label it: `done`, `released` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Released => "released",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
 /// One finished attempt, as a queue's recent-jobs list (`jobs:recent:<queue>`) holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecentJob {
@@ -126,15 +137,6 @@ impl Counters {
             .saturating_sub(self.released)
     }
 
-    /// The mean runtime of an attempt, if any was processed.
-    pub fn mean_runtime(&self) -> Option<Duration> {
-        (self.processed > 0).then(|| Duration::from_micros(self.runtime_us / self.processed))
-    }
-
-    fn is_zero(&self) -> bool {
-        *self == Counters::default()
-    }
-
     fn fields(&self) -> [(&'static str, u64); 4] {
         [
             ("processed", self.processed),
@@ -194,14 +196,6 @@ impl Bucket {
         for (name, counters) in &other.jobs {
             counters_of(&mut self.jobs, name).add(counters);
         }
-    }
-
-    /// Whether nothing was counted.
-    pub fn is_empty(&self) -> bool {
-        self.queues
-            .values()
-            .chain(self.jobs.values())
-            .all(Counters::is_zero)
     }
 
     /// The sum over all queues: every attempt of the minute.

@@ -389,7 +389,7 @@ pub async fn run(cli: Cli) -> Result<u8, CliError> {
                     .map(|j| {
                         vec![
                             ago(now, j.finished_at),
-                            format!("{:?}", j.outcome).to_uppercase(),
+                            j.outcome.as_str().to_uppercase(),
                             j.uuid.clone(),
                             j.job.clone(),
                             j.attempt.to_string(),

@@ -46,11 +46,6 @@ impl Fetcher {
         }
     }
 
-    /// The queues, highest priority first.
-    pub fn queues(&self) -> &[Arc<QueueKeys>] {
-        &self.queues
-    }
-
     /// Reserves up to `want` jobs, starting at the first queue and going down the list only for
     /// what the queues above could not fill. Paused queues are skipped: their delayed jobs are
     /// not migrated either, until they are resumed.

@@ -93,22 +93,13 @@ fn installed() -> bool {
     INSTALLED.load(Ordering::Relaxed)
 }
 
-/// The `outcome` label of a settled attempt.
-pub fn outcome_label(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Done => "done",
-        Outcome::Released => "released",
-        Outcome::Failed => "failed",
-    }
-}
-
 /// Counts one settled attempt and its run time.
 pub fn record(queue: &str, job: &str, outcome: Outcome, runtime: Duration) {
     if !installed() {
         return;
     }
     let (queue, job) = (queue.to_owned(), job.to_owned());
-    counter!(JOBS_PROCESSED, "queue" => queue.clone(), "job" => job.clone(), "outcome" => outcome_label(outcome))
+    counter!(JOBS_PROCESSED, "queue" => queue.clone(), "job" => job.clone(), "outcome" => outcome.as_str())
         .increment(1);
     histogram!(JOB_RUNTIME, "queue" => queue, "job" => job).record(runtime.as_secs_f64());
 }

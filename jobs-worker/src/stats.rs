@@ -11,8 +11,8 @@ pub struct Stats {
 
 impl Stats {
     /// Counts a job that was processed, whatever its outcome.
-    pub fn record_processed(&self) -> u64 {
-        self.processed.fetch_add(1, Ordering::Relaxed) + 1
+    pub fn record_processed(&self) {
+        self.processed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a job that went to the failed-job store.
