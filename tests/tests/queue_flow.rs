@@ -992,6 +992,60 @@ async fn non_json_payload_is_reserved_unchanged() {
 }
 
 #[tokio::test]
+async fn reservation_raises_only_the_top_level_attempts() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let keys = QueueKeys::new("q");
+    let long = "x".repeat(200);
+    // (pushed, reserved copy): keys named "attempts" inside the data, the top-level field far
+    // from the end, written with spaces, with several digits, and a payload without one.
+    let cases = [
+        (
+            r#"{"uuid":"a","data":{"attempts":7},"attempts":0,"delay":null}"#.to_owned(),
+            r#"{"uuid":"a","data":{"attempts":7},"attempts":1,"delay":null}"#.to_owned(),
+        ),
+        (
+            format!(r#"{{"uuid":"b","attempts":2,"data":{{"s":"{long}"}}}}"#),
+            format!(r#"{{"uuid":"b","attempts":3,"data":{{"s":"{long}"}}}}"#),
+        ),
+        (
+            format!(r#"{{"uuid":"c","data":{{"attempts":"x","s":"{long}"}},"attempts" : 9}}"#),
+            format!(r#"{{"uuid":"c","data":{{"attempts":"x","s":"{long}"}},"attempts" : 10}}"#),
+        ),
+        (
+            r#"{"uuid":"d","attempts":0,"attempts":41,"delay":5}"#.to_owned(),
+            r#"{"uuid":"d","attempts":0,"attempts":42,"delay":5}"#.to_owned(),
+        ),
+        (
+            r#"{"uuid":"e","data":{"attempts":null}}"#.to_owned(),
+            r#"{"uuid":"e","data":{"attempts":null}}"#.to_owned(),
+        ),
+    ];
+    for (pushed, _) in &cases {
+        let _: () = redis::pipe()
+            .rpush("queues:q", pushed)
+            .rpush("queues:q:notify", "1")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let popped = queue
+        .pop(&keys, RETRY_AFTER, cases.len(), MIGRATE_ALL)
+        .await
+        .unwrap();
+    let expected: Vec<&String> = cases.iter().map(|(_, reserved)| reserved).collect();
+    assert_eq!(popped.jobs.iter().collect::<Vec<_>>(), expected);
+    let mut reserved: Vec<String> = zrange(&mut conn, "queues:q:reserved")
+        .await
+        .into_iter()
+        .map(|(member, _)| member)
+        .collect();
+    reserved.sort();
+    assert_eq!(reserved.iter().collect::<Vec<_>>(), expected);
+}
+
+#[tokio::test]
 async fn dispatch_to_a_dead_port_fails_fast() {
     let port = free_port();
     let queue = jobs_core::RedisQueue::with_config(

@@ -33,15 +33,22 @@ migrate(KEYS[2])
 migrate(KEYS[3])
 
 -- The position of the top-level attempts number: the last "attempts" key followed by a
--- colon and digits. It sits near the end of a payload, so the tail is searched first.
-local ATTEMPTS = '"attempts"%s*:%s*()%d+()'
+-- colon and digits. It sits near the end of a payload, so the tail is searched first. Keys are
+-- found by a plain search and only they are matched against the pattern: a pattern search
+-- tries every position of the payload.
+local AFTER_KEY = '^%s*:%s*()%d+()'
 local function attempts_at(job, from)
   local first, last
   local init = from
   while true do
-    local _, finish, digits_from, digits_to = string.find(job, ATTEMPTS, init)
-    if not finish then break end
-    first, last, init = digits_from, digits_to, finish + 1
+    local _, key_end = string.find(job, '"attempts"', init, true)
+    if not key_end then break end
+    local digits_from, digits_to = string.match(job, AFTER_KEY, key_end + 1)
+    if digits_from then
+      first, last, init = digits_from, digits_to, digits_to
+    else
+      init = key_end + 1
+    end
   end
   if first == nil and from > 1 then return attempts_at(job, 1) end
   return first, last
@@ -50,13 +57,22 @@ end
 local reserved = {}
 local popped = redis.call('lpop', KEYS[1], tonumber(ARGV[2]))
 if popped then
-  local expires = now + tonumber(ARGV[1])
+  -- redis.call formats a number argument each time it is given, and Lua formats a number
+  -- each time it is joined to a string; the texts are made once per call instead ('%.17g'
+  -- keeps every bit of the score).
+  local expires = string.format('%.17g', now + tonumber(ARGV[1]))
+  local raised = {}
   local scored = {}
   for i, job in ipairs(popped) do
     local first, last = attempts_at(job, math.max(1, #job - 64))
     if first then
-      job = string.sub(job, 1, first - 1) .. (tonumber(string.sub(job, first, last - 1)) + 1)
-        .. string.sub(job, last)
+      local attempts = string.sub(job, first, last - 1)
+      local next_attempts = raised[attempts]
+      if not next_attempts then
+        next_attempts = tostring(tonumber(attempts) + 1)
+        raised[attempts] = next_attempts
+      end
+      job = string.sub(job, 1, first - 1) .. next_attempts .. string.sub(job, last)
     end
     reserved[i] = job
     scored[2 * i - 1] = expires
