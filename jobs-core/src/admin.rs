@@ -385,13 +385,7 @@ impl Admin {
         };
         for chunk in selected.chunks(CHUNK) {
             let calls: Vec<_> = chunk.iter().map(|stored| retry_call(stored)).collect();
-            let mut pipe = redis::pipe();
-            pipe.load_script(&scripts::RETRY).ignore();
-            for call in &calls {
-                pipe.invoke_script(call);
-            }
-            let mut conn = self.queue.connection();
-            let pushed: Vec<i64> = self.queue.timed(pipe.query_async(&mut conn)).await?;
+            let pushed: Vec<i64> = self.queue.invoke_all(&[&scripts::RETRY], &calls).await?;
             for (stored, pushed) in chunk.iter().zip(pushed) {
                 let record = &stored.entry.record;
                 if pushed == 1 {

@@ -314,7 +314,7 @@ impl RedisQueue {
         let used = [(pushes, &*scripts::PUSH), (laters, &*scripts::LATER)];
         let used: Vec<&redis::Script> = used.iter().filter(|u| u.0).map(|u| u.1).collect();
         for (_, invocations) in &groups {
-            self.invoke_all(&used, invocations).await?;
+            self.invoke_all::<redis::Value>(&used, invocations).await?;
         }
         Ok(())
     }
@@ -574,18 +574,19 @@ impl RedisQueue {
     }
 
     /// Sends script calls in one pipeline, preceded by `SCRIPT LOAD` of the `scripts` they
-    /// use, so that none of them meets `NOSCRIPT` (a restarted or flushed server).
+    /// use, so that none of them meets `NOSCRIPT` (a restarted or flushed server). Returns
+    /// each call's reply, in order.
     ///
     /// A pipeline's `EVALSHA` does not load its script by itself, and sending the pipeline
     /// again after a `NOSCRIPT` would run the calls that had succeeded a second time.
-    async fn invoke_all(
+    pub(crate) async fn invoke_all<T: redis::FromRedisValue>(
         &self,
         scripts: &[&redis::Script],
         calls: &[ScriptInvocation<'_>],
-    ) -> Result<()> {
+    ) -> Result<Vec<T>> {
         match calls {
-            [] => return Ok(()),
-            [single] => return self.invoke::<redis::Value>(single).await.map(drop),
+            [] => return Ok(Vec::new()),
+            [single] => return self.invoke::<T>(single).await.map(|reply| vec![reply]),
             _ => {}
         }
         let mut pipe = Pipeline::with_capacity(scripts.len() + calls.len());
@@ -593,13 +594,10 @@ impl RedisQueue {
             pipe.load_script(script).ignore();
         }
         for call in calls {
-            pipe.invoke_script(call).ignore();
+            pipe.invoke_script(call);
         }
-        self.query_pipeline(&pipe).await
-    }
-
-    async fn query_pipeline(&self, pipe: &Pipeline) -> Result<()> {
-        self.call(|mut conn| async move { pipe.query_async::<()>(&mut conn).await })
+        let pipe = &pipe;
+        self.call(|mut conn| async move { pipe.query_async::<Vec<T>>(&mut conn).await })
             .await
     }
 }
