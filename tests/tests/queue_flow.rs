@@ -150,6 +150,16 @@ fn raw_payload(n: u64) -> String {
     format!(r#"{{"uuid":"u{n}","job":"Numbered","data":{{"n":{n}}},"attempts":0,"delay":null}}"#)
 }
 
+/// Pushes a raw payload onto queue `q` with its wake-up token, as a dispatch would.
+async fn push_raw(conn: &mut Conn, payload: &str) {
+    let _: () = redis::pipe()
+        .rpush("queues:q", payload)
+        .rpush("queues:q:notify", "1")
+        .query_async(conn)
+        .await
+        .unwrap();
+}
+
 async fn pop(queue: &jobs_core::RedisQueue, keys: &QueueKeys) -> jobs_core::queue::Popped {
     queue
         .pop(keys, RETRY_AFTER, 1, MIGRATE_ALL)
@@ -963,12 +973,7 @@ async fn non_json_payload_is_reserved_unchanged() {
     let keys = QueueKeys::new("q");
 
     let garbage = "this is {not JSON";
-    let _: () = redis::pipe()
-        .rpush("queues:q", garbage)
-        .rpush("queues:q:notify", "1")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    push_raw(&mut conn, garbage).await;
     Numbered { n: 1 }
         .dispatch()
         .on_queue("q")
@@ -1023,12 +1028,7 @@ async fn reservation_raises_only_the_top_level_attempts() {
         ),
     ];
     for (pushed, _) in &cases {
-        let _: () = redis::pipe()
-            .rpush("queues:q", pushed)
-            .rpush("queues:q:notify", "1")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        push_raw(&mut conn, pushed).await;
     }
     let popped = queue
         .pop(&keys, RETRY_AFTER, cases.len(), MIGRATE_ALL)
