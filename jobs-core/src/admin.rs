@@ -516,35 +516,52 @@ impl Admin {
 
     /// The sizes of a queue, the age of its oldest ready job, and whether it is paused.
     pub async fn queue_stats(&self, name: &str) -> Result<QueueStats> {
-        let keys = QueueKeys::new(name);
+        let mut stats = self.queues_stats(&[name.to_owned()]).await?;
+        Ok(stats.remove(0))
+    }
+
+    /// [`Admin::queue_stats`] of each of `names`, in order, read in one round trip.
+    pub async fn queues_stats(&self, names: &[String]) -> Result<Vec<QueueStats>> {
+        const READS_PER_QUEUE: usize = 5;
+        let mut pipe = redis::pipe();
+        pipe.cmd("TIME");
+        for name in names {
+            let keys = QueueKeys::new(name);
+            pipe.llen(&keys.ready)
+                .zcard(&keys.delayed)
+                .zcard(&keys.reserved)
+                .lindex(&keys.ready, 0)
+                .sismember(PAUSED, name);
+        }
         let mut conn = self.queue.connection();
-        type Reply = (u64, u64, u64, Option<Vec<u8>>, bool, (u64, u64));
-        let (ready, delayed, reserved, oldest, paused, time): Reply = self
-            .queue
-            .timed(
-                redis::pipe()
-                    .llen(&keys.ready)
-                    .zcard(&keys.delayed)
-                    .zcard(&keys.reserved)
-                    .lindex(&keys.ready, 0)
-                    .sismember(PAUSED, name)
-                    .cmd("TIME")
-                    .query_async(&mut conn),
-            )
-            .await?;
-        let oldest_ready_secs = oldest
-            .and_then(|raw| serde_json::from_slice::<serde_json::Value>(&raw).ok())
-            .and_then(|payload| payload.get("createdAt").and_then(|c| c.as_i64()))
-            .map(|created| (time.0 as i64 - created).max(0) as u64);
-        Ok(QueueStats {
-            name: name.to_owned(),
-            size: ready + delayed + reserved,
-            ready,
-            delayed,
-            reserved,
-            oldest_ready_secs,
-            paused,
-        })
+        let mut replies: Vec<redis::Value> = self.queue.timed(pipe.query_async(&mut conn)).await?;
+        let reads = replies.split_off(1);
+        let (now, _): (u64, u64) =
+            redis::from_redis_value(replies.remove(0)).map_err(redis::RedisError::from)?;
+        names
+            .iter()
+            .zip(reads.chunks(READS_PER_QUEUE))
+            .map(|(name, reads)| {
+                type Reads = (u64, u64, u64, Option<Vec<u8>>, bool);
+                let (ready, delayed, reserved, oldest, paused): Reads =
+                    redis::from_redis_value(redis::Value::Array(reads.to_vec()))
+                        .map_err(redis::RedisError::from)?;
+                let oldest_ready_secs = oldest
+                    .and_then(|raw| {
+                        RawFields::parse(std::str::from_utf8(&raw).ok()?).number("createdAt")
+                    })
+                    .map(|created| now.saturating_sub(created));
+                Ok(QueueStats {
+                    name: name.clone(),
+                    size: ready + delayed + reserved,
+                    ready,
+                    delayed,
+                    reserved,
+                    oldest_ready_secs,
+                    paused,
+                })
+            })
+            .collect()
     }
 
     /// Up to `limit` jobs of one section of a queue, in the order workers take them: ready

@@ -309,10 +309,7 @@ pub async fn run(cli: Cli) -> Result<u8, CliError> {
             } else {
                 queues
             };
-            let mut stats = Vec::with_capacity(queues.len());
-            for queue in &queues {
-                stats.push(admin.queue_stats(queue).await?);
-            }
+            let stats = admin.queues_stats(&queues).await?;
             print(json, &stats, |stats| size_table(stats, None))?;
         }
         Command::Clear { queue, force } => {
@@ -342,12 +339,16 @@ pub async fn run(cli: Cli) -> Result<u8, CliError> {
                 max: u64,
                 over: bool,
             }
-            let mut rows = Vec::with_capacity(queues.len());
-            for queue in &queues {
-                let stats = admin.queue_stats(queue).await?;
-                let over = stats.size > max;
-                rows.push(Monitored { stats, max, over });
-            }
+            let rows: Vec<Monitored> = admin
+                .queues_stats(&queues)
+                .await?
+                .into_iter()
+                .map(|stats| Monitored {
+                    over: stats.size > max,
+                    stats,
+                    max,
+                })
+                .collect();
             print(json, &rows, |rows| {
                 let stats: Vec<QueueStats> = rows.iter().map(|r| r.stats.clone()).collect();
                 size_table(&stats, Some(max))

@@ -6,6 +6,7 @@
 //! export. Until [`install`] succeeds, recording is skipped before any label is built.
 
 use jobs_core::admin::Admin;
+use jobs_core::queue::QueueSize;
 use jobs_core::telemetry::Outcome;
 use jobs_core::RedisQueue;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
@@ -139,18 +140,17 @@ pub fn refresh_queue_sizes(queue: RedisQueue, queues: Vec<String>) -> Option<Joi
         let mut failing = false;
         loop {
             ticks.tick().await;
-            for name in &queues {
-                match read_queue(&queue, admin.as_ref(), name).await {
-                    Ok(reading) => {
-                        failing = false;
+            match read_queues(&queue, admin.as_ref(), &queues).await {
+                Ok(readings) => {
+                    failing = false;
+                    for (name, reading) in queues.iter().zip(readings) {
                         reading.publish(name);
                     }
-                    Err(err) => {
-                        if !failing {
-                            warn!(error = %err, "cannot read queue sizes for the metrics");
-                            failing = true;
-                        }
-                        break;
+                }
+                Err(err) => {
+                    if !failing {
+                        warn!(error = %err, "cannot read queue sizes for the metrics");
+                        failing = true;
                     }
                 }
             }
@@ -166,6 +166,18 @@ struct QueueReading {
 }
 
 impl QueueReading {
+    fn new(size: QueueSize, oldest_ready_secs: Option<Option<u64>>, paused: Option<bool>) -> Self {
+        QueueReading {
+            sections: [
+                ("ready", size.ready),
+                ("delayed", size.delayed),
+                ("reserved", size.reserved),
+            ],
+            oldest_ready_secs,
+            paused,
+        }
+    }
+
     fn publish(&self, name: &str) {
         for (section, jobs) in self.sections {
             gauge!(QUEUE_JOBS, "queue" => name.to_owned(), "section" => section).set(jobs as f64);
@@ -179,35 +191,34 @@ impl QueueReading {
     }
 }
 
-async fn read_queue(
+/// The gauges of each of `queues`, in order: through `admin` in one round trip, or, on a
+/// cluster, only the sizes, one queue at a time.
+async fn read_queues(
     queue: &RedisQueue,
     admin: Option<&Admin>,
-    name: &str,
-) -> Result<QueueReading, String> {
-    match admin {
-        Some(admin) => {
-            let stats = admin.queue_stats(name).await.map_err(|e| e.to_string())?;
-            Ok(QueueReading {
-                sections: [
-                    ("ready", stats.ready),
-                    ("delayed", stats.delayed),
-                    ("reserved", stats.reserved),
-                ],
-                oldest_ready_secs: Some(stats.oldest_ready_secs),
-                paused: Some(stats.paused),
-            })
-        }
-        None => {
+    queues: &[String],
+) -> Result<Vec<QueueReading>, String> {
+    let Some(admin) = admin else {
+        let mut readings = Vec::with_capacity(queues.len());
+        for name in queues {
             let size = queue.size(name).await.map_err(|e| e.to_string())?;
-            Ok(QueueReading {
-                sections: [
-                    ("ready", size.ready),
-                    ("delayed", size.delayed),
-                    ("reserved", size.reserved),
-                ],
-                oldest_ready_secs: None,
-                paused: None,
-            })
+            readings.push(QueueReading::new(size, None, None));
         }
-    }
+        return Ok(readings);
+    };
+    let stats = admin
+        .queues_stats(queues)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(stats
+        .into_iter()
+        .map(|s| {
+            let size = QueueSize {
+                ready: s.ready,
+                delayed: s.delayed,
+                reserved: s.reserved,
+            };
+            QueueReading::new(size, Some(s.oldest_ready_secs), Some(s.paused))
+        })
+        .collect())
 }

@@ -157,12 +157,12 @@ async fn queues(State(admin): State<Admin>) -> ApiResult<Vec<QueueRow>> {
     // The window is the full minutes before this one plus the part of this one gone by.
     let window_secs =
         (f64::from(RATE_MINUTES - 1) * 60.0 + (Utc::now().timestamp() % 60) as f64).max(1.0);
-    let mut rows = Vec::new();
-    for name in admin.queues().await? {
-        let stats = admin.queue_stats(&name).await?;
+    let names = admin.queues().await?;
+    let mut rows = Vec::with_capacity(names.len());
+    for stats in admin.queues_stats(&names).await? {
         let processed: u64 = recent
             .iter()
-            .filter_map(|m| m.bucket.queues.get(&name))
+            .filter_map(|m| m.bucket.queues.get(&stats.name))
             .map(|c| c.processed)
             .sum();
         let per_second = processed as f64 / window_secs;
