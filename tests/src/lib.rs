@@ -33,6 +33,7 @@ pub mod cluster;
 pub mod dashboard;
 pub mod http;
 pub mod jobs_command;
+pub mod scenarios;
 pub mod worker_process;
 
 /// How long `TestRedis::start` waits for a new server to answer PING.

@@ -8,50 +8,23 @@ use jobs_core::keys::{self, QueueKeys};
 use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
+use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
-fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
-    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
-}
+const TEST_WORKER: &str = env!("CARGO_BIN_EXE_test_worker");
 
-/// Dispatches a panicking job to each queue given, runs a worker until they have failed, and
-/// returns their uuids in dispatch order.
-async fn failed_jobs_on(redis: &TestRedis, queues: &[&str]) -> Vec<String> {
-    let queue = redis.queue();
-    let mut uuids = Vec::new();
-    for name in queues {
-        let uuid = Panic {}
-            .dispatch()
-            .on_queue(*name)
-            .via(&queue)
-            .await
-            .unwrap();
-        uuids.push(uuid.to_string());
-    }
-    let mut names: Vec<&str> = queues.to_vec();
-    names.dedup();
-    let mut worker = start_worker(
-        redis.url(),
-        &[
-            "--queue",
-            &names.join(","),
-            "--concurrency",
-            "1",
-            "--stop-when-empty",
-        ],
-    );
-    assert!(worker.wait_exit(LONG).await.success());
-    uuids
+fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(TEST_WORKER, redis_url, args)
 }
 
 #[tokio::test]
 async fn failed_jobs_are_listed_filtered_shown_and_forgotten() {
     let redis = TestRedis::start();
     let admin = Admin::new(redis.queue()).unwrap();
-    let uuids = failed_jobs_on(&redis, &["q1", "q2", "q1"]).await;
+    let uuids = failed_jobs_on(TEST_WORKER, &redis, &["q1", "q2", "q1"]).await;
 
     let all = admin.failed(&FailedFilter::default()).await.unwrap();
     let listed: Vec<&str> = all.iter().map(|e| e.record.uuid.as_str()).collect();
@@ -102,7 +75,7 @@ async fn failed_jobs_are_listed_filtered_shown_and_forgotten() {
 async fn a_retried_job_goes_back_to_its_queue_with_attempts_0_and_runs_again() {
     let redis = TestRedis::start();
     let admin = Admin::new(redis.queue()).unwrap();
-    let uuids = failed_jobs_on(&redis, &["q1", "q2"]).await;
+    let uuids = failed_jobs_on(TEST_WORKER, &redis, &["q1", "q2"]).await;
     let record = admin.failed_job(&uuids[0]).await.unwrap().record;
 
     let report = admin
@@ -146,7 +119,7 @@ async fn retry_by_queue_range_and_all() {
     let redis = TestRedis::start();
     let admin = Admin::new(redis.queue()).unwrap();
     let queue = redis.queue();
-    let uuids = failed_jobs_on(&redis, &["a", "b", "a", "b", "a"]).await;
+    let uuids = failed_jobs_on(TEST_WORKER, &redis, &["a", "b", "a", "b", "a"]).await;
 
     let by_queue = admin
         .retry(&FailedSelection::Queue("b".into()))
@@ -184,7 +157,7 @@ async fn retry_by_queue_range_and_all() {
 async fn flush_deletes_all_or_only_records_older_than_the_age() {
     let redis = TestRedis::start();
     let admin = Admin::new(redis.queue()).unwrap();
-    let uuids = failed_jobs_on(&redis, &["q", "q", "q"]).await;
+    let uuids = failed_jobs_on(TEST_WORKER, &redis, &["q", "q", "q"]).await;
     let mut conn = redis.conn().await;
     let two_hours_ago = redis.server_time().await - 7200.0;
     let _: () = conn
@@ -282,27 +255,7 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
     let redis = TestRedis::start();
     let admin = Admin::new(redis.queue()).unwrap();
     let queue = redis.queue();
-    let worker = start_worker(
-        redis.url(),
-        &[
-            "--queue",
-            "q1,q2",
-            "--concurrency",
-            "3",
-            "--name",
-            "billing",
-        ],
-    );
-    worker.wait_started().await;
-    for _ in 0..3 {
-        Noop {}.dispatch().on_queue("q1").via(&queue).await.unwrap();
-    }
-    Panic {}
-        .dispatch()
-        .on_queue("q2")
-        .via(&queue)
-        .await
-        .unwrap();
+    let worker = billing_worker_with_four_jobs(TEST_WORKER, &redis).await;
     Flaky { fail_times: 1 }
         .dispatch()
         .on_queue("q2")

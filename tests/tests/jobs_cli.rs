@@ -7,6 +7,7 @@ use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;
+use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, TestRedis};
 
@@ -16,39 +17,17 @@ fn jobs(redis: &TestRedis) -> JobsCommand {
     JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url())
 }
 
-fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
-    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
-}
+const TEST_WORKER: &str = env!("CARGO_BIN_EXE_test_worker");
 
-/// Dispatches a panicking job to each queue, runs a worker (queues in the order given) until
-/// they have all failed, and returns their uuids in dispatch order.
-async fn failed_jobs_on(redis: &TestRedis, queues: &[&str]) -> Vec<String> {
-    let queue = redis.queue();
-    let mut uuids = Vec::new();
-    for name in queues {
-        let uuid = Panic {}
-            .dispatch()
-            .on_queue(*name)
-            .via(&queue)
-            .await
-            .unwrap();
-        uuids.push(uuid.to_string());
-    }
-    let mut names: Vec<&str> = queues.to_vec();
-    names.dedup();
-    let list = names.join(",");
-    // One at a time, so that they fail in dispatch order within a queue.
-    let args = ["--queue", &list, "--concurrency", "1", "--stop-when-empty"];
-    let mut worker = start_worker(redis.url(), &args);
-    assert!(worker.wait_exit(LONG).await.success());
-    uuids
+fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(TEST_WORKER, redis_url, args)
 }
 
 #[tokio::test]
 async fn failed_lists_shows_retries_and_forgets_with_clear_errors() {
     let redis = TestRedis::start();
     let jobs = jobs(&redis);
-    let uuids = failed_jobs_on(&redis, &["mail", "billing"]).await;
+    let uuids = failed_jobs_on(TEST_WORKER, &redis, &["mail", "billing"]).await;
 
     let table = jobs.run(&["failed"]);
     assert_eq!(table.code(), Some(0), "{}", table.stderr);
@@ -126,7 +105,7 @@ async fn retry_by_range_queue_and_all_and_flush_by_age() {
     let redis = TestRedis::start();
     let jobs = jobs(&redis);
     let queue = redis.queue();
-    let uuids = failed_jobs_on(&redis, &["a", "a", "a", "b"]).await;
+    let uuids = failed_jobs_on(TEST_WORKER, &redis, &["a", "a", "a", "b"]).await;
 
     let bad = jobs.run(&["retry", "--range", "3"]);
     assert_eq!(bad.code(), Some(1));
@@ -388,28 +367,7 @@ async fn jobs_restart_makes_a_running_worker_exit_0_after_its_current_job() {
 async fn jobs_workers_lists_a_live_worker_with_its_counts() {
     let redis = TestRedis::start();
     let jobs = jobs(&redis);
-    let queue = redis.queue();
-    let worker = start_worker(
-        redis.url(),
-        &[
-            "--queue",
-            "q1,q2",
-            "--concurrency",
-            "3",
-            "--name",
-            "billing",
-        ],
-    );
-    worker.wait_started().await;
-    for _ in 0..3 {
-        Noop {}.dispatch().on_queue("q1").via(&queue).await.unwrap();
-    }
-    Panic {}
-        .dispatch()
-        .on_queue("q2")
-        .via(&queue)
-        .await
-        .unwrap();
+    let worker = billing_worker_with_four_jobs(TEST_WORKER, &redis).await;
 
     let listed = wait_for(LONG, "jobs workers counts 4 jobs", || {
         let listed = jobs.json(&["workers"]);

@@ -1,0 +1,62 @@
+//! Set-ups several test files share: jobs dispatched and a worker run over them. `worker` is
+//! the worker binary (`env!("CARGO_BIN_EXE_test_worker")` in an integration test).
+
+use examples::{Noop, Panic};
+use jobs_core::Job;
+use std::time::Duration;
+
+use crate::worker_process::WorkerProcess;
+use crate::TestRedis;
+
+/// How long a scenario's worker may take.
+const LONG: Duration = Duration::from_secs(30);
+
+/// Dispatches a panicking job to each queue given, runs a worker (queues in the order given)
+/// until they have all failed, and returns their uuids in dispatch order.
+pub async fn failed_jobs_on(worker: &str, redis: &TestRedis, queues: &[&str]) -> Vec<String> {
+    let queue = redis.queue();
+    let mut uuids = Vec::new();
+    for name in queues {
+        let uuid = Panic {}
+            .dispatch()
+            .on_queue(*name)
+            .via(&queue)
+            .await
+            .unwrap();
+        uuids.push(uuid.to_string());
+    }
+    let mut names: Vec<&str> = queues.to_vec();
+    names.dedup();
+    let list = names.join(",");
+    // One at a time, so that they fail in dispatch order within a queue.
+    let args = ["--queue", &list, "--concurrency", "1", "--stop-when-empty"];
+    let mut worker = WorkerProcess::start(worker, redis.url(), &args);
+    assert!(worker.wait_exit(LONG).await.success());
+    uuids
+}
+
+/// Starts a worker named `billing` on queues `q1,q2` at concurrency 3, waits until it runs,
+/// and dispatches three no-op jobs to `q1` and a panicking one to `q2`.
+pub async fn billing_worker_with_four_jobs(worker: &str, redis: &TestRedis) -> WorkerProcess {
+    let queue = redis.queue();
+    let args = [
+        "--queue",
+        "q1,q2",
+        "--concurrency",
+        "3",
+        "--name",
+        "billing",
+    ];
+    let worker = WorkerProcess::start(worker, redis.url(), &args);
+    worker.wait_started().await;
+    for _ in 0..3 {
+        Noop {}.dispatch().on_queue("q1").via(&queue).await.unwrap();
+    }
+    Panic {}
+        .dispatch()
+        .on_queue("q2")
+        .via(&queue)
+        .await
+        .unwrap();
+    worker
+}
