@@ -350,3 +350,52 @@ impl Publisher {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_jobs_keep_the_last_ones_of_each_queue_with_their_own_fields() {
+        let control = Control::new("billing", true);
+        let attempts = 2 * (keys::RECENT_LIMIT + 25);
+        for n in 0..attempts {
+            let uuid = format!("u{n}");
+            let failed = n.is_multiple_of(3);
+            control.record(&Attempt {
+                queue: if n.is_multiple_of(2) { "even" } else { "odd" },
+                job: if failed { "mail" } else { "invoice" },
+                uuid: &uuid,
+                attempt: n as u32,
+                outcome: if failed {
+                    Outcome::Failed
+                } else {
+                    Outcome::Done
+                },
+                runtime: Duration::from_micros(n as u64),
+                reason: failed.then_some("boom"),
+            });
+        }
+        let pending = control.take_pending();
+        let even = &pending.recent["even"];
+        assert_eq!(even.len(), keys::RECENT_LIMIT);
+        let uuids: Vec<&str> = even.iter().map(|job| job.uuid.as_str()).collect();
+        let expected: Vec<String> = (0..attempts)
+            .filter(|n| n.is_multiple_of(2))
+            .skip(25)
+            .map(|n| format!("u{n}"))
+            .collect();
+        assert_eq!(uuids, expected);
+        assert_eq!(pending.recent["odd"].len(), keys::RECENT_LIMIT);
+        for job in even.iter().chain(&pending.recent["odd"]) {
+            let n: usize = job.uuid[1..].parse().unwrap();
+            let failed = n.is_multiple_of(3);
+            assert_eq!(job.queue, if n.is_multiple_of(2) { "even" } else { "odd" });
+            assert_eq!(job.job, if failed { "mail" } else { "invoice" });
+            assert_eq!(job.attempt, n as u32);
+            assert_eq!(job.runtime_us, n as u64);
+            assert_eq!(job.reason.as_deref(), failed.then_some("boom"));
+            assert_eq!(job.worker, "billing");
+        }
+    }
+}
