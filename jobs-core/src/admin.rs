@@ -1,7 +1,7 @@
 //! Operating the queues without the job types: failed jobs, queue sizes and contents, pause
 //! and resume, restart, live workers and per-minute metrics.
 //!
-//! Everything here works on raw payloads, so one tool serves any application. The `jobs`
+//! Everything here works on raw payloads, so one tool serves any application. The `jobsctl`
 //! command and its dashboard are built on [`Admin`].
 //!
 //! ```no_run
@@ -26,7 +26,8 @@ use std::time::Duration;
 
 use crate::failed::FailedJob;
 use crate::keys::{
-    self, KeyLayout, QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX, PAUSED, QUEUE_PREFIX,
+    self, check_queue_name, InvalidQueueName, KeyLayout, QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX,
+    PAUSED, QUEUE_PREFIX,
 };
 use crate::payload;
 use crate::payload::RawFields;
@@ -62,6 +63,12 @@ pub enum AdminError {
         /// The last position asked for.
         last: u64,
     },
+}
+
+impl From<InvalidQueueName> for AdminError {
+    fn from(err: InvalidQueueName) -> Self {
+        AdminError::Queue(err.into())
+    }
 }
 
 impl From<redis::RedisError> for AdminError {
@@ -626,6 +633,7 @@ impl Admin {
     /// Pauses a queue: workers take no job from it until it is resumed (they notice within
     /// about a second). Returns `false` when it was already paused.
     pub async fn pause(&self, name: &str) -> Result<bool> {
+        check_queue_name(name)?;
         let mut conn = self.queue.connection();
         let added: u64 = self.queue.timed(conn.sadd(PAUSED, name)).await?;
         Ok(added == 1)
@@ -633,6 +641,7 @@ impl Admin {
 
     /// Resumes a paused queue. Returns `false` when it was not paused.
     pub async fn resume(&self, name: &str) -> Result<bool> {
+        check_queue_name(name)?;
         let mut conn = self.queue.connection();
         let removed: u64 = self.queue.timed(conn.srem(PAUSED, name)).await?;
         Ok(removed == 1)

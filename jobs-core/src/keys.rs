@@ -82,6 +82,47 @@ pub fn has_hash_tag(key: &str) -> bool {
         .is_some_and(|len| len > 0)
 }
 
+/// A name no worker could take jobs from, refused before anything is written under it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid queue name {name:?}: {reason}")]
+pub struct InvalidQueueName {
+    /// The name as given.
+    pub name: String,
+    /// Which rule it breaks.
+    pub reason: &'static str,
+}
+
+/// Checks that `name` can name a queue. Dispatch, bulk dispatch, the worker's `--queue` and
+/// the operators' tools all apply this one rule, so a job can never be pushed where no worker
+/// could take it from:
+/// - not empty (the keys would be `queues:`, `queues::delayed`, ...);
+/// - no comma: a worker's `--queue` (ours and Laravel's) is a comma-separated list, so no
+///   worker could be told to take jobs from such a queue.
+///
+/// ```
+/// use jobs_core::keys::check_queue_name;
+/// assert!(check_queue_name("emails").is_ok());
+/// assert!(check_queue_name("mail{eu}").is_ok());
+/// assert_eq!(
+///     check_queue_name("").unwrap_err().to_string(),
+///     "invalid queue name \"\": it is empty"
+/// );
+/// assert!(check_queue_name("high,low").is_err());
+/// ```
+pub fn check_queue_name(name: &str) -> Result<(), InvalidQueueName> {
+    let reason = if name.is_empty() {
+        "it is empty"
+    } else if name.contains(',') {
+        "it contains a comma, which separates the queues of a worker's --queue list"
+    } else {
+        return Ok(());
+    };
+    Err(InvalidQueueName {
+        name: name.to_owned(),
+        reason,
+    })
+}
+
 /// The four keys of one queue.
 ///
 /// ```

@@ -12,7 +12,7 @@ use crate::connection::{Connection, Target};
 use crate::delay::Delay;
 use crate::error::{Error, Result};
 use crate::failed::FailedJob;
-use crate::keys::{KeyLayout, QueueKeys};
+use crate::keys::{check_queue_name, KeyLayout, QueueKeys};
 use crate::payload::Payload;
 use crate::scripts;
 use crate::signing::SigningKey;
@@ -265,6 +265,7 @@ impl RedisQueue {
             None => envelopes,
         };
         for envelope in envelopes {
+            check_queue_name(&envelope.queue)?;
             if envelope.payload.len() > self.config.max_payload_bytes {
                 return Err(Error::PayloadTooLarge {
                     job: envelope.job.to_string(),
@@ -483,6 +484,7 @@ impl RedisQueue {
 
     /// Deletes every job of a queue; returns how many there were.
     pub async fn clear(&self, queue: &str) -> Result<u64> {
+        check_queue_name(queue)?;
         let keys = self.queue_keys(queue);
         let mut call = scripts::CLEAR.key(&keys.ready);
         call.key(&keys.delayed)

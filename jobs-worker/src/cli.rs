@@ -1,4 +1,4 @@
-//! The `jobs` command: operating the queues from a terminal, on raw payloads, so it serves any
+//! The `jobsctl` command: operating the queues from a terminal, on raw payloads, so it serves any
 //! application without its job types.
 //!
 //! Every command prints a table for people, or one JSON document with `--json`, and exits
@@ -21,10 +21,10 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// The `jobs` command line.
+/// The `jobsctl` command line.
 #[derive(Debug, Parser)]
 #[command(
-    name = "jobs",
+    name = "jobsctl",
     about = "Operate the Redis queues: failed jobs, queue sizes and contents, pause, restart, workers.",
     version
 )]
@@ -42,13 +42,13 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The commands of `jobs`.
+/// The commands of `jobsctl`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List failed jobs, newest first, or show one (`jobs failed show UUID`).
+    /// List failed jobs, newest first, or show one (`jobsctl failed show UUID`).
     Failed(FailedArgs),
     /// Push failed jobs back onto their queues with attempts reset to 0, and remove their
-    /// records: `all`, uuids, `--queue Q` or `--range A-B` (positions as `jobs failed` shows).
+    /// records: `all`, uuids, `--queue Q` or `--range A-B` (positions as `jobsctl failed` shows).
     Retry(RetryArgs),
     /// Delete failed-job records.
     Forget {
@@ -72,11 +72,13 @@ pub enum Command {
     /// every queue Redis knows of).
     Size {
         /// Queue names.
+        #[arg(value_parser = queue_name)]
         queues: Vec<String>,
     },
     /// Delete every job of a queue (ready, delayed and reserved). Asks first unless --force.
     Clear {
         /// The queue's name.
+        #[arg(value_parser = queue_name)]
         queue: String,
         /// Do not ask.
         #[arg(long)]
@@ -86,7 +88,7 @@ pub enum Command {
     /// more jobs than that.
     Monitor {
         /// Queue names.
-        #[arg(required = true)]
+        #[arg(required = true, value_parser = queue_name)]
         queues: Vec<String>,
         /// The most jobs (ready + delayed + reserved) a queue may hold.
         #[arg(long)]
@@ -95,6 +97,7 @@ pub enum Command {
     /// Show the jobs of a queue: job, uuid, attempts, due or expiry time.
     Inspect {
         /// The queue's name.
+        #[arg(value_parser = queue_name)]
         queue: String,
         /// Only this section: ready, delayed or reserved (default: all three).
         section: Option<Section>,
@@ -105,6 +108,7 @@ pub enum Command {
     /// Show the attempts workers finished last on a queue, newest first.
     Recent {
         /// The queue's name.
+        #[arg(value_parser = queue_name)]
         queue: String,
         /// At most this many.
         #[arg(long, default_value_t = 20)]
@@ -115,11 +119,13 @@ pub enum Command {
     /// Make workers skip a queue until it is resumed.
     Pause {
         /// The queue's name.
+        #[arg(value_parser = queue_name)]
         queue: String,
     },
     /// Let workers take jobs from a paused queue again.
     Resume {
         /// The queue's name.
+        #[arg(value_parser = queue_name)]
         queue: String,
     },
     /// List the paused queues.
@@ -130,7 +136,13 @@ pub enum Command {
     Dashboard(crate::dashboard::DashboardArgs),
 }
 
-/// `jobs failed`.
+/// A queue name from the command line, refused by the rule workers and dispatch apply.
+fn queue_name(name: &str) -> Result<String, jobs_core::keys::InvalidQueueName> {
+    jobs_core::keys::check_queue_name(name)?;
+    Ok(name.to_owned())
+}
+
+/// `jobsctl failed`.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct FailedArgs {
@@ -151,7 +163,7 @@ pub struct FailedArgs {
     pub limit: Option<usize>,
 }
 
-/// `jobs failed show UUID`.
+/// `jobsctl failed show UUID`.
 #[derive(Debug, Subcommand)]
 pub enum FailedShow {
     /// Show one failed job: its record, payload and exception.
@@ -161,15 +173,15 @@ pub enum FailedShow {
     },
 }
 
-/// `jobs retry`.
+/// `jobsctl retry`.
 #[derive(Debug, Args)]
 pub struct RetryArgs {
     /// `all`, or the uuids of failed jobs.
     pub targets: Vec<String>,
     /// Every failed job of this queue.
-    #[arg(long, conflicts_with_all = ["targets", "range"])]
+    #[arg(long, conflicts_with_all = ["targets", "range"], value_parser = queue_name)]
     pub queue: Option<String>,
-    /// Positions A to B, as `jobs failed` numbers them (1 is the oldest).
+    /// Positions A to B, as `jobsctl failed` numbers them (1 is the oldest).
     #[arg(long, conflicts_with_all = ["targets", "queue"])]
     pub range: Option<String>,
 }
@@ -196,7 +208,7 @@ pub enum CliError {
 }
 
 /// Parses the command line, runs the command and returns its exit status: 0 on success, 1
-/// on any error (printed to stderr as `jobs: ...`) and when `jobs monitor` finds a queue over
+/// on any error (printed to stderr as `jobsctl: ...`) and when `jobsctl monitor` finds a queue over
 /// its maximum, 2 when the command line does not parse.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -206,14 +218,14 @@ pub fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("jobs: cannot start the async runtime: {err}");
+            eprintln!("jobsctl: cannot start the async runtime: {err}");
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("jobs: {err}");
+            eprintln!("jobsctl: {err}");
             ExitCode::FAILURE
         }
     }
@@ -359,7 +371,7 @@ pub async fn run(cli: Cli) -> Result<u8, CliError> {
                 .map(|r| format!("{} ({} jobs)", r.stats.name, r.stats.size))
                 .collect();
             if !over.is_empty() {
-                eprintln!("jobs: over --max {max}: {}", over.join(", "));
+                eprintln!("jobsctl: over --max {max}: {}", over.join(", "));
                 return Ok(1);
             }
         }

@@ -211,7 +211,7 @@ pub async fn start(
     if !control.publishes {
         warn!(
             "on a Redis Cluster this worker publishes no heartbeat record or metrics, and jobs \
-             pause and jobs restart do not reach it"
+             pause and jobsctl restart do not reach it"
         );
         return Publishing { task: None };
     }

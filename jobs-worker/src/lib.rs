@@ -17,7 +17,7 @@
 //! [`watchdog`] ends the process when a handler blocks its thread past its timeout,
 //! and [`control`] publishes the worker's state for operators and obeys their pause and
 //! restart requests. [`prometheus`] serves the worker's metrics (`--metrics-addr`). [`cli`]
-//! is the `jobs` command for operators, [`dashboard`] its web dashboard.
+//! is the `jobsctl` command for operators, [`dashboard`] its web dashboard.
 
 pub mod acker;
 pub mod cli;

@@ -40,7 +40,7 @@ pub enum Exit {
     MaxTime,
     /// `--memory`: the process grew past the limit.
     MemoryExceeded,
-    /// A restart was requested (`jobs restart`) after the worker started.
+    /// A restart was requested (`jobsctl restart`) after the worker started.
     Restart,
 }
 
@@ -114,10 +114,9 @@ impl Worker {
                 "--concurrency must be at least 1".into(),
             ));
         }
-        if options.queue.iter().any(|q| q.is_empty()) {
-            return Err(WorkerError::InvalidOption(
-                "--queue names must not be empty".into(),
-            ));
+        for name in &options.queue {
+            jobs_core::keys::check_queue_name(name)
+                .map_err(|err| WorkerError::InvalidOption(format!("--queue: {err}")))?;
         }
         if let Some(addr) = options.metrics_addr {
             crate::prometheus::install(addr, options.concurrency)?;

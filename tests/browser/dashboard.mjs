@@ -1,5 +1,5 @@
-// Drives the jobs dashboard in Debian's headless chromium. tests/tests/dashboard_browser.rs
-// prepares Redis, a worker and `jobs dashboard`, runs this script, then checks Redis.
+// Drives the jobsctl dashboard in Debian's headless chromium. tests/tests/dashboard_browser.rs
+// prepares Redis, a worker and `jobsctl dashboard`, runs this script, then checks Redis.
 //
 // Environment: DASHBOARD_URL, DASHBOARD_USER, DASHBOARD_PASSWORD, FAILED_UUID (the job that
 // failed), EXPECT_PROCESSED and EXPECT_FAILED (last hour's counts), SCREENSHOT (PNG path).

@@ -1,11 +1,11 @@
-//! `jobs dashboard` under test: the real binary on a free loopback port, stopped on drop.
+//! `jobsctl dashboard` under test: the real binary on a free loopback port, stopped on drop.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::{free_port, http};
 
-/// A running `jobs dashboard`.
+/// A running `jobsctl dashboard`.
 pub struct Dashboard {
     child: Child,
     /// `127.0.0.1:<port>`.
@@ -14,7 +14,7 @@ pub struct Dashboard {
 
 impl Dashboard {
     /// Starts `program` (integration tests pass `env!("CARGO_BIN_EXE_test_jobs")`) as
-    /// `jobs --redis URL dashboard --listen 127.0.0.1:<free port> args...` with `envs`, and
+    /// `jobsctl --redis URL dashboard --listen 127.0.0.1:<free port> args...` with `envs`, and
     /// waits until it answers HTTP.
     pub fn start(program: &str, redis_url: &str, args: &[&str], envs: &[(&str, &str)]) -> Self {
         let addr = format!("127.0.0.1:{}", free_port());
@@ -28,7 +28,7 @@ impl Dashboard {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("cannot start jobs dashboard");
+            .expect("cannot start jobsctl dashboard");
         let mut dashboard = Dashboard { child, addr };
         let deadline = Instant::now() + Duration::from_secs(30);
         while http::get(&dashboard.addr, "/").is_err() {
@@ -37,9 +37,12 @@ impl Dashboard {
                 .try_wait()
                 .expect("cannot poll the dashboard")
             {
-                panic!("jobs dashboard exited with {status} before answering");
+                panic!("jobsctl dashboard exited with {status} before answering");
             }
-            assert!(Instant::now() < deadline, "jobs dashboard never answered");
+            assert!(
+                Instant::now() < deadline,
+                "jobsctl dashboard never answered"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         dashboard

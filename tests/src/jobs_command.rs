@@ -1,17 +1,17 @@
-//! The `jobs` command under test: run against a test server, its exit status and output
+//! The `jobsctl` command under test: run against a test server, its exit status and output
 //! collected.
 
 use std::io::Write;
 use std::process::{Command, ExitStatus, Stdio};
 
-/// The `jobs` binary pointed at one Redis. Integration tests pass
+/// The `jobsctl` binary pointed at one Redis. Integration tests pass
 /// `env!("CARGO_BIN_EXE_test_jobs")`.
 pub struct JobsCommand {
     program: String,
     redis_url: String,
 }
 
-/// What one run of `jobs` did.
+/// What one run of `jobsctl` did.
 #[derive(Debug)]
 pub struct Ran {
     /// Its exit status.
@@ -30,7 +30,7 @@ impl Ran {
 }
 
 impl JobsCommand {
-    /// `jobs` at `program`, run with `--redis redis_url`.
+    /// `jobsctl` at `program`, run with `--redis redis_url`.
     pub fn new(program: &str, redis_url: &str) -> JobsCommand {
         JobsCommand {
             program: program.to_owned(),
@@ -38,12 +38,12 @@ impl JobsCommand {
         }
     }
 
-    /// Runs `jobs --redis URL args...` with stdin closed, and waits for it.
+    /// Runs `jobsctl --redis URL args...` with stdin closed, and waits for it.
     pub fn run(&self, args: &[&str]) -> Ran {
         self.run_with_input(args, None)
     }
 
-    /// Runs `jobs` with `input` written to its stdin (a pipe, not a terminal).
+    /// Runs `jobsctl` with `input` written to its stdin (a pipe, not a terminal).
     pub fn run_with_input(&self, args: &[&str], input: Option<&str>) -> Ran {
         let mut child = Command::new(&self.program)
             .args(["--redis", &self.redis_url])
@@ -57,7 +57,7 @@ impl JobsCommand {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("cannot start the jobs command");
+            .expect("cannot start the jobsctl command");
         if let Some(input) = input {
             let mut stdin = child.stdin.take().expect("piped stdin");
             let _ = stdin.write_all(input.as_bytes());
@@ -70,7 +70,7 @@ impl JobsCommand {
         }
     }
 
-    /// Runs `jobs` on a pseudo-terminal, as a person at a terminal would, typing `input`. It
+    /// Runs `jobsctl` on a pseudo-terminal, as a person at a terminal would, typing `input`. It
     /// goes through util-linux's `script`, so stdout and stderr arrive mixed in `stdout`.
     pub fn run_on_terminal(&self, args: &[&str], input: &str) -> Ran {
         let quote = |arg: &str| format!("'{}'", arg.replace('\'', r"'\''"));
@@ -98,7 +98,7 @@ impl JobsCommand {
         }
     }
 
-    /// Runs `jobs --json args...`, which must succeed, and parses what it printed.
+    /// Runs `jobsctl --json args...`, which must succeed, and parses what it printed.
     #[track_caller]
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let ran = self.run(&[&["--json"], args].concat());

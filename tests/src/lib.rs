@@ -1,5 +1,5 @@
 //! Test harness: a private `redis-server` per test, waiting helpers, and drivers for the
-//! workspace's binaries: the worker ([`worker_process`]), the `jobs` command
+//! workspace's binaries: the worker ([`worker_process`]), the `jobsctl` command
 //! ([`jobs_command`]) and its dashboard ([`dashboard`]), with a small HTTP client ([`http`])
 //! for the dashboard and the worker's Prometheus endpoint.
 //!

@@ -1,6 +1,6 @@
 //! The admin library against a real redis-server: failed jobs (list, filter, show, retry,
 //! forget, flush), queue sizes and contents, and what workers publish (heartbeat records,
-//! per-minute metrics). Pause and restart are tested through the `jobs` command (jobs_cli.rs).
+//! per-minute metrics). Pause and restart are tested through the `jobsctl` command (jobs_cli.rs).
 
 use examples::{Flaky, Noop, Panic};
 use jobs_core::admin::{Admin, AdminError, FailedFilter, FailedSelection, Section};
@@ -28,7 +28,7 @@ async fn failed_jobs_are_listed_filtered_shown_and_forgotten() {
 
     let all = admin.failed(&FailedFilter::default()).await.unwrap();
     let listed: Vec<&str> = all.iter().map(|e| e.record.uuid.as_str()).collect();
-    // q1 comes first in the worker's priority order, so q1's jobs failed first.
+    // q1 comes first in the worker's priority order, so q1's jobsctl failed first.
     assert_eq!(listed, [&uuids[1], &uuids[2], &uuids[0]], "newest first");
     let positions: Vec<u64> = all.iter().map(|e| e.position).collect();
     assert_eq!(positions, [3, 2, 1]);

@@ -1,4 +1,4 @@
-//! `jobs dashboard` against a real redis-server and the real worker: its JSON endpoints, basic
+//! `jobsctl dashboard` against a real redis-server and the real worker: its JSON endpoints, basic
 //! auth, the refusal of cross-site and foreign-host requests, and changes (retry, forget,
 //! pause) made through its POST endpoints, checked in Redis.
 

@@ -1,5 +1,5 @@
 //! The dashboard in a real browser: Debian's headless chromium, driven by Playwright
-//! (`tests/browser/dashboard.mjs`), against a real redis-server, worker and `jobs dashboard`
+//! (`tests/browser/dashboard.mjs`), against a real redis-server, worker and `jobsctl dashboard`
 //! behind basic auth. The script checks the counts the page shows, searches and opens the
 //! failed job, pauses a queue and retries the job with clicks; this test then checks Redis.
 //!

@@ -1,5 +1,5 @@
-//! The `jobs` command against a real redis-server: its output, exit status and the Redis state
-//! it leaves, alongside real worker processes for pause, restart and `jobs workers`.
+//! The `jobsctl` command against a real redis-server: its output, exit status and the Redis state
+//! it leaves, alongside real worker processes for pause, restart and `jobsctl workers`.
 
 use examples::{Noop, Panic, Sleep};
 use jobs_core::keys;
@@ -59,7 +59,7 @@ async fn failed_lists_shows_retries_and_forgets_with_clear_errors() {
     assert_eq!(unknown.stdout, "");
     assert_eq!(
         unknown.stderr.trim(),
-        "jobs: no failed job with uuid no-such-uuid"
+        "jobsctl: no failed job with uuid no-such-uuid"
     );
     let forget_unknown = jobs.run(&["forget", "no-such-uuid"]);
     assert_eq!(forget_unknown.code(), Some(1));
@@ -202,7 +202,7 @@ async fn size_monitor_inspect_and_clear() {
     assert!(ok.stdout.lines().nth(1).unwrap().ends_with("OK"));
     let over = jobs.run(&["monitor", "q", "other", "--max", "3"]);
     assert_eq!(over.code(), Some(1));
-    assert_eq!(over.stderr.trim(), "jobs: over --max 3: q (4 jobs)");
+    assert_eq!(over.stderr.trim(), "jobsctl: over --max 3: q (4 jobs)");
     let over_json = jobs.run(&["--json", "monitor", "q", "--max", "1"]);
     assert_eq!(over_json.code(), Some(1));
     let rows: serde_json::Value = serde_json::from_str(&over_json.stdout).unwrap();
@@ -252,7 +252,7 @@ async fn an_unreachable_redis_is_a_clear_error() {
         let ran = jobs.run(args);
         assert_eq!(ran.code(), Some(1), "{args:?}");
         assert!(
-            ran.stderr.starts_with("jobs: Redis is unreachable"),
+            ran.stderr.starts_with("jobsctl: Redis is unreachable"),
             "{args:?}: {}",
             ran.stderr
         );
@@ -271,7 +271,7 @@ async fn a_redis_cluster_is_refused_with_a_clear_error() {
     assert_eq!(ran.code(), Some(1));
     assert_eq!(
         ran.stderr.trim(),
-        "jobs: the admin operations do not support a Redis Cluster yet"
+        "jobsctl: the admin operations do not support a Redis Cluster yet"
     );
 }
 
@@ -369,7 +369,7 @@ async fn jobs_workers_lists_a_live_worker_with_its_counts() {
     let jobs = jobs(&redis);
     let worker = billing_worker_with_four_jobs(TEST_WORKER, &redis).await;
 
-    let listed = wait_for(LONG, "jobs workers counts 4 jobs", || {
+    let listed = wait_for(LONG, "jobsctl workers counts 4 jobs", || {
         let listed = jobs.json(&["workers"]);
         let found = listed[0]["processed"] == 4;
         async move { found.then_some(listed) }
@@ -435,7 +435,7 @@ async fn clear_asks_on_a_terminal_and_deletes_only_when_confirmed() {
     );
     assert!(declined
         .stdout
-        .contains("jobs: queue q not cleared: not confirmed"));
+        .contains("jobsctl: queue q not cleared: not confirmed"));
     assert_eq!(queue.size("q").await.unwrap().total(), 2);
 
     let confirmed = jobs.run_on_terminal(&["clear", "q"], "y\n");

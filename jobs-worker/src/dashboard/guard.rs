@@ -68,7 +68,7 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
             let mut response = refuse(StatusCode::UNAUTHORIZED, "authentication required");
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"jobs dashboard\", charset=\"UTF-8\""),
+                HeaderValue::from_static("Basic realm=\"jobsctl dashboard\", charset=\"UTF-8\""),
             );
             return response;
         }

@@ -1,4 +1,4 @@
-//! `jobs dashboard`: a live web page over the same [`Admin`] library as the `jobs` command.
+//! `jobsctl dashboard`: a live web page over the same [`Admin`] library as the `jobsctl` command.
 //!
 //! The page (`assets/`, embedded in the binary) polls the JSON endpoints of [`router`] every
 //! 2 seconds: throughput over the last hour, queues with pause and resume, failed jobs with
@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// The environment variable that can hold `--auth`.
 pub const AUTH_ENV: &str = "JOBS_DASHBOARD_AUTH";
 
-/// `jobs dashboard`'s options.
+/// `jobsctl dashboard`'s options.
 #[derive(Debug, Clone, Args)]
 pub struct DashboardArgs {
     /// Address to listen on. Loopback by default: anyone who can reach the dashboard can
@@ -83,7 +83,7 @@ pub async fn serve(admin: Admin, args: DashboardArgs) -> Result<(), DashboardErr
     let addr = listener.local_addr().map_err(DashboardError::Serve)?;
     if !loopback && args.auth.is_none() {
         eprintln!(
-            "jobs: warning: the dashboard listens on {addr} without --auth: anyone who can \
+            "jobsctl: warning: the dashboard listens on {addr} without --auth: anyone who can \
              reach it can retry and forget failed jobs and pause queues"
         );
     }

@@ -1,5 +1,5 @@
-//! The `jobs` command the end-to-end tests run, built by cargo with the tests so it is never
-//! stale: the same code as jobs-worker's `jobs` binary.
+//! The `jobsctl` command the end-to-end tests run, built by cargo with the tests so it is never
+//! stale: the same code as jobs-worker's `jobsctl` binary.
 
 fn main() -> std::process::ExitCode {
     jobs_worker::cli::main()

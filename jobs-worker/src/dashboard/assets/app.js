@@ -1,4 +1,4 @@
-// The jobs dashboard: polls the JSON endpoints every 2 s and renders them. Every text from
+// The jobsctl dashboard: polls the JSON endpoints every 2 s and renders them. Every text from
 // Redis goes through textContent, never HTML. State-changing requests are POSTs carrying the
 // X-Requested-With header the server requires.
 "use strict";

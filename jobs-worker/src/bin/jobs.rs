@@ -1,5 +1,0 @@
-//! `jobs`: operate the Redis queues from a terminal (see `docs/operations.md`).
-
-fn main() -> std::process::ExitCode {
-    jobs_worker::cli::main()
-}
