@@ -21,7 +21,7 @@
 
 use clap::Parser;
 use jobs_core::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
-use jobs_worker::stats::Stats;
+use jobs_worker::Stats;
 use jobs_worker::{Worker, WorkerOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};

@@ -11,33 +11,27 @@
 //!
 //! `cargo run --bin worker -- --queue high,default --tries 3 --delay 1` then takes jobs from
 //! `queues:high` before `queues:default`. The options are in [`WorkerOptions`] and
-//! `docs/worker.md`. A job's path: [`fetcher`] reserves it, [`processor`] runs and settles it
-//! ([`acker`] deletes finished jobs' reservations in batches, [`heartbeat`] keeps running
-//! jobs' reservations alive), [`worker`] keeps the slots busy and decides when to stop, and
-//! [`watchdog`] ends the process when a handler blocks its thread past its timeout,
-//! and [`control`] publishes the worker's state for operators and obeys their pause and
-//! restart requests. [`prometheus`] serves the worker's metrics (`--metrics-addr`). [`cli`]
-//! is the `jobsctl` command for operators, [`dashboard`] its web dashboard.
+//! `docs/worker.md`; a program that runs a worker itself builds a [`Worker`] from them.
+//!
+//! The runtime's parts are private, one file per step of a job's path (`src/runtime/`: see
+//! `docs/architecture.md`). With the `ops` feature, on by default, [`ops`] holds the
+//! operators' tools: the `jobsctl` command and its web dashboard. An application that links
+//! the worker and wants none of that depends on `jobs-worker` with
+//! `default-features = false`.
 
-pub mod acker;
-pub mod cli;
-pub mod control;
-pub mod dashboard;
-pub mod fetcher;
-pub mod heartbeat;
 pub mod logging;
-pub mod options;
-pub mod processor;
-pub mod prometheus;
-pub mod retry;
-pub mod rules;
-pub mod stats;
-pub mod waker;
-pub mod watchdog;
-pub mod worker;
+mod options;
+#[cfg(feature = "ops")]
+pub mod ops;
+mod prometheus;
+mod runtime;
+mod stats;
 
 pub use options::WorkerOptions;
-pub use worker::{Exit, Worker, WorkerError};
+pub use prometheus::MetricsError;
+pub use runtime::watchdog::EXIT_CODE as WATCHDOG_EXIT_CODE;
+pub use runtime::worker::{Exit, Worker, WorkerError};
+pub use stats::Stats;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -18,25 +18,25 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 /// Counter of settled attempts, labelled `queue`, `job` and `outcome`.
-pub const JOBS_PROCESSED: &str = "jobs_processed_total";
+pub(crate) const JOBS_PROCESSED: &str = "jobs_processed_total";
 /// Histogram of attempts' run times in seconds, labelled `queue` and `job`.
-pub const JOB_RUNTIME: &str = "jobs_runtime_seconds";
+pub(crate) const JOB_RUNTIME: &str = "jobs_runtime_seconds";
 /// Gauge of the jobs this worker is running.
-pub const RUNNING_JOBS: &str = "jobs_running_jobs";
+pub(crate) const RUNNING_JOBS: &str = "jobs_running_jobs";
 /// Gauge of this worker's `--concurrency`.
-pub const CONCURRENCY: &str = "jobs_worker_concurrency";
+pub(crate) const CONCURRENCY: &str = "jobs_worker_concurrency";
 /// Gauge of the jobs in a queue, labelled `queue` and `section` (ready, delayed, reserved).
-pub const QUEUE_JOBS: &str = "jobs_queue_jobs";
+pub(crate) const QUEUE_JOBS: &str = "jobs_queue_jobs";
 /// Gauge of the age of a queue's oldest ready job in seconds (0 when nothing is ready).
-pub const QUEUE_OLDEST_READY: &str = "jobs_queue_oldest_ready_seconds";
+pub(crate) const QUEUE_OLDEST_READY: &str = "jobs_queue_oldest_ready_seconds";
 /// Gauge that is 1 while a queue is paused, else 0.
-pub const QUEUE_PAUSED: &str = "jobs_queue_paused";
+pub(crate) const QUEUE_PAUSED: &str = "jobs_queue_paused";
 
 /// How often the queue gauges are read from Redis.
-pub const QUEUE_SIZES_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const QUEUE_SIZES_EVERY: Duration = Duration::from_secs(5);
 
 /// Upper bounds of the run time histogram's buckets, in seconds.
-pub const RUNTIME_BUCKETS: [f64; 14] = [
+pub(crate) const RUNTIME_BUCKETS: [f64; 14] = [
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
@@ -54,7 +54,7 @@ pub struct MetricsError {
 
 /// Serves the metrics at `http://addr/metrics` (any path answers) from now on. Inside a Tokio
 /// runtime the endpoint runs on it; outside one, on a thread of its own.
-pub fn install(addr: SocketAddr, concurrency: usize) -> Result<(), MetricsError> {
+pub(crate) fn install(addr: SocketAddr, concurrency: usize) -> Result<(), MetricsError> {
     let error = |reason: String| MetricsError { addr, reason };
     PrometheusBuilder::new()
         .with_http_listener(addr)
@@ -95,7 +95,7 @@ fn installed() -> bool {
 }
 
 /// Counts one settled attempt and its run time.
-pub fn record(queue: &str, job: &str, outcome: Outcome, runtime: Duration) {
+pub(crate) fn record(queue: &str, job: &str, outcome: Outcome, runtime: Duration) {
     if !installed() {
         return;
     }
@@ -106,10 +106,10 @@ pub fn record(queue: &str, job: &str, outcome: Outcome, runtime: Duration) {
 }
 
 /// A job counted in [`RUNNING_JOBS`] until this is dropped.
-pub struct RunningJob(bool);
+pub(crate) struct RunningJob(bool);
 
 /// Counts a job as running until the returned guard is dropped.
-pub fn running_job() -> RunningJob {
+pub(crate) fn running_job() -> RunningJob {
     let counted = installed();
     if counted {
         gauge!(RUNNING_JOBS).increment(1.0);
@@ -129,7 +129,7 @@ impl Drop for RunningJob {
 /// endpoint is installed. A failed read leaves the last values and is logged once. On a Redis
 /// Cluster, which the admin operations do not support yet, only the sizes are read: the
 /// oldest-ready and paused gauges are left out.
-pub fn refresh_queue_sizes(queue: RedisQueue, queues: Vec<String>) -> Option<JoinHandle<()>> {
+pub(crate) fn refresh_queue_sizes(queue: RedisQueue, queues: Vec<String>) -> Option<JoinHandle<()>> {
     if !installed() {
         return None;
     }

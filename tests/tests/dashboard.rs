@@ -177,7 +177,7 @@ async fn basic_auth_guards_every_page_when_configured() {
     let dash = dashboard(
         &redis,
         &[],
-        &[(jobs_worker::dashboard::AUTH_ENV, "admin:s3cret")],
+        &[(jobs_worker::ops::dashboard::AUTH_ENV, "admin:s3cret")],
     );
     let good = "Basic YWRtaW46czNjcmV0"; // admin:s3cret
     let wrong = "Basic YWRtaW46d3Jvbmc="; // admin:wrong

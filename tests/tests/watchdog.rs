@@ -12,7 +12,7 @@ use tests::TestRedis;
 const LONG: Duration = Duration::from_secs(30);
 
 /// The exit status of a worker ended by the watchdog.
-const WATCHDOG_EXIT: i32 = jobs_worker::watchdog::EXIT_CODE as i32;
+const WATCHDOG_EXIT: i32 = jobs_worker::WATCHDOG_EXIT_CODE as i32;
 
 fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
     WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)

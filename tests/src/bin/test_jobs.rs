@@ -2,5 +2,5 @@
 //! stale: the same code as jobs-worker's `jobsctl` binary.
 
 fn main() -> std::process::ExitCode {
-    jobs_worker::cli::main()
+    jobs_worker::ops::main()
 }

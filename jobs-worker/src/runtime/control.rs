@@ -20,15 +20,15 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::heartbeat::Running;
+use crate::runtime::lease::Running;
 use crate::options::WorkerOptions;
 use crate::stats::Stats;
 
 /// How often the worker publishes and reads its operators' requests.
-pub const TICK: Duration = Duration::from_secs(1);
+pub(crate) const TICK: Duration = Duration::from_secs(1);
 
 /// State shared between the worker loop, the processor and the publishing task.
-pub struct Control {
+pub(crate) struct Control {
     worker_name: String,
     publishes: bool,
     paused: RwLock<HashSet<String>>,
@@ -48,7 +48,7 @@ struct Pending {
 
 /// One settled attempt, as the processor reports it.
 #[derive(Debug, Clone, Copy)]
-pub struct Attempt<'a> {
+pub(crate) struct Attempt<'a> {
     /// The queue it was taken from.
     pub queue: &'a str,
     /// The payload's job name, or `?`.
@@ -70,7 +70,7 @@ impl Control {
     /// restart requested, nothing counted. Without `publishes` (a worker on a Redis Cluster,
     /// where these keys are not supported yet), attempts are not counted and
     /// [`start`] publishes and reads nothing.
-    pub fn new(worker_name: &str, publishes: bool) -> Self {
+    pub(crate) fn new(worker_name: &str, publishes: bool) -> Self {
         Control {
             worker_name: worker_name.to_owned(),
             publishes,
@@ -82,7 +82,7 @@ impl Control {
     }
 
     /// Whether workers must skip the queue `name`, as last read from Redis.
-    pub fn is_paused(&self, name: &str) -> bool {
+    pub(crate) fn is_paused(&self, name: &str) -> bool {
         self.paused
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -90,23 +90,23 @@ impl Control {
     }
 
     /// Completes when the set of paused queues changes.
-    pub async fn paused_changed(&self) {
+    pub(crate) async fn paused_changed(&self) {
         self.paused_changed.notified().await
     }
 
     /// Whether a restart was requested since the worker started.
-    pub fn restart_requested(&self) -> bool {
+    pub(crate) fn restart_requested(&self) -> bool {
         self.restart.is_cancelled()
     }
 
     /// Completes when a restart is requested.
-    pub async fn restarted(&self) {
+    pub(crate) async fn restarted(&self) {
         self.restart.cancelled().await
     }
 
     /// Counts one settled attempt in the current minute and in the Prometheus metrics, and
     /// keeps it for its queue's recent-jobs list.
-    pub fn record(&self, attempt: &Attempt<'_>) {
+    pub(crate) fn record(&self, attempt: &Attempt<'_>) {
         if !self.publishes {
             return;
         }
@@ -194,14 +194,14 @@ struct Publisher {
 }
 
 /// Handle to the publishing task (none when the worker does not publish).
-pub struct Publishing {
+pub(crate) struct Publishing {
     task: Option<(JoinHandle<Publisher>, CancellationToken)>,
 }
 
 /// Reads the paused queues and the restart key once, then publishes every [`TICK`] until
 /// [`Publishing::close`]. The first read is done before this returns, so the worker's first
 /// fetch already skips paused queues.
-pub async fn start(
+pub(crate) async fn start(
     queue: RedisQueue,
     control: Arc<Control>,
     running: Arc<Running>,
@@ -250,7 +250,7 @@ pub async fn start(
 
 impl Publishing {
     /// Stops publishing: sends the last counts and removes the worker's heartbeat record.
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         let Some((task, stop)) = self.task else {
             return;
         };

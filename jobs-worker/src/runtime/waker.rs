@@ -24,11 +24,11 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::warn;
 
-use crate::control::Control;
-use crate::retry::Pause;
+use crate::runtime::control::Control;
+use crate::runtime::outage::Pause;
 
 /// Handle to the waker's listener tasks.
-pub struct Waker {
+pub(crate) struct Waker {
     shared: Arc<Shared>,
     listeners: Vec<Arc<Listener>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -49,7 +49,7 @@ struct Listener {
 impl Waker {
     /// Starts the waker for `queues`, talking to the Redis behind `queue` and leaving out the
     /// queues `control` says are paused; each BLPOP waits at most `block_for`.
-    pub fn start(
+    pub(crate) fn start(
         queue: &RedisQueue,
         queues: &[Arc<QueueKeys>],
         block_for: Duration,
@@ -89,7 +89,7 @@ impl Waker {
 
     /// Waits until a job may have been pushed: a token arrived, or a BLPOP timed out or
     /// failed. Starts a BLPOP on every listener that has none in flight.
-    pub async fn wait(&self) {
+    pub(crate) async fn wait(&self) {
         let woke = self.shared.woke.notified();
         let _waiting = Waiting::start(&self.shared);
         for listener in &self.listeners {

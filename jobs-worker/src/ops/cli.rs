@@ -28,7 +28,7 @@ use std::time::Duration;
     about = "Operate the Redis queues: failed jobs, queue sizes and contents, pause, restart, workers.",
     version
 )]
-pub struct Cli {
+pub(super) struct Cli {
     /// Redis URL, as the worker's.
     #[arg(long, global = true, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
     pub redis: String,
@@ -44,7 +44,7 @@ pub struct Cli {
 
 /// The commands of `jobsctl`.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(super) enum Command {
     /// List failed jobs, newest first, or show one (`jobsctl failed show UUID`).
     Failed(FailedArgs),
     /// Push failed jobs back onto their queues with attempts reset to 0, and remove their
@@ -133,7 +133,7 @@ pub enum Command {
     /// List the live workers.
     Workers,
     /// Serve the live web dashboard (see docs/operations.md).
-    Dashboard(crate::dashboard::DashboardArgs),
+    Dashboard(super::dashboard::DashboardArgs),
 }
 
 /// A queue name from the command line, refused by the rule workers and dispatch apply.
@@ -145,7 +145,7 @@ fn queue_name(name: &str) -> Result<String, jobs_core::keys::InvalidQueueName> {
 /// `jobsctl failed`.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct FailedArgs {
+pub(super) struct FailedArgs {
     /// Show one failed job.
     #[command(subcommand)]
     pub show: Option<FailedShow>,
@@ -165,7 +165,7 @@ pub struct FailedArgs {
 
 /// `jobsctl failed show UUID`.
 #[derive(Debug, Subcommand)]
-pub enum FailedShow {
+pub(super) enum FailedShow {
     /// Show one failed job: its record, payload and exception.
     Show {
         /// The failed job's uuid.
@@ -175,7 +175,7 @@ pub enum FailedShow {
 
 /// `jobsctl retry`.
 #[derive(Debug, Args)]
-pub struct RetryArgs {
+pub(super) struct RetryArgs {
     /// `all`, or the uuids of failed jobs.
     pub targets: Vec<String>,
     /// Every failed job of this queue.
@@ -189,7 +189,7 @@ pub struct RetryArgs {
 /// What can stop a command.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CliError {
+pub(super) enum CliError {
     /// An operation on Redis failed.
     #[error(transparent)]
     Admin(#[from] AdminError),
@@ -204,7 +204,7 @@ pub enum CliError {
     Io(#[from] std::io::Error),
     /// The dashboard could not run.
     #[error(transparent)]
-    Dashboard(#[from] crate::dashboard::DashboardError),
+    Dashboard(#[from] super::dashboard::DashboardError),
 }
 
 /// Parses the command line, runs the command and returns its exit status: 0 on success, 1
@@ -233,11 +233,11 @@ pub fn main() -> ExitCode {
 
 /// Runs one command; returns the exit status it asks for (0, or 1 for `monitor` over its
 /// maximum).
-pub async fn run(cli: Cli) -> Result<u8, CliError> {
+pub(super) async fn run(cli: Cli) -> Result<u8, CliError> {
     let admin = Admin::open(&cli.redis)?;
     let json = cli.json;
     match cli.command {
-        Command::Dashboard(args) => crate::dashboard::serve(admin, args).await?,
+        Command::Dashboard(args) => super::dashboard::serve(admin, args).await?,
         Command::Failed(args) => match args.show {
             Some(FailedShow::Show { uuid }) => {
                 let entry = admin.failed_job(&uuid).await?;

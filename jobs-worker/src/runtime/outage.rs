@@ -7,7 +7,7 @@ use tracing::warn;
 /// A pause that doubles after each use, up to a cap, until reset: the wait between attempts
 /// to reach Redis.
 #[derive(Debug, Clone)]
-pub struct Pause {
+pub(crate) struct Pause {
     first: Duration,
     max: Duration,
     current: Duration,
@@ -15,7 +15,7 @@ pub struct Pause {
 
 impl Pause {
     /// A pause of `first`, doubling up to `max`.
-    pub fn new(first: Duration, max: Duration) -> Self {
+    pub(crate) fn new(first: Duration, max: Duration) -> Self {
         Pause {
             first,
             max,
@@ -24,26 +24,26 @@ impl Pause {
     }
 
     /// The pause to wait now; the next one is twice as long, up to the cap.
-    pub fn take(&mut self) -> Duration {
+    pub(crate) fn take(&mut self) -> Duration {
         let now = self.current;
         self.current = (self.current * 2).min(self.max);
         now
     }
 
     /// The pause that [`Pause::take`] would return, without using it.
-    pub fn peek(&self) -> Duration {
+    pub(crate) fn peek(&self) -> Duration {
         self.current
     }
 
     /// Back to the first pause, after a success.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.current = self.first;
     }
 }
 
 /// Runs `op` until it succeeds or `within` has passed, pausing 50 ms, then twice as long each
 /// time, up to 2 s. Returns `None` when it gave up; `what` names the change in the log.
-pub async fn with_retries<T, F, Fut>(within: Duration, what: &str, mut op: F) -> Option<T>
+pub(crate) async fn with_retries<T, F, Fut>(within: Duration, what: &str, mut op: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = jobs_core::Result<T>>,

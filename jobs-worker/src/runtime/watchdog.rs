@@ -20,17 +20,20 @@
 //!    while its handler still blocks here);
 //! 4. ends the process with status [`EXIT_CODE`].
 
-use jobs_core::{JobContext, RedisQueue};
+use jobs_core::RedisQueue;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn, Instrument};
 
-use crate::acker::AckSender;
-use crate::heartbeat::Running;
-use crate::processor::{job_span, verdict, JobId, Processor, Reserved};
-use crate::rules::{AttemptError, Limits, Verdict};
+use crate::runtime::acker::AckSender;
+use crate::runtime::lease::Running;
+use crate::runtime::deadline::Deadline;
+use crate::runtime::execute::verdict;
+use crate::runtime::processor::{job_span, Processor};
+use crate::runtime::reserved::{JobId, Reserved};
+use crate::runtime::rules::{AttemptError, Verdict};
 
 /// The process exit status after the watchdog ended a worker: 1, as Laravel's worker exits
 /// when a job times out.
@@ -39,50 +42,18 @@ pub const EXIT_CODE: u8 = 1;
 /// How long past its timeout a handler may still run before the watchdog acts. An async
 /// handler is stopped by its timeout within milliseconds; one still running this much later
 /// is blocking its thread.
-pub const MARGIN: Duration = Duration::from_secs(1);
+pub(crate) const MARGIN: Duration = Duration::from_secs(1);
 
 /// The longest the watchdog waits for the other running jobs to be put back, and finished
 /// jobs to be acknowledged, before it ends the process. Jobs not settled by then come back
 /// after `--retry-after`.
-pub const WIND_DOWN: Duration = Duration::from_secs(2);
+pub(crate) const WIND_DOWN: Duration = Duration::from_secs(2);
 
 /// How often the watchdog looks at the running jobs' deadlines.
 const CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
-/// A running handler's deadline, with what the watchdog needs to apply the timeout rules.
-pub struct Deadline {
-    started: Instant,
-    timeout: Duration,
-    ctx: Arc<JobContext>,
-    limits: Limits,
-    display_name: String,
-}
-
-impl Deadline {
-    /// A handler starting now, which must finish within `timeout`.
-    pub fn new(
-        timeout: Duration,
-        ctx: Arc<JobContext>,
-        limits: Limits,
-        display_name: &str,
-    ) -> Deadline {
-        Deadline {
-            started: Instant::now(),
-            timeout,
-            ctx,
-            limits,
-            display_name: display_name.to_owned(),
-        }
-    }
-
-    /// When the handler's timeout is up.
-    pub fn at(&self) -> Instant {
-        self.started + self.timeout
-    }
-}
-
 /// The parts of a worker the watchdog watches and acts on.
-pub struct Guarded {
+pub(crate) struct Guarded {
     /// The running jobs, with their handlers' deadlines.
     pub running: Arc<Running>,
     /// The processor, whose settling the watchdog reuses through a connection of its own.
@@ -98,7 +69,7 @@ pub struct Guarded {
 }
 
 /// The watchdog thread; dropping the handle stops it.
-pub struct Watchdog {
+pub(crate) struct Watchdog {
     stop: Option<mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -106,7 +77,7 @@ pub struct Watchdog {
 impl Watchdog {
     /// Starts the watchdog thread. Without a thread (the system refused one), handlers that
     /// block past their timeout are not stopped, and this is logged as an error.
-    pub fn start(guarded: Guarded) -> Watchdog {
+    pub(crate) fn start(guarded: Guarded) -> Watchdog {
         let (stop, stopped) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("jobs-watchdog".into())

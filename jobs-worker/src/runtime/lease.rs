@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tracing::warn;
 
-use crate::processor::Reserved;
-use crate::watchdog::Deadline;
+use crate::runtime::reserved::Reserved;
+use crate::runtime::deadline::Deadline;
 
 /// The jobs this worker is running, by a private id. The heartbeat extends their
-/// reservations; the [watchdog](crate::watchdog) watches the deadlines of their handlers.
+/// reservations; the [watchdog](crate::runtime::watchdog) watches the deadlines of their handlers.
 #[derive(Default)]
-pub struct Running {
+pub(crate) struct Running {
     next_id: AtomicU64,
     jobs: Mutex<HashMap<u64, Entry>>,
 }
@@ -35,20 +35,20 @@ struct Entry {
 }
 
 /// A running job's place in [`Running`]; dropping it takes the job out.
-pub struct Held {
+pub(crate) struct Held {
     running: Arc<Running>,
     id: u64,
 }
 
 /// A handler's deadline as the watchdog sees it; dropping it, or [`Watched::end`], takes the
 /// deadline away.
-pub struct Watched<'a> {
+pub(crate) struct Watched<'a> {
     held: &'a Held,
 }
 
 impl Running {
     /// Records `job` as running until the returned guard is dropped.
-    pub fn hold(self: &Arc<Self>, job: &Reserved) -> Held {
+    pub(crate) fn hold(self: &Arc<Self>, job: &Reserved) -> Held {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let entry = Entry {
             job: job.clone(),
@@ -63,18 +63,19 @@ impl Running {
     }
 
     /// How many jobs are running.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().len()
     }
 
     /// Whether no job is running.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
 
     /// Takes over every job whose handler is still running `margin` after its deadline: the
     /// heartbeat stops extending its reservation, and its processor will not settle it.
-    pub fn take_over_overdue(&self, now: Instant, margin: Duration) -> Vec<(Reserved, Deadline)> {
+    pub(crate) fn take_over_overdue(&self, now: Instant, margin: Duration) -> Vec<(Reserved, Deadline)> {
         let mut jobs = self.lock();
         let mut overdue = Vec::new();
         for entry in jobs.values_mut() {
@@ -102,7 +103,7 @@ impl Running {
     }
 
     /// Whether every job still here was taken over by the watchdog.
-    pub fn only_taken_over_left(&self) -> bool {
+    pub(crate) fn only_taken_over_left(&self) -> bool {
         self.lock().values().all(|entry| entry.taken_over)
     }
 
@@ -121,7 +122,7 @@ impl Running {
 
 impl Held {
     /// Shows the job's handler to the watchdog until the returned guard ends.
-    pub fn watch(&self, deadline: Deadline) -> Watched<'_> {
+    pub(crate) fn watch(&self, deadline: Deadline) -> Watched<'_> {
         if let Some(entry) = self.running.lock().get_mut(&self.id) {
             entry.deadline = Some(deadline);
         }
@@ -138,7 +139,7 @@ impl Drop for Held {
 impl Watched<'_> {
     /// Takes the deadline away, once the handler has stopped: `false` when the watchdog took
     /// the job over first.
-    pub fn end(self) -> bool {
+    pub(crate) fn end(self) -> bool {
         let not_taken_over = self.clear();
         // Cleared already: dropping it would only clear it again.
         std::mem::forget(self);
@@ -164,7 +165,7 @@ impl Drop for Watched<'_> {
 }
 
 /// Starts extending the reservations of `running` jobs every third of `retry_after`.
-pub fn start(queue: RedisQueue, running: Arc<Running>, retry_after: Duration) -> JoinHandle<()> {
+pub(crate) fn start(queue: RedisQueue, running: Arc<Running>, retry_after: Duration) -> JoinHandle<()> {
     let every = (retry_after / 3).max(Duration::from_millis(50));
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every);
@@ -200,7 +201,7 @@ pub fn start(queue: RedisQueue, running: Arc<Running>, retry_after: Duration) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::Limits;
+    use crate::runtime::rules::Limits;
     use jobs_core::keys::QueueKeys;
     use jobs_core::{Backoff, JobContext};
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// The limits that apply to one job: its own options, else the worker's.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Attempts allowed (0: unlimited).
     pub max_tries: u32,
     /// Seconds before each retry.
@@ -18,7 +18,7 @@ pub struct Limits {
 
 /// How an attempt went wrong.
 #[derive(Debug, Clone, PartialEq)]
-pub enum AttemptError {
+pub(crate) enum AttemptError {
     /// The handler returned an error.
     Error(String),
     /// The handler panicked.
@@ -29,7 +29,7 @@ pub enum AttemptError {
 
 /// What becomes of a job after an attempt.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Finished: delete the reservation.
     Done,
     /// Run again after the delay.
@@ -41,14 +41,14 @@ pub enum Verdict {
 impl Limits {
     /// Before running: a job reserved more often than its tries allow fails unrun (crashes,
     /// timeouts and releases all use attempts).
-    pub fn check_before_run(&self, display_name: &str, attempt: u32) -> Option<Verdict> {
+    pub(crate) fn check_before_run(&self, display_name: &str, attempt: u32) -> Option<Verdict> {
         (self.max_tries > 0 && attempt > self.max_tries)
             .then(|| Verdict::Fail(format!("{display_name} has been attempted too many times.")))
     }
 
     /// After a failed attempt: fail on the last attempt (or on a timeout with
     /// `fail_on_timeout`), otherwise release after `backoff[attempt - 1]`.
-    pub fn after_error(&self, display_name: &str, attempt: u32, error: &AttemptError) -> Verdict {
+    pub(crate) fn after_error(&self, display_name: &str, attempt: u32, error: &AttemptError) -> Verdict {
         let last_attempt = self.max_tries > 0 && attempt >= self.max_tries;
         match error {
             AttemptError::Timeout if last_attempt || self.fail_on_timeout => {
@@ -64,7 +64,7 @@ impl Limits {
 
 impl AttemptError {
     /// How the attempt's failure reads in logs.
-    pub fn describe(&self, display_name: &str) -> String {
+    pub(crate) fn describe(&self, display_name: &str) -> String {
         match self {
             AttemptError::Error(message) => message.clone(),
             AttemptError::Panic(message) => format!("panicked: {message}"),

@@ -5,16 +5,16 @@ use jobs_core::RedisQueue;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::control::Control;
-use crate::processor::Reserved;
+use crate::runtime::control::Control;
+use crate::runtime::reserved::Reserved;
 
 /// Most jobs moved from `:delayed` or from `:reserved` to the ready list by one pop call:
 /// enough to keep up with any backlog, small enough that one script call stays short.
-pub const MIGRATE_LIMIT: usize = 1000;
+pub(crate) const MIGRATE_LIMIT: usize = 1000;
 
 /// What one round of fetching found.
 #[derive(Debug, Default)]
-pub struct Fetched {
+pub(crate) struct Fetched {
     /// Reserved jobs, highest-priority queue first.
     pub jobs: Vec<Reserved>,
     /// Time until the earliest delayed job or reservation of any queue falls due.
@@ -22,7 +22,7 @@ pub struct Fetched {
 }
 
 /// Pops jobs from a list of queues.
-pub struct Fetcher {
+pub(crate) struct Fetcher {
     queue: RedisQueue,
     queues: Vec<Arc<QueueKeys>>,
     retry_after: Duration,
@@ -32,7 +32,7 @@ pub struct Fetcher {
 impl Fetcher {
     /// A fetcher for `queues`, highest priority first, skipping those `control` says are
     /// paused.
-    pub fn new(
+    pub(crate) fn new(
         queue: RedisQueue,
         queues: Vec<Arc<QueueKeys>>,
         retry_after: Duration,
@@ -49,7 +49,7 @@ impl Fetcher {
     /// Reserves up to `want` jobs, starting at the first queue and going down the list only for
     /// what the queues above could not fill. Paused queues are skipped: their delayed jobs are
     /// not migrated either, until they are resumed.
-    pub async fn fetch(&self, want: usize) -> jobs_core::Result<Fetched> {
+    pub(crate) async fn fetch(&self, want: usize) -> jobs_core::Result<Fetched> {
         let mut fetched = Fetched::default();
         for keys in &self.queues {
             let left = want - fetched.jobs.len();

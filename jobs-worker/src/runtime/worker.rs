@@ -10,16 +10,18 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use crate::acker::Acker;
-use crate::control::{self, Control};
-use crate::fetcher::{Fetched, Fetcher};
-use crate::heartbeat::{self, Running};
+use crate::runtime::acker::Acker;
+use crate::runtime::control::{self, Control};
+use crate::runtime::reserve::{Fetched, Fetcher};
+use crate::runtime::lease::{self, Running};
+use crate::runtime::time::{sleep_for, sleep_until};
 use crate::options::WorkerOptions;
-use crate::processor::{Processor, Reserved, Settled};
-use crate::retry::Pause;
+use crate::runtime::processor::{Processor, Settled};
+use crate::runtime::reserved::Reserved;
+use crate::runtime::outage::Pause;
 use crate::stats::Stats;
-use crate::waker::Waker;
-use crate::watchdog::{Guarded, Watchdog};
+use crate::runtime::waker::Waker;
+use crate::runtime::watchdog::{Guarded, Watchdog};
 
 /// Most pops one worker keeps in flight at once.
 const MAX_FETCHES_IN_FLIGHT: usize = 2;
@@ -145,8 +147,8 @@ impl Worker {
     /// period) before it returns.
     ///
     /// A handler that blocks its thread past its timeout does not let it return: the
-    /// [watchdog](crate::watchdog) applies the timeout rules to its job and ends the whole
-    /// process with status [`watchdog::EXIT_CODE`](crate::watchdog::EXIT_CODE).
+    /// [watchdog](crate::runtime::watchdog) applies the timeout rules to its job and ends the whole
+    /// process with status [`watchdog::EXIT_CODE`](crate::runtime::watchdog::EXIT_CODE).
     pub async fn run(self) -> Exit {
         let options = &self.options;
         let queues: Vec<Arc<QueueKeys>> = options
@@ -196,7 +198,7 @@ impl Worker {
         );
         let waker = Waker::start(&self.queue, &queues, options.sleep(), control.clone());
         let acker = Acker::start(self.queue.clone(), options.retry_after());
-        let heartbeat = heartbeat::start(
+        let lease = lease::start(
             self.queue.clone(),
             running_jobs.clone(),
             options.retry_after(),
@@ -341,7 +343,7 @@ impl Worker {
             }
         }
         self.finish_running(&mut running, interrupt).await;
-        heartbeat.abort();
+        lease.abort();
         if let Some(queue_sizes) = queue_sizes {
             queue_sizes.abort();
         }
@@ -446,22 +448,6 @@ async fn warn_unless_noeviction(queue: &RedisQueue) {
         ),
         Ok(_) => {}
         Err(err) => tracing::debug!(error = %err, "cannot read maxmemory-policy"),
-    }
-}
-
-/// Sleeps for `duration`, or forever when there is none.
-pub(crate) async fn sleep_for(duration: Option<Duration>) {
-    match duration {
-        Some(duration) => tokio::time::sleep(duration).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Sleeps until `deadline`, or forever when there is none.
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -17,14 +17,14 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::task::JoinHandle;
 use tracing::warn;
 
-use crate::processor::Reserved;
-use crate::retry::Pause;
+use crate::runtime::reserved::Reserved;
+use crate::runtime::outage::Pause;
 
 /// Most reservations removed by one `ZREM`.
 const MAX_BATCH: usize = 1000;
 
 /// Handle to the acker task.
-pub struct Acker {
+pub(crate) struct Acker {
     sender: AckSender,
     task: JoinHandle<()>,
 }
@@ -33,7 +33,7 @@ impl Acker {
     /// Starts an acker writing through `queue`. While the worker runs, it retries through
     /// Redis outages until the acknowledgements are delivered; once closed, for up to
     /// `retry_after`, after which the reservations have expired and the jobs run again.
-    pub fn start(queue: RedisQueue, retry_after: Duration) -> Self {
+    pub(crate) fn start(queue: RedisQueue, retry_after: Duration) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
         let sender = AckSender {
             sender,
@@ -49,13 +49,13 @@ impl Acker {
     }
 
     /// A sender for finished jobs.
-    pub fn sender(&self) -> AckSender {
+    pub(crate) fn sender(&self) -> AckSender {
         self.sender.clone()
     }
 
     /// Acknowledges everything sent so far, then stops. If Redis stays unreachable, it gives up
     /// after `retry_after`: those jobs come back and run again.
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         drop(self.sender);
         if let Err(err) = self.task.await {
             warn!(error = %err, "the acker ended abnormally; unacknowledged jobs come back after retry_after");
@@ -65,14 +65,14 @@ impl Acker {
 
 /// Sends finished jobs to the acker.
 #[derive(Clone)]
-pub struct AckSender {
+pub(crate) struct AckSender {
     sender: mpsc::UnboundedSender<Reserved>,
     unacknowledged: Arc<AtomicUsize>,
 }
 
 impl AckSender {
     /// Queues a finished job's reservation for deletion.
-    pub fn ack(&self, job: Reserved) {
+    pub(crate) fn ack(&self, job: Reserved) {
         self.unacknowledged.fetch_add(1, Ordering::SeqCst);
         if self.sender.send(job).is_err() {
             self.unacknowledged.fetch_sub(1, Ordering::SeqCst);
@@ -82,7 +82,7 @@ impl AckSender {
 
     /// How many finished jobs sent to the acker it has not yet finished deleting (or given
     /// up on).
-    pub fn unacknowledged(&self) -> usize {
+    pub(crate) fn unacknowledged(&self) -> usize {
         self.unacknowledged.load(Ordering::SeqCst)
     }
 }

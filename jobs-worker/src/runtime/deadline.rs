@@ -1,0 +1,45 @@
+//! A running handler's deadline, which the lease registry keeps and the watchdog reads.
+
+use jobs_core::JobContext;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::rules::Limits;
+
+/// A running handler's deadline, with what the watchdog needs to apply the timeout rules.
+pub(crate) struct Deadline {
+    /// When the handler started.
+    pub(crate) started: Instant,
+    /// How long it may run.
+    pub(crate) timeout: Duration,
+    /// Its context, whose release or fail request the timeout rules honour.
+    pub(crate) ctx: Arc<JobContext>,
+    /// The attempt rules that apply to it.
+    pub(crate) limits: Limits,
+    /// The job's display name, for the timeout message.
+    pub(crate) display_name: String,
+}
+
+impl Deadline {
+    /// A handler starting now, which must finish within `timeout`.
+    pub(crate) fn new(
+        timeout: Duration,
+        ctx: Arc<JobContext>,
+        limits: Limits,
+        display_name: &str,
+    ) -> Deadline {
+        Deadline {
+            started: Instant::now(),
+            timeout,
+            ctx,
+            limits,
+            display_name: display_name.to_owned(),
+        }
+    }
+
+    /// When the handler's timeout is up.
+    pub(crate) fn at(&self) -> Instant {
+        self.started + self.timeout
+    }
+}
+

@@ -1,0 +1,97 @@
+//! Decoding a reserved payload: the job it names, or why it cannot run at all.
+
+use jobs_core::payload::RawFields;
+use jobs_core::registry::{self, JobRegistration};
+use jobs_core::{Payload, QueueConfig, SigningKey};
+
+use super::reserved::Reserved;
+
+/// A payload that decoded, with the job type that runs it.
+pub(crate) struct Decoded {
+    pub(crate) payload: Payload,
+    pub(crate) registration: &'static JobRegistration,
+}
+
+/// Why a reserved payload cannot run at all.
+pub(crate) struct Undecodable {
+    /// The payload's uuid, or a new one when it has none.
+    pub(crate) uuid: String,
+    /// The payload's job name, or `?`.
+    pub(crate) job: String,
+    /// Why it cannot run, as the failed-job record says.
+    pub(crate) reason: String,
+}
+
+impl Undecodable {
+    /// A payload whose uuid and job are unknown: its failed-job record gets a new uuid.
+    fn new(reason: impl Into<String>) -> Self {
+        Undecodable {
+            uuid: uuid::Uuid::new_v4().to_string(),
+            job: "?".to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The payload and the job type that runs it, or why the job cannot run at all. A payload
+/// over the size limit is failed without being parsed; with a signing key, a payload
+/// without a valid signature is failed before its job type is looked up.
+pub(crate) fn decode(job: &Reserved, config: &QueueConfig) -> Result<Decoded, Undecodable> {
+    let size = job.unreadable.as_ref().map_or(job.raw.len(), Vec::len);
+    if size > config.max_payload_bytes {
+        return Err(Undecodable::new(format!(
+            "payload too large: {size} bytes, over the limit of {} bytes; not decoded",
+            config.max_payload_bytes
+        )));
+    }
+    if job.unreadable.is_some() {
+        return Err(Undecodable::new("malformed payload: not valid UTF-8"));
+    }
+    decode_payload(&job.raw, config.signing_key.as_ref())
+}
+
+/// The payload of a readable reservation, checked against the signing key, with its job type.
+fn decode_payload(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded, Undecodable> {
+    let payload = Payload::from_json(raw).map_err(|err| {
+        let fields = RawFields::parse(raw);
+        let uuid = fields
+            .text("uuid")
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let job = fields.text("job").unwrap_or_else(|| "?".to_owned());
+        let reason = if fields.is_json() {
+            format!("malformed payload: not a job payload ({err})")
+        } else {
+            format!("malformed payload: not valid JSON ({err})")
+        };
+        Undecodable { uuid, job, reason }
+    })?;
+    if let Some(key) = signing_key {
+        key.verify(&payload).map_err(|mismatch| Undecodable {
+            uuid: payload.uuid.to_string(),
+            job: payload.job.clone(),
+            reason: mismatch.to_string(),
+        })?;
+    }
+    if payload.attempts == 0 {
+        return Err(Undecodable {
+            uuid: payload.uuid.to_string(),
+            job: payload.job,
+            reason: "malformed payload: its attempts could not be counted at reservation".into(),
+        });
+    }
+    match registry::find(&payload.job) {
+        Some(registration) => Ok(Decoded {
+            payload,
+            registration,
+        }),
+        None => Err(Undecodable {
+            uuid: payload.uuid.to_string(),
+            job: payload.job.clone(),
+            reason: format!(
+                "unknown job type {:?}: no #[job] with that name is linked into this worker",
+                payload.job
+            ),
+        }),
+    }
+}
+
