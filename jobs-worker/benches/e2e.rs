@@ -22,7 +22,7 @@
 use clap::Parser;
 use jobs_core::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
 use jobs_worker::Stats;
-use jobs_worker::{Worker, WorkerOptions};
+use jobs_worker::{Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -178,16 +178,12 @@ fn latency_fields(samples: &[f64]) -> Map<String, Value> {
 }
 
 fn worker(args: &Args, queue: &RedisQueue) -> Worker {
-    let options = WorkerOptions::parse_from([
-        "worker",
-        "--queue",
-        QUEUE,
-        "--concurrency",
-        &args.concurrency.to_string(),
-        "--redis",
-        &args.redis,
-    ]);
-    Worker::with_queue(options, queue.clone()).expect("a valid worker")
+    let config = WorkerConfig {
+        queues: vec![QUEUE.to_owned()],
+        concurrency: args.concurrency,
+        ..WorkerConfig::default()
+    };
+    Worker::new(config, queue.clone()).expect("a valid worker")
 }
 
 async fn push_noops(queue: &RedisQueue, jobs: usize) -> jobs_core::Result<()> {

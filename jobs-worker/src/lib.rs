@@ -19,18 +19,21 @@
 //! the worker and wants none of that depends on `jobs-worker` with
 //! `default-features = false`.
 
+mod config;
 pub mod logging;
-mod options;
 #[cfg(feature = "ops")]
 pub mod ops;
+mod options;
 mod prometheus;
 mod runtime;
 mod stats;
 
+pub use config::WorkerConfig;
 pub use options::WorkerOptions;
 pub use prometheus::MetricsError;
+pub use runtime::exit::Exit;
 pub use runtime::watchdog::EXIT_CODE as WATCHDOG_EXIT_CODE;
-pub use runtime::worker::{Exit, Worker, WorkerError};
+pub use runtime::worker::{Worker, WorkerError};
 pub use stats::Stats;
 
 use clap::Parser;
@@ -62,8 +65,16 @@ pub fn main() -> ExitCode {
 /// Runs a worker with `options` until it stops, stopping gracefully on SIGTERM, SIGINT or
 /// SIGQUIT. A second signal exits the process at once (status 130); its running jobs come
 /// back after retry_after.
+///
+/// Redis is `options.redis` with [`QueueConfig::default`](jobs_core::QueueConfig): the
+/// signing key and TLS CA file come from `JOBS_SIGNING_KEY` and `REDIS_TLS_CA_FILE`. With
+/// `--metrics-addr`, the process serves Prometheus metrics there.
 pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
-    let worker = Worker::new(options)?;
+    let queue = jobs_core::RedisQueue::with_config(&options.redis, Default::default())?;
+    let worker = Worker::new(options.config(), queue)?;
+    if let Some(addr) = options.metrics_addr {
+        prometheus::install(addr, options.concurrency)?;
+    }
     tokio::spawn(stop_on_signals(worker.stop_token()));
     Ok(worker.run().await)
 }

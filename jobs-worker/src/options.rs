@@ -4,6 +4,8 @@ use clap::Parser;
 use jobs_core::Backoff;
 use std::time::Duration;
 
+use crate::config::WorkerConfig;
+
 /// Options of `worker`, as parsed from the command line (see `docs/worker.md`).
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -96,50 +98,33 @@ pub struct WorkerOptions {
     pub redis: String,
 }
 
-impl Default for WorkerOptions {
-    fn default() -> Self {
-        WorkerOptions::parse_from(["worker"])
-    }
-}
-
 impl WorkerOptions {
-    /// The backoff that applies when a job sets none: the larger of --backoff and --delay.
-    pub fn effective_backoff(&self) -> Backoff {
-        self.backoff.max(&self.delay)
-    }
-
-    /// --retry-after as a duration.
-    pub fn retry_after(&self) -> Duration {
-        secs(self.retry_after)
-    }
-
-    /// --sleep as a duration.
-    pub fn sleep(&self) -> Duration {
-        secs(self.sleep)
-    }
-
-    /// --rest as a duration.
-    pub fn rest(&self) -> Duration {
-        secs(self.rest)
-    }
-
-    /// How long running jobs may finish after a stop signal: --grace, else the --timeout
-    /// (`None`: no limit, with --timeout 0).
-    pub fn grace(&self) -> Option<Duration> {
-        match self.grace {
-            Some(grace) => Some(secs(grace)),
-            None => (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
+    /// The worker configuration these options describe: seconds become durations, `0`
+    /// limits become `None`, and the backoff is the larger of --backoff and --delay, as in
+    /// Laravel.
+    pub fn config(&self) -> WorkerConfig {
+        WorkerConfig {
+            queues: self.queue.clone(),
+            tries: self.tries,
+            backoff: self.backoff.max(&self.delay),
+            timeout: (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
+            sleep: secs(self.sleep),
+            rest: secs(self.rest),
+            once: self.once,
+            stop_when_empty: self.stop_when_empty,
+            max_jobs: (self.max_jobs > 0).then_some(self.max_jobs),
+            max_time: (self.max_time > 0).then(|| Duration::from_secs(self.max_time)),
+            memory_mb: self.memory,
+            name: self.name.clone(),
+            retry_after: secs(self.retry_after),
+            concurrency: self.concurrency,
+            // Without --grace, running jobs get their timeout to finish.
+            grace: match self.grace {
+                Some(grace) => Some(secs(grace)),
+                None => (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
+            },
+            metrics_retention: secs(self.metrics_retention * 3600.0),
         }
-    }
-
-    /// --metrics-retention as a duration.
-    pub fn metrics_retention(&self) -> Duration {
-        secs(self.metrics_retention * 3600.0)
-    }
-
-    /// --max-time as a duration, when set.
-    pub fn max_time(&self) -> Option<Duration> {
-        (self.max_time > 0).then(|| Duration::from_secs(self.max_time))
     }
 }
 
@@ -156,9 +141,11 @@ mod tests {
         let o = WorkerOptions::parse_from(["worker"]);
         assert_eq!(o.queue, ["default"]);
         assert_eq!((o.tries, o.timeout, o.memory, o.max_jobs), (1, 60, 128, 0));
-        assert_eq!(o.sleep(), Duration::from_secs(3));
-        assert_eq!(o.retry_after(), Duration::from_secs(90));
-        assert_eq!(o.grace(), Some(Duration::from_secs(60)));
+        let config = o.config();
+        assert_eq!(config.sleep, Duration::from_secs(3));
+        assert_eq!(config.retry_after, Duration::from_secs(90));
+        assert_eq!(config.grace, Some(Duration::from_secs(60)));
+        assert_eq!(config, WorkerConfig::default());
     }
 
     #[test]
@@ -173,6 +160,6 @@ mod tests {
             "3",
         ]);
         assert_eq!(o.queue, ["high", "default"]);
-        assert_eq!(o.effective_backoff().seconds(), [3, 5, 10]);
+        assert_eq!(o.config().backoff.seconds(), [3, 5, 10]);
     }
 }

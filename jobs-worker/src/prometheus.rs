@@ -129,7 +129,10 @@ impl Drop for RunningJob {
 /// endpoint is installed. A failed read leaves the last values and is logged once. On a Redis
 /// Cluster, which the admin operations do not support yet, only the sizes are read: the
 /// oldest-ready and paused gauges are left out.
-pub(crate) fn refresh_queue_sizes(queue: RedisQueue, queues: Vec<String>) -> Option<JoinHandle<()>> {
+pub(crate) fn refresh_queue_sizes(
+    queue: RedisQueue,
+    queues: Vec<String>,
+) -> Option<JoinHandle<()>> {
     if !installed() {
         return None;
     }

@@ -3,10 +3,9 @@
 //! and prints what happened. Uses the Redis named by `REDIS_URL`.
 
 use anyhow::{bail, Context};
-use clap::Parser;
 use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep, RECORDS_KEY};
 use jobs_core::{Job, RedisQueue};
-use jobs_worker::{Worker, WorkerOptions};
+use jobs_worker::{Worker, WorkerConfig};
 use std::time::{Duration, Instant};
 
 const QUEUE: &str = "demo";
@@ -51,8 +50,11 @@ async fn main() -> anyhow::Result<()> {
     println!("  panic   {panic}  panics every time (tries 2)");
     println!("\nWorker log:");
 
-    let options = WorkerOptions::parse_from(["worker", "--queue", QUEUE, "--redis", &url]);
-    let worker = Worker::new(options)?;
+    let config = WorkerConfig {
+        queues: vec![QUEUE.to_owned()],
+        ..WorkerConfig::default()
+    };
+    let worker = Worker::new(config, queue.clone())?;
     let stop = worker.stop_token();
     let stats = worker.stats();
     let running = tokio::spawn(worker.run());

@@ -17,8 +17,8 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::task::JoinHandle;
 use tracing::warn;
 
-use crate::runtime::reserved::Reserved;
 use crate::runtime::outage::Pause;
+use crate::runtime::reserved::Reserved;
 
 /// Most reservations removed by one `ZREM`.
 const MAX_BATCH: usize = 1000;

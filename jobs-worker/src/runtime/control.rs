@@ -20,8 +20,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::config::WorkerConfig;
 use crate::runtime::lease::Running;
-use crate::options::WorkerOptions;
 use crate::stats::Stats;
 
 /// How often the worker publishes and reads its operators' requests.
@@ -183,11 +183,10 @@ struct Publisher {
     control: Arc<Control>,
     running: Arc<Running>,
     stats: Arc<Stats>,
-    options: Arc<WorkerOptions>,
+    config: Arc<WorkerConfig>,
     id: String,
     host: String,
     started_at: DateTime<Utc>,
-    retention: Duration,
     /// The restart key as first read: a later, different value is a restart request.
     restart_seen: Option<Option<String>>,
     failing: bool,
@@ -206,11 +205,11 @@ pub(crate) async fn start(
     control: Arc<Control>,
     running: Arc<Running>,
     stats: Arc<Stats>,
-    options: Arc<WorkerOptions>,
+    config: Arc<WorkerConfig>,
 ) -> Publishing {
     if !control.publishes {
         warn!(
-            "on a Redis Cluster this worker publishes no heartbeat record or metrics, and jobs \
+            "on a Redis Cluster this worker publishes no heartbeat record or metrics, and jobsctl \
              pause and jobsctl restart do not reach it"
         );
         return Publishing { task: None };
@@ -220,8 +219,7 @@ pub(crate) async fn start(
         control,
         running,
         stats,
-        retention: options.metrics_retention(),
-        options,
+        config,
         id: uuid::Uuid::new_v4().to_string(),
         host: gethostname::gethostname().to_string_lossy().into_owned(),
         started_at: Utc::now(),
@@ -281,7 +279,7 @@ impl Publisher {
                 .ignore();
             pipe.zadd(keys::WORKERS, &self.id, now.timestamp()).ignore();
         }
-        let keep = (self.retention + Duration::from_secs(60)).as_secs() as i64;
+        let keep = (self.config.metrics_retention + Duration::from_secs(60)).as_secs() as i64;
         for (minute, bucket) in &pending.counts {
             let key = keys::metrics_minute(*minute);
             for (field, by) in bucket.increments() {
@@ -337,11 +335,11 @@ impl Publisher {
     fn record(&self, now: DateTime<Utc>) -> WorkerInfo {
         WorkerInfo {
             id: self.id.clone(),
-            name: self.options.name.clone(),
+            name: self.config.name.clone(),
             host: self.host.clone(),
             pid: std::process::id(),
-            queues: self.options.queue.clone(),
-            concurrency: self.options.concurrency,
+            queues: self.config.queues.clone(),
+            concurrency: self.config.concurrency,
             running: self.running.len(),
             processed: self.stats.processed(),
             failed: self.stats.failed(),

@@ -42,4 +42,3 @@ impl Deadline {
         self.started + self.timeout
     }
 }
-

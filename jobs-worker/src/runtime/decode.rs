@@ -94,4 +94,3 @@ fn decode_payload(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded
         }),
     }
 }
-

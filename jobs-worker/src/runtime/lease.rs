@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tracing::warn;
 
-use crate::runtime::reserved::Reserved;
 use crate::runtime::deadline::Deadline;
+use crate::runtime::reserved::Reserved;
 
 /// The jobs this worker is running, by a private id. The heartbeat extends their
-/// reservations; the [watchdog](crate::runtime::watchdog) watches the deadlines of their handlers.
+/// reservations; the watchdog watches the deadlines of their handlers.
 #[derive(Default)]
 pub(crate) struct Running {
     next_id: AtomicU64,
@@ -75,7 +75,11 @@ impl Running {
 
     /// Takes over every job whose handler is still running `margin` after its deadline: the
     /// heartbeat stops extending its reservation, and its processor will not settle it.
-    pub(crate) fn take_over_overdue(&self, now: Instant, margin: Duration) -> Vec<(Reserved, Deadline)> {
+    pub(crate) fn take_over_overdue(
+        &self,
+        now: Instant,
+        margin: Duration,
+    ) -> Vec<(Reserved, Deadline)> {
         let mut jobs = self.lock();
         let mut overdue = Vec::new();
         for entry in jobs.values_mut() {
@@ -165,7 +169,11 @@ impl Drop for Watched<'_> {
 }
 
 /// Starts extending the reservations of `running` jobs every third of `retry_after`.
-pub(crate) fn start(queue: RedisQueue, running: Arc<Running>, retry_after: Duration) -> JoinHandle<()> {
+pub(crate) fn start(
+    queue: RedisQueue,
+    running: Arc<Running>,
+    retry_after: Duration,
+) -> JoinHandle<()> {
     let every = (retry_after / 3).max(Duration::from_millis(50));
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every);

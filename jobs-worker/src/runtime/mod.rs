@@ -1,33 +1,38 @@
 //! The worker runtime: the path of a job, one file per step.
 //!
-//! - [`worker`] keeps the concurrency slots busy and decides when to stop; [`services`] starts
-//!   and stops the tasks that run beside it.
+//! - [`worker`] starts a worker's [`services`], runs its [`job_loop`] (which keeps the
+//!   concurrency slots busy and decides when to stop), and stops the services.
 //! - [`reserve`] reserves jobs from the queues in priority order (`pop.lua`); [`waker`] is
 //!   the idle worker's blocking wait for a push or a due job.
 //! - [`processor`] takes one reserved job through its steps: [`decode`] its payload,
-//!   [`execute`] its handler under the attempt rules of [`rules`], [`settle`] the outcome in
-//!   Redis; [`acker`] deletes finished jobs' reservations in batches.
+//!   [`execute`] its handler under the attempt rules of [`rules`] (the one place a job's code
+//!   runs), [`settle`] the outcome in Redis; [`acker`] deletes finished jobs' reservations in
+//!   batches.
 //! - [`lease`] keeps the registry of running jobs and extends their reservations while they
 //!   run; [`watchdog`] ends the process when a handler blocks its thread past its timeout.
 //! - [`control`] publishes the worker's heartbeat record and per-minute counters for
 //!   operators, and obeys their pause and restart requests.
 //! - Shared by the steps above: [`reserved`] (the reserved job), [`deadline`] (a running
-//!   handler's deadline), [`time`] (optional sleeps) and [`outage`] (riding out Redis outages).
+//!   handler's deadline), [`exit`] (why a worker stopped), [`time`] (optional sleeps) and
+//!   [`outage`] (riding out Redis outages).
 //!
-//! Each module imports only modules listed after it or the shared ones, so the imports form a
-//! tree with [`worker`] at its root.
+//! No two modules import each other, directly or through others: the imports form a tree
+//! with [`worker`] at its root and the shared types at its leaves.
 
 pub(crate) mod acker;
 pub(crate) mod control;
 pub(crate) mod deadline;
 pub(crate) mod decode;
 pub(crate) mod execute;
+pub(crate) mod exit;
+pub(crate) mod job_loop;
 pub(crate) mod lease;
 pub(crate) mod outage;
 pub(crate) mod processor;
 pub(crate) mod reserve;
 pub(crate) mod reserved;
 pub(crate) mod rules;
+pub(crate) mod services;
 pub(crate) mod settle;
 pub(crate) mod time;
 pub(crate) mod waker;

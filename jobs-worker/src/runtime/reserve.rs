@@ -1,4 +1,4 @@
-//! The fetcher: reserves jobs from the worker's queues in strict priority order.
+//! Where a job is reserved: the fetcher pops jobs from the worker's queues in strict priority order.
 
 use jobs_core::keys::QueueKeys;
 use jobs_core::RedisQueue;

@@ -43,4 +43,3 @@ pub(crate) struct JobId<'a> {
     /// The payload's attempts number (0 when it did not decode).
     pub(crate) attempt: u32,
 }
-

@@ -48,7 +48,12 @@ impl Limits {
 
     /// After a failed attempt: fail on the last attempt (or on a timeout with
     /// `fail_on_timeout`), otherwise release after `backoff[attempt - 1]`.
-    pub(crate) fn after_error(&self, display_name: &str, attempt: u32, error: &AttemptError) -> Verdict {
+    pub(crate) fn after_error(
+        &self,
+        display_name: &str,
+        attempt: u32,
+        error: &AttemptError,
+    ) -> Verdict {
         let last_attempt = self.max_tries > 0 && attempt >= self.max_tries;
         match error {
             AttemptError::Timeout if last_attempt || self.fail_on_timeout => {

@@ -3,16 +3,55 @@
 
 use jobs_core::telemetry::Outcome;
 use jobs_core::{FailedJob, RedisQueue};
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
-use super::control::Attempt;
+use crate::stats::Stats;
+
+use super::acker::AckSender;
+use super::control::{Attempt, Control};
 use super::outage::with_retries;
-use super::processor::{Processor, Settled};
 use super::reserved::{JobId, Reserved};
 use super::rules::Verdict;
 
-impl Processor {
+/// What became of a job, for the worker's bookkeeping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// The handler finished.
+    Done,
+    /// The job was put back to run later (released, retried, or interrupted by shutdown).
+    Released,
+    /// The job went to the failed-job store.
+    Failed,
+}
+
+/// Settles attempts: one for every job task of a worker, and a copy with a connection of its
+/// own for the watchdog.
+#[derive(Clone)]
+pub(crate) struct Settler {
+    /// Where settlements are written.
+    pub(crate) queue: RedisQueue,
+    /// Where finished jobs go to have their reservations deleted in batches.
+    pub(crate) acks: AckSender,
+    /// How long a release or failure is retried through a Redis outage: the reservation's
+    /// length, after which the job comes back anyway.
+    pub(crate) retry_after: Duration,
+    /// The worker's counters.
+    pub(crate) stats: Arc<Stats>,
+    /// The per-minute counters and recent attempts published for operators.
+    pub(crate) control: Arc<Control>,
+}
+
+impl Settler {
+    /// The same settler writing through `queue` instead.
+    pub(crate) fn with_queue(&self, queue: RedisQueue) -> Settler {
+        Settler {
+            queue,
+            ..self.clone()
+        }
+    }
+
     /// Logs the verdict and applies it: a finished job goes to the acker; a released one back
     /// to `:delayed`; a failed one to the failed-job store with the payload as it was before
     /// this reservation. Every verdict is counted in the per-minute metrics under the job's
@@ -92,7 +131,7 @@ impl Processor {
         F: Fn(&'a RedisQueue) -> Fut,
         Fut: std::future::Future<Output = jobs_core::Result<bool>>,
     {
-        let held = with_retries(self.options.retry_after(), what, || op(&self.queue)).await;
+        let held = with_retries(self.retry_after, what, || op(&self.queue)).await;
         if held == Some(false) {
             warn!(queue = %job.queue.name, "the reservation was no longer held; nothing changed");
         }

@@ -18,4 +18,3 @@ pub(crate) async fn sleep_until(deadline: Option<Instant>) {
         None => std::future::pending().await,
     }
 }
-

@@ -28,12 +28,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn, Instrument};
 
 use crate::runtime::acker::AckSender;
-use crate::runtime::lease::Running;
 use crate::runtime::deadline::Deadline;
-use crate::runtime::execute::verdict;
-use crate::runtime::processor::{job_span, Processor};
+use crate::runtime::execute::{job_span, verdict};
+use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::{AttemptError, Verdict};
+use crate::runtime::settle::Settler;
 
 /// The process exit status after the watchdog ended a worker: 1, as Laravel's worker exits
 /// when a job times out.
@@ -56,8 +56,8 @@ const CHECK_INTERVAL: Duration = Duration::from_millis(100);
 pub(crate) struct Guarded {
     /// The running jobs, with their handlers' deadlines.
     pub running: Arc<Running>,
-    /// The processor, whose settling the watchdog reuses through a connection of its own.
-    pub processor: Processor,
+    /// The worker's settler, which the watchdog reuses through a connection of its own.
+    pub settler: Settler,
     /// The Redis handle whose server and settings the watchdog's own connection copies.
     pub queue: RedisQueue,
     /// The acker's sender, to see whether finished jobs are still being acknowledged.
@@ -170,8 +170,8 @@ impl Guarded {
     /// Applies the timeout rules to the jobs taken over: fails those out of tries (or with
     /// fail_on_timeout); leaves the others reserved to come back after retry_after.
     async fn settle(&self, overdue: Vec<(Reserved, Deadline)>) {
-        let processor = match self.queue.with_own_connection() {
-            Ok(queue) => self.processor.with_queue(queue),
+        let settler = match self.queue.with_own_connection() {
+            Ok(queue) => self.settler.with_queue(queue),
             Err(err) => {
                 error!(error = %err, "cannot connect to Redis; the jobs that timed out come back after retry_after");
                 return;
@@ -190,7 +190,7 @@ impl Guarded {
                         job: ctx.job_name(),
                         attempt: ctx.attempt(),
                     };
-                    processor
+                    settler
                         .settle(job, id, verdict, error, deadline.started)
                         .instrument(span)
                         .await;

@@ -1,0 +1,97 @@
+//! The worker's configuration, typed: what the command line's [`WorkerOptions`] convert into,
+//! and what a program that runs a [`Worker`](crate::Worker) itself builds.
+//!
+//! [`WorkerOptions`]: crate::WorkerOptions
+
+use jobs_core::Backoff;
+use std::time::Duration;
+
+/// How a worker takes, runs and settles jobs, and when it stops.
+///
+/// [`WorkerConfig::default`] holds Laravel's `queue:work` defaults and reads no environment
+/// variable. Build one field by field, or from the command line with
+/// [`WorkerOptions::config`](crate::WorkerOptions::config).
+///
+/// ```
+/// use std::time::Duration;
+/// let config = jobs_worker::WorkerConfig {
+///     queues: vec!["high".into(), "default".into()],
+///     tries: 3,
+///     timeout: Some(Duration::from_secs(30)),
+///     ..Default::default()
+/// };
+/// assert_eq!(config.retry_after, Duration::from_secs(90));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerConfig {
+    /// Queues to take jobs from, in strict priority order.
+    pub queues: Vec<String>,
+    /// Attempts allowed per job, unless the job sets its own (0: unlimited).
+    pub tries: u32,
+    /// The backoff of jobs that set none.
+    pub backoff: Backoff,
+    /// How long a job may run before it is stopped as timed out, unless it sets its own
+    /// (`None`: no limit).
+    pub timeout: Option<Duration>,
+    /// Longest an idle worker waits before checking its queues again; it wakes at once when a
+    /// job is pushed or a delayed job falls due.
+    pub sleep: Duration,
+    /// Pause after each job, in its slot.
+    pub rest: Duration,
+    /// Process a single job, then stop.
+    pub once: bool,
+    /// Stop once the queues are empty and no job is running.
+    pub stop_when_empty: bool,
+    /// Stop after this many jobs.
+    pub max_jobs: Option<u64>,
+    /// Stop after this long; running jobs finish first.
+    pub max_time: Option<Duration>,
+    /// Stop (exit status 12) once the process uses more than this many megabytes.
+    pub memory_mb: u64,
+    /// This worker's name, in logs and in its heartbeat record.
+    pub name: String,
+    /// How long a reservation lasts: a job whose worker died is handed out again after this.
+    pub retry_after: Duration,
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// How long running jobs may finish after a stop is requested before they are put back on
+    /// their queues (`None`: no limit).
+    pub grace: Option<Duration>,
+    /// How long the per-minute job counters this worker publishes are kept in Redis.
+    pub metrics_retention: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            queues: vec![jobs_core::DEFAULT_QUEUE.to_owned()],
+            tries: 1,
+            // No wait between attempts, as `--backoff 0`.
+            backoff: Backoff::new([0]),
+            timeout: Some(Duration::from_secs(60)),
+            sleep: Duration::from_secs(3),
+            rest: Duration::ZERO,
+            once: false,
+            stop_when_empty: false,
+            max_jobs: None,
+            max_time: None,
+            memory_mb: 128,
+            name: "default".to_owned(),
+            retry_after: Duration::from_secs(90),
+            concurrency: 10,
+            grace: Some(Duration::from_secs(60)),
+            metrics_retention: jobs_core::telemetry::DEFAULT_METRICS_RETENTION,
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// The most jobs this worker takes before it stops (`u64::MAX`: no limit).
+    pub(crate) fn job_limit(&self) -> u64 {
+        if self.once {
+            1
+        } else {
+            self.max_jobs.unwrap_or(u64::MAX)
+        }
+    }
+}

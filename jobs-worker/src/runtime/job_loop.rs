@@ -1,0 +1,332 @@
+//! The job loop: keeps the concurrency slots busy with reserved jobs, waits while the queues
+//! are idle, and says when the worker must stop.
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use crate::config::WorkerConfig;
+use crate::runtime::exit::Exit;
+use crate::runtime::outage::Pause;
+use crate::runtime::processor::Processor;
+use crate::runtime::reserve::{Fetched, Fetcher};
+use crate::runtime::reserved::Reserved;
+use crate::runtime::services::Services;
+use crate::runtime::settle::Settled;
+use crate::runtime::time::{sleep_for, sleep_until};
+use crate::stats::Stats;
+
+/// Most pops one worker keeps in flight at once.
+const MAX_FETCHES_IN_FLIGHT: usize = 2;
+
+/// How often the worker compares its memory with its limit.
+const MEMORY_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A finished pop: the slots it was made for, and what it reserved.
+type FetchDone = (Vec<OwnedSemaphorePermit>, jobs_core::Result<Fetched>);
+
+/// A pop in flight.
+type Fetch<'a> = Pin<Box<dyn Future<Output = FetchDone> + Send + 'a>>;
+
+/// The state of one worker's job loop.
+pub(crate) struct JobLoop<'a> {
+    config: &'a WorkerConfig,
+    services: &'a Services,
+    stats: &'a Arc<Stats>,
+    stop: &'a CancellationToken,
+    slots: Arc<Semaphore>,
+    running: JoinSet<Settled>,
+    /// Pops in flight, each holding the slots its jobs will run in. While the queues hold a
+    /// backlog, a second pop goes out before the first returns, so Redis reserves the next
+    /// batch while this process starts the last one.
+    fetches: FuturesUnordered<Fetch<'a>>,
+    /// Slots held by the pops in flight.
+    slots_asked: u64,
+    /// Whether the last pop filled every slot it asked for.
+    backlog: bool,
+    /// Jobs taken so far, against `--once` and `--max-jobs`.
+    taken: u64,
+    job_limit: u64,
+    started: Instant,
+    fetch_pause: Pause,
+    last_memory_check: Option<Instant>,
+}
+
+impl<'a> JobLoop<'a> {
+    /// A loop over `services` that has taken no job yet.
+    pub(crate) fn new(
+        config: &'a WorkerConfig,
+        services: &'a Services,
+        stats: &'a Arc<Stats>,
+        stop: &'a CancellationToken,
+    ) -> Self {
+        JobLoop {
+            config,
+            services,
+            stats,
+            stop,
+            slots: Arc::new(Semaphore::new(config.concurrency)),
+            running: JoinSet::new(),
+            fetches: FuturesUnordered::new(),
+            slots_asked: 0,
+            backlog: false,
+            taken: 0,
+            job_limit: config.job_limit(),
+            started: Instant::now(),
+            fetch_pause: Pause::new(Duration::from_millis(100), Duration::from_secs(5)),
+            last_memory_check: None,
+        }
+    }
+
+    /// Takes and runs jobs until a stop condition, then lets the running ones finish (or puts
+    /// them back after the grace period). Returns why it stopped.
+    pub(crate) async fn run(mut self) -> Exit {
+        let exit = loop {
+            while let Some(joined) = self.running.try_join_next() {
+                reap(joined);
+            }
+            if let Some(exit) = self.stop_condition() {
+                break exit;
+            }
+            if let Some(exit) = self.turn().await {
+                break exit;
+            }
+        };
+        self.finish().await;
+        exit
+    }
+
+    /// The stop conditions, in order: stop requested, restart requested, memory, time, job
+    /// count.
+    fn stop_condition(&mut self) -> Option<Exit> {
+        if self.stop.is_cancelled() {
+            return Some(Exit::Stopped);
+        }
+        if self.services.control.restart_requested() {
+            return Some(Exit::Restart);
+        }
+        // Reading the process's memory costs a system call: once per 100 ms is enough.
+        if self
+            .last_memory_check
+            .is_none_or(|at| at.elapsed() >= MEMORY_CHECK_INTERVAL)
+        {
+            self.last_memory_check = Some(Instant::now());
+            if memory_mb() > self.config.memory_mb {
+                warn!(limit_mb = self.config.memory_mb, "memory limit exceeded");
+                return Some(Exit::MemoryExceeded);
+            }
+        }
+        if self
+            .config
+            .max_time
+            .is_some_and(|max| self.started.elapsed() >= max)
+        {
+            return Some(Exit::MaxTime);
+        }
+        (self.taken >= self.job_limit).then_some(Exit::MaxJobs)
+    }
+
+    /// One turn: a pop returns, or free slots are taken for the next pop, or a stop or restart
+    /// is requested.
+    async fn turn(&mut self) -> Option<Exit> {
+        let room = self.job_limit - self.taken - self.slots_asked;
+        let may_fetch = room > 0
+            && (self.fetches.is_empty()
+                || (self.backlog && self.fetches.len() < MAX_FETCHES_IN_FLIGHT));
+        // A pop beside one in flight waits for a worthwhile batch of free slots.
+        let batch = if self.fetches.is_empty() {
+            1
+        } else {
+            (self.config.concurrency as u64 / 4).max(1)
+        };
+        let services = self.services;
+        tokio::select! {
+            biased;
+            Some(done) = self.fetches.next() => return self.fetched(done).await,
+            permits = free_slots(&self.slots, batch.min(room), room), if may_fetch => {
+                self.slots_asked += permits.len() as u64;
+                self.fetches.push(Box::pin(fetch_into(&services.fetcher, permits)));
+            }
+            _ = self.stop.cancelled() => {}
+            _ = services.control.restarted() => {}
+        }
+        None
+    }
+
+    /// Starts the jobs a pop reserved; when it found none and no other pop is in flight,
+    /// stops (`--once`, `--stop-when-empty`) or waits while idle.
+    async fn fetched(&mut self, (permits, result): FetchDone) -> Option<Exit> {
+        self.slots_asked -= permits.len() as u64;
+        let fetched = match result {
+            Ok(fetched) => {
+                self.fetch_pause.reset();
+                fetched
+            }
+            Err(err) => {
+                self.backlog = false;
+                let pause = self.fetch_pause.take();
+                warn!(error = %err, "cannot fetch jobs; retrying in {pause:?}");
+                drop(permits);
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = self.stop.cancelled() => {}
+                    _ = self.services.control.restarted() => {}
+                }
+                return None;
+            }
+        };
+        self.backlog = fetched.jobs.len() == permits.len();
+        if !fetched.jobs.is_empty() {
+            self.taken += fetched.jobs.len() as u64;
+            self.start_jobs(fetched.jobs, permits);
+            return None;
+        }
+        drop(permits);
+        if !self.fetches.is_empty() {
+            return None;
+        }
+        if self.config.once || (self.config.stop_when_empty && self.running.is_empty()) {
+            return Some(Exit::Empty);
+        }
+        self.wait_idle(fetched.next_due).await;
+        None
+    }
+
+    /// Waits while the queues are empty: for a push, the next due job, `--sleep`, the end of
+    /// `--max-time`, a stop, a restart, a pause or resume, or (with `--stop-when-empty`) the
+    /// end of a running job.
+    async fn wait_idle(&mut self, next_due: Option<Duration>) {
+        let out_of_time = self.config.max_time.map(|max| self.started + max);
+        let services = self.services;
+        tokio::select! {
+            _ = services.waker.wait() => {}
+            _ = sleep_for(next_due) => {}
+            _ = tokio::time::sleep(self.config.sleep) => {}
+            _ = sleep_until(out_of_time) => {}
+            _ = self.stop.cancelled() => {}
+            _ = services.control.restarted() => {}
+            _ = services.control.paused_changed() => {}
+            Some(joined) = self.running.join_next(), if self.config.stop_when_empty => reap(joined),
+        }
+    }
+
+    /// Starts each reserved job in its own task, holding one of `permits` until it settles.
+    fn start_jobs(&mut self, jobs: Vec<Reserved>, permits: Vec<OwnedSemaphorePermit>) {
+        for (job, permit) in jobs.into_iter().zip(permits) {
+            let run = run_job(
+                self.services.processor.clone(),
+                self.stats.clone(),
+                self.config.rest,
+                job,
+                permit,
+                self.services.interrupt.clone(),
+            );
+            self.running.spawn(run);
+        }
+    }
+
+    /// Runs the jobs that pops still in flight reserved (nothing popped is dropped), then lets
+    /// every running job finish. Once a stop is requested (before or during this wait), they
+    /// get the grace period; those still running then are interrupted, which puts them back on
+    /// their queues.
+    async fn finish(mut self) {
+        while let Some((permits, result)) = self.fetches.next().await {
+            if let Ok(fetched) = result {
+                self.start_jobs(fetched.jobs, permits);
+            }
+        }
+        if self.running.is_empty() {
+            return;
+        }
+        info!(running = self.running.len(), "waiting for running jobs");
+        let interrupt = &self.services.interrupt;
+        let mut deadline = None;
+        let mut stop_seen = false;
+        loop {
+            if !stop_seen && self.stop.is_cancelled() {
+                stop_seen = true;
+                deadline = self.config.grace.map(|grace| Instant::now() + grace);
+            }
+            tokio::select! {
+                joined = self.running.join_next() => match joined {
+                    Some(joined) => reap(joined),
+                    None => return,
+                },
+                _ = self.stop.cancelled(), if !stop_seen => {}
+                _ = sleep_until(deadline), if !interrupt.is_cancelled() => {
+                    warn!(running = self.running.len(), "grace period over; putting running jobs back");
+                    interrupt.cancel();
+                }
+            }
+        }
+    }
+}
+
+/// One job's task: processes it, counts it, rests, and frees its slot.
+async fn run_job(
+    processor: Arc<Processor>,
+    stats: Arc<Stats>,
+    rest: Duration,
+    job: Reserved,
+    permit: OwnedSemaphorePermit,
+    interrupt: CancellationToken,
+) -> Settled {
+    let settled = processor.process(job, interrupt).await;
+    stats.record_processed();
+    if !rest.is_zero() {
+        tokio::time::sleep(rest).await;
+    }
+    drop(permit);
+    settled
+}
+
+/// Reserves jobs for `permits`, handing the permits back with the result.
+async fn fetch_into(fetcher: &Fetcher, permits: Vec<OwnedSemaphorePermit>) -> FetchDone {
+    let fetched = fetcher.fetch(permits.len()).await;
+    (permits, fetched)
+}
+
+/// Waits for `min` free slots, then takes as many more as are free, up to `max`.
+async fn free_slots(slots: &Arc<Semaphore>, min: u64, max: u64) -> Vec<OwnedSemaphorePermit> {
+    let mut permits = Vec::new();
+    while (permits.len() as u64) < min {
+        permits.push(
+            slots
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the slot semaphore is never closed"),
+        );
+    }
+    while (permits.len() as u64) < max {
+        match slots.clone().try_acquire_owned() {
+            Ok(permit) => permits.push(permit),
+            Err(_) => break,
+        }
+    }
+    permits
+}
+
+fn reap(joined: Result<Settled, tokio::task::JoinError>) {
+    if let Err(err) = joined {
+        error!(error = %err, "a job task ended abnormally; its job comes back after retry_after");
+    }
+}
+
+/// Resident memory of this process in megabytes, from `VmRSS` in `/proc/self/status` (0
+/// where that is unavailable, so the limit never applies there).
+fn memory_mb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024)
+}

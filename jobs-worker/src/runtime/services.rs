@@ -1,0 +1,125 @@
+//! The tasks that run beside a worker's job loop: started together before its first fetch,
+//! stopped in order after its last job settled.
+
+use jobs_core::keys::{KeyLayout, QueueKeys};
+use jobs_core::RedisQueue;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::WorkerConfig;
+use crate::runtime::acker::Acker;
+use crate::runtime::control::{self, Control, Publishing};
+use crate::runtime::lease::{self, Running};
+use crate::runtime::processor::Processor;
+use crate::runtime::reserve::Fetcher;
+use crate::runtime::settle::Settler;
+use crate::runtime::waker::Waker;
+use crate::runtime::watchdog::{Guarded, Watchdog};
+use crate::stats::Stats;
+
+/// A worker's running services, and what its job loop uses of them.
+pub(crate) struct Services {
+    /// Paused queues and restart requests, and the counters published for operators.
+    pub(crate) control: Arc<Control>,
+    /// Reserves jobs.
+    pub(crate) fetcher: Fetcher,
+    /// Wakes an idle worker for a push or a due job.
+    pub(crate) waker: Waker,
+    /// Runs and settles jobs; one for every job task, shared rather than copied per job.
+    pub(crate) processor: Arc<Processor>,
+    /// Interrupts running handlers, which puts their jobs back on their queues.
+    pub(crate) interrupt: CancellationToken,
+    acker: Acker,
+    lease: JoinHandle<()>,
+    watchdog: Watchdog,
+    publishing: Publishing,
+    queue_sizes: Option<JoinHandle<()>>,
+}
+
+impl Services {
+    /// Starts every service of a worker with `config` on `queue`. `stop` is the worker's stop
+    /// token, which the watchdog cancels when it takes over.
+    pub(crate) async fn start(
+        queue: &RedisQueue,
+        config: &Arc<WorkerConfig>,
+        stats: &Arc<Stats>,
+        stop: &CancellationToken,
+    ) -> Services {
+        let queues: Vec<Arc<QueueKeys>> = config
+            .queues
+            .iter()
+            .map(|name| Arc::new(queue.queue_keys(name)))
+            .collect();
+        let publishes = queue.layout() == KeyLayout::Standalone;
+        let control = Arc::new(Control::new(&config.name, publishes));
+        let running = Arc::new(Running::default());
+        let publishing = control::start(
+            queue.clone(),
+            control.clone(),
+            running.clone(),
+            stats.clone(),
+            config.clone(),
+        )
+        .await;
+        let queue_sizes =
+            crate::prometheus::refresh_queue_sizes(queue.clone(), config.queues.clone());
+        let fetcher = Fetcher::new(
+            queue.clone(),
+            queues.clone(),
+            config.retry_after,
+            control.clone(),
+        );
+        let waker = Waker::start(queue, &queues, config.sleep, control.clone());
+        let acker = Acker::start(queue.clone(), config.retry_after);
+        let lease = lease::start(queue.clone(), running.clone(), config.retry_after);
+        let settler = Settler {
+            queue: queue.clone(),
+            acks: acker.sender(),
+            retry_after: config.retry_after,
+            stats: stats.clone(),
+            control: control.clone(),
+        };
+        let processor = Arc::new(Processor {
+            settler: settler.clone(),
+            running: running.clone(),
+            config: config.clone(),
+        });
+        let interrupt = CancellationToken::new();
+        let watchdog = Watchdog::start(Guarded {
+            running,
+            settler,
+            queue: queue.clone(),
+            acks: acker.sender(),
+            stop: stop.clone(),
+            interrupt: interrupt.clone(),
+        });
+        Services {
+            control,
+            fetcher,
+            waker,
+            processor,
+            interrupt,
+            acker,
+            lease,
+            watchdog,
+            publishing,
+            queue_sizes,
+        }
+    }
+
+    /// Stops the services once no job runs any more: the last acknowledgements are sent,
+    /// then the last counts are published and the heartbeat record removed.
+    pub(crate) async fn stop(self) {
+        self.lease.abort();
+        if let Some(queue_sizes) = self.queue_sizes {
+            queue_sizes.abort();
+        }
+        // The acker closes once every sender is gone: the watchdog and the processor's settler
+        // hold one.
+        drop(self.watchdog);
+        drop(self.processor);
+        self.acker.close().await;
+        self.publishing.close().await;
+    }
+}
