@@ -1,16 +1,23 @@
 //! The Lua scripts behind every multi-step change, loaded once and called by SHA.
 //!
 //! Each script lives in its own file under `src/scripts/`, headed by what its KEYS and ARGV
-//! are. `redis::Script` sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
+//! are. Snippets several scripts share live under `src/scripts/lib/` and are put in front of
+//! the scripts that use them at compile time: `time.lua` (Redis's clock in each precision the
+//! keys use) and `forget_failed.lua` (deleting failed-job records by age). `redis::Script`
+//! sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
 
 use redis::Script;
 use std::sync::LazyLock;
 
 macro_rules! script {
-    ($(#[$doc:meta])* $name:ident, $file:literal) => {
+    ($(#[$doc:meta])* $name:ident, $file:literal $(, uses $($lib:literal),+)?) => {
         $(#[$doc])*
-        pub static $name: LazyLock<Script> =
-            LazyLock::new(|| Script::new(include_str!(concat!("scripts/", $file))));
+        pub static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(concat!(
+                $($(include_str!(concat!("scripts/lib/", $lib)), "\n",)+)?
+                include_str!(concat!("scripts/", $file))
+            ))
+        });
     };
 }
 
@@ -20,23 +27,23 @@ script!(
 );
 script!(
     /// Schedule delayed jobs at server time + delay (`later.lua`).
-    LATER, "later.lua"
+    LATER, "later.lua", uses "time.lua"
 );
 script!(
     /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).
-    POP, "pop.lua"
+    POP, "pop.lua", uses "time.lua"
 );
 script!(
     /// Move a reserved job back to the delayed set (`release.lua`).
-    RELEASE, "release.lua"
+    RELEASE, "release.lua", uses "time.lua"
 );
 script!(
     /// Record a failed job and prune the failed-job store (`fail.lua`).
-    FAIL, "fail.lua"
+    FAIL, "fail.lua", uses "time.lua", "forget_failed.lua"
 );
 script!(
     /// Push back the expiry of reservations still held (`extend.lua`).
-    EXTEND, "extend.lua"
+    EXTEND, "extend.lua", uses "time.lua"
 );
 script!(
     /// Delete every job of a queue and return how many there were (`clear.lua`).
@@ -50,9 +57,9 @@ script!(
 script!(
     /// Delete failed-job records older than an age, a bounded number per call
     /// (`prune_failed.lua`).
-    PRUNE_FAILED, "prune_failed.lua"
+    PRUNE_FAILED, "prune_failed.lua", uses "time.lua", "forget_failed.lua"
 );
 script!(
     /// Record a restart request at Redis's time (`restart.lua`).
-    RESTART, "restart.lua"
+    RESTART, "restart.lua", uses "time.lua"
 );

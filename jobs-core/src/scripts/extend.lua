@@ -4,8 +4,7 @@
 -- ARGV[2..] reserved copies, byte for byte as pop returned them
 -- Returns how many were still held and were extended. A reservation that is gone (expired and
 -- migrated, or settled meanwhile) is left alone.
-local time = redis.call('time')
-local now = tonumber(time[1]) + math.floor(tonumber(time[2]) / 1000) / 1000
+local now = now_seconds()
 local expires = now + tonumber(ARGV[1])
 local extended = 0
 for i = 2, #ARGV do

@@ -16,17 +16,12 @@
 if KEYS[3] and ARGV[1] ~= '' and redis.call('zrem', KEYS[3], ARGV[1]) == 0 then
   return 0
 end
-local time = redis.call('time')
-local now = tonumber(time[1]) + tonumber(time[2]) / 1000000
+local now = now_seconds_precise()
 redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
 redis.call('zadd', KEYS[2], now, ARGV[2])
 
 -- Pruning is bounded per call; every failure prunes a little more.
-local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now - tonumber(ARGV[5]), 'limit', 0, 1000)
-if #expired > 0 then
-  redis.call('hdel', KEYS[1], unpack(expired))
-  redis.call('zrem', KEYS[2], unpack(expired))
-end
+forget_failed_before(KEYS[1], KEYS[2], now - tonumber(ARGV[5]), 1000)
 local excess = redis.call('zcard', KEYS[2]) - tonumber(ARGV[4])
 if excess > 0 then
   local oldest = redis.call('zrange', KEYS[2], 0, math.min(excess, 1000) - 1)

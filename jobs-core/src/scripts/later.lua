@@ -8,8 +8,7 @@
 -- When a job becomes the earliest one it pushes a single token, so that an idle worker
 -- wakes, sees the new due time and re-arms its timer. The pop script trims tokens that
 -- have no ready job behind them.
-local time = redis.call('time')
-local now = tonumber(time[1]) + math.floor(tonumber(time[2]) / 1000) / 1000
+local now = now_seconds()
 local head = redis.call('zrange', KEYS[1], 0, 0)[1]
 for i = 1, #ARGV, 2 do
   local due = ARGV[i]

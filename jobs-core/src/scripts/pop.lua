@@ -16,8 +16,7 @@
 -- raised by one; the payload's other bytes are kept as they are. A payload without that
 -- field is reserved unchanged, for the worker to report as malformed. Finally the notify
 -- list is set to one token per ready job.
-local time = redis.call('time')
-local now = tonumber(time[1]) + math.floor(tonumber(time[2]) / 1000) / 1000
+local now = now_seconds()
 local migrate_limit = tonumber(ARGV[3])
 
 local function migrate(from)

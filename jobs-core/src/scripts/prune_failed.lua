@@ -5,12 +5,5 @@
 --          are deleted
 -- ARGV[2]  how many records to delete at most in this call
 -- Returns how many were deleted; the caller calls again while that equals ARGV[2].
-local time = redis.call('time')
-local now = tonumber(time[1]) + tonumber(time[2]) / 1000000
-local old = redis.call('zrangebyscore', KEYS[2], '-inf', now - tonumber(ARGV[1]), 'limit', 0,
+return forget_failed_before(KEYS[1], KEYS[2], now_seconds_precise() - tonumber(ARGV[1]),
   tonumber(ARGV[2]))
-if #old > 0 then
-  redis.call('hdel', KEYS[1], unpack(old))
-  redis.call('zrem', KEYS[2], unpack(old))
-end
-return #old

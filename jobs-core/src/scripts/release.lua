@@ -8,8 +8,7 @@
 if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then
   return 0
 end
-local time = redis.call('time')
-local now = tonumber(time[1]) + math.floor(tonumber(time[2]) / 1000) / 1000
+local now = now_seconds()
 redis.call('zadd', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
 -- The released job is now the earliest one: wake an idle worker to re-arm its timer.
 if redis.call('zrank', KEYS[2], ARGV[1]) == 0 then

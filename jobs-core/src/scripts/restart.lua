@@ -3,7 +3,6 @@
 -- Sets it to Redis's time in Unix milliseconds, and returns that. Workers compare it with the
 -- value they saw at their start; the server's clock keeps requests from different hosts in
 -- order.
-local time = redis.call('time')
-local ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local ms = now_millis()
 redis.call('set', KEYS[1], ms)
 return ms

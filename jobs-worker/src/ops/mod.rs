@@ -1,7 +1,86 @@
-//! The operators' tools: the `jobsctl` command ([`main`]) and its web dashboard, built on
+//! The operators' tools: the `jobsctl` command and its web dashboard, built on
 //! `jobs_core::admin`. Compiled with the `ops` feature (on by default).
+//!
+//! `jobsctl` works on raw payloads, so it serves any application without its job types. Every
+//! command prints a table for people, or one JSON document with `--json`, and exits non-zero
+//! with a message on stderr when anything goes wrong; `docs/operations.md` is the operator's
+//! guide. Each family of commands has its file: `args` the command line, `failed` the
+//! failed-job store, `queues` the queues, `workers` the workers, `render` the tables and
+//! times, [`dashboard`] the web page. The binary is one line:
+//!
+//! ```no_run
+//! fn main() -> std::process::ExitCode {
+//!     jobs_worker::ops::main()
+//! }
+//! ```
 
-mod cli;
+mod args;
 pub mod dashboard;
+mod error;
+mod failed;
+mod queues;
+mod render;
+mod workers;
 
-pub use cli::main;
+use clap::Parser;
+use jobs_core::admin::Admin;
+use std::process::ExitCode;
+
+use args::{Cli, Command};
+use error::CliError;
+
+/// Parses the command line, runs the command and returns its exit status: 0 on success, 1
+/// on any error (printed to stderr as `jobsctl: ...`) and when `jobsctl monitor` finds a queue over
+/// its maximum, 2 when the command line does not parse.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("jobsctl: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("jobsctl: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs one command; returns the exit status it asks for (0, or 1 for `monitor` over its
+/// maximum).
+async fn run(cli: Cli) -> Result<u8, CliError> {
+    let admin = Admin::open(&cli.redis)?;
+    let json = cli.json;
+    match cli.command {
+        Command::Dashboard(args) => {
+            dashboard::serve(admin, args).await?;
+            Ok(0)
+        }
+        Command::Failed(args) => failed::list(&admin, json, args).await,
+        Command::Retry(args) => failed::retry(&admin, json, args).await,
+        Command::Forget { uuids } => failed::forget(&admin, json, uuids).await,
+        Command::Flush { hours } => failed::flush(&admin, json, hours).await,
+        Command::PruneFailed { hours } => failed::prune(&admin, json, hours).await,
+        Command::Size { queues } => queues::size(&admin, json, queues).await,
+        Command::Clear { queue, force } => queues::clear(&admin, json, queue, force).await,
+        Command::Monitor { queues, max } => queues::monitor(&admin, json, queues, max).await,
+        Command::Inspect {
+            queue,
+            section,
+            limit,
+        } => queues::inspect(&admin, json, queue, section, limit).await,
+        Command::Pause { queue } => queues::pause(&admin, json, queue).await,
+        Command::Resume { queue } => queues::resume(&admin, json, queue).await,
+        Command::Paused => queues::paused(&admin, json).await,
+        Command::Recent { queue, limit } => workers::recent(&admin, json, queue, limit).await,
+        Command::Restart => workers::restart(&admin, json).await,
+        Command::Workers => workers::workers(&admin, json).await,
+    }
+}

@@ -1,0 +1,169 @@
+//! The `jobsctl` command line: global options, commands and their arguments.
+
+use clap::{Args, Parser, Subcommand};
+use jobs_core::admin::Section;
+
+/// The `jobsctl` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "jobsctl",
+    about = "Operate the Redis queues: failed jobs, queue sizes and contents, pause, restart, workers.",
+    version
+)]
+pub(super) struct Cli {
+    /// Redis URL, as the worker's.
+    #[arg(long, global = true, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
+    pub redis: String,
+
+    /// Print one JSON document instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands of `jobsctl`.
+#[derive(Debug, Subcommand)]
+pub(super) enum Command {
+    /// List failed jobs, newest first, or show one (`jobsctl failed show UUID`).
+    Failed(FailedArgs),
+    /// Push failed jobs back onto their queues with attempts reset to 0, and remove their
+    /// records: `all`, uuids, `--queue Q` or `--range A-B` (positions as `jobsctl failed` shows).
+    Retry(RetryArgs),
+    /// Delete failed-job records.
+    Forget {
+        /// The uuids of the failed jobs.
+        #[arg(required = true)]
+        uuids: Vec<String>,
+    },
+    /// Delete every failed job, or only those older than --hours.
+    Flush {
+        /// Only those that failed more than this many hours ago.
+        #[arg(long)]
+        hours: Option<f64>,
+    },
+    /// Delete the failed jobs older than --hours.
+    PruneFailed {
+        /// Delete those that failed more than this many hours ago.
+        #[arg(long, default_value_t = 24.0)]
+        hours: f64,
+    },
+    /// Sizes of queues: ready, delayed, reserved, the oldest ready job's age, paused (default:
+    /// every queue Redis knows of).
+    Size {
+        /// Queue names.
+        #[arg(value_parser = queue_name)]
+        queues: Vec<String>,
+    },
+    /// Delete every job of a queue (ready, delayed and reserved). Asks first unless --force.
+    Clear {
+        /// The queue's name.
+        #[arg(value_parser = queue_name)]
+        queue: String,
+        /// Do not ask.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Check queue sizes against --max, for cron and alerting: exit status 1 when a queue has
+    /// more jobs than that.
+    Monitor {
+        /// Queue names.
+        #[arg(required = true, value_parser = queue_name)]
+        queues: Vec<String>,
+        /// The most jobs (ready + delayed + reserved) a queue may hold.
+        #[arg(long)]
+        max: u64,
+    },
+    /// Show the jobs of a queue: job, uuid, attempts, due or expiry time.
+    Inspect {
+        /// The queue's name.
+        #[arg(value_parser = queue_name)]
+        queue: String,
+        /// Only this section: ready, delayed or reserved (default: all three).
+        section: Option<Section>,
+        /// At most this many jobs per section.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Show the attempts workers finished last on a queue, newest first.
+    Recent {
+        /// The queue's name.
+        #[arg(value_parser = queue_name)]
+        queue: String,
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Ask every worker to exit (status 0) once its running jobs are done, for deploys.
+    Restart,
+    /// Make workers skip a queue until it is resumed.
+    Pause {
+        /// The queue's name.
+        #[arg(value_parser = queue_name)]
+        queue: String,
+    },
+    /// Let workers take jobs from a paused queue again.
+    Resume {
+        /// The queue's name.
+        #[arg(value_parser = queue_name)]
+        queue: String,
+    },
+    /// List the paused queues.
+    Paused,
+    /// List the live workers.
+    Workers,
+    /// Serve the live web dashboard (see docs/operations.md).
+    Dashboard(super::dashboard::DashboardArgs),
+}
+
+/// A queue name from the command line, refused by the rule workers and dispatch apply.
+fn queue_name(name: &str) -> Result<String, jobs_core::keys::InvalidQueueName> {
+    jobs_core::keys::check_queue_name(name)?;
+    Ok(name.to_owned())
+}
+
+/// `jobsctl failed`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(super) struct FailedArgs {
+    /// Show one failed job.
+    #[command(subcommand)]
+    pub show: Option<FailedShow>,
+    /// Only jobs that failed on this queue.
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Only jobs of this type (the payload's job or displayName).
+    #[arg(long)]
+    pub job: Option<String>,
+    /// Only jobs whose exception, payload or uuid contains this text (ignoring case).
+    #[arg(long)]
+    pub search: Option<String>,
+    /// At most this many.
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+/// `jobsctl failed show UUID`.
+#[derive(Debug, Subcommand)]
+pub(super) enum FailedShow {
+    /// Show one failed job: its record, payload and exception.
+    Show {
+        /// The failed job's uuid.
+        uuid: String,
+    },
+}
+
+/// `jobsctl retry`.
+#[derive(Debug, Args)]
+pub(super) struct RetryArgs {
+    /// `all`, or the uuids of failed jobs.
+    pub targets: Vec<String>,
+    /// Every failed job of this queue.
+    #[arg(long, conflicts_with_all = ["targets", "range"], value_parser = queue_name)]
+    pub queue: Option<String>,
+    /// Positions A to B, as `jobsctl failed` numbers them (1 is the oldest).
+    #[arg(long, conflicts_with_all = ["targets", "queue"])]
+    pub range: Option<String>,
+}
