@@ -5,9 +5,9 @@ use std::pin::Pin;
 use std::time::Duration;
 use uuid::Uuid;
 
-use crate::backoff::Backoff;
-use crate::delay::Delay;
 use crate::error::{Error, Result};
+use crate::job::backoff::Backoff;
+use crate::job::delay::Delay;
 use crate::job::Job;
 use crate::payload::Payload;
 use crate::queue::{Envelope, RedisQueue};

@@ -67,9 +67,9 @@ pub enum Error {
         /// Why the payload could not be read.
         source: serde_json::Error,
     },
-    /// A queue name no worker could take jobs from (see [`check_queue_name`](crate::keys::check_queue_name)).
+    /// A queue name no worker could take jobs from (see [`check_queue_name`](crate::queue::keys::check_queue_name)).
     #[error(transparent)]
-    InvalidQueueName(#[from] crate::keys::InvalidQueueName),
+    InvalidQueueName(#[from] crate::queue::keys::InvalidQueueName),
     /// The payload is larger than the configured maximum.
     #[error("payload of job {job} is {size} bytes, over the limit of {limit} bytes")]
     PayloadTooLarge {

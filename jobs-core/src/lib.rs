@@ -29,34 +29,24 @@
 //! the payload and the retry rules are Laravel's; see `docs/` in the repository.
 
 pub mod admin;
-pub mod backoff;
-pub mod connection;
-pub mod context;
-pub mod delay;
-pub mod dispatch;
-pub mod error;
-pub mod failed;
+mod dispatch;
+mod error;
 pub mod job;
-pub mod keys;
 pub mod payload;
 pub mod queue;
-pub mod registry;
-pub mod scripts;
-pub mod signing;
-pub mod telemetry;
 
-pub use backoff::Backoff;
-pub use connection::Connection;
-pub use context::{JobContext, Request};
-pub use delay::Delay;
 pub use dispatch::{Bulk, PendingDispatch, DEFAULT_QUEUE};
 pub use error::{Error, Result};
-pub use failed::FailedJob;
+pub use job::backoff::Backoff;
+pub use job::context::{JobContext, Request};
+pub use job::delay::Delay;
+pub use job::registry::JobRegistration;
 pub use job::{Job, JobError, JobOptions, JobResult};
+pub use payload::failed::FailedJob;
+pub use payload::signing::SigningKey;
 pub use payload::Payload;
+pub use queue::connection::Connection;
 pub use queue::{QueueConfig, QueueSize, RedisQueue};
-pub use registry::JobRegistration;
-pub use signing::SigningKey;
 
 /// Marks an `impl Job for T` block as a job: names it, records its options and registers it.
 ///

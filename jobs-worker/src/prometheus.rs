@@ -5,9 +5,9 @@
 //! The `metrics` crate's recorder is global to the process, so one worker per process can
 //! export. Until [`install`] succeeds, recording is skipped before any label is built.
 
+use jobs_core::admin::telemetry::Outcome;
 use jobs_core::admin::Admin;
 use jobs_core::queue::QueueSize;
-use jobs_core::telemetry::Outcome;
 use jobs_core::RedisQueue;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};

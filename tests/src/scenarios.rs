@@ -6,7 +6,7 @@ use jobs_core::Job;
 use std::time::Duration;
 
 use crate::worker_process::WorkerProcess;
-use crate::TestRedis;
+use crate::{SentVia, TestRedis};
 
 /// How long a scenario's worker may take.
 const LONG: Duration = Duration::from_secs(30);
@@ -17,12 +17,7 @@ pub async fn failed_jobs_on(worker: &str, redis: &TestRedis, queues: &[&str]) ->
     let queue = redis.queue();
     let mut uuids = Vec::new();
     for name in queues {
-        let uuid = Panic {}
-            .dispatch()
-            .on_queue(*name)
-            .via(&queue)
-            .await
-            .unwrap();
+        let uuid = Panic {}.dispatch().on_queue(*name).sent_via(&queue).await;
         uuids.push(uuid.to_string());
     }
     let mut names: Vec<&str> = queues.to_vec();
@@ -50,13 +45,8 @@ pub async fn billing_worker_with_four_jobs(worker: &str, redis: &TestRedis) -> W
     let worker = WorkerProcess::start(worker, redis.url(), &args);
     worker.wait_started().await;
     for _ in 0..3 {
-        Noop {}.dispatch().on_queue("q1").via(&queue).await.unwrap();
+        Noop {}.dispatch().on_queue("q1").sent_via(&queue).await;
     }
-    Panic {}
-        .dispatch()
-        .on_queue("q2")
-        .via(&queue)
-        .await
-        .unwrap();
+    Panic {}.dispatch().on_queue("q2").sent_via(&queue).await;
     worker
 }

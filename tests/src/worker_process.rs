@@ -53,7 +53,7 @@ impl WorkerProcess {
         let mut child = Command::new(program)
             .args(["--redis", redis_url, "--json"])
             .args(args)
-            .env_remove(jobs_core::signing::SIGNING_KEY_ENV)
+            .env_remove(jobs_core::payload::signing::SIGNING_KEY_ENV)
             .env_remove(jobs_core::queue::TLS_CA_FILE_ENV)
             .env("REDIS_URL", redis_url)
             .env("RUST_LOG", "info")

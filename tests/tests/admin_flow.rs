@@ -4,13 +4,13 @@
 
 use examples::{Flaky, Noop, Panic};
 use jobs_core::admin::{Admin, AdminError, FailedFilter, FailedSelection, Section};
-use jobs_core::keys::{self, QueueKeys};
+use jobs_core::queue::keys::{self, QueueKeys};
 use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, wait_until, TestRedis};
+use tests::{wait_for, wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -195,15 +195,14 @@ async fn queue_stats_and_inspect_show_each_section() {
         &format!("\"createdAt\":{created}"),
     );
     let _: () = conn.rpush("queues:q", &old).await.unwrap();
-    Noop {}.dispatch().on_queue("q").via(&queue).await.unwrap();
-    let reserved_uuid = Noop {}.dispatch().on_queue("q").via(&queue).await.unwrap();
+    Noop {}.dispatch().on_queue("q").sent_via(&queue).await;
+    let reserved_uuid = Noop {}.dispatch().on_queue("q").sent_via(&queue).await;
     let delayed_uuid = Noop {}
         .dispatch()
         .on_queue("q")
         .delay(600)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     // Reserve the two oldest ready jobs: the third one stays ready.
     let now = redis.server_time().await;
     let popped = queue
@@ -260,9 +259,8 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
         .dispatch()
         .on_queue("q2")
         .tries(2)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
 
     // 3 noop + 1 panic + 2 attempts of the flaky job.
     let info = wait_for(LONG, "the worker record counts 6 attempts", || async {
@@ -288,8 +286,8 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
     assert_eq!(metrics.len(), 5);
     let sum = |pick: &dyn Fn(
         &jobs_core::admin::MinuteMetrics,
-    ) -> Option<jobs_core::telemetry::Counters>| {
-        let mut total = jobs_core::telemetry::Counters::default();
+    ) -> Option<jobs_core::admin::telemetry::Counters>| {
+        let mut total = jobs_core::admin::telemetry::Counters::default();
         for minute in &metrics {
             if let Some(counters) = pick(minute) {
                 total.add(&counters);
@@ -320,7 +318,7 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
         (recent.len() == 3).then_some(recent)
     })
     .await;
-    use jobs_core::telemetry::Outcome;
+    use jobs_core::admin::telemetry::Outcome;
     assert_eq!(
         (recent[0].job.as_str(), recent[0].outcome, recent[0].attempt),
         ("flaky", Outcome::Done, 2)
@@ -356,11 +354,11 @@ async fn a_retried_signed_job_still_verifies_and_runs() {
     const SECRET: &str = "0f3c9a7e5b1d2468ace0bdf13579b2d4c6e8fa0b1c2d3e4f5a6b7c8d9e0f1a2b";
     let redis = TestRedis::start();
     let queue = redis.queue_with(jobs_core::QueueConfig {
-        signing_key: Some(jobs_core::signing::SigningKey::new(SECRET)),
+        signing_key: Some(jobs_core::payload::signing::SigningKey::new(SECRET)),
         ..jobs_core::QueueConfig::default()
     });
     let admin = Admin::new(redis.queue()).unwrap();
-    let uuid = Panic {}.dispatch().via(&queue).await.unwrap().to_string();
+    let uuid = Panic {}.dispatch().sent_via(&queue).await.to_string();
     let run = || async {
         let program = env!("CARGO_BIN_EXE_test_worker");
         let env = [("JOBS_SIGNING_KEY", SECRET)];

@@ -3,7 +3,7 @@
 //! releases, delays and failures each within their slots.
 
 use examples::{Flaky, Noop, Panic};
-use jobs_core::keys::KeyLayout;
+use jobs_core::queue::keys::KeyLayout;
 use jobs_core::{Bulk, FailedJob, Job};
 use redis::AsyncCommands;
 use std::collections::{BTreeSet, HashMap};
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use tests::cluster::TestCluster;
 use tests::wait_until;
 use tests::worker_process::{JobEvent, WorkerProcess};
+use tests::SentVia;
 
 /// Three queues whose slots fall on three different nodes, highest priority first.
 const QUEUES: [&str; 3] = ["high", "normal", "low"];
@@ -166,7 +167,7 @@ async fn a_worker_takes_queues_on_different_nodes_in_strict_priority_order() {
     let queue = cluster.queue();
     for q in QUEUES.iter().rev() {
         for _ in 0..5 {
-            Noop {}.dispatch().on_queue(*q).via(&queue).await.unwrap();
+            Noop {}.dispatch().on_queue(*q).sent_via(&queue).await;
         }
     }
     let args = [
@@ -197,24 +198,21 @@ async fn releases_delays_and_failures_work_across_slots() {
     let failing = Panic {}
         .dispatch()
         .on_queue("high")
-        .via(&queue)
+        .sent_via(&queue)
         .await
-        .unwrap()
         .to_string();
     let flaky = Flaky { fail_times: 1 }
         .dispatch()
         .on_queue("low")
-        .via(&queue)
+        .sent_via(&queue)
         .await
-        .unwrap()
         .to_string();
     let delayed = Noop {}
         .dispatch()
         .on_queue("normal")
         .delay(Duration::from_millis(500))
-        .via(&queue)
+        .sent_via(&queue)
         .await
-        .unwrap()
         .to_string();
     let args = ["--queue", "high,normal,low", "--tries", "2"];
     let mut worker = start_worker(&cluster, &args);
@@ -255,9 +253,8 @@ async fn releases_delays_and_failures_work_across_slots() {
     let uuid = Noop {}
         .dispatch()
         .on_queue("normal")
-        .via(&queue)
+        .sent_via(&queue)
         .await
-        .unwrap()
         .to_string();
     let normal = queue.queue_keys("normal");
     assert_eq!(normal, KeyLayout::Cluster.queue("normal"));
@@ -348,9 +345,8 @@ async fn an_idle_worker_blocks_on_every_queue_and_wakes_at_once_for_a_push() {
         let uuid = Noop {}
             .dispatch()
             .on_queue(*q)
-            .via(&queue)
+            .sent_via(&queue)
             .await
-            .unwrap()
             .to_string();
         worker
             .wait_for_event(Duration::from_secs(5), "the pushed job ran", |e| {

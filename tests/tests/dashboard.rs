@@ -3,14 +3,14 @@
 //! pause) made through its POST endpoints, checked in Redis.
 
 use examples::{Flaky, Noop, Panic};
-use jobs_core::keys::{self, QueueKeys};
+use jobs_core::queue::keys::{self, QueueKeys};
 use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::dashboard::Dashboard;
 use tests::http::Request;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, TestRedis};
+use tests::{wait_for, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -38,27 +38,20 @@ async fn json_endpoints_show_throughput_queues_failed_jobs_workers_and_recent_jo
     let redis = TestRedis::start();
     let queue = redis.queue();
     for _ in 0..3 {
-        Noop {}
-            .dispatch()
-            .on_queue("emails")
-            .via(&queue)
-            .await
-            .unwrap();
+        Noop {}.dispatch().on_queue("emails").sent_via(&queue).await;
     }
     let failed = Panic {}
         .dispatch()
         .on_queue("emails")
-        .via(&queue)
+        .sent_via(&queue)
         .await
-        .unwrap()
         .to_string();
     Noop {}
         .dispatch()
         .on_queue("emails")
         .delay(600)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let _worker = start_worker(&redis, &["--queue", "emails", "--name", "mailer"]);
     let dash = dashboard(&redis, &[], &[]);
 
@@ -211,7 +204,7 @@ async fn basic_auth_guards_every_page_when_configured() {
 async fn cross_site_requests_are_refused_and_a_page_post_retries_the_job() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let failed = Panic {}.dispatch().via(&queue).await.unwrap().to_string();
+    let failed = Panic {}.dispatch().sent_via(&queue).await.to_string();
     drain(&redis, "default").await;
     assert_eq!(failed_count(&redis).await, 1);
     let dash = dashboard(&redis, &[], &[]);
@@ -277,28 +270,19 @@ async fn retry_forget_pause_and_resume_through_the_page_endpoints() {
     let queue = redis.queue();
     let mut q1 = Vec::new();
     for _ in 0..2 {
-        q1.push(
-            Panic {}
-                .dispatch()
-                .on_queue("q1")
-                .via(&queue)
-                .await
-                .unwrap(),
-        );
+        q1.push(Panic {}.dispatch().on_queue("q1").sent_via(&queue).await);
     }
     let flaky = Flaky { fail_times: 5 }
         .dispatch()
         .on_queue("q2")
-        .via(&queue)
+        .sent_via(&queue)
         .await
-        .unwrap()
         .to_string();
     let forgotten = Panic {}
         .dispatch()
         .on_queue("q2")
-        .via(&queue)
+        .sent_via(&queue)
         .await
-        .unwrap()
         .to_string();
     drain(&redis, "q1,q2").await;
     assert_eq!(failed_count(&redis).await, 4);

@@ -8,7 +8,7 @@
 //! The screenshot goes to `$DASHBOARD_SCREENSHOT`, else to cargo's test temporary directory.
 
 use examples::{Flaky, Noop, Panic, Sleep};
-use jobs_core::keys::{self, QueueKeys};
+use jobs_core::queue::keys::{self, QueueKeys};
 use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::path::{Path, PathBuf};
@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 use tests::dashboard::Dashboard;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_until, TestRedis};
+use tests::{wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -47,44 +47,35 @@ async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click() 
     let redis = TestRedis::start();
     let queue = redis.queue();
     for _ in 0..5 {
-        Noop {}
-            .dispatch()
-            .on_queue("emails")
-            .via(&queue)
-            .await
-            .unwrap();
+        Noop {}.dispatch().on_queue("emails").sent_via(&queue).await;
     }
     for _ in 0..2 {
         Noop {}
             .dispatch()
             .on_queue("emails")
             .delay(600)
-            .via(&queue)
-            .await
-            .unwrap();
+            .sent_via(&queue)
+            .await;
     }
     let failed = Panic {}
         .dispatch()
         .on_queue("emails")
         .tries(1)
-        .via(&queue)
+        .sent_via(&queue)
         .await
-        .unwrap()
         .to_string();
     // Released once, then done: 2 attempts.
     Flaky { fail_times: 1 }
         .dispatch()
         .on_queue("emails")
         .tries(2)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     Sleep { ms: 120_000 }
         .dispatch()
         .on_queue("reports")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let worker = WorkerProcess::start(
         env!("CARGO_BIN_EXE_test_worker"),
         redis.url(),

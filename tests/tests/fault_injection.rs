@@ -5,7 +5,7 @@
 //! `cargo test -p tests --test fault_injection -- --nocapture`.
 
 use examples::{Record, Sleep, RECORDS_KEY};
-use jobs_core::keys::QueueKeys;
+use jobs_core::queue::keys::QueueKeys;
 use jobs_core::{Bulk, Error, Job, Payload, QueueConfig, RedisQueue};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, wait_until, TestRedis};
+use tests::{wait_for, wait_until, SentVia, TestRedis};
 
 /// The longest any one wait of these tests may take: generous, for a loaded CI machine.
 const LONG: Duration = Duration::from_secs(60);
@@ -646,11 +646,7 @@ async fn a_worker_lives_through(trouble: Trouble) {
     // Busy: long jobs on every slot, a backlog behind them.
     let mut long_jobs = Vec::new();
     for _ in 0..TROUBLE_CONCURRENCY {
-        let uuid = Sleep { ms: LONG_JOB_MS }
-            .dispatch()
-            .via(&queue)
-            .await
-            .unwrap();
+        let uuid = Sleep { ms: LONG_JOB_MS }.dispatch().sent_via(&queue).await;
         long_jobs.push(uuid.to_string());
     }
     for uuid in &long_jobs {

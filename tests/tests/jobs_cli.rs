@@ -2,14 +2,14 @@
 //! it leaves, alongside real worker processes for pause, restart and `jobsctl workers`.
 
 use examples::{Noop, Panic, Sleep};
-use jobs_core::keys;
+use jobs_core::queue::keys;
 use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;
 use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, TestRedis};
+use tests::{wait_for, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -133,7 +133,7 @@ async fn retry_by_range_queue_and_all_and_flush_by_age() {
         .zadd(keys::FAILED_JOBS_INDEX, &uuids[0], old)
         .await
         .unwrap();
-    Panic {}.dispatch().on_queue("c").via(&queue).await.unwrap();
+    Panic {}.dispatch().on_queue("c").sent_via(&queue).await;
     let mut worker = start_worker(redis.url(), &["--queue", "c", "--stop-when-empty"]);
     assert!(worker.wait_exit(LONG).await.success());
 
@@ -157,21 +157,15 @@ async fn size_monitor_inspect_and_clear() {
     let jobs = jobs(&redis);
     let queue = redis.queue();
     for _ in 0..3 {
-        Noop {}.dispatch().on_queue("q").via(&queue).await.unwrap();
+        Noop {}.dispatch().on_queue("q").sent_via(&queue).await;
     }
     let delayed = Noop {}
         .dispatch()
         .on_queue("q")
         .delay(300)
-        .via(&queue)
-        .await
-        .unwrap();
-    Noop {}
-        .dispatch()
-        .on_queue("other")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
+    Noop {}.dispatch().on_queue("other").sent_via(&queue).await;
 
     let size = jobs.run(&["size", "q", "empty"]);
     assert_eq!(size.code(), Some(0));
@@ -287,22 +281,12 @@ async fn a_paused_queue_is_skipped_until_jobs_resume() {
         "Queue slow was already paused.\n"
     );
     assert_eq!(jobs.json(&["paused"]), serde_json::json!(["slow"]));
-    let waiting = Noop {}
-        .dispatch()
-        .on_queue("slow")
-        .via(&queue)
-        .await
-        .unwrap();
+    let waiting = Noop {}.dispatch().on_queue("slow").sent_via(&queue).await;
 
     let worker = start_worker(redis.url(), &["--queue", "slow,fast"]);
     worker.wait_started().await;
     // Pushed after the paused job, on a lower-priority queue: it runs, the paused one waits.
-    let fast = Noop {}
-        .dispatch()
-        .on_queue("fast")
-        .via(&queue)
-        .await
-        .unwrap();
+    let fast = Noop {}.dispatch().on_queue("fast").sent_via(&queue).await;
     worker
         .wait_for_event(LONG, "the fast job is done", |e| {
             e.uuid == fast.to_string() && e.status == "DONE"
@@ -334,7 +318,7 @@ async fn jobs_restart_makes_a_running_worker_exit_0_after_its_current_job() {
     assert_eq!(jobs.run(&["restart"]).code(), Some(0));
     let mut worker = start_worker(redis.url(), &[]);
     worker.wait_started().await;
-    let uuid = Sleep { ms: 1500 }.dispatch().via(&queue).await.unwrap();
+    let uuid = Sleep { ms: 1500 }.dispatch().sent_via(&queue).await;
     worker
         .wait_for_event(LONG, "the sleep job runs", |e| {
             e.uuid == uuid.to_string() && e.status == "RUNNING"
@@ -422,7 +406,7 @@ async fn clear_asks_on_a_terminal_and_deletes_only_when_confirmed() {
     let jobs = jobs(&redis);
     let queue = redis.queue();
     for _ in 0..2 {
-        Noop {}.dispatch().on_queue("q").via(&queue).await.unwrap();
+        Noop {}.dispatch().on_queue("q").sent_via(&queue).await;
     }
     let declined = jobs.run_on_terminal(&["clear", "q"], "n\n");
     assert_eq!(declined.code(), Some(1), "{}", declined.stdout);

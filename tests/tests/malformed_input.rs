@@ -7,11 +7,12 @@
 //! are in `worker_flow.rs`; payloads that fail the signature check in `security.rs`.)
 
 use examples::{Noop, Sleep};
-use jobs_core::keys::QueueKeys;
+use jobs_core::queue::keys::QueueKeys;
 use jobs_core::{Job, Payload, QueueConfig};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
+use tests::SentVia;
 use tests::TestRedis;
 
 const LONG: Duration = Duration::from_secs(60);
@@ -91,7 +92,7 @@ async fn each_malformed_payload_is_failed_with_its_reason_and_the_next_valid_job
     for case in &cases {
         let _: () = conn.rpush(&keys.ready, &case.bytes).await.unwrap();
         // A valid job right behind each malformed one.
-        valid.push(Noop {}.dispatch().via(&queue).await.unwrap().to_string());
+        valid.push(Noop {}.dispatch().sent_via(&queue).await.to_string());
     }
     // The size limit alone stops the 10 MB payload: under a larger limit it would run.
     let ten_mb = &cases[4];

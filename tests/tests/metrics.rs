@@ -3,14 +3,14 @@
 //! and the queue gauges. Also the recent-jobs lists the worker publishes beside them.
 
 use examples::{Noop, Panic, Sleep};
+use jobs_core::admin::telemetry::Outcome;
 use jobs_core::admin::Admin;
-use jobs_core::telemetry::Outcome;
 use jobs_core::Job;
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
-use tests::{free_port, http, wait_for, wait_until, TestRedis};
+use tests::{free_port, http, wait_for, wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -71,21 +71,19 @@ async fn the_worker_exports_counters_runtimes_running_jobs_and_queue_sizes() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     let mut conn = redis.conn().await;
-    let _: () = conn.sadd(jobs_core::keys::PAUSED, "held").await.unwrap();
+    let _: () = conn
+        .sadd(jobs_core::queue::keys::PAUSED, "held")
+        .await
+        .unwrap();
     for _ in 0..2 {
-        Noop {}
-            .dispatch()
-            .on_queue("held")
-            .via(&queue)
-            .await
-            .unwrap();
+        Noop {}.dispatch().on_queue("held").sent_via(&queue).await;
     }
-    Noop {}.dispatch().delay(600).via(&queue).await.unwrap();
+    Noop {}.dispatch().delay(600).sent_via(&queue).await;
     for _ in 0..3 {
-        Noop {}.dispatch().via(&queue).await.unwrap();
+        Noop {}.dispatch().sent_via(&queue).await;
     }
-    let failed = Panic {}.dispatch().via(&queue).await.unwrap();
-    Sleep { ms: 20_000 }.dispatch().via(&queue).await.unwrap();
+    let failed = Panic {}.dispatch().sent_via(&queue).await;
+    Sleep { ms: 20_000 }.dispatch().sent_via(&queue).await;
 
     let addr = format!("127.0.0.1:{}", free_port());
     let worker = WorkerProcess::start(

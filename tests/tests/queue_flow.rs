@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use jobs_core::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
+use jobs_core::queue::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
 use jobs_core::queue::Envelope;
 use jobs_core::{
     job, Bulk, Error, FailedJob, Job, JobContext, JobResult, QueueConfig, QueueSize, RedisQueue,
@@ -13,7 +13,7 @@ use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tests::{free_port, json_fields, wait_until, TestRedis};
+use tests::{free_port, json_fields, wait_until, SentVia, TestRedis};
 
 type Conn = MultiplexedConnection;
 
@@ -176,7 +176,7 @@ async fn payload_has_laravel_fields_in_order() {
     let queue = redis.queue();
     let mut conn = redis.conn().await;
 
-    let uuid = Invoice { id: 7 }.dispatch().via(&queue).await.unwrap();
+    let uuid = Invoice { id: 7 }.dispatch().sent_via(&queue).await;
     let now = redis.server_time().await;
 
     let ready = lrange(&mut conn, "queues:billing").await;
@@ -225,7 +225,7 @@ async fn payload_has_laravel_fields_in_order() {
     assert_eq!(llen(&mut conn, "queues:billing:notify").await, 1);
 
     // A job without options: every option null, on the default queue.
-    Numbered { n: 1 }.dispatch().via(&queue).await.unwrap();
+    Numbered { n: 1 }.dispatch().sent_via(&queue).await;
     let ready = lrange(&mut conn, "queues:default").await;
     assert_eq!(ready.len(), 1, "one payload on queues:default: {ready:?}");
     let fields: HashMap<String, Value> = json_fields(&ready[0]).into_iter().collect();
@@ -251,16 +251,14 @@ async fn payload_has_laravel_fields_in_order() {
         .backoff(vec![2, 4])
         .timeout(9)
         .delay(30)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     Invoice { id: 9 }
         .dispatch()
         .on_queue("other")
         .delay(Duration::from_millis(1500))
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let delayed = zrange(&mut conn, "queues:other:delayed").await;
     assert_eq!(delayed.len(), 2, "two delayed payloads: {delayed:?}");
     let (first, second) = (&delayed[1].0, &delayed[0].0);
@@ -288,9 +286,8 @@ async fn push_pop_delete_leaves_laravel_state() {
     Numbered { n: 1 }
         .dispatch()
         .on_queue("q")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let ready = lrange(&mut conn, "queues:q").await;
     assert_eq!(ready.len(), 1);
     let payload = ready[0].clone();
@@ -346,9 +343,8 @@ async fn due_delayed_jobs_pop_in_due_order() {
             .dispatch()
             .on_queue("q")
             .delay(Duration::from_millis(ms))
-            .via(&queue)
-            .await
-            .unwrap();
+            .sent_via(&queue)
+            .await;
     }
     assert_eq!(llen(&mut conn, "queues:q").await, 0, "nothing ready yet");
     let delayed = zrange(&mut conn, "queues:q:delayed").await;
@@ -389,9 +385,8 @@ async fn release_goes_through_delayed_with_its_attempts() {
     Numbered { n: 1 }
         .dispatch()
         .on_queue("q")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let reserved_copy = pop(&queue, &keys).await.jobs.remove(0);
 
     assert!(queue
@@ -426,9 +421,8 @@ async fn release_goes_through_delayed_with_its_attempts() {
     Numbered { n: 2 }
         .dispatch()
         .on_queue("q")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let second = pop(&queue, &keys).await.jobs.remove(0);
     assert_eq!(data_n(&second), 2);
     assert!(queue.release(&keys, &second, Duration::ZERO).await.unwrap());
@@ -461,9 +455,8 @@ async fn pop_reports_next_due() {
             .dispatch()
             .on_queue("q")
             .delay(seconds)
-            .via(&queue)
-            .await
-            .unwrap();
+            .sent_via(&queue)
+            .await;
     }
     let earliest = zrange(&mut conn, "queues:q:delayed").await[0].1;
     let popped = pop(&queue, &keys).await;
@@ -480,9 +473,8 @@ async fn pop_reports_next_due() {
     Numbered { n: 3 }
         .dispatch()
         .on_queue("q")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let popped = queue
         .pop(&keys, Duration::from_secs(10), 1, MIGRATE_ALL)
         .await
@@ -626,9 +618,8 @@ async fn expired_reservation_comes_back_with_attempts_two() {
     Numbered { n: 1 }
         .dispatch()
         .on_queue("q")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let first = reserve_until_expired(&redis, &queue, &keys).await;
 
     let popped = pop(&queue, &keys).await;
@@ -650,16 +641,14 @@ async fn stale_reservation_release_delete_fail_return_false_and_change_nothing()
     Numbered { n: 1 }
         .dispatch()
         .on_queue("q")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     Numbered { n: 2 }
         .dispatch()
         .on_queue("q")
         .delay(600)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let stale = reserve_until_expired(&redis, &queue, &keys).await;
     let current = pop(&queue, &keys).await.jobs.remove(0);
     assert_eq!(current, with_attempts(&stale, 2));
@@ -697,9 +686,8 @@ async fn fail_records_the_job_and_removes_the_reservation() {
     let uuid = Numbered { n: 1 }
         .dispatch()
         .on_queue("q")
-        .via(&queue)
+        .sent_via(&queue)
         .await
-        .unwrap()
         .to_string();
     let payload = lrange(&mut conn, "queues:q").await.remove(0);
     let reserved_copy = pop(&queue, &keys).await.jobs.remove(0);
@@ -895,9 +883,8 @@ async fn bulk_after_a_single_dispatch_pushes_each_job_once() {
     Numbered { n: 0 }
         .dispatch()
         .on_queue("a")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let mut bulk = Bulk::via(&queue);
     bulk.add(Numbered { n: 1 }.dispatch().on_queue("a"))
         .unwrap();
@@ -922,9 +909,8 @@ async fn bulk_after_a_single_dispatch_pushes_each_job_once() {
     Numbered { n: 4 }
         .dispatch()
         .on_queue("b")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let mut bulk = Bulk::via(&queue);
     bulk.add(Numbered { n: 5 }.dispatch().on_queue("b"))
         .unwrap();
@@ -977,9 +963,8 @@ async fn non_json_payload_is_reserved_unchanged() {
     Numbered { n: 1 }
         .dispatch()
         .on_queue("q")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
 
     let popped = pop(&queue, &keys).await;
     assert_eq!(popped.jobs, [garbage]);
@@ -1096,25 +1081,22 @@ async fn size_counts_and_clear_deletes_all_four_keys() {
         Numbered { n }
             .dispatch()
             .on_queue("q")
-            .via(&queue)
-            .await
-            .unwrap();
+            .sent_via(&queue)
+            .await;
     }
     for n in 3..5 {
         Numbered { n }
             .dispatch()
             .on_queue("q")
             .delay(600)
-            .via(&queue)
-            .await
-            .unwrap();
+            .sent_via(&queue)
+            .await;
     }
     Numbered { n: 9 }
         .dispatch()
         .on_queue("other")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     assert_eq!(pop(&queue, &keys).await.jobs.len(), 1);
     let size = queue.size("q").await.unwrap();
     assert_eq!(
@@ -1149,9 +1131,8 @@ async fn extend_pushes_back_held_reservations_only() {
     Numbered { n: 1 }
         .dispatch()
         .on_queue("q")
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let held = queue
         .pop(&keys, Duration::from_secs(5), 1, MIGRATE_ALL)
         .await

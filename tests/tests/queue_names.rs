@@ -3,7 +3,7 @@
 //! command, with a typed error and before anything is written.
 
 use examples::Noop;
-use jobs_core::keys::InvalidQueueName;
+use jobs_core::queue::keys::InvalidQueueName;
 use jobs_core::{Bulk, Error, Job};
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;

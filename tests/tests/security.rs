@@ -3,12 +3,12 @@
 //! signing, and the payload size limit at dispatch.
 
 use examples::{now_ms, Flaky, Noop, Record, RECORDS_KEY};
-use jobs_core::keys::QueueKeys;
+use jobs_core::queue::keys::QueueKeys;
 use jobs_core::{Bulk, Error, Job, Payload, QueueConfig, RedisQueue, SigningKey};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_until, TestRedis};
+use tests::{wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 const SIGNING_SECRET: &str = "5b2f0c8e4a7d19e3b6c0f2a8d4e6b1c3a9f7e5d3c1b0a8f6e4d2c0b9a7f5e3d1";
@@ -62,9 +62,8 @@ async fn jobs_dispatched_over_tls_run_through_the_worker_woken_over_tls() {
     let pushed_at = now_ms();
     let uuid = Record { due_ms: pushed_at }
         .dispatch()
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     worker
         .wait_for_event(LONG, "the record job is done", |e| {
             e.uuid == uuid.to_string() && e.status == "DONE"
@@ -177,7 +176,7 @@ async fn an_acl_user_in_the_url_dispatches_and_works_and_a_wrong_password_is_ref
 
     let right_url = redis.url_as("jobs", "right-password");
     let queue = RedisQueue::open(&right_url).unwrap();
-    let uuid = Noop {}.dispatch().via(&queue).await.unwrap();
+    let uuid = Noop {}.dispatch().sent_via(&queue).await;
 
     // A worker with the wrong password says why it cannot fetch, and takes nothing.
     let refused = start_worker(&wrong_url, &[], &[]);
@@ -211,9 +210,8 @@ async fn a_signing_worker_runs_signed_jobs_and_fails_unsigned_or_altered_ones() 
     let retried = Flaky { fail_times: 1 }
         .dispatch()
         .tries(2)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let pushed: Vec<String> = conn.lrange(&keys.ready, 0, -1).await.unwrap();
     let signed = Payload::from_json(&pushed[0]).unwrap();
     assert_eq!(signed.signature.as_ref().map(String::len), Some(64));
@@ -292,7 +290,7 @@ async fn a_signing_worker_runs_signed_jobs_and_fails_unsigned_or_altered_ones() 
 async fn a_worker_without_a_key_runs_signed_jobs() {
     let redis = TestRedis::start();
     let queue = redis.queue_with(signed_config());
-    let uuid = Noop {}.dispatch().via(&queue).await.unwrap();
+    let uuid = Noop {}.dispatch().sent_via(&queue).await;
     let worker = run_until_empty(redis.url(), &[]).await;
     assert!(worker
         .events()

@@ -7,6 +7,7 @@ use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
+use tests::SentVia;
 use tests::TestRedis;
 
 const LONG: Duration = Duration::from_secs(30);
@@ -61,19 +62,17 @@ async fn wait_ended_by_watchdog(worker: &mut WorkerProcess, uuid: &str) -> f64 {
 async fn a_blocking_handler_on_its_last_attempt_fails_as_timed_out_and_the_worker_exits_1() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let noop = Noop {}.dispatch().via(&queue).await.unwrap();
+    let noop = Noop {}.dispatch().sent_via(&queue).await;
     let sleep = Sleep { ms: 60_000 }
         .dispatch()
         .tries(3)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let block = Block { ms: 60_000 }
         .dispatch()
         .timeout(1)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let mut worker = start_worker(redis.url(), &["--concurrency", "3", "--retry-after", "60"]);
     let elapsed_ms = wait_ended_by_watchdog(&mut worker, &block.to_string()).await;
     // The timeout (1 s) plus the watchdog's margin (1 s) must have passed; then the worker
@@ -136,9 +135,8 @@ async fn a_blocking_handler_with_tries_left_comes_back_after_retry_after_and_run
         .dispatch()
         .timeout(1)
         .tries(2)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let uuid = block.to_string();
     let args = ["--retry-after", "3"];
     let mut first = start_worker(redis.url(), &args);
@@ -188,15 +186,13 @@ async fn a_handler_blocking_the_only_runtime_thread_is_still_failed_and_the_othe
     let sleep = Sleep { ms: 60_000 }
         .dispatch()
         .tries(3)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let block = Block { ms: 60_000 }
         .dispatch()
         .timeout(1)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     // One runtime thread: the blocking handler holds the whole runtime, the worker's Redis
     // connection included. The watchdog reaches Redis through a connection of its own.
     let args = ["--concurrency", "2", "--retry-after", "3"];
@@ -242,11 +238,10 @@ async fn an_async_handler_past_its_timeout_fails_through_the_timeout_and_the_wor
     let late = Sleep { ms: 30_000 }
         .dispatch()
         .timeout(1)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     // Keeps the worker busy past the late job's timeout plus the watchdog's margin.
-    let slow = Sleep { ms: 3_000 }.dispatch().via(&queue).await.unwrap();
+    let slow = Sleep { ms: 3_000 }.dispatch().sent_via(&queue).await;
     let mut worker = start_worker(redis.url(), &["--concurrency", "2", "--stop-when-empty"]);
     let status = worker.wait_exit(LONG).await;
     assert_eq!(status.code(), Some(0), "exit status: {status}");

@@ -7,7 +7,7 @@ use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_until, TestRedis};
+use tests::{wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -37,11 +37,7 @@ async fn failed_records(redis: &TestRedis) -> Vec<serde_json::Value> {
 async fn a_flaky_job_succeeds_on_its_third_attempt_with_three_tries() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let uuid = Flaky { fail_times: 2 }
-        .dispatch()
-        .via(&queue)
-        .await
-        .unwrap();
+    let uuid = Flaky { fail_times: 2 }.dispatch().sent_via(&queue).await;
     let worker = run_until_empty(redis.url(), &["--tries", "3"]).await;
 
     let events: Vec<_> = worker
@@ -66,11 +62,7 @@ async fn a_flaky_job_succeeds_on_its_third_attempt_with_three_tries() {
 async fn a_flaky_job_fails_into_the_failed_store_with_two_tries() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let uuid = Flaky { fail_times: 2 }
-        .dispatch()
-        .via(&queue)
-        .await
-        .unwrap();
+    let uuid = Flaky { fail_times: 2 }.dispatch().sent_via(&queue).await;
     run_until_empty(redis.url(), &["--tries", "2"]).await;
 
     let record = queue
@@ -107,9 +99,8 @@ async fn job_options_beat_worker_options() {
     let uuid = Flaky { fail_times: 2 }
         .dispatch()
         .tries(3)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let worker = run_until_empty(redis.url(), &["--tries", "1"]).await;
     let done = worker
         .events()
@@ -123,11 +114,7 @@ async fn job_options_beat_worker_options() {
 async fn backoff_lists_are_honoured_and_the_last_value_repeats() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let uuid = Flaky { fail_times: 3 }
-        .dispatch()
-        .via(&queue)
-        .await
-        .unwrap();
+    let uuid = Flaky { fail_times: 3 }.dispatch().sent_via(&queue).await;
     let worker = start_worker(redis.url(), &["--tries", "4", "--backoff", "1,2"]);
     worker
         .wait_for_event(LONG, "attempt 4 finished", |e| {
@@ -155,20 +142,10 @@ async fn queues_are_taken_in_strict_priority_order() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     for _ in 0..5 {
-        Noop {}
-            .dispatch()
-            .on_queue("low")
-            .via(&queue)
-            .await
-            .unwrap();
+        Noop {}.dispatch().on_queue("low").sent_via(&queue).await;
     }
     for _ in 0..5 {
-        Noop {}
-            .dispatch()
-            .on_queue("high")
-            .via(&queue)
-            .await
-            .unwrap();
+        Noop {}.dispatch().on_queue("high").sent_via(&queue).await;
     }
     let worker = run_until_empty(redis.url(), &["--queue", "high,low", "--concurrency", "1"]).await;
     let order: Vec<String> = worker
@@ -185,8 +162,8 @@ async fn a_panicking_job_ends_in_the_failed_store_while_the_worker_goes_on() {
     // Payloads no job can run are in malformed_input.rs.
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let panic = Panic {}.dispatch().via(&queue).await.unwrap();
-    let noop = Noop {}.dispatch().via(&queue).await.unwrap();
+    let panic = Panic {}.dispatch().sent_via(&queue).await;
+    let noop = Noop {}.dispatch().sent_via(&queue).await;
 
     let worker = run_until_empty(redis.url(), &[]).await;
 
@@ -210,7 +187,7 @@ async fn a_panicking_job_ends_in_the_failed_store_while_the_worker_goes_on() {
 async fn an_expired_reservation_of_a_killed_worker_comes_back_with_attempts_2_and_runs() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let uuid = Sleep { ms: 2000 }.dispatch().via(&queue).await.unwrap();
+    let uuid = Sleep { ms: 2000 }.dispatch().sent_via(&queue).await;
     let mut first = start_worker(redis.url(), &["--retry-after", "1", "--tries", "3"]);
     first
         .wait_for_event(LONG, "the first worker started the job", |e| {
@@ -242,8 +219,8 @@ async fn an_expired_reservation_of_a_killed_worker_comes_back_with_attempts_2_an
 async fn sigterm_puts_unfinished_jobs_back_at_once_with_their_attempt_counted() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let long = Sleep { ms: 60_000 }.dispatch().via(&queue).await.unwrap();
-    let short = Sleep { ms: 300 }.dispatch().via(&queue).await.unwrap();
+    let long = Sleep { ms: 60_000 }.dispatch().sent_via(&queue).await;
+    let short = Sleep { ms: 300 }.dispatch().sent_via(&queue).await;
     let mut worker = start_worker(redis.url(), &["--grace", "1", "--tries", "3"]);
     worker
         .wait_for_event(LONG, "both jobs are running", |e| {
@@ -280,7 +257,7 @@ async fn once_and_max_jobs_stop_after_that_many_jobs() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     for _ in 0..10 {
-        Noop {}.dispatch().via(&queue).await.unwrap();
+        Noop {}.dispatch().sent_via(&queue).await;
     }
     let mut once = start_worker(redis.url(), &["--once"]);
     assert!(once.wait_exit(LONG).await.success());
@@ -300,9 +277,8 @@ async fn a_timeout_fails_the_job_on_its_last_attempt() {
     let uuid = Sleep { ms: 30_000 }
         .dispatch()
         .timeout(1)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     run_until_empty(redis.url(), &[]).await;
     let record = queue.failed_job(&uuid.to_string()).await.unwrap().unwrap();
     assert_eq!(record.exception, "sleep has timed out.");
@@ -328,17 +304,15 @@ async fn an_idle_worker_wakes_for_pushed_and_due_delayed_jobs_promptly() {
     let pushed_at = now_ms();
     Record { due_ms: pushed_at }
         .dispatch()
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
     let delay = Duration::from_millis(1500);
     let due_ms = now_ms() + delay.as_millis() as u64;
     Record { due_ms }
         .dispatch()
         .delay(delay)
-        .via(&queue)
-        .await
-        .unwrap();
+        .sent_via(&queue)
+        .await;
 
     wait_until(LONG, "both record jobs ran", || {
         let mut conn = conn.clone();
@@ -361,7 +335,7 @@ async fn jobs_run_concurrently_up_to_the_concurrency() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     for _ in 0..8 {
-        Sleep { ms: 1000 }.dispatch().via(&queue).await.unwrap();
+        Sleep { ms: 1000 }.dispatch().sent_via(&queue).await;
     }
     let worker = run_until_empty(redis.url(), &["--concurrency", "8"]).await;
     let events = worker.events();
@@ -388,7 +362,7 @@ async fn jobs_run_concurrently_up_to_the_concurrency() {
 async fn a_second_signal_exits_at_once_and_the_job_comes_back_after_retry_after() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let uuid = Sleep { ms: 60_000 }.dispatch().via(&queue).await.unwrap();
+    let uuid = Sleep { ms: 60_000 }.dispatch().sent_via(&queue).await;
     let mut worker = start_worker(redis.url(), &["--retry-after", "1", "--tries", "3"]);
     worker
         .wait_for_event(LONG, "the job is running", |e| e.status == "RUNNING")
@@ -428,7 +402,7 @@ async fn max_time_stops_an_idle_worker_on_time() {
 async fn once_lets_its_job_finish_even_without_a_timeout() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let uuid = Sleep { ms: 500 }.dispatch().via(&queue).await.unwrap();
+    let uuid = Sleep { ms: 500 }.dispatch().sent_via(&queue).await;
     let mut worker = start_worker(redis.url(), &["--once", "--timeout", "0"]);
     assert!(worker.wait_exit(LONG).await.success());
     assert!(worker
@@ -472,7 +446,7 @@ async fn attempts_written_with_spaces_are_still_counted() {
 async fn a_job_running_longer_than_retry_after_is_never_handed_to_a_second_worker() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let uuid = Sleep { ms: 3500 }.dispatch().via(&queue).await.unwrap();
+    let uuid = Sleep { ms: 3500 }.dispatch().sent_via(&queue).await;
     let first = start_worker(redis.url(), &["--retry-after", "1", "--tries", "3"]);
     first
         .wait_for_event(LONG, "the first worker runs the job", |e| {
@@ -597,7 +571,7 @@ async fn random_bytes_in_a_queue_end_in_the_failed_store_and_the_worker_goes_on(
     for bytes in &pushed {
         let _: () = conn.rpush("queues:default", bytes).await.unwrap();
     }
-    let noop = Noop {}.dispatch().via(&queue).await.unwrap();
+    let noop = Noop {}.dispatch().sent_via(&queue).await;
 
     let worker = run_until_empty(redis.url(), &["--concurrency", "20"]).await;
     assert!(worker

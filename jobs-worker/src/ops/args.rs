@@ -119,8 +119,8 @@ pub(super) enum Command {
 }
 
 /// A queue name from the command line, refused by the rule workers and dispatch apply.
-fn queue_name(name: &str) -> Result<String, jobs_core::keys::InvalidQueueName> {
-    jobs_core::keys::check_queue_name(name)?;
+fn queue_name(name: &str) -> Result<String, jobs_core::queue::keys::InvalidQueueName> {
+    jobs_core::queue::keys::check_queue_name(name)?;
     Ok(name.to_owned())
 }
 

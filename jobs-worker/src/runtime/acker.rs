@@ -7,7 +7,7 @@
 //! Acknowledgements that cannot be delivered (Redis is unreachable) are kept and sent again,
 //! with whatever finished meanwhile, until Redis answers.
 
-use jobs_core::keys::QueueKeys;
+use jobs_core::queue::keys::QueueKeys;
 use jobs_core::RedisQueue;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

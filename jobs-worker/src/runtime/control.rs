@@ -9,8 +9,8 @@
 //! Prometheus counters ([`crate::prometheus`]) are fed from the same [`Control::record`].
 
 use chrono::{DateTime, Utc};
-use jobs_core::keys;
-use jobs_core::telemetry::{self, Bucket, Outcome, RecentJob, WorkerInfo};
+use jobs_core::admin::telemetry::{self, Bucket, Outcome, RecentJob, WorkerInfo};
+use jobs_core::queue::keys;
 use jobs_core::RedisQueue;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};

@@ -1,7 +1,7 @@
 //! Decoding a reserved payload: the job it names, or why it cannot run at all.
 
+use jobs_core::job::registry::{self, JobRegistration};
 use jobs_core::payload::RawFields;
-use jobs_core::registry::{self, JobRegistration};
 use jobs_core::{Payload, QueueConfig, SigningKey};
 
 use super::reserved::Reserved;

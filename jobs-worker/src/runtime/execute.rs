@@ -3,7 +3,7 @@
 //! a job's code runs: job middleware and lifecycle events hook in here.
 
 use futures_util::FutureExt;
-use jobs_core::registry::JobFuture;
+use jobs_core::job::registry::JobFuture;
 use jobs_core::{JobContext, Request};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! The heartbeat: keeps the reservations of running jobs alive.
+//! The lease: keeps the reservations of running jobs alive while they run.
 //!
 //! Every third of `--retry-after`, the worker pushes the expiry of each running job's
 //! reservation to retry_after from now. While the worker lives, its jobs' reservations never
@@ -17,7 +17,7 @@ use tracing::warn;
 use crate::runtime::deadline::Deadline;
 use crate::runtime::reserved::Reserved;
 
-/// The jobs this worker is running, by a private id. The heartbeat extends their
+/// The jobs this worker is running, by a private id. The lease extends their
 /// reservations; the watchdog watches the deadlines of their handlers.
 #[derive(Default)]
 pub(crate) struct Running {
@@ -29,7 +29,7 @@ struct Entry {
     job: Reserved,
     /// Set while the job's handler runs under a timeout.
     deadline: Option<Deadline>,
-    /// The watchdog took the job over: the heartbeat lets its reservation expire, and the
+    /// The watchdog took the job over: the lease lets its reservation expire, and the
     /// processor leaves it alone.
     taken_over: bool,
 }
@@ -74,7 +74,7 @@ impl Running {
     }
 
     /// Takes over every job whose handler is still running `margin` after its deadline: the
-    /// heartbeat stops extending its reservation, and its processor will not settle it.
+    /// lease stops extending its reservation, and its processor will not settle it.
     pub(crate) fn take_over_overdue(
         &self,
         now: Instant,
@@ -210,7 +210,7 @@ pub(crate) fn start(
 mod tests {
     use super::*;
     use crate::runtime::rules::Limits;
-    use jobs_core::keys::QueueKeys;
+    use jobs_core::queue::keys::QueueKeys;
     use jobs_core::{Backoff, JobContext};
 
     fn job(raw: &str) -> Reserved {

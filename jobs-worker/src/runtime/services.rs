@@ -1,7 +1,7 @@
 //! The tasks that run beside a worker's job loop: started together before its first fetch,
 //! stopped in order after its last job settled.
 
-use jobs_core::keys::{KeyLayout, QueueKeys};
+use jobs_core::queue::keys::{KeyLayout, QueueKeys};
 use jobs_core::RedisQueue;
 use std::sync::Arc;
 use tokio::task::JoinHandle;

@@ -1,7 +1,7 @@
 //! Settling an attempt in Redis: a finished job goes to the acker, a released one back to
 //! `:delayed`, a failed one to the failed-job store, each counted for the operators.
 
-use jobs_core::telemetry::Outcome;
+use jobs_core::admin::telemetry::Outcome;
 use jobs_core::{FailedJob, RedisQueue};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -15,8 +15,8 @@
 //! Paused queues are left out of every BLPOP: their tokens stay where they are, for when they
 //! are resumed.
 
-use jobs_core::connection::{Connection, Target};
-use jobs_core::keys::{KeyLayout, QueueKeys};
+use jobs_core::queue::connection::{Connection, Target};
+use jobs_core::queue::keys::{KeyLayout, QueueKeys};
 use jobs_core::RedisQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -4,11 +4,11 @@
 //! A job's timeout stops an async handler at its next `.await`. A handler that blocks its
 //! thread (a long computation, `std::thread::sleep`, blocking I/O) never reaches one, so the
 //! timeout cannot stop it, and without the watchdog it would hold its slot, and its
-//! reservation through the heartbeat, for as long as it blocks. The watchdog runs on its own
+//! reservation through the lease, for as long as it blocks. The watchdog runs on its own
 //! OS thread, which no blocked runtime thread can hold up. When a handler is still running
 //! [`MARGIN`] after its timeout, the watchdog:
 //!
-//! 1. takes the job over: the heartbeat stops extending its reservation and its processor
+//! 1. takes the job over: the lease stops extending its reservation and its processor
 //!    will not settle it;
 //! 2. stops the worker from taking jobs and interrupts the other running jobs, which are put
 //!    back on their queues by the usual shutdown path, waiting up to [`WIND_DOWN`] for them

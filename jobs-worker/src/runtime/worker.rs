@@ -20,7 +20,7 @@ pub enum WorkerError {
     InvalidOption(String),
     /// Two job types share a name.
     #[error(transparent)]
-    DuplicateJobName(#[from] jobs_core::registry::DuplicateJobName),
+    DuplicateJobName(#[from] jobs_core::job::registry::DuplicateJobName),
     /// The Redis handle could not be created.
     #[error(transparent)]
     Queue(#[from] jobs_core::Error),
@@ -61,14 +61,14 @@ impl Worker {
     /// payload limit, signing key, connection name) it uses. Checks the configuration and the
     /// job registry; changes nothing outside the worker.
     pub fn new(config: WorkerConfig, queue: RedisQueue) -> Result<Self, WorkerError> {
-        jobs_core::registry::check()?;
+        jobs_core::job::registry::check()?;
         if config.concurrency == 0 {
             return Err(WorkerError::InvalidOption(
                 "--concurrency must be at least 1".into(),
             ));
         }
         for name in &config.queues {
-            jobs_core::keys::check_queue_name(name)
+            jobs_core::queue::keys::check_queue_name(name)
                 .map_err(|err| WorkerError::InvalidOption(format!("--queue: {err}")))?;
         }
         Ok(Worker {
@@ -126,7 +126,7 @@ impl Worker {
             queues = %config.queues.join(","),
             concurrency = config.concurrency,
             signatures,
-            jobs = %jobs_core::registry::all().iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
+            jobs = %jobs_core::job::registry::all().iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
             "worker started"
         );
         if config

@@ -8,9 +8,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
+use jobs_core::admin::telemetry::{RecentJob, WorkerInfo};
 use jobs_core::admin::{Admin, AdminError, FailedEntry, FailedFilter, FailedSelection, QueueStats};
-use jobs_core::keys::RECENT_LIMIT;
-use jobs_core::telemetry::{RecentJob, WorkerInfo};
+use jobs_core::queue::keys::RECENT_LIMIT;
 use serde::{Deserialize, Serialize};
 
 /// Minutes the overview's chart covers.

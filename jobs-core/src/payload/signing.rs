@@ -15,7 +15,7 @@
 //! HMAC-SHA256 under the key, as 64 lowercase hex digits in the payload's `signature` field.
 //!
 //! ```
-//! use jobs_core::signing::SigningKey;
+//! use jobs_core::payload::signing::SigningKey;
 //! use jobs_core::Payload;
 //!
 //! let key = SigningKey::new("a long random secret shared by dispatchers and workers");

@@ -24,7 +24,7 @@ pub const CLUSTER_FAILED_JOBS_INDEX: &str = "{failed_jobs}:index";
 /// How key names are laid out: Laravel's names on one server, hash-tagged names on a cluster.
 ///
 /// ```
-/// use jobs_core::keys::KeyLayout;
+/// use jobs_core::queue::keys::KeyLayout;
 /// assert_eq!(KeyLayout::Standalone.queue("emails").ready, "queues:emails");
 /// assert_eq!(KeyLayout::Cluster.queue("emails").ready, "queues:{emails}");
 /// assert_eq!(KeyLayout::Cluster.queue("mail{eu}").ready, "queues:mail{eu}");
@@ -70,7 +70,7 @@ impl KeyLayout {
 /// first `}` after it, when that text is not empty.
 ///
 /// ```
-/// use jobs_core::keys::has_hash_tag;
+/// use jobs_core::queue::keys::has_hash_tag;
 /// assert!(has_hash_tag("mail{eu}"));
 /// assert!(!has_hash_tag("mail"));
 /// assert!(!has_hash_tag("mail{}"));
@@ -100,7 +100,7 @@ pub struct InvalidQueueName {
 ///   worker could be told to take jobs from such a queue.
 ///
 /// ```
-/// use jobs_core::keys::check_queue_name;
+/// use jobs_core::queue::keys::check_queue_name;
 /// assert!(check_queue_name("emails").is_ok());
 /// assert!(check_queue_name("mail{eu}").is_ok());
 /// assert_eq!(
@@ -126,7 +126,7 @@ pub fn check_queue_name(name: &str) -> Result<(), InvalidQueueName> {
 /// The four keys of one queue.
 ///
 /// ```
-/// let keys = jobs_core::keys::QueueKeys::new("emails");
+/// let keys = jobs_core::queue::keys::QueueKeys::new("emails");
 /// assert_eq!(keys.ready, "queues:emails");
 /// assert_eq!(keys.delayed, "queues:emails:delayed");
 /// assert_eq!(keys.reserved, "queues:emails:reserved");
@@ -193,7 +193,7 @@ pub const RECENT_LIMIT: usize = 100;
 /// [`RECENT_LIMIT`]).
 ///
 /// ```
-/// assert_eq!(jobs_core::keys::recent("emails"), "jobs:recent:emails");
+/// assert_eq!(jobs_core::queue::keys::recent("emails"), "jobs:recent:emails");
 /// ```
 pub fn recent(queue: &str) -> String {
     format!("{OPS_PREFIX}recent:{queue}")
@@ -205,7 +205,7 @@ pub const METRICS_PREFIX: &str = "jobs:metrics:";
 /// The heartbeat record (JSON, with a TTL) of the worker with this id.
 ///
 /// ```
-/// assert_eq!(jobs_core::keys::worker("4f1c"), "jobs:worker:4f1c");
+/// assert_eq!(jobs_core::queue::keys::worker("4f1c"), "jobs:worker:4f1c");
 /// ```
 pub fn worker(id: &str) -> String {
     format!("{OPS_PREFIX}worker:{id}")
@@ -214,7 +214,7 @@ pub fn worker(id: &str) -> String {
 /// The hash of job counters for one minute, `minute` being Unix seconds / 60.
 ///
 /// ```
-/// assert_eq!(jobs_core::keys::metrics_minute(29_395_828), "jobs:metrics:29395828");
+/// assert_eq!(jobs_core::queue::keys::metrics_minute(29_395_828), "jobs:metrics:29395828");
 /// ```
 pub fn metrics_minute(minute: i64) -> String {
     format!("{METRICS_PREFIX}{minute}")

@@ -164,7 +164,7 @@ impl Counters {
 /// `runtime_us`.
 ///
 /// ```
-/// use jobs_core::telemetry::{Bucket, Outcome};
+/// use jobs_core::admin::telemetry::{Bucket, Outcome};
 /// use std::time::Duration;
 /// let mut bucket = Bucket::default();
 /// bucket.record("emails", "SendEmail", Outcome::Failed, Duration::from_millis(3));

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 macro_rules! script {
     ($(#[$doc:meta])* $name:ident, $file:literal $(, uses $($lib:literal),+)?) => {
         $(#[$doc])*
-        pub static $name: LazyLock<Script> = LazyLock::new(|| {
+        pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
             Script::new(concat!(
                 $($(include_str!(concat!("scripts/lib/", $lib)), "\n",)+)?
                 include_str!(concat!("scripts/", $file))

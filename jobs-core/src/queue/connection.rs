@@ -13,8 +13,9 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::keys::KeyLayout;
-use crate::queue::{redact_url, redis_client, tls_certificates, unusable_ca, QueueConfig};
+use crate::queue::keys::KeyLayout;
+use crate::queue::url::{redact_url, redis_client, tls_certificates, unusable_ca};
+use crate::queue::QueueConfig;
 
 /// URL scheme that names a Redis Cluster by some of its nodes:
 /// `redis+cluster://host:port,host:port/`.
@@ -83,8 +84,8 @@ impl Target {
     /// ([`redis_client`]).
     ///
     /// ```
-    /// use jobs_core::connection::Target;
-    /// use jobs_core::keys::KeyLayout;
+    /// use jobs_core::queue::connection::Target;
+    /// use jobs_core::queue::keys::KeyLayout;
     /// use jobs_core::QueueConfig;
     /// let config = QueueConfig::default();
     /// let target = Target::parse("redis+cluster://127.0.0.1:7000,127.0.0.1:7001/", &config);

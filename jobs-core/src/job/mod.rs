@@ -1,13 +1,18 @@
 //! The `Job` trait and the options a job type carries.
 
+pub mod backoff;
+pub mod context;
+pub mod delay;
+pub mod registry;
+
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;
 
-use crate::backoff::Backoff;
-use crate::context::JobContext;
 use crate::dispatch::PendingDispatch;
+use crate::job::backoff::Backoff;
+use crate::job::context::JobContext;
 
 /// A unit of background work: a plain serializable struct with an async handler.
 ///

@@ -1,11 +1,14 @@
 //! The job payload: the one JSON document that travels through Redis.
 
+pub mod failed;
+pub mod signing;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use crate::backoff::Backoff;
+use crate::job::backoff::Backoff;
 
 /// A job as stored in Redis, field for field and in the order of Laravel's Redis payload.
 ///
@@ -52,7 +55,7 @@ pub struct Payload {
     /// Redis-specific random id (32 hex digits).
     pub id: String,
     /// The HMAC-SHA256 signature of the payload, when it was pushed through a handle with a
-    /// signing key (see [`crate::signing`]); absent from the JSON otherwise. It comes before
+    /// signing key (see [`crate::payload::signing`]); absent from the JSON otherwise. It comes before
     /// `attempts`, so that the pop script finds that number near the end of the payload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
-use crate::context::JobContext;
+use crate::job::context::JobContext;
 use crate::job::{Job, JobOptions, JobResult};
 
 /// How a worker runs one job type: its name, its options, and a function that decodes the

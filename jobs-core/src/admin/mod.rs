@@ -1,0 +1,127 @@
+//! Operating the queues without the job types: failed jobs, queue sizes and contents, pause
+//! and resume, restart, live workers and per-minute metrics.
+//!
+//! Everything here works on raw payloads, so one tool serves any application. The `jobsctl`
+//! command and its dashboard are built on [`Admin`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), jobs_core::admin::AdminError> {
+//! use jobs_core::admin::{Admin, FailedFilter, FailedSelection};
+//! let admin = Admin::open("redis://127.0.0.1:6379")?;
+//! let failed = admin.failed(&FailedFilter::default()).await?;
+//! println!("{} failed jobs", failed.len());
+//! let report = admin.retry(&FailedSelection::Queue("emails".into())).await?;
+//! println!("{} pushed back", report.retried.len());
+//! println!("{:?}", admin.queue_stats("emails").await?);
+//! # Ok(()) }
+//! ```
+
+mod failed;
+mod queues;
+pub mod telemetry;
+mod workers;
+
+pub use failed::{FailedEntry, FailedFilter, FailedSelection, Retried, RetryReport};
+pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
+pub use workers::MinuteMetrics;
+
+use chrono::{DateTime, TimeZone, Utc};
+
+use crate::payload::RawFields;
+use crate::queue::keys::{InvalidQueueName, KeyLayout};
+use crate::queue::RedisQueue;
+
+/// Most script calls or keys sent in one pipeline.
+const CHUNK: usize = 500;
+
+/// What can go wrong operating the queues.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdminError {
+    /// Redis could not be reached or refused a command.
+    #[error(transparent)]
+    Queue(#[from] crate::Error),
+    /// The handle is for a Redis Cluster. Retrying moves a job between the failed-job store's
+    /// slot and its queue's, and the worker state is kept in keys of no common slot: the
+    /// admin operations work on one Redis server (with its replicas) only, for now.
+    #[error("the admin operations do not support a Redis Cluster yet")]
+    ClusterUnsupported,
+    /// The failed-job store has no job with this uuid.
+    #[error("no failed job with uuid {0}")]
+    FailedJobNotFound(String),
+    /// A range of failed-job positions that selects nothing.
+    #[error(
+        "invalid range {first}-{last}: positions start at 1 and the first must not exceed the last"
+    )]
+    InvalidRange {
+        /// The first position asked for.
+        first: u64,
+        /// The last position asked for.
+        last: u64,
+    },
+}
+
+impl From<InvalidQueueName> for AdminError {
+    fn from(err: InvalidQueueName) -> Self {
+        AdminError::Queue(err.into())
+    }
+}
+
+impl From<redis::RedisError> for AdminError {
+    fn from(err: redis::RedisError) -> Self {
+        AdminError::Queue(err.into())
+    }
+}
+
+/// Operations on the queues of one Redis server. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    queue: RedisQueue,
+}
+
+impl Admin {
+    /// Operations through an existing handle; [`AdminError::ClusterUnsupported`] for a
+    /// Redis Cluster's.
+    pub fn new(queue: RedisQueue) -> Result<Self, AdminError> {
+        match queue.layout() {
+            KeyLayout::Standalone => Ok(Admin { queue }),
+            KeyLayout::Cluster => Err(AdminError::ClusterUnsupported),
+        }
+    }
+
+    /// Operations on the Redis at `url`. Call it inside a Tokio runtime.
+    pub fn open(url: &str) -> Result<Self, AdminError> {
+        Admin::new(RedisQueue::open(url)?)
+    }
+
+    /// The handle these operations use.
+    pub fn queue(&self) -> &RedisQueue {
+        &self.queue
+    }
+}
+
+/// What a listing shows of a raw payload, read leniently: any field may be missing.
+struct Summary {
+    job: Option<String>,
+    display_name: Option<String>,
+    uuid: Option<String>,
+    attempts: Option<u64>,
+}
+
+impl Summary {
+    fn of(raw: &str) -> Summary {
+        let fields = RawFields::parse(raw);
+        Summary {
+            job: fields.text("job"),
+            display_name: fields.text("displayName"),
+            uuid: fields.text("uuid"),
+            attempts: fields.number("attempts"),
+        }
+    }
+}
+
+/// A score (seconds since the epoch, with a fraction) as a time.
+fn time_of_score(score: f64) -> Option<DateTime<Utc>> {
+    Utc.timestamp_millis_opt((score * 1000.0).round() as i64)
+        .single()
+}

@@ -1,0 +1,275 @@
+//! The queues: which exist, their sizes and contents, clearing, pausing and resuming them.
+
+use chrono::{DateTime, Utc};
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+
+use super::{time_of_score, Admin, AdminError, Summary};
+use crate::error::Result;
+use crate::payload::RawFields;
+use crate::queue::keys::{check_queue_name, QueueKeys, PAUSED, QUEUE_PREFIX};
+
+/// Sizes of one queue, and whether it is paused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueStats {
+    /// The queue's name.
+    pub name: String,
+    /// Ready + delayed + reserved, as Laravel's `size()` counts.
+    pub size: u64,
+    /// Jobs in the ready list.
+    pub ready: u64,
+    /// Jobs waiting for their due time.
+    pub delayed: u64,
+    /// Jobs held by workers.
+    pub reserved: u64,
+    /// Seconds since the oldest ready job was dispatched (its `createdAt`, against Redis's
+    /// clock), as Laravel's `queue:monitor` measures it; `None` when nothing is ready.
+    pub oldest_ready_secs: Option<u64>,
+    /// Whether workers skip the queue.
+    pub paused: bool,
+}
+
+/// A part of a queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Section {
+    /// The ready list.
+    Ready,
+    /// The delayed set.
+    Delayed,
+    /// The reserved set.
+    Reserved,
+}
+
+impl Section {
+    /// Every section, in the order a job goes through them.
+    pub const ALL: [Section; 3] = [Section::Ready, Section::Delayed, Section::Reserved];
+
+    /// Its name: `ready`, `delayed` or `reserved`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Section::Ready => "ready",
+            Section::Delayed => "delayed",
+            Section::Reserved => "reserved",
+        }
+    }
+}
+
+impl fmt::Display for Section {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A section name that is not `ready`, `delayed` or `reserved`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown section {0:?}: expected ready, delayed or reserved")]
+pub struct UnknownSection(pub String);
+
+impl FromStr for Section {
+    type Err = UnknownSection;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Section::ALL
+            .into_iter()
+            .find(|section| section.as_str() == s)
+            .ok_or_else(|| UnknownSection(s.to_owned()))
+    }
+}
+
+/// One job in a queue, as [`Admin::inspect`] shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuedJob {
+    /// Where it is.
+    pub section: Section,
+    /// The payload's `job` name, when it has one.
+    pub job: Option<String>,
+    /// The payload's `uuid`, when it has one.
+    pub uuid: Option<String>,
+    /// The payload's attempts number, when it has one.
+    pub attempts: Option<u64>,
+    /// For a delayed job, when it falls due; for a reserved one, when its reservation
+    /// expires (by Redis's clock). `None` for a ready job.
+    pub at: Option<DateTime<Utc>>,
+    /// The payload, byte for byte (lossily decoded when it is not UTF-8).
+    pub payload: String,
+}
+
+impl Admin {
+    /// The queues Redis knows of, sorted: those with jobs, the paused ones, and those live
+    /// workers take jobs from. An empty queue no worker serves has no keys, and is not listed.
+    pub async fn queues(&self) -> Result<Vec<String>, AdminError> {
+        let mut names = BTreeSet::new();
+        let mut conn = self.queue.connection();
+        let mut cursor: u64 = 0;
+        let pattern = format!("{QUEUE_PREFIX}*");
+        loop {
+            let (next, found): (u64, Vec<String>) = self
+                .queue
+                .timed(
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query_async(&mut conn),
+                )
+                .await?;
+            for key in found {
+                let name = &key[QUEUE_PREFIX.len()..];
+                let name = [":delayed", ":reserved", ":notify"]
+                    .iter()
+                    .find_map(|suffix| name.strip_suffix(suffix))
+                    .unwrap_or(name);
+                names.insert(name.to_owned());
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        names.extend(self.paused().await?);
+        for worker in self.workers().await? {
+            names.extend(worker.queues);
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    /// The sizes of a queue, the age of its oldest ready job, and whether it is paused.
+    pub async fn queue_stats(&self, name: &str) -> Result<QueueStats, AdminError> {
+        let mut stats = self.queues_stats(&[name.to_owned()]).await?;
+        Ok(stats.remove(0))
+    }
+
+    /// [`Admin::queue_stats`] of each of `names`, in order, read in one round trip.
+    pub async fn queues_stats(&self, names: &[String]) -> Result<Vec<QueueStats>, AdminError> {
+        const READS_PER_QUEUE: usize = 5;
+        let mut pipe = redis::pipe();
+        pipe.cmd("TIME");
+        for name in names {
+            let keys = QueueKeys::new(name);
+            pipe.llen(&keys.ready)
+                .zcard(&keys.delayed)
+                .zcard(&keys.reserved)
+                .lindex(&keys.ready, 0)
+                .sismember(PAUSED, name);
+        }
+        let mut conn = self.queue.connection();
+        let mut replies: Vec<redis::Value> = self.queue.timed(pipe.query_async(&mut conn)).await?;
+        let reads = replies.split_off(1);
+        let (now, _): (u64, u64) =
+            redis::from_redis_value(replies.remove(0)).map_err(redis::RedisError::from)?;
+        names
+            .iter()
+            .zip(reads.chunks(READS_PER_QUEUE))
+            .map(|(name, reads)| {
+                type Reads = (u64, u64, u64, Option<Vec<u8>>, bool);
+                let (ready, delayed, reserved, oldest, paused): Reads =
+                    redis::from_redis_value(redis::Value::Array(reads.to_vec()))
+                        .map_err(redis::RedisError::from)?;
+                let oldest_ready_secs = oldest
+                    .and_then(|raw| {
+                        RawFields::parse(std::str::from_utf8(&raw).ok()?).number("createdAt")
+                    })
+                    .map(|created| now.saturating_sub(created));
+                Ok(QueueStats {
+                    name: name.clone(),
+                    size: ready + delayed + reserved,
+                    ready,
+                    delayed,
+                    reserved,
+                    oldest_ready_secs,
+                    paused,
+                })
+            })
+            .collect()
+    }
+
+    /// Up to `limit` jobs of one section of a queue, in the order workers take them: ready
+    /// jobs from the head, delayed ones by due time, reserved ones by expiry.
+    pub async fn inspect(
+        &self,
+        name: &str,
+        section: Section,
+        limit: usize,
+    ) -> Result<Vec<QueuedJob>, AdminError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let keys = QueueKeys::new(name);
+        let mut conn = self.queue.connection();
+        let last = limit as isize - 1;
+        let members: Vec<(Vec<u8>, Option<f64>)> = match section {
+            Section::Ready => {
+                let items: Vec<Vec<u8>> =
+                    self.queue.timed(conn.lrange(&keys.ready, 0, last)).await?;
+                items.into_iter().map(|item| (item, None)).collect()
+            }
+            Section::Delayed | Section::Reserved => {
+                let key = if section == Section::Delayed {
+                    &keys.delayed
+                } else {
+                    &keys.reserved
+                };
+                let items: Vec<(Vec<u8>, f64)> = self
+                    .queue
+                    .timed(conn.zrange_withscores(key, 0, last))
+                    .await?;
+                items
+                    .into_iter()
+                    .map(|(item, score)| (item, Some(score)))
+                    .collect()
+            }
+        };
+        Ok(members
+            .into_iter()
+            .map(|(raw, score)| {
+                let payload = String::from_utf8_lossy(&raw).into_owned();
+                let summary = Summary::of(&payload);
+                QueuedJob {
+                    section,
+                    job: summary.job,
+                    uuid: summary.uuid,
+                    attempts: summary.attempts,
+                    at: score.and_then(time_of_score),
+                    payload,
+                }
+            })
+            .collect())
+    }
+
+    /// Deletes every job of a queue (ready, delayed and reserved); returns how many there
+    /// were.
+    pub async fn clear(&self, name: &str) -> Result<u64, AdminError> {
+        Ok(self.queue.clear(name).await?)
+    }
+
+    /// Pauses a queue: workers take no job from it until it is resumed (they notice within
+    /// about a second). Returns `false` when it was already paused.
+    pub async fn pause(&self, name: &str) -> Result<bool, AdminError> {
+        check_queue_name(name)?;
+        let mut conn = self.queue.connection();
+        let added: u64 = self.queue.timed(conn.sadd(PAUSED, name)).await?;
+        Ok(added == 1)
+    }
+
+    /// Resumes a paused queue. Returns `false` when it was not paused.
+    pub async fn resume(&self, name: &str) -> Result<bool, AdminError> {
+        check_queue_name(name)?;
+        let mut conn = self.queue.connection();
+        let removed: u64 = self.queue.timed(conn.srem(PAUSED, name)).await?;
+        Ok(removed == 1)
+    }
+
+    /// The paused queues, sorted.
+    pub async fn paused(&self) -> Result<Vec<String>, AdminError> {
+        let mut conn = self.queue.connection();
+        let mut names: Vec<String> = self.queue.timed(conn.smembers(PAUSED)).await?;
+        names.sort();
+        Ok(names)
+    }
+}

@@ -1,0 +1,112 @@
+//! The workers: restart requests, the live workers, their recent attempts and per-minute
+//! metrics.
+
+use chrono::{DateTime, TimeZone, Utc};
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+use super::telemetry::{Bucket, RecentJob, WorkerInfo};
+use super::{Admin, AdminError, CHUNK};
+use crate::error::Result;
+use crate::queue::keys;
+use crate::queue::scripts;
+
+/// The counters of one minute.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MinuteMetrics {
+    /// The start of the minute.
+    pub minute: DateTime<Utc>,
+    /// Its counters by queue and by job type.
+    #[serde(flatten)]
+    pub bucket: Bucket,
+}
+
+impl Admin {
+    /// Asks every running worker to stop once its running jobs are done (exit status 0), as
+    /// Laravel's `queue:restart` does; a process supervisor then starts the new version.
+    /// Returns the time of the request, by Redis's clock.
+    pub async fn restart(&self) -> Result<DateTime<Utc>, AdminError> {
+        let mut conn = self.queue.connection();
+        let call = scripts::RESTART.key(keys::RESTART);
+        let ms: i64 = self.queue.timed(call.invoke_async(&mut conn)).await?;
+        Ok(Utc
+            .timestamp_millis_opt(ms)
+            .single()
+            .unwrap_or_else(Utc::now))
+    }
+
+    /// The live workers (those whose heartbeat record has not expired), by name, host and pid.
+    /// Entries of workers whose record expired are removed from the worker index.
+    pub async fn workers(&self) -> Result<Vec<WorkerInfo>, AdminError> {
+        let mut conn = self.queue.connection();
+        let ids: Vec<String> = self.queue.timed(conn.zrange(keys::WORKERS, 0, -1)).await?;
+        let mut workers = Vec::new();
+        let mut dead = Vec::new();
+        for chunk in ids.chunks(CHUNK) {
+            let record_keys: Vec<String> = chunk.iter().map(|id| keys::worker(id)).collect();
+            let records: Vec<Option<String>> = self
+                .queue
+                .timed(redis::cmd("MGET").arg(&record_keys).query_async(&mut conn))
+                .await?;
+            for (id, record) in chunk.iter().zip(records) {
+                match record.and_then(|r| serde_json::from_str::<WorkerInfo>(&r).ok()) {
+                    Some(worker) => workers.push(worker),
+                    None => dead.push(id.clone()),
+                }
+            }
+        }
+        if !dead.is_empty() {
+            let _: u64 = self.queue.timed(conn.zrem(keys::WORKERS, &dead)).await?;
+        }
+        workers.sort_by(|a, b| (&a.name, &a.host, a.pid).cmp(&(&b.name, &b.host, b.pid)));
+        Ok(workers)
+    }
+
+    /// The last attempts workers finished on a queue, newest first, at most `limit` (workers
+    /// keep the last [`keys::RECENT_LIMIT`]; they send them about once a second). Entries
+    /// that do not parse are left out.
+    pub async fn recent(&self, queue: &str, limit: usize) -> Result<Vec<RecentJob>, AdminError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.queue.connection();
+        let entries: Vec<String> = self
+            .queue
+            .timed(conn.lrange(keys::recent(queue), 0, limit as isize - 1))
+            .await?;
+        Ok(entries
+            .iter()
+            .filter_map(|entry| serde_json::from_str(entry).ok())
+            .collect())
+    }
+
+    /// The counters of the last `minutes` minutes (the current one included), oldest first,
+    /// one entry per minute, empty for minutes without jobs. Minutes are by this host's clock,
+    /// as workers count them by theirs.
+    pub async fn metrics(&self, minutes: u32) -> Result<Vec<MinuteMetrics>, AdminError> {
+        let now = crate::admin::telemetry::minute_of(Utc::now());
+        let first = now - i64::from(minutes) + 1;
+        let all: Vec<i64> = (first..=now).collect();
+        let mut metrics = Vec::with_capacity(all.len());
+        for chunk in all.chunks(CHUNK) {
+            let mut pipe = redis::pipe();
+            for minute in chunk {
+                pipe.hgetall(keys::metrics_minute(*minute));
+            }
+            let mut conn = self.queue.connection();
+            let hashes: Vec<HashMap<String, u64>> =
+                self.queue.timed(pipe.query_async(&mut conn)).await?;
+            for (minute, fields) in chunk.iter().zip(hashes) {
+                metrics.push(MinuteMetrics {
+                    minute: Utc
+                        .timestamp_opt(minute * 60, 0)
+                        .single()
+                        .unwrap_or_default(),
+                    bucket: Bucket::from_fields(fields),
+                });
+            }
+        }
+        Ok(metrics)
+    }
+}

@@ -1,0 +1,29 @@
+//! Dispatching in tests: through a test server's handle, and it must succeed.
+
+use jobs_core::{Job, PendingDispatch, RedisQueue};
+use std::future::Future;
+use uuid::Uuid;
+
+/// Sends a dispatch through a given handle and unwraps the result, in place of the
+/// `.via(&queue).await.unwrap()` every test set-up would otherwise write out.
+///
+/// ```no_run
+/// # async fn demo(queue: jobs_core::RedisQueue) {
+/// use jobs_core::Job;
+/// use tests::SentVia;
+/// let uuid = examples::Noop {}.dispatch().on_queue("q").sent_via(&queue).await;
+/// # let _ = uuid;
+/// # }
+/// ```
+pub trait SentVia {
+    /// Pushes the job through `queue` and returns its uuid; panics when the dispatch fails.
+    fn sent_via(self, queue: &RedisQueue) -> impl Future<Output = Uuid> + Send;
+}
+
+impl<J: Job> SentVia for PendingDispatch<J> {
+    async fn sent_via(self, queue: &RedisQueue) -> Uuid {
+        self.via(queue)
+            .await
+            .expect("dispatch through the test server")
+    }
+}
