@@ -112,7 +112,7 @@ impl<J: Job> PendingDispatch<J> {
             timeout: self.timeout.or(options.timeout),
             retry_until: None,
             data,
-            created_at: chrono::Utc::now().timestamp(),
+            created_at: Some(chrono::Utc::now().timestamp()),
             id: uuid.simple().to_string(),
             signature: None,
             attempts: 0,

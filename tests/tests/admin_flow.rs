@@ -190,7 +190,7 @@ async fn queue_stats_and_inspect_show_each_section() {
     old = old.replace(
         &format!(
             "\"createdAt\":{}",
-            Payload::from_json(&old).unwrap().created_at
+            Payload::from_json(&old).unwrap().created_at.unwrap()
         ),
         &format!("\"createdAt\":{created}"),
     );

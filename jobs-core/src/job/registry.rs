@@ -58,7 +58,7 @@ impl JobRegistration {
 }
 
 fn start<J: Job>(data: &RawValue, ctx: Arc<JobContext>) -> Result<JobFuture, serde_json::Error> {
-    let job: J = serde_json::from_str(data.get())?;
+    let job: J = crate::payload::laravel::job_data(data.get())?;
     Ok(Box::pin(async move { job.handle(&ctx).await }))
 }
 

@@ -1,6 +1,7 @@
 //! The job payload: the one JSON document that travels through Redis.
 
 pub mod failed;
+pub mod laravel;
 pub mod signing;
 
 use chrono::{DateTime, Utc};
@@ -39,8 +40,9 @@ pub struct Payload {
     pub max_tries: Option<u32>,
     /// Handled errors allowed before the job fails (null: no such limit).
     pub max_exceptions: Option<u32>,
-    /// Whether a timeout fails the job at once instead of retrying it.
-    #[serde(default)]
+    /// Whether a timeout fails the job at once instead of retrying it (absent or null:
+    /// false).
+    #[serde(default, deserialize_with = "null_as_false")]
     pub fail_on_timeout: bool,
     /// Seconds to wait before each retry, as Laravel writes them: `"1,5,10"`.
     pub backoff: Option<String>,
@@ -50,8 +52,8 @@ pub struct Payload {
     pub retry_until: Option<i64>,
     /// The job struct, serialized.
     pub data: Box<RawValue>,
-    /// Unix time of the dispatch.
-    pub created_at: i64,
+    /// Unix time of the dispatch (absent from what Laravel before 11 writes).
+    pub created_at: Option<i64>,
     /// Redis-specific random id (32 hex digits).
     pub id: String,
     /// The HMAC-SHA256 signature of the payload, when it was pushed through a handle with a
@@ -83,8 +85,13 @@ impl Payload {
 
     /// When the job was dispatched.
     pub fn created_at(&self) -> Option<DateTime<Utc>> {
-        DateTime::from_timestamp(self.created_at, 0)
+        DateTime::from_timestamp(self.created_at?, 0)
     }
+}
+
+/// `null` read as `false`, as Laravel's payloads may hold it.
+fn null_as_false<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(deserializer)?.unwrap_or(false))
 }
 
 /// The raw payload with its top-level `attempts` set to `attempts`, every other byte kept.

@@ -171,7 +171,7 @@ mod tests {
             |p| p.backoff = None,
             |p| p.timeout = None,
             |p| p.retry_until = Some(1),
-            |p| p.created_at += 1,
+            |p| p.created_at = p.created_at.map(|at| at + 1),
             |p| p.id.push('0'),
             |p| p.delay = None,
         ];

@@ -1,6 +1,7 @@
 //! Decoding a reserved payload: the job it names, or why it cannot run at all.
 
 use jobs_core::job::registry::{self, JobRegistration};
+use jobs_core::payload::laravel::rounded_numbers;
 use jobs_core::payload::RawFields;
 use jobs_core::{Payload, QueueConfig, SigningKey};
 
@@ -77,6 +78,19 @@ fn decode_payload(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded
             uuid: payload.uuid.to_string(),
             job: payload.job,
             reason: "malformed payload: its attempts could not be counted at reservation".into(),
+        });
+    }
+    let rounded = rounded_numbers(payload.data.get());
+    if !rounded.is_empty() {
+        return Err(Undecodable {
+            uuid: payload.uuid.to_string(),
+            job: payload.job.clone(),
+            reason: format!(
+                "malformed payload: its data holds {} rounded to 14 significant digits, as a \
+                 Laravel worker re-encodes a payload it reserves (Lua's cjson); integers over \
+                 10^14 lose precision there: dispatch them as strings",
+                rounded.join(", ")
+            ),
         });
     }
     match registry::find(&payload.job) {
