@@ -66,11 +66,16 @@ pub fn main() -> ExitCode {
 /// SIGQUIT. A second signal exits the process at once (status 130); its running jobs come
 /// back after retry_after.
 ///
-/// Redis is `options.redis` with [`QueueConfig::default`](jobs_core::QueueConfig): the
-/// signing key and TLS CA file come from `JOBS_SIGNING_KEY` and `REDIS_TLS_CA_FILE`. With
+/// Redis is `options.redis` with [`QueueConfig::default`](jobs_core::QueueConfig) but for the
+/// key prefix (`--prefix`): the signing key and TLS CA file come from `JOBS_SIGNING_KEY` and
+/// `REDIS_TLS_CA_FILE`. With
 /// `--metrics-addr`, the process serves Prometheus metrics there.
 pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
-    let queue = jobs_core::RedisQueue::with_config(&options.redis, Default::default())?;
+    let config = jobs_core::QueueConfig {
+        prefix: options.prefix.clone(),
+        ..Default::default()
+    };
+    let queue = jobs_core::RedisQueue::with_config(&options.redis, config)?;
     let worker = Worker::new(options.config(), queue)?;
     if let Some(addr) = options.metrics_addr {
         prometheus::install(addr, options.concurrency)?;

@@ -96,6 +96,11 @@ pub struct WorkerOptions {
     /// redis+cluster://host:port,host:port/.
     #[arg(long, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
     pub redis: String,
+
+    /// Prefix before every Redis key, as a Laravel app's `database.redis.options.prefix`
+    /// (for example laravel_database_) when sharing its queues (default: none).
+    #[arg(long, env = "REDIS_PREFIX", default_value = "")]
+    pub prefix: String,
 }
 
 impl WorkerOptions {

@@ -22,6 +22,7 @@ impl Dashboard {
             .args(["--redis", redis_url, "dashboard", "--listen", &addr])
             .args(args)
             .env_remove("REDIS_URL")
+            .env_remove(jobs_core::queue::keys::PREFIX_ENV)
             .env_remove(jobs_worker::ops::dashboard::AUTH_ENV)
             .envs(envs.iter().copied())
             .stdin(Stdio::null())

@@ -154,6 +154,7 @@ impl TestRedis {
     pub fn config(&self) -> QueueConfig {
         QueueConfig {
             tls_ca_file: self.ca_file().map(Path::to_path_buf),
+            prefix: String::new(),
             ..QueueConfig::default()
         }
     }

@@ -8,7 +8,7 @@ use super::{Admin, AdminError, Summary, CHUNK};
 use crate::error::Result;
 use crate::payload;
 use crate::payload::failed::FailedJob;
-use crate::queue::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
+use crate::queue::keys::Keys;
 use crate::queue::scripts;
 
 /// Which failed jobs to list. Empty fields match everything.
@@ -135,7 +135,10 @@ impl Admin {
     /// How many failed jobs the store holds.
     pub async fn failed_count(&self) -> Result<u64, AdminError> {
         let mut conn = self.queue.connection();
-        Ok(self.queue.timed(conn.zcard(FAILED_JOBS_INDEX)).await?)
+        Ok(self
+            .queue
+            .timed(conn.zcard(self.queue.keys().failed_jobs_index()))
+            .await?)
     }
 
     /// One failed job, or [`AdminError::FailedJobNotFound`].
@@ -145,8 +148,8 @@ impl Admin {
             .queue
             .timed(
                 redis::pipe()
-                    .hget(FAILED_JOBS, uuid)
-                    .zrank(FAILED_JOBS_INDEX, uuid)
+                    .hget(self.queue.keys().failed_jobs(), uuid)
+                    .zrank(self.queue.keys().failed_jobs_index(), uuid)
                     .query_async(&mut conn),
             )
             .await?;
@@ -201,7 +204,10 @@ impl Admin {
             }
         };
         for chunk in selected.chunks(CHUNK) {
-            let calls: Vec<_> = chunk.iter().map(|stored| retry_call(stored)).collect();
+            let calls: Vec<_> = chunk
+                .iter()
+                .map(|stored| retry_call(self.queue.keys(), stored))
+                .collect();
             let pushed: Vec<i64> = self.queue.invoke_all(&[&scripts::RETRY], &calls).await?;
             for (stored, pushed) in chunk.iter().zip(pushed) {
                 let record = &stored.entry.record;
@@ -248,8 +254,8 @@ impl Admin {
                 .timed(
                     redis::pipe()
                         .atomic()
-                        .hdel(FAILED_JOBS, chunk)
-                        .zrem(FAILED_JOBS_INDEX, chunk)
+                        .hdel(self.queue.keys().failed_jobs(), chunk)
+                        .zrem(self.queue.keys().failed_jobs_index(), chunk)
                         .query_async(&mut conn),
                 )
                 .await?;
@@ -268,8 +274,11 @@ impl Admin {
                 .timed(
                     redis::pipe()
                         .atomic()
-                        .hlen(FAILED_JOBS)
-                        .del(&[FAILED_JOBS, FAILED_JOBS_INDEX])
+                        .hlen(self.queue.keys().failed_jobs())
+                        .del(&[
+                            self.queue.keys().failed_jobs(),
+                            self.queue.keys().failed_jobs_index(),
+                        ])
                         .ignore()
                         .query_async(&mut conn),
                 )
@@ -279,8 +288,8 @@ impl Admin {
         const PER_CALL: u64 = 1000;
         let mut deleted = 0;
         loop {
-            let mut call = scripts::PRUNE_FAILED.key(FAILED_JOBS);
-            call.key(FAILED_JOBS_INDEX)
+            let mut call = scripts::PRUNE_FAILED.key(self.queue.keys().failed_jobs());
+            call.key(self.queue.keys().failed_jobs_index())
                 .arg(format!("{:.3}", age.as_secs_f64()))
                 .arg(PER_CALL);
             let removed: u64 = self.queue.timed(call.invoke_async(&mut conn)).await?;
@@ -313,7 +322,7 @@ impl Admin {
         let mut conn = self.queue.connection();
         let uuids: Vec<String> = self
             .queue
-            .timed(conn.zrange(FAILED_JOBS_INDEX, 0, -1))
+            .timed(conn.zrange(self.queue.keys().failed_jobs_index(), 0, -1))
             .await?;
         let records = self.raw_records(&uuids).await?;
         Ok(uuids
@@ -334,7 +343,7 @@ impl Admin {
                 .queue
                 .timed(
                     redis::cmd("HMGET")
-                        .arg(FAILED_JOBS)
+                        .arg(self.queue.keys().failed_jobs())
                         .arg(chunk)
                         .query_async(&mut conn),
                 )
@@ -371,15 +380,15 @@ fn stored(uuid: &str, raw: String, position: u64) -> Stored {
 }
 
 /// The script call that retries one stored record.
-fn retry_call(stored: &Stored) -> redis::ScriptInvocation<'static> {
+fn retry_call(keys: &Keys, stored: &Stored) -> redis::ScriptInvocation<'static> {
     let record = &stored.entry.record;
-    let keys = QueueKeys::new(&record.queue);
+    let queue = keys.queue(&record.queue);
     let fresh =
         payload::with_attempts(&record.payload, 0).unwrap_or_else(|| record.payload.clone());
-    let mut call = scripts::RETRY.key(FAILED_JOBS);
-    call.key(FAILED_JOBS_INDEX)
-        .key(&keys.ready)
-        .key(&keys.notify)
+    let mut call = scripts::RETRY.key(keys.failed_jobs());
+    call.key(keys.failed_jobs_index())
+        .key(&queue.ready)
+        .key(&queue.notify)
         .arg(&record.uuid)
         .arg(&stored.raw)
         .arg(fresh);

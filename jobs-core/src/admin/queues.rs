@@ -10,7 +10,7 @@ use std::str::FromStr;
 use super::{time_of_score, Admin, AdminError, Summary};
 use crate::error::Result;
 use crate::payload::RawFields;
-use crate::queue::keys::{check_queue_name, QueueKeys, PAUSED, QUEUE_PREFIX};
+use crate::queue::keys::check_queue_name;
 
 /// Sizes of one queue, and whether it is paused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,7 +105,8 @@ impl Admin {
         let mut names = BTreeSet::new();
         let mut conn = self.queue.connection();
         let mut cursor: u64 = 0;
-        let pattern = format!("{QUEUE_PREFIX}*");
+        let keys = self.queue.keys();
+        let pattern = keys.queues_pattern();
         loop {
             let (next, found): (u64, Vec<String>) = self
                 .queue
@@ -120,7 +121,9 @@ impl Admin {
                 )
                 .await?;
             for key in found {
-                let name = &key[QUEUE_PREFIX.len()..];
+                let Some(name) = keys.queue_name(&key) else {
+                    continue;
+                };
                 let name = [":delayed", ":reserved", ":notify"]
                     .iter()
                     .find_map(|suffix| name.strip_suffix(suffix))
@@ -151,12 +154,12 @@ impl Admin {
         let mut pipe = redis::pipe();
         pipe.cmd("TIME");
         for name in names {
-            let keys = QueueKeys::new(name);
+            let keys = self.queue.queue_keys(name);
             pipe.llen(&keys.ready)
                 .zcard(&keys.delayed)
                 .zcard(&keys.reserved)
                 .lindex(&keys.ready, 0)
-                .sismember(PAUSED, name);
+                .sismember(self.queue.keys().paused(), name);
         }
         let mut conn = self.queue.connection();
         let mut replies: Vec<redis::Value> = self.queue.timed(pipe.query_async(&mut conn)).await?;
@@ -200,7 +203,7 @@ impl Admin {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let keys = QueueKeys::new(name);
+        let keys = self.queue.queue_keys(name);
         let mut conn = self.queue.connection();
         let last = limit as isize - 1;
         let members: Vec<(Vec<u8>, Option<f64>)> = match section {
@@ -253,7 +256,10 @@ impl Admin {
     pub async fn pause(&self, name: &str) -> Result<bool, AdminError> {
         check_queue_name(name)?;
         let mut conn = self.queue.connection();
-        let added: u64 = self.queue.timed(conn.sadd(PAUSED, name)).await?;
+        let added: u64 = self
+            .queue
+            .timed(conn.sadd(self.queue.keys().paused(), name))
+            .await?;
         Ok(added == 1)
     }
 
@@ -261,14 +267,20 @@ impl Admin {
     pub async fn resume(&self, name: &str) -> Result<bool, AdminError> {
         check_queue_name(name)?;
         let mut conn = self.queue.connection();
-        let removed: u64 = self.queue.timed(conn.srem(PAUSED, name)).await?;
+        let removed: u64 = self
+            .queue
+            .timed(conn.srem(self.queue.keys().paused(), name))
+            .await?;
         Ok(removed == 1)
     }
 
     /// The paused queues, sorted.
     pub async fn paused(&self) -> Result<Vec<String>, AdminError> {
         let mut conn = self.queue.connection();
-        let mut names: Vec<String> = self.queue.timed(conn.smembers(PAUSED)).await?;
+        let mut names: Vec<String> = self
+            .queue
+            .timed(conn.smembers(self.queue.keys().paused()))
+            .await?;
         names.sort();
         Ok(names)
     }

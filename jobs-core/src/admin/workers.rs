@@ -9,7 +9,6 @@ use std::collections::HashMap;
 use super::telemetry::{Bucket, RecentJob, WorkerInfo};
 use super::{Admin, AdminError, CHUNK};
 use crate::error::Result;
-use crate::queue::keys;
 use crate::queue::scripts;
 
 /// The counters of one minute.
@@ -28,7 +27,7 @@ impl Admin {
     /// Returns the time of the request, by Redis's clock.
     pub async fn restart(&self) -> Result<DateTime<Utc>, AdminError> {
         let mut conn = self.queue.connection();
-        let call = scripts::RESTART.key(keys::RESTART);
+        let call = scripts::RESTART.key(self.queue.keys().restart());
         let ms: i64 = self.queue.timed(call.invoke_async(&mut conn)).await?;
         Ok(Utc
             .timestamp_millis_opt(ms)
@@ -40,11 +39,17 @@ impl Admin {
     /// Entries of workers whose record expired are removed from the worker index.
     pub async fn workers(&self) -> Result<Vec<WorkerInfo>, AdminError> {
         let mut conn = self.queue.connection();
-        let ids: Vec<String> = self.queue.timed(conn.zrange(keys::WORKERS, 0, -1)).await?;
+        let ids: Vec<String> = self
+            .queue
+            .timed(conn.zrange(self.queue.keys().workers(), 0, -1))
+            .await?;
         let mut workers = Vec::new();
         let mut dead = Vec::new();
         for chunk in ids.chunks(CHUNK) {
-            let record_keys: Vec<String> = chunk.iter().map(|id| keys::worker(id)).collect();
+            let record_keys: Vec<String> = chunk
+                .iter()
+                .map(|id| self.queue.keys().worker(id))
+                .collect();
             let records: Vec<Option<String>> = self
                 .queue
                 .timed(redis::cmd("MGET").arg(&record_keys).query_async(&mut conn))
@@ -57,14 +62,17 @@ impl Admin {
             }
         }
         if !dead.is_empty() {
-            let _: u64 = self.queue.timed(conn.zrem(keys::WORKERS, &dead)).await?;
+            let _: u64 = self
+                .queue
+                .timed(conn.zrem(self.queue.keys().workers(), &dead))
+                .await?;
         }
         workers.sort_by(|a, b| (&a.name, &a.host, a.pid).cmp(&(&b.name, &b.host, b.pid)));
         Ok(workers)
     }
 
     /// The last attempts workers finished on a queue, newest first, at most `limit` (workers
-    /// keep the last [`keys::RECENT_LIMIT`]; they send them about once a second). Entries
+    /// keep the last [`RECENT_LIMIT`](crate::queue::keys::RECENT_LIMIT); they send them about once a second). Entries
     /// that do not parse are left out.
     pub async fn recent(&self, queue: &str, limit: usize) -> Result<Vec<RecentJob>, AdminError> {
         if limit == 0 {
@@ -73,7 +81,7 @@ impl Admin {
         let mut conn = self.queue.connection();
         let entries: Vec<String> = self
             .queue
-            .timed(conn.lrange(keys::recent(queue), 0, limit as isize - 1))
+            .timed(conn.lrange(self.queue.keys().recent(queue), 0, limit as isize - 1))
             .await?;
         Ok(entries
             .iter()
@@ -92,7 +100,7 @@ impl Admin {
         for chunk in all.chunks(CHUNK) {
             let mut pipe = redis::pipe();
             for minute in chunk {
-                pipe.hgetall(keys::metrics_minute(*minute));
+                pipe.hgetall(self.queue.keys().metrics_minute(*minute));
             }
             let mut conn = self.queue.connection();
             let hashes: Vec<HashMap<String, u64>> =

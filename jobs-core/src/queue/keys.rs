@@ -220,6 +220,126 @@ pub fn metrics_minute(minute: i64) -> String {
     format!("{METRICS_PREFIX}{minute}")
 }
 
+/// The environment variable [`QueueConfig::default`](crate::QueueConfig) reads the key prefix
+/// from, as Laravel's `REDIS_PREFIX`.
+pub const PREFIX_ENV: &str = "REDIS_PREFIX";
+
+/// Every key name of one deployment: its [`KeyLayout`], and the prefix put before every key
+/// (Laravel's `database.redis.options.prefix`, by default `<app>_database_`), the failed-job
+/// store's and the operators' keys included. On a cluster the prefix stands outside the hash
+/// tag, as phpredis puts it there.
+///
+/// ```
+/// use jobs_core::queue::keys::{KeyLayout, Keys};
+/// let plain = Keys::new(KeyLayout::Standalone, "");
+/// assert_eq!(plain.queue("default").ready, "queues:default");
+/// let laravel = Keys::new(KeyLayout::Standalone, "laravel_database_");
+/// assert_eq!(laravel.queue("default").delayed, "laravel_database_queues:default:delayed");
+/// assert_eq!(laravel.failed_jobs(), "laravel_database_failed_jobs");
+/// assert_eq!(laravel.paused(), "laravel_database_jobs:paused");
+/// let cluster = Keys::new(KeyLayout::Cluster, "app_");
+/// assert_eq!(cluster.queue("emails").ready, "app_queues:{emails}");
+/// assert_eq!(cluster.failed_jobs_index(), "app_{failed_jobs}:index");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Keys {
+    layout: KeyLayout,
+    prefix: String,
+}
+
+impl Keys {
+    /// The keys of `layout`, each with `prefix` in front.
+    pub fn new(layout: KeyLayout, prefix: impl Into<String>) -> Keys {
+        Keys {
+            layout,
+            prefix: prefix.into(),
+        }
+    }
+
+    /// One server or a cluster.
+    pub fn layout(&self) -> KeyLayout {
+        self.layout
+    }
+
+    /// The prefix before every key (empty: none).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The keys of the queue called `name`.
+    pub fn queue(&self, name: &str) -> QueueKeys {
+        let keys = self.layout.queue(name);
+        if self.prefix.is_empty() {
+            return keys;
+        }
+        QueueKeys::with_base(name, format!("{}{}", self.prefix, keys.ready))
+    }
+
+    /// The queue a ready list belongs to, from its key (`None` for any other key).
+    pub fn queue_name<'k>(&self, ready_key: &'k str) -> Option<&'k str> {
+        let name = ready_key
+            .strip_prefix(self.prefix.as_str())?
+            .strip_prefix(QUEUE_PREFIX)?;
+        let name = match self.layout {
+            KeyLayout::Standalone => name,
+            KeyLayout::Cluster => name
+                .strip_prefix('{')
+                .and_then(|tagged| tagged.strip_suffix('}'))
+                .unwrap_or(name),
+        };
+        Some(name)
+    }
+
+    /// The `SCAN` pattern of every queue's keys.
+    pub fn queues_pattern(&self) -> String {
+        format!("{}{QUEUE_PREFIX}*", self.prefix)
+    }
+
+    /// The failed-job hash.
+    pub fn failed_jobs(&self) -> String {
+        self.prefixed(self.layout.failed_jobs())
+    }
+
+    /// The failed-job index.
+    pub fn failed_jobs_index(&self) -> String {
+        self.prefixed(self.layout.failed_jobs_index())
+    }
+
+    /// The sorted set of live workers ([`WORKERS`]).
+    pub fn workers(&self) -> String {
+        self.prefixed(WORKERS)
+    }
+
+    /// The set of paused queue names ([`PAUSED`]).
+    pub fn paused(&self) -> String {
+        self.prefixed(PAUSED)
+    }
+
+    /// The time of the last restart request ([`RESTART`]).
+    pub fn restart(&self) -> String {
+        self.prefixed(RESTART)
+    }
+
+    /// A queue's most recently finished attempts ([`recent`]).
+    pub fn recent(&self, queue: &str) -> String {
+        self.prefixed(&recent(queue))
+    }
+
+    /// A worker's heartbeat record ([`worker`]).
+    pub fn worker(&self, id: &str) -> String {
+        self.prefixed(&worker(id))
+    }
+
+    /// One minute's job counters ([`metrics_minute`]).
+    pub fn metrics_minute(&self, minute: i64) -> String {
+        self.prefixed(&metrics_minute(minute))
+    }
+
+    fn prefixed(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use crate::payload::failed::FailedJob;
 use crate::payload::signing::SigningKey;
 use crate::payload::Payload;
 use crate::queue::connection::{Connection, Target};
-use crate::queue::keys::{check_queue_name, KeyLayout, QueueKeys};
+use crate::queue::keys::{check_queue_name, KeyLayout, Keys, QueueKeys};
 
 /// Settings of a [`RedisQueue`].
 ///
@@ -51,11 +51,16 @@ pub struct QueueConfig {
     /// `REDIS_TLS_CA_FILE` ([`TLS_CA_FILE_ENV`]), or none. It is read when the handle is
     /// created; setting it for a `redis://` URL is an error ([`Error::InvalidTls`]).
     pub tls_ca_file: Option<PathBuf>,
+    /// The prefix put before every key this handle reads or writes, to share queues with a
+    /// Laravel app whose Redis connection has one (`database.redis.options.prefix`, by
+    /// default `<app>_database_`). Default: the value of `REDIS_PREFIX`
+    /// ([`keys::PREFIX_ENV`]), or none.
+    pub prefix: String,
 }
 
 impl Default for QueueConfig {
-    /// The defaults listed on each field; `signing_key` and `tls_ca_file` come from the
-    /// environment.
+    /// The defaults listed on each field; `signing_key`, `tls_ca_file` and `prefix` come from
+    /// the environment.
     fn default() -> Self {
         QueueConfig {
             command_timeout: Duration::from_secs(5),
@@ -67,6 +72,7 @@ impl Default for QueueConfig {
             tls_ca_file: std::env::var_os(TLS_CA_FILE_ENV)
                 .filter(|path| !path.is_empty())
                 .map(PathBuf::from),
+            prefix: std::env::var(keys::PREFIX_ENV).unwrap_or_default(),
         }
     }
 }
@@ -139,6 +145,7 @@ pub struct RedisQueue {
     // Shared: a handle is cloned for every job a worker runs, and a client is costly to copy.
     target: Arc<Target>,
     config: Arc<QueueConfig>,
+    keys: Arc<Keys>,
 }
 
 impl std::fmt::Debug for RedisQueue {
@@ -197,10 +204,12 @@ impl RedisQueue {
                 Connection::Cluster(client.get_pending_async_connection_with_config(cluster_config))
             }
         };
+        let keys = Arc::new(Keys::new(target.layout(), config.prefix.clone()));
         Ok(RedisQueue {
             conn,
             target,
             config,
+            keys,
         })
     }
 
@@ -242,9 +251,14 @@ impl RedisQueue {
         self.target.layout()
     }
 
-    /// The keys of the queue called `name`, in this handle's layout.
+    /// Every key name of this handle: its layout and its prefix.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// The keys of the queue called `name`, in this handle's layout and with its prefix.
     pub fn queue_keys(&self, name: &str) -> QueueKeys {
-        self.layout().queue(name)
+        self.keys.queue(name)
     }
 
     /// Pushes jobs in one round trip: ready ones onto their lists with a wake-up token each,
@@ -440,8 +454,8 @@ impl RedisQueue {
                 return Ok(false);
             }
         }
-        let mut call = scripts::FAIL.key(layout.failed_jobs());
-        call.key(layout.failed_jobs_index());
+        let mut call = scripts::FAIL.key(self.keys.failed_jobs());
+        call.key(self.keys.failed_jobs_index());
         match layout {
             KeyLayout::Standalone => call.key(&queue.reserved).arg(reserved),
             KeyLayout::Cluster => call.arg(""),
@@ -493,7 +507,7 @@ impl RedisQueue {
 
     /// The failed-job record of `uuid`, if the store has it.
     pub async fn failed_job(&self, uuid: &str) -> Result<Option<FailedJob>> {
-        let key = self.layout().failed_jobs();
+        let key = &self.keys.failed_jobs();
         let json: Option<String> = self
             .call(|mut conn| async move { conn.hget(key, uuid).await })
             .await?;
@@ -505,7 +519,7 @@ impl RedisQueue {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let index = self.layout().failed_jobs_index();
+        let index = &self.keys.failed_jobs_index();
         let uuids: Vec<String> = self
             .call(|mut conn| async move { conn.zrevrange(index, 0, limit as isize - 1).await })
             .await?;
@@ -513,7 +527,7 @@ impl RedisQueue {
             return Ok(Vec::new());
         }
         let mut hmget = redis::cmd("HMGET");
-        hmget.arg(self.layout().failed_jobs()).arg(&uuids);
+        hmget.arg(self.keys.failed_jobs()).arg(&uuids);
         let records: Vec<Option<String>> = self
             .call(|mut conn| {
                 let hmget = &hmget;

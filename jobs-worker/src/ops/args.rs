@@ -15,6 +15,10 @@ pub(super) struct Cli {
     #[arg(long, global = true, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
     pub redis: String,
 
+    /// Prefix before every Redis key, as the workers' --prefix.
+    #[arg(long, global = true, env = "REDIS_PREFIX", default_value = "")]
+    pub prefix: String,
+
     /// Print one JSON document instead of a table.
     #[arg(long, global = true)]
     pub json: bool,

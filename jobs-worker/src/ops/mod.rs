@@ -23,7 +23,8 @@ mod render;
 mod workers;
 
 use clap::Parser;
-use jobs_core::admin::Admin;
+use jobs_core::admin::{Admin, AdminError};
+use jobs_core::{QueueConfig, RedisQueue};
 use std::process::ExitCode;
 
 use args::{Cli, Command};
@@ -56,7 +57,12 @@ pub fn main() -> ExitCode {
 /// Runs one command; returns the exit status it asks for (0, or 1 for `monitor` over its
 /// maximum).
 async fn run(cli: Cli) -> Result<u8, CliError> {
-    let admin = Admin::open(&cli.redis)?;
+    let config = QueueConfig {
+        prefix: cli.prefix,
+        ..QueueConfig::default()
+    };
+    let queue = RedisQueue::with_config(&cli.redis, config).map_err(AdminError::from)?;
+    let admin = Admin::new(queue)?;
     let json = cli.json;
     match cli.command {
         Command::Dashboard(args) => {

@@ -265,30 +265,32 @@ impl Publisher {
     /// `last`), and the paused queues and restart key read back.
     async fn tick(&mut self, last: bool) {
         let pending = self.control.take_pending();
-        let record_key = keys::worker(&self.id);
+        let keys = self.queue.keys();
+        let record_key = keys.worker(&self.id);
         let mut pipe = redis::pipe();
-        pipe.smembers(keys::PAUSED).get(keys::RESTART);
+        pipe.smembers(keys.paused()).get(keys.restart());
         if last {
             pipe.del(&record_key).ignore();
-            pipe.zrem(keys::WORKERS, &self.id).ignore();
+            pipe.zrem(keys.workers(), &self.id).ignore();
         } else {
             let now = Utc::now();
             let record = self.record(now);
             let record = serde_json::to_string(&record).expect("a worker record serializes");
             pipe.set_ex(&record_key, record, telemetry::WORKER_TTL.as_secs())
                 .ignore();
-            pipe.zadd(keys::WORKERS, &self.id, now.timestamp()).ignore();
+            pipe.zadd(keys.workers(), &self.id, now.timestamp())
+                .ignore();
         }
         let keep = (self.config.metrics_retention + Duration::from_secs(60)).as_secs() as i64;
         for (minute, bucket) in &pending.counts {
-            let key = keys::metrics_minute(*minute);
+            let key = keys.metrics_minute(*minute);
             for (field, by) in bucket.increments() {
                 pipe.hincr(&key, field, by).ignore();
             }
             pipe.expire(&key, keep).ignore();
         }
         for (queue, jobs) in &pending.recent {
-            let key = keys::recent(queue);
+            let key = keys.recent(queue);
             let entries: Vec<String> = jobs
                 .iter()
                 .map(|job| serde_json::to_string(job).expect("a recent job serializes"))
