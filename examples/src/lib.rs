@@ -7,6 +7,9 @@
 //! - [`Panic`] panics, every time.
 //! - [`Record`] appends `{"uuid","attempt","due_ms","started_ms"}` to the Redis list
 //!   `examples:records`, which shows when each job started against when it was due.
+//! - [`Shared`] appends `{"side":"rust","n","attempt","uuid"}` to `examples:shared`, under the
+//!   name `Recorder@handle`, which a Laravel app's worker resolves to its own PHP class: a job
+//!   both sides of a shared queue can run (`tests/laravel/bootstrap.php` has the PHP side).
 
 use jobs_core::{job, Job, JobContext, JobResult, RedisQueue};
 use serde::{Deserialize, Serialize};
@@ -107,17 +110,49 @@ impl Job for Record {
             "due_ms": self.due_ms,
             "started_ms": started_ms,
         });
-        let queue = RedisQueue::default_handle()?;
-        let mut conn = queue.connection();
-        queue
-            .timed(redis::AsyncCommands::rpush::<_, _, ()>(
-                &mut conn,
-                RECORDS_KEY,
-                entry.to_string(),
-            ))
-            .await?;
-        Ok(())
+        Ok(append(RECORDS_KEY, entry).await?)
     }
+}
+
+/// The list [`Shared`] appends to.
+pub const SHARED_KEY: &str = "examples:shared";
+
+/// Records which side ran it, for queues a Laravel app's workers share: its name is a PHP
+/// `Class@method`, as Laravel's string jobs are named. Sleeps `ms` milliseconds first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Shared {
+    /// A number that tells the jobs apart.
+    pub n: u64,
+    /// Milliseconds to sleep before recording (0 when absent, as a Laravel app pushes it).
+    #[serde(default)]
+    pub ms: u64,
+}
+
+#[job(name = "Recorder@handle")]
+impl Job for Shared {
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        tokio::time::sleep(Duration::from_millis(self.ms)).await;
+        let entry = serde_json::json!({
+            "side": "rust",
+            "n": self.n,
+            "attempt": ctx.attempt(),
+            "uuid": ctx.uuid(),
+        });
+        Ok(append(SHARED_KEY, entry).await?)
+    }
+}
+
+/// Appends `entry` to the Redis list `key`, through the worker's handle.
+async fn append(key: &str, entry: serde_json::Value) -> Result<(), jobs_core::Error> {
+    let queue = RedisQueue::default_handle()?;
+    let mut conn = queue.connection();
+    queue
+        .timed(redis::AsyncCommands::rpush::<_, _, ()>(
+            &mut conn,
+            key,
+            entry.to_string(),
+        ))
+        .await
 }
 
 /// Milliseconds since the Unix epoch, by this host's clock.

@@ -1,31 +1,24 @@
 <?php
-// Pushes jobs through Laravel's own queue classes (Laravel 8.83 from Debian's
-// php-laravel-framework, over php-redis), as a Laravel app's code does:
+// Pushes jobs through Laravel's own queue classes, as a Laravel app's code does:
 //
-//   php tests/laravel/push.php PORT PREFIX QUEUE
-//
-// PREFIX is the Redis connection's key prefix (database.redis.options.prefix; '' for none).
-// It pushes, onto QUEUE: Queue::push('record', ['due_ms' => ...]) due now, the same through
-// Queue::later(2, ...) due in two seconds, and Queue::push('noop') with Laravel's default data
-// ''. It prints one line per job: its kind and the due time it carries, in ms.
-require 'Illuminate/autoload.php';
+//   php tests/laravel/push.php PORT PREFIX QUEUE              Queue::push('record', ...) due
+//       now, the same through Queue::later(2, ...), and Queue::push('noop') with Laravel's
+//       default data ''; one line per job: its kind and the due time it carries, in ms
+//   php tests/laravel/push.php PORT PREFIX QUEUE FROM TO      Queue::push('Recorder@handle',
+//       ['n' => N]) for N from FROM up to TO (excluded)
+require __DIR__ . '/bootstrap.php';
 
-use Illuminate\Container\Container;
-use Illuminate\Queue\Capsule\Manager as QueueManager;
-use Illuminate\Redis\RedisManager;
+$port = (int) $argv[1];
+[$prefix, $queueName] = [$argv[2], $argv[3]];
+[, $capsule] = laravel_queue($port, $prefix);
+$queue = $capsule->getConnection();
 
-[, $port, $prefix, $queueName] = $argv;
-$container = new Container;
-$container->instance('redis', new RedisManager($container, 'phpredis', [
-    'options' => ['prefix' => $prefix],
-    'default' => ['host' => '127.0.0.1', 'port' => (int) $port, 'database' => 0],
-]));
-$manager = new QueueManager($container);
-$manager->addConnection([
-    'driver' => 'redis', 'connection' => 'default', 'queue' => $queueName, 'retry_after' => 90,
-]);
-$queue = $manager->getConnection();
-
+if (isset($argv[5])) {
+    for ($n = (int) $argv[4]; $n < (int) $argv[5]; $n++) {
+        $queue->push('Recorder@handle', ['n' => $n], $queueName);
+    }
+    exit(0);
+}
 $now = (int) floor(microtime(true) * 1000);
 $queue->push('record', ['due_ms' => $now], $queueName);
 echo "push $now\n";

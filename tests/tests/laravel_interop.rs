@@ -1,14 +1,18 @@
 //! A real Laravel app's queue code (Laravel 8.83 from Debian's php-laravel-framework, run by
 //! tests/laravel/*.php) and our workers on the same Redis: what Laravel pushes, with or without
 //! its default key prefix, runs on a Rust worker on its first attempt, the delayed job not
-//! before its due time, and nothing is left behind.
+//! before its due time; what Rust dispatches runs on Laravel's worker; both workers on one
+//! queue run each of 1,000 jobs pushed from both sides once; and a reservation abandoned on
+//! one side is run by the other.
 
-use examples::RECORDS_KEY;
+use examples::{Shared, RECORDS_KEY, SHARED_KEY};
+use jobs_core::Job;
 use redis::AsyncCommands;
+use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, TestRedis};
+use tests::{wait_for, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -92,4 +96,149 @@ async fn jobs_laravel_pushes_run_on_a_rust_worker_with_and_without_its_key_prefi
         let left: Vec<&String> = left.iter().filter(|k| !k.ends_with(":notify")).collect();
         assert!(left.is_empty(), "prefix {prefix:?}: left behind: {left:?}");
     }
+}
+
+/// What [`Shared`] jobs recorded, by side: `(n, attempt)` pairs, sorted.
+async fn shared_runs(redis: &TestRedis) -> BTreeMap<String, Vec<(u64, u64)>> {
+    let entries: Vec<String> = redis.conn().await.lrange(SHARED_KEY, 0, -1).await.unwrap();
+    let mut runs: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    for entry in entries {
+        let entry: serde_json::Value = serde_json::from_str(&entry).unwrap();
+        runs.entry(entry["side"].as_str().unwrap().to_owned())
+            .or_default()
+            .push((
+                entry["n"].as_u64().unwrap(),
+                entry["attempt"].as_u64().unwrap(),
+            ));
+    }
+    runs.values_mut().for_each(|runs| runs.sort());
+    runs
+}
+
+/// Laravel's worker on `queue` until it has been empty for half a second (at most 60 s).
+fn laravel_worker(redis: &TestRedis, queue: &str, retry_after: &str) -> std::process::Child {
+    Command::new("php")
+        .arg(format!("{}/laravel/work.php", env!("CARGO_MANIFEST_DIR")))
+        .args([&redis.port().to_string(), "", queue, "60", retry_after])
+        .spawn()
+        .expect("cannot run php")
+}
+
+#[tokio::test]
+async fn jobs_rust_dispatches_run_on_laravels_worker() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    for n in 0..20 {
+        Shared { n, ms: 0 }
+            .dispatch()
+            .on_queue("shared")
+            .sent_via(&queue)
+            .await;
+    }
+    let status = laravel_worker(&redis, "shared", "90").wait().unwrap();
+    assert!(status.success());
+    let runs = shared_runs(&redis).await;
+    let expected: Vec<(u64, u64)> = (0..20).map(|n| (n, 1)).collect();
+    assert_eq!(runs.get("laravel"), Some(&expected), "{runs:?}");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(queue.size("shared").await.unwrap().total(), 0);
+}
+
+#[tokio::test]
+async fn laravel_and_rust_workers_on_one_queue_run_each_job_once() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // 500 pushed by Laravel, 500 dispatched from Rust.
+    laravel(
+        "push.php",
+        &[&redis.port().to_string(), "", "shared", "0", "500"],
+    );
+    for n in 500..1000 {
+        Shared { n, ms: 0 }
+            .dispatch()
+            .on_queue("shared")
+            .sent_via(&queue)
+            .await;
+    }
+    let mut php = laravel_worker(&redis, "shared", "90");
+    let mut rust = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &[
+            "--queue",
+            "shared",
+            "--stop-when-empty",
+            "--concurrency",
+            "4",
+        ],
+    );
+    assert!(rust.wait_exit(LONG).await.success());
+    assert!(php.wait().unwrap().success());
+
+    let runs = shared_runs(&redis).await;
+    let mut all: Vec<u64> = runs.values().flatten().map(|(n, _)| *n).collect();
+    all.sort();
+    assert_eq!(
+        all,
+        (0..1000).collect::<Vec<_>>(),
+        "each job ran exactly once"
+    );
+    assert!(runs.values().flatten().all(|(_, attempt)| *attempt == 1));
+    println!(
+        "1,000 jobs (500 pushed by Laravel, 500 by Rust): {} run by Laravel's worker, {} by the Rust worker, 0 twice, 0 lost",
+        runs.get("laravel").map_or(0, Vec::len),
+        runs.get("rust").map_or(0, Vec::len)
+    );
+    assert_eq!(queue.size("shared").await.unwrap().total(), 0);
+}
+
+#[tokio::test]
+async fn a_reservation_abandoned_on_one_side_is_run_by_the_other() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let port = redis.port().to_string();
+
+    // Laravel's worker reserves job 1 (for 1 s) and dies: the Rust worker runs it, attempt 2.
+    laravel("push.php", &[&port, "", "shared", "1", "2"]);
+    laravel("work.php", &[&port, "", "shared", "60", "1", "ABANDON"]);
+    assert_eq!(queue.size("shared").await.unwrap().reserved, 1);
+    let mut rust = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        // A second attempt needs tries left, as on Laravel's side (work.php: --tries 3).
+        &[
+            "--queue",
+            "shared",
+            "--retry-after",
+            "1",
+            "--timeout",
+            "0",
+            "--tries",
+            "3",
+        ],
+    );
+    wait_for(LONG, "the Rust worker ran job 1", || async {
+        shared_runs(&redis).await.get("rust").cloned()
+    })
+    .await;
+
+    // The Rust worker reserves job 2 (for 1 s, extended while it runs) and is killed: Laravel's
+    // worker runs it, attempt 2.
+    Shared { n: 2, ms: 60_000 }
+        .dispatch()
+        .on_queue("shared")
+        .sent_via(&queue)
+        .await;
+    rust.wait_for_event(LONG, "job 2 runs", |e| {
+        e.status == "RUNNING" && e.attempt == 1
+    })
+    .await;
+    rust.kill();
+    let status = laravel_worker(&redis, "shared", "1").wait().unwrap();
+    assert!(status.success());
+
+    let runs = shared_runs(&redis).await;
+    assert_eq!(runs.get("rust"), Some(&vec![(1, 2)]), "{runs:?}");
+    assert_eq!(runs.get("laravel"), Some(&vec![(2, 2)]), "{runs:?}");
+    assert_eq!(queue.size("shared").await.unwrap().total(), 0);
 }

@@ -1,0 +1,41 @@
+<?php
+// Laravel's queue, as a Laravel app sets it up: Laravel 8.83 from Debian's
+// php-laravel-framework over php-redis, the Redis connection at 127.0.0.1:PORT with PREFIX
+// before every key (database.redis.options.prefix; '' for none), and a redis queue connection
+// whose reservations last RETRY_AFTER seconds.
+require 'Illuminate/autoload.php';
+
+use Illuminate\Container\Container;
+use Illuminate\Queue\Capsule\Manager as QueueManager;
+use Illuminate\Redis\RedisManager;
+
+function laravel_queue(int $port, string $prefix, int $retryAfter = 90): array
+{
+    $container = new Container;
+    $container->instance('redis', new RedisManager($container, 'phpredis', [
+        'options' => ['prefix' => $prefix],
+        'default' => ['host' => '127.0.0.1', 'port' => $port, 'database' => 0],
+    ]));
+    $capsule = new QueueManager($container);
+    $capsule->addConnection([
+        'driver' => 'redis', 'connection' => 'default', 'queue' => 'default',
+        'retry_after' => $retryAfter,
+    ]);
+    return [$container, $capsule];
+}
+
+// The PHP side of the job both sides run: `Recorder@handle`, as the Rust job
+// examples::Shared is named. It records which side ran which number on which attempt.
+class Recorder
+{
+    public function handle($job, $data)
+    {
+        $GLOBALS['redis']->rPush('examples:shared', json_encode([
+            'side' => 'laravel',
+            'n' => $data['n'],
+            'attempt' => $job->attempts(),
+            'uuid' => $job->uuid(),
+        ]));
+        $job->delete();
+    }
+}
