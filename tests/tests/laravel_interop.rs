@@ -6,7 +6,7 @@
 //! one side is run by the other.
 
 use examples::{Shared, RECORDS_KEY, SHARED_KEY};
-use jobs_core::Job;
+use jobs_core::{Job, QueueConfig, RedisQueue};
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -98,9 +98,21 @@ async fn jobs_laravel_pushes_run_on_a_rust_worker_with_and_without_its_key_prefi
     }
 }
 
-/// What [`Shared`] jobs recorded, by side: `(n, attempt)` pairs, sorted.
-async fn shared_runs(redis: &TestRedis) -> BTreeMap<String, Vec<(u64, u64)>> {
-    let entries: Vec<String> = redis.conn().await.lrange(SHARED_KEY, 0, -1).await.unwrap();
+/// Without a prefix, and with a stock Laravel app's.
+const PREFIXES: [&str; 2] = ["", "laravel_database_"];
+
+/// What [`Shared`] jobs recorded, by side: `(n, attempt)` pairs, sorted. Laravel's side writes
+/// through its Redis connection, so under `prefix`.
+async fn shared_runs(redis: &TestRedis, prefix: &str) -> BTreeMap<String, Vec<(u64, u64)>> {
+    let mut conn = redis.conn().await;
+    let mut entries: Vec<String> = conn.lrange(SHARED_KEY, 0, -1).await.unwrap();
+    if !prefix.is_empty() {
+        let prefixed: Vec<String> = conn
+            .lrange(format!("{prefix}{SHARED_KEY}"), 0, -1)
+            .await
+            .unwrap();
+        entries.extend(prefixed);
+    }
     let mut runs: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
     for entry in entries {
         let entry: serde_json::Value = serde_json::from_str(&entry).unwrap();
@@ -115,130 +127,141 @@ async fn shared_runs(redis: &TestRedis) -> BTreeMap<String, Vec<(u64, u64)>> {
     runs
 }
 
-/// Laravel's worker on `queue` until it has been empty for half a second (at most 60 s).
-fn laravel_worker(redis: &TestRedis, queue: &str, retry_after: &str) -> std::process::Child {
+/// Laravel's worker on `shared` until it has been empty for half a second (at most 60 s).
+fn laravel_worker(redis: &TestRedis, prefix: &str, retry_after: &str) -> std::process::Child {
     Command::new("php")
         .arg(format!("{}/laravel/work.php", env!("CARGO_MANIFEST_DIR")))
-        .args([&redis.port().to_string(), "", queue, "60", retry_after])
+        .args([
+            &redis.port().to_string(),
+            prefix,
+            "shared",
+            "60",
+            retry_after,
+        ])
         .spawn()
         .expect("cannot run php")
 }
 
+/// A Rust worker on `shared` with `prefix` and `args`.
+fn rust_worker(redis: &TestRedis, prefix: &str, args: &[&str]) -> WorkerProcess {
+    let mut all = vec!["--queue", "shared", "--prefix", prefix];
+    all.extend_from_slice(args);
+    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis.url(), &all)
+}
+
+/// A handle that dispatches with `prefix`.
+fn prefixed_queue(redis: &TestRedis, prefix: &str) -> RedisQueue {
+    redis.queue_with(QueueConfig {
+        prefix: prefix.to_owned(),
+        ..redis.config()
+    })
+}
+
 #[tokio::test]
 async fn jobs_rust_dispatches_run_on_laravels_worker() {
-    let redis = TestRedis::start();
-    let queue = redis.queue();
-    for n in 0..20 {
-        Shared { n, ms: 0 }
-            .dispatch()
-            .on_queue("shared")
-            .sent_via(&queue)
-            .await;
+    for prefix in PREFIXES {
+        let redis = TestRedis::start();
+        let queue = prefixed_queue(&redis, prefix);
+        for n in 0..20 {
+            Shared { n, ms: 0 }
+                .dispatch()
+                .on_queue("shared")
+                .sent_via(&queue)
+                .await;
+        }
+        let status = laravel_worker(&redis, prefix, "90").wait().unwrap();
+        assert!(status.success());
+        let runs = shared_runs(&redis, prefix).await;
+        let expected: Vec<(u64, u64)> = (0..20).map(|n| (n, 1)).collect();
+        assert_eq!(runs.get("laravel"), Some(&expected), "{prefix:?}: {runs:?}");
+        assert_eq!(runs.len(), 1, "{prefix:?}: {runs:?}");
+        assert_eq!(queue.size("shared").await.unwrap().total(), 0);
     }
-    let status = laravel_worker(&redis, "shared", "90").wait().unwrap();
-    assert!(status.success());
-    let runs = shared_runs(&redis).await;
-    let expected: Vec<(u64, u64)> = (0..20).map(|n| (n, 1)).collect();
-    assert_eq!(runs.get("laravel"), Some(&expected), "{runs:?}");
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    assert_eq!(queue.size("shared").await.unwrap().total(), 0);
 }
 
 #[tokio::test]
 async fn laravel_and_rust_workers_on_one_queue_run_each_job_once() {
-    let redis = TestRedis::start();
-    let queue = redis.queue();
-    // 500 pushed by Laravel, 500 dispatched from Rust.
-    laravel(
-        "push.php",
-        &[&redis.port().to_string(), "", "shared", "0", "500"],
-    );
-    for n in 500..1000 {
-        Shared { n, ms: 0 }
-            .dispatch()
-            .on_queue("shared")
-            .sent_via(&queue)
-            .await;
-    }
-    let mut php = laravel_worker(&redis, "shared", "90");
-    let mut rust = WorkerProcess::start(
-        env!("CARGO_BIN_EXE_test_worker"),
-        redis.url(),
-        &[
-            "--queue",
-            "shared",
-            "--stop-when-empty",
-            "--concurrency",
-            "4",
-        ],
-    );
-    assert!(rust.wait_exit(LONG).await.success());
-    assert!(php.wait().unwrap().success());
+    for prefix in PREFIXES {
+        let redis = TestRedis::start();
+        let queue = prefixed_queue(&redis, prefix);
+        // 500 pushed by Laravel, 500 dispatched from Rust.
+        let port = redis.port().to_string();
+        laravel("push.php", &[&port, prefix, "shared", "0", "500"]);
+        for n in 500..1000 {
+            Shared { n, ms: 0 }
+                .dispatch()
+                .on_queue("shared")
+                .sent_via(&queue)
+                .await;
+        }
+        let mut php = laravel_worker(&redis, prefix, "90");
+        let mut rust = rust_worker(&redis, prefix, &["--stop-when-empty", "--concurrency", "4"]);
+        assert!(rust.wait_exit(LONG).await.success());
+        assert!(php.wait().unwrap().success());
 
-    let runs = shared_runs(&redis).await;
-    let mut all: Vec<u64> = runs.values().flatten().map(|(n, _)| *n).collect();
-    all.sort();
-    assert_eq!(
-        all,
-        (0..1000).collect::<Vec<_>>(),
-        "each job ran exactly once"
-    );
-    assert!(runs.values().flatten().all(|(_, attempt)| *attempt == 1));
-    println!(
-        "1,000 jobs (500 pushed by Laravel, 500 by Rust): {} run by Laravel's worker, {} by the Rust worker, 0 twice, 0 lost",
-        runs.get("laravel").map_or(0, Vec::len),
-        runs.get("rust").map_or(0, Vec::len)
-    );
-    assert_eq!(queue.size("shared").await.unwrap().total(), 0);
+        let runs = shared_runs(&redis, prefix).await;
+        let mut all: Vec<u64> = runs.values().flatten().map(|(n, _)| *n).collect();
+        all.sort();
+        assert_eq!(
+            all,
+            (0..1000).collect::<Vec<_>>(),
+            "{prefix:?}: each job ran exactly once"
+        );
+        assert!(runs.values().flatten().all(|(_, attempt)| *attempt == 1));
+        println!(
+            "prefix {prefix:?}: 1,000 jobs (500 pushed by Laravel, 500 by Rust): {} run by Laravel's worker, {} by the Rust worker, 0 twice, 0 lost",
+            runs.get("laravel").map_or(0, Vec::len),
+            runs.get("rust").map_or(0, Vec::len)
+        );
+        assert_eq!(queue.size("shared").await.unwrap().total(), 0);
+    }
 }
 
 #[tokio::test]
 async fn a_reservation_abandoned_on_one_side_is_run_by_the_other() {
-    let redis = TestRedis::start();
-    let queue = redis.queue();
-    let port = redis.port().to_string();
+    for prefix in PREFIXES {
+        let redis = TestRedis::start();
+        let queue = prefixed_queue(&redis, prefix);
+        let port = redis.port().to_string();
 
-    // Laravel's worker reserves job 1 (for 1 s) and dies: the Rust worker runs it, attempt 2.
-    laravel("push.php", &[&port, "", "shared", "1", "2"]);
-    laravel("work.php", &[&port, "", "shared", "60", "1", "ABANDON"]);
-    assert_eq!(queue.size("shared").await.unwrap().reserved, 1);
-    let mut rust = WorkerProcess::start(
-        env!("CARGO_BIN_EXE_test_worker"),
-        redis.url(),
+        // Laravel's worker reserves job 1 (for 1 s) and dies: the Rust worker runs it, attempt 2.
+        laravel("push.php", &[&port, prefix, "shared", "1", "2"]);
+        laravel("work.php", &[&port, prefix, "shared", "60", "1", "ABANDON"]);
+        assert_eq!(queue.size("shared").await.unwrap().reserved, 1);
         // A second attempt needs tries left, as on Laravel's side (work.php: --tries 3).
-        &[
-            "--queue",
-            "shared",
-            "--retry-after",
-            "1",
-            "--timeout",
-            "0",
-            "--tries",
-            "3",
-        ],
-    );
-    wait_for(LONG, "the Rust worker ran job 1", || async {
-        shared_runs(&redis).await.get("rust").cloned()
-    })
-    .await;
-
-    // The Rust worker reserves job 2 (for 1 s, extended while it runs) and is killed: Laravel's
-    // worker runs it, attempt 2.
-    Shared { n: 2, ms: 60_000 }
-        .dispatch()
-        .on_queue("shared")
-        .sent_via(&queue)
+        let args = ["--retry-after", "1", "--timeout", "0", "--tries", "3"];
+        let mut rust = rust_worker(&redis, prefix, &args);
+        wait_for(LONG, "the Rust worker ran job 1", || async {
+            shared_runs(&redis, prefix).await.get("rust").cloned()
+        })
         .await;
-    rust.wait_for_event(LONG, "job 2 runs", |e| {
-        e.status == "RUNNING" && e.attempt == 1
-    })
-    .await;
-    rust.kill();
-    let status = laravel_worker(&redis, "shared", "1").wait().unwrap();
-    assert!(status.success());
 
-    let runs = shared_runs(&redis).await;
-    assert_eq!(runs.get("rust"), Some(&vec![(1, 2)]), "{runs:?}");
-    assert_eq!(runs.get("laravel"), Some(&vec![(2, 2)]), "{runs:?}");
-    assert_eq!(queue.size("shared").await.unwrap().total(), 0);
+        // The Rust worker reserves job 2 (for 1 s, extended while it runs) and is killed:
+        // Laravel's worker runs it, attempt 2.
+        Shared { n: 2, ms: 60_000 }
+            .dispatch()
+            .on_queue("shared")
+            .sent_via(&queue)
+            .await;
+        rust.wait_for_event(LONG, "job 2 runs", |e| {
+            e.status == "RUNNING" && e.attempt == 1
+        })
+        .await;
+        rust.kill();
+        let status = laravel_worker(&redis, prefix, "1").wait().unwrap();
+        assert!(status.success());
+
+        let runs = shared_runs(&redis, prefix).await;
+        assert_eq!(
+            runs.get("rust"),
+            Some(&vec![(1, 2)]),
+            "{prefix:?}: {runs:?}"
+        );
+        assert_eq!(
+            runs.get("laravel"),
+            Some(&vec![(2, 2)]),
+            "{prefix:?}: {runs:?}"
+        );
+        assert_eq!(queue.size("shared").await.unwrap().total(), 0);
+    }
 }
