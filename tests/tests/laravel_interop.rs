@@ -149,6 +149,17 @@ fn rust_worker(redis: &TestRedis, prefix: &str, args: &[&str]) -> WorkerProcess 
     WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis.url(), &all)
 }
 
+/// Dispatches a [`Shared`] job onto `shared` for each of `numbers`.
+async fn dispatch_shared(queue: &RedisQueue, numbers: std::ops::Range<u64>) {
+    for n in numbers {
+        Shared { n, ms: 0 }
+            .dispatch()
+            .on_queue("shared")
+            .sent_via(queue)
+            .await;
+    }
+}
+
 /// A handle that dispatches with `prefix`.
 fn prefixed_queue(redis: &TestRedis, prefix: &str) -> RedisQueue {
     redis.queue_with(QueueConfig {
@@ -162,13 +173,7 @@ async fn jobs_rust_dispatches_run_on_laravels_worker() {
     for prefix in PREFIXES {
         let redis = TestRedis::start();
         let queue = prefixed_queue(&redis, prefix);
-        for n in 0..20 {
-            Shared { n, ms: 0 }
-                .dispatch()
-                .on_queue("shared")
-                .sent_via(&queue)
-                .await;
-        }
+        dispatch_shared(&queue, 0..20).await;
         let status = laravel_worker(&redis, prefix, "90").wait().unwrap();
         assert!(status.success());
         let runs = shared_runs(&redis, prefix).await;
@@ -187,13 +192,7 @@ async fn laravel_and_rust_workers_on_one_queue_run_each_job_once() {
         // 500 pushed by Laravel, 500 dispatched from Rust.
         let port = redis.port().to_string();
         laravel("push.php", &[&port, prefix, "shared", "0", "500"]);
-        for n in 500..1000 {
-            Shared { n, ms: 0 }
-                .dispatch()
-                .on_queue("shared")
-                .sent_via(&queue)
-                .await;
-        }
+        dispatch_shared(&queue, 500..1000).await;
         let mut php = laravel_worker(&redis, prefix, "90");
         let mut rust = rust_worker(&redis, prefix, &["--stop-when-empty", "--concurrency", "4"]);
         assert!(rust.wait_exit(LONG).await.success());

@@ -254,24 +254,25 @@ impl Admin {
     /// Pauses a queue: workers take no job from it until it is resumed (they notice within
     /// about a second). Returns `false` when it was already paused.
     pub async fn pause(&self, name: &str) -> Result<bool, AdminError> {
-        check_queue_name(name)?;
-        let mut conn = self.queue.connection();
-        let added: u64 = self
-            .queue
-            .timed(conn.sadd(self.queue.keys().paused(), name))
-            .await?;
-        Ok(added == 1)
+        self.set_paused(name, true).await
     }
 
     /// Resumes a paused queue. Returns `false` when it was not paused.
     pub async fn resume(&self, name: &str) -> Result<bool, AdminError> {
+        self.set_paused(name, false).await
+    }
+
+    /// Adds `name` to the paused set or removes it; `false` when it already was as asked.
+    async fn set_paused(&self, name: &str, paused: bool) -> Result<bool, AdminError> {
         check_queue_name(name)?;
         let mut conn = self.queue.connection();
-        let removed: u64 = self
-            .queue
-            .timed(conn.srem(self.queue.keys().paused(), name))
-            .await?;
-        Ok(removed == 1)
+        let key = self.queue.keys().paused();
+        let changed: u64 = if paused {
+            self.queue.timed(conn.sadd(key, name)).await?
+        } else {
+            self.queue.timed(conn.srem(key, name)).await?
+        };
+        Ok(changed == 1)
     }
 
     /// The paused queues, sorted.
