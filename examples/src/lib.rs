@@ -10,6 +10,8 @@
 //! - [`Shared`] appends `{"side":"rust","n","attempt","uuid"}` to `examples:shared`, under the
 //!   name `Recorder@handle`, which a Laravel app's worker resolves to its own PHP class: a job
 //!   both sides of a shared queue can run (`tests/laravel/bootstrap.php` has the PHP side).
+//! - [`SendInvoice`] runs a Laravel app's own job class, `SendInvoice`, queued in PHP as
+//!   `dispatch(new SendInvoice(...))`, and appends what it was given to `examples:invoices`.
 
 use jobs_core::{job, Job, JobContext, JobResult, RedisQueue};
 use serde::{Deserialize, Serialize};
@@ -139,6 +141,35 @@ impl Job for Shared {
             "uuid": ctx.uuid(),
         });
         Ok(append(SHARED_KEY, entry).await?)
+    }
+}
+
+/// The list [`SendInvoice`] appends to.
+pub const INVOICES_KEY: &str = "examples:invoices";
+
+/// The Rust side of a Laravel app's job class `SendInvoice`: filled from the PHP object's
+/// properties, public, protected and private alike. Laravel's own queue properties
+/// (`connection`, `queue`, `delay`, `chained`, ...) are ignored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SendInvoice {
+    /// A public property.
+    pub id: u64,
+    /// A protected property.
+    pub note: String,
+    /// A private property: a PHP array, as JSON.
+    pub lines: serde_json::Value,
+}
+
+#[job(name = "send-invoice", laravel = "SendInvoice")]
+impl Job for SendInvoice {
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        let entry = serde_json::json!({
+            "id": self.id,
+            "note": self.note,
+            "lines": self.lines,
+            "attempt": ctx.attempt(),
+        });
+        Ok(append(INVOICES_KEY, entry).await?)
     }
 }
 

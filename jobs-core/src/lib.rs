@@ -52,7 +52,8 @@ pub use queue::{QueueConfig, QueueSize, RedisQueue};
 ///
 /// Options, all optional: `name = "..."` (the payload's `job` field; default: the type's
 /// name), `display_name = "..."`, `queue = "..."`, `tries = N`, `backoff = N` or
-/// `backoff = [N, ...]` (seconds), `timeout = N` (seconds), `fail_on_timeout`.
+/// `backoff = [N, ...]` (seconds), `timeout = N` (seconds), `fail_on_timeout`, and
+/// `laravel = "App\\Jobs\\SendInvoice"` (the Laravel job class whose queued objects this job runs).
 /// See [`Job`] for an example.
 pub use jobs_macros::job;
 

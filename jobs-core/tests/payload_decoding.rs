@@ -1,6 +1,9 @@
 //! Property test of the payload decoder: arbitrary bytes, and valid payloads with random
 //! corruption, never panic; a payload that decodes always has its attempts field located.
+//! The same for the reader of PHP's serialize() format, which Laravel's job classes arrive
+//! in.
 
+use jobs_core::payload::php::{unserialize, unserialize_object};
 use jobs_core::payload::{unreserved, with_attempts};
 use jobs_core::Payload;
 
@@ -79,4 +82,71 @@ fn corrupted_valid_payloads_never_panic() {
     let payload = Payload::from_json(VALID).unwrap();
     assert_eq!(payload.attempts, 2);
     assert_eq!(Payload::from_json(&unreserved(VALID)).unwrap().attempts, 1);
+}
+
+/// A Laravel 8.83 job class as `serialize()` wrote it (tests/laravel/bootstrap.php's
+/// SendInvoice): a protected and a private property, and Laravel's Queueable properties.
+const PHP_COMMAND: &[u8] = b"O:11:\"SendInvoice\":13:{s:5:\"tries\";i:3;s:7:\"\0*\0note\";s:12:\"first/second\";s:18:\"\0SendInvoice\0lines\";a:2:{s:1:\"a\";d:1.5;s:1:\"b\";a:2:{i:0;i:1;i:1;i:2;}}s:2:\"id\";i:7;s:10:\"connection\";N;s:5:\"queue\";N;s:15:\"chainConnection\";N;s:10:\"chainQueue\";N;s:19:\"chainCatchCallbacks\";N;s:5:\"delay\";N;s:11:\"afterCommit\";N;s:10:\"middleware\";a:0:{}s:7:\"chained\";a:0:{}}";
+
+#[test]
+fn a_laravel_job_class_reads_with_its_properties_unmangled() {
+    let (class, properties) = unserialize_object(PHP_COMMAND).unwrap();
+    assert_eq!(class, "SendInvoice");
+    assert_eq!(properties["id"], 7);
+    assert_eq!(properties["note"], "first/second");
+    assert_eq!(
+        properties["lines"],
+        serde_json::json!({"a": 1.5, "b": [1, 2]})
+    );
+    assert_eq!(properties["connection"], serde_json::Value::Null);
+    assert_eq!(properties["chained"], serde_json::json!([]));
+}
+
+#[test]
+fn php_values_this_reader_does_not_take_are_refused_with_a_reason() {
+    for (input, reason) in [
+        (&b"C:3:\"Foo\":0:{}"[..], "a kind this reader does not take"),
+        (b"r:1;", "a kind this reader does not take"),
+        (b"i:7;i:8;", "bytes after the value"),
+        (b"s:10:\"short\";", "a string runs past the end"),
+        (b"d:INF;", "a float that is not finite"),
+        (b"i:7;", "not an object"),
+    ] {
+        let err = unserialize_object(input).unwrap_err();
+        assert!(err.reason.starts_with(reason), "{input:?}: {err}");
+    }
+    let deep = "a:1:{i:0;".repeat(200) + "N;" + &"}".repeat(200);
+    assert_eq!(
+        unserialize(deep.as_bytes()).unwrap_err().reason,
+        "nested too deeply"
+    );
+}
+
+#[test]
+fn arbitrary_and_corrupted_php_serializations_never_panic() {
+    let mut rng = Rng(0x005e_ed0f_9a7a);
+    for _ in 0..20_000 {
+        let len = rng.below(64);
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| b"aOsidbN:;{}\"0123456789-."[rng.below(24)])
+            .collect();
+        let _ = unserialize(&bytes);
+    }
+    for _ in 0..20_000 {
+        let mut bytes = PHP_COMMAND.to_vec();
+        for _ in 0..1 + rng.below(4) {
+            let at = rng.below(bytes.len());
+            match rng.below(3) {
+                0 => bytes[at] = rng.next() as u8,
+                1 => {
+                    bytes.remove(at);
+                }
+                _ => bytes.truncate(at),
+            }
+            if bytes.is_empty() {
+                break;
+            }
+        }
+        let _ = unserialize_object(&bytes);
+    }
 }

@@ -29,6 +29,7 @@ pub fn job(args: TokenStream, input: TokenStream) -> TokenStream {
 struct Options {
     name: Option<LitStr>,
     display_name: Option<LitStr>,
+    laravel: Option<LitStr>,
     queue: Option<LitStr>,
     tries: Option<LitInt>,
     backoff: Option<Vec<LitInt>>,
@@ -47,6 +48,7 @@ impl Options {
         match key.as_str() {
             "name" => self.name = Some(meta.value()?.parse()?),
             "display_name" => self.display_name = Some(meta.value()?.parse()?),
+            "laravel" => self.laravel = Some(meta.value()?.parse()?),
             "queue" => self.queue = Some(meta.value()?.parse()?),
             "tries" => self.tries = Some(meta.value()?.parse()?),
             "timeout" => self.timeout = Some(meta.value()?.parse()?),
@@ -68,7 +70,7 @@ impl Options {
             _ => {
                 return Err(meta.error(
                     "unknown job option; expected one of name, display_name, queue, tries, \
-                     backoff, timeout, fail_on_timeout, crate",
+                     backoff, timeout, fail_on_timeout, laravel, crate",
                 ))
             }
         }
@@ -155,6 +157,7 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
         };
         let queue = some(options.queue.as_ref().map(|q| quote!(#q)));
         let display_name = some(options.display_name.as_ref().map(|d| quote!(#d)));
+        let laravel = some(options.laravel.as_ref().map(|l| quote!(#l)));
         let tries = some(options.tries.as_ref().map(|t| quote!(#t)));
         let timeout = some(options.timeout.as_ref().map(|t| quote!(#t)));
         let backoff = some(options.backoff.as_ref().map(|b| quote!(&[#(#b),*])));
@@ -168,6 +171,7 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
                     timeout: #timeout,
                     fail_on_timeout: #fail_on_timeout,
                     display_name: #display_name,
+                    laravel: #laravel,
                 }
             }
         });

@@ -39,3 +39,21 @@ class Recorder
         $job->delete();
     }
 }
+
+// A Laravel app's own job class, queued as `SendInvoice::dispatch(...)` queues it: the payload
+// runs `Illuminate\Queue\CallQueuedHandler@call` on this object, serialized with PHP's
+// serialize(). Its Rust side is examples::SendInvoice.
+class SendInvoice implements Illuminate\Contracts\Queue\ShouldQueue
+{
+    use Illuminate\Bus\Queueable;
+
+    public $tries = 3;
+    protected $note;
+    private $lines;
+
+    public function __construct(public int $id, string $note, array $lines)
+    {
+        $this->note = $note;
+        $this->lines = $lines;
+    }
+}

@@ -6,6 +6,8 @@
 //       default data ''; one line per job: its kind and the due time it carries, in ms
 //   php tests/laravel/push.php PORT PREFIX QUEUE FROM TO      Queue::push('Recorder@handle',
 //       ['n' => N]) for N from FROM up to TO (excluded)
+//   php tests/laravel/push.php PORT PREFIX QUEUE CLASS        a SendInvoice object (bootstrap.php),
+//       as SendInvoice::dispatch(...) queues it
 require __DIR__ . '/bootstrap.php';
 
 $port = (int) $argv[1];
@@ -13,6 +15,11 @@ $port = (int) $argv[1];
 [, $capsule] = laravel_queue($port, $prefix);
 $queue = $capsule->getConnection();
 
+if (($argv[4] ?? '') === 'CLASS') {
+    // A Laravel app's own job class, as SendInvoice::dispatch(...) queues it.
+    $queue->push(new SendInvoice(7, 'first/second', ['a' => 1.5, 'b' => [1, 2]]), '', $queueName);
+    exit(0);
+}
 if (isset($argv[5])) {
     for ($n = (int) $argv[4]; $n < (int) $argv[5]; $n++) {
         $queue->push('Recorder@handle', ['n' => $n], $queueName);

@@ -2,10 +2,10 @@
 //! tests/laravel/*.php) and our workers on the same Redis: what Laravel pushes, with or without
 //! its default key prefix, runs on a Rust worker on its first attempt, the delayed job not
 //! before its due time; what Rust dispatches runs on Laravel's worker; both workers on one
-//! queue run each of 1,000 jobs pushed from both sides once; and a reservation abandoned on
-//! one side is run by the other.
+//! queue run each of 1,000 jobs pushed from both sides once; a reservation abandoned on one
+//! side is run by the other; and a Laravel job class runs on a Rust worker.
 
-use examples::{Shared, RECORDS_KEY, SHARED_KEY};
+use examples::{Shared, INVOICES_KEY, RECORDS_KEY, SHARED_KEY};
 use jobs_core::{Job, QueueConfig, RedisQueue};
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
@@ -262,5 +262,49 @@ async fn a_reservation_abandoned_on_one_side_is_run_by_the_other() {
             "{prefix:?}: {runs:?}"
         );
         assert_eq!(queue.size("shared").await.unwrap().total(), 0);
+    }
+}
+
+#[tokio::test]
+async fn a_laravel_job_class_runs_on_a_rust_worker_filled_from_its_properties() {
+    for prefix in PREFIXES {
+        let redis = TestRedis::start();
+        let queue = prefixed_queue(&redis, prefix);
+        laravel(
+            "push.php",
+            &[&redis.port().to_string(), prefix, "invoices", "CLASS"],
+        );
+        let mut worker = WorkerProcess::start(
+            env!("CARGO_BIN_EXE_test_worker"),
+            redis.url(),
+            &[
+                "--queue",
+                "invoices",
+                "--prefix",
+                prefix,
+                "--stop-when-empty",
+            ],
+        );
+        assert!(worker.wait_exit(LONG).await.success());
+        let invoices: Vec<String> = redis
+            .conn()
+            .await
+            .lrange(INVOICES_KEY, 0, -1)
+            .await
+            .unwrap();
+        assert_eq!(invoices.len(), 1, "{prefix:?}: {:#?}", worker.events());
+        let invoice: serde_json::Value = serde_json::from_str(&invoices[0]).unwrap();
+        assert_eq!(
+            invoice,
+            serde_json::json!({
+                "id": 7,
+                "note": "first/second",
+                "lines": {"a": 1.5, "b": [1, 2]},
+                "attempt": 1,
+            }),
+            "{prefix:?}"
+        );
+        assert_eq!(queue.size("invoices").await.unwrap().total(), 0);
+        assert!(queue.failed_jobs(10).await.unwrap().is_empty());
     }
 }

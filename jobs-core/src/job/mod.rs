@@ -78,6 +78,9 @@ pub struct JobOptions {
     pub fail_on_timeout: bool,
     /// Name shown in logs and tools (default: the job's name).
     pub display_name: Option<&'static str>,
+    /// The PHP class a Laravel app queues for this job (`App\\Jobs\\SendInvoice`): its
+    /// `CallQueuedHandler` payloads run this job, filled from the object's properties.
+    pub laravel: Option<&'static str>,
 }
 
 impl JobOptions {

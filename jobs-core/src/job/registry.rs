@@ -81,6 +81,7 @@ pub struct DuplicateJobName {
 
 struct Registry {
     by_name: HashMap<&'static str, &'static JobRegistration>,
+    by_laravel_class: HashMap<&'static str, &'static JobRegistration>,
     duplicate: Option<DuplicateJobName>,
 }
 
@@ -88,23 +89,41 @@ fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
         let mut by_name = HashMap::new();
+        let mut by_laravel_class = HashMap::new();
         let mut duplicate = None;
         for registration in inventory::iter::<JobRegistration> {
-            if let Some(first) = by_name.insert(registration.name, registration) {
-                duplicate.get_or_insert(DuplicateJobName {
-                    name: registration.name,
-                    first: first.type_name(),
-                    second: registration.type_name(),
-                });
+            let names = [
+                (&mut by_name, Some(registration.name)),
+                (&mut by_laravel_class, registration.options().laravel),
+            ];
+            for (map, name) in names {
+                let Some(name) = name else { continue };
+                if let Some(first) = map.insert(name, registration) {
+                    duplicate.get_or_insert(DuplicateJobName {
+                        name,
+                        first: first.type_name(),
+                        second: registration.type_name(),
+                    });
+                }
             }
         }
-        Registry { by_name, duplicate }
+        Registry {
+            by_name,
+            by_laravel_class,
+            duplicate,
+        }
     })
 }
 
 /// The registration of the job called `name`.
 pub fn find(name: &str) -> Option<&'static JobRegistration> {
     registry().by_name.get(name).copied()
+}
+
+/// The registration of the job declared for the Laravel class `class` (`#[job(laravel =
+/// "...")]`).
+pub fn find_laravel(class: &str) -> Option<&'static JobRegistration> {
+    registry().by_laravel_class.get(class).copied()
 }
 
 /// Every registered job type, sorted by name.
@@ -114,7 +133,8 @@ pub fn all() -> Vec<&'static JobRegistration> {
     all
 }
 
-/// Checks that no two job types share a name; workers refuse to start otherwise.
+/// Checks that no two job types share a name or a Laravel class; workers refuse to start
+/// otherwise.
 pub fn check() -> Result<(), DuplicateJobName> {
     registry().duplicate.clone().map_or(Ok(()), Err)
 }

@@ -2,6 +2,7 @@
 
 pub mod failed;
 pub mod laravel;
+pub mod php;
 pub mod signing;
 
 use chrono::{DateTime, Utc};

@@ -2,15 +2,31 @@
 
 use jobs_core::job::registry::{self, JobRegistration};
 use jobs_core::payload::laravel::rounded_numbers;
+use jobs_core::payload::php;
 use jobs_core::payload::RawFields;
 use jobs_core::{Payload, QueueConfig, SigningKey};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use super::reserved::Reserved;
+
+/// The `job` of the payloads a Laravel app writes for its job classes: `data.commandName` is
+/// the class, `data.command` the object in PHP's `serialize()` format.
+const CALL_QUEUED_HANDLER: &str = "Illuminate\\Queue\\CallQueuedHandler@call";
 
 /// A payload that decoded, with the job type that runs it.
 pub(crate) struct Decoded {
     pub(crate) payload: Payload,
     pub(crate) registration: &'static JobRegistration,
+    /// For a Laravel job class's payload, the object's properties as JSON.
+    pub(crate) command: Option<Box<RawValue>>,
+}
+
+impl Decoded {
+    /// The JSON the job type is filled from.
+    pub(crate) fn data(&self) -> &RawValue {
+        self.command.as_deref().unwrap_or(&self.payload.data)
+    }
 }
 
 /// Why a reserved payload cannot run at all.
@@ -93,10 +109,14 @@ fn decode_payload(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded
             ),
         });
     }
+    if payload.job == CALL_QUEUED_HANDLER {
+        return laravel_command(payload);
+    }
     match registry::find(&payload.job) {
         Some(registration) => Ok(Decoded {
             payload,
             registration,
+            command: None,
         }),
         None => Err(Undecodable {
             uuid: payload.uuid.to_string(),
@@ -107,4 +127,58 @@ fn decode_payload(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded
             ),
         }),
     }
+}
+
+/// A Laravel job class's payload: the Rust job declared for `data.commandName`
+/// (`#[job(laravel = "...")]`), to be filled from the properties of `data.command`.
+fn laravel_command(payload: Payload) -> Result<Decoded, Undecodable> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Command {
+        command_name: String,
+        command: String,
+    }
+    let fail = |payload: &Payload, reason: String| Undecodable {
+        uuid: payload.uuid.to_string(),
+        job: payload.display_name.clone(),
+        reason,
+    };
+    let command: Command = match serde_json::from_str(payload.data.get()) {
+        Ok(command) => command,
+        Err(err) => {
+            let reason =
+                format!("malformed payload: a job class's data without its command ({err})");
+            return Err(fail(&payload, reason));
+        }
+    };
+    let Some(registration) = registry::find_laravel(&command.command_name) else {
+        let reason = format!(
+            "unknown job class {:?}: no #[job(laravel = ...)] for it is linked into this worker",
+            command.command_name
+        );
+        return Err(fail(&payload, reason));
+    };
+    if !command.command.starts_with("O:") {
+        let reason = format!(
+            "the command of job class {} is encrypted (ShouldBeEncrypted), which this worker cannot read",
+            command.command_name
+        );
+        return Err(fail(&payload, reason));
+    }
+    let properties = match php::unserialize_object(command.command.as_bytes()) {
+        Ok((_, properties)) => properties,
+        Err(err) => {
+            let reason = format!(
+                "malformed payload: the command of job class {}: {err}",
+                command.command_name
+            );
+            return Err(fail(&payload, reason));
+        }
+    };
+    let command = serde_json::value::to_raw_value(&properties).ok();
+    Ok(Decoded {
+        payload,
+        registration,
+        command,
+    })
 }

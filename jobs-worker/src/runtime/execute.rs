@@ -41,7 +41,7 @@ pub(crate) async fn run(
         &job.queue.name,
         payload.attempts,
     ));
-    match decoded.registration.start(&payload.data, ctx.clone()) {
+    match decoded.registration.start(decoded.data(), ctx.clone()) {
         Ok(handler) => {
             info!(status = "RUNNING", "RUNNING");
             let display_name = &payload.display_name;
