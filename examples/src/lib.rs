@@ -158,6 +158,8 @@ pub struct SendInvoice {
     pub note: String,
     /// A private property: a PHP array, as JSON.
     pub lines: serde_json::Value,
+    /// An Eloquent model, as Laravel's `SerializesModels` queues it.
+    pub customer: jobs_core::payload::laravel::ModelIdentifier,
 }
 
 #[job(name = "send-invoice", laravel = "SendInvoice")]
@@ -167,6 +169,7 @@ impl Job for SendInvoice {
             "id": self.id,
             "note": self.note,
             "lines": self.lines,
+            "customer": self.customer,
             "attempt": ctx.attempt(),
         });
         Ok(append(INVOICES_KEY, entry).await?)

@@ -50,10 +50,15 @@ class SendInvoice implements Illuminate\Contracts\Queue\ShouldQueue
     public $tries = 3;
     protected $note;
     private $lines;
+    // An Eloquent model, as SerializesModels queues it.
+    public $customer;
 
     public function __construct(public int $id, string $note, array $lines)
     {
         $this->note = $note;
         $this->lines = $lines;
+        $this->customer = new Illuminate\Contracts\Database\ModelIdentifier(
+            'App\\Models\\Customer', 42, ['orders'], 'mysql'
+        );
     }
 }

@@ -300,6 +300,13 @@ async fn a_laravel_job_class_runs_on_a_rust_worker_filled_from_its_properties() 
                 "id": 7,
                 "note": "first/second",
                 "lines": {"a": 1.5, "b": [1, 2]},
+                "customer": {
+                    "class": "App\\Models\\Customer",
+                    "id": 42,
+                    "relations": ["orders"],
+                    "connection": "mysql",
+                    "collectionClass": null,
+                },
                 "attempt": 1,
             }),
             "{prefix:?}"

@@ -12,6 +12,33 @@
 //!   worker can refuse the job with that reason instead of running it with a wrong value.
 
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// An Eloquent model in a queued Laravel job class: Laravel's `SerializesModels` queues a model
+/// (or a collection of models) as this identifier, and the handler loads it by it.
+///
+/// ```
+/// #[derive(serde::Deserialize)]
+/// struct ShipOrder {
+///     order: jobs_core::payload::laravel::ModelIdentifier,
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelIdentifier {
+    /// The model's class, as `App\\Models\\Order`.
+    pub class: String,
+    /// The model's key, or the keys of a collection of models.
+    pub id: serde_json::Value,
+    /// The relations loaded on the model when it was queued.
+    #[serde(default)]
+    pub relations: Vec<String>,
+    /// The database connection of the model, when not the default.
+    pub connection: Option<String>,
+    /// For a collection of models, the collection's class (Laravel 9 and later).
+    #[serde(default)]
+    pub collection_class: Option<String>,
+}
 
 /// Decodes a job's `data`, reading Laravel's `""` and `[]` (a job pushed without data) as a
 /// job without fields: a struct with no fields, or a unit struct.
