@@ -42,8 +42,11 @@ class Recorder
 
 // A Laravel app's own job class, queued as `SendInvoice::dispatch(...)` queues it: the payload
 // runs `Illuminate\Queue\CallQueuedHandler@call` on this object, serialized with PHP's
-// serialize(). Its Rust side is examples::SendInvoice.
-class SendInvoice implements Illuminate\Contracts\Queue\ShouldQueue
+// serialize(), and encrypted with the app's key when the container has an Encrypter
+// (ShouldBeEncrypted). Its Rust side is examples::SendInvoice.
+class SendInvoice implements
+    Illuminate\Contracts\Queue\ShouldQueue,
+    Illuminate\Contracts\Queue\ShouldBeEncrypted
 {
     use Illuminate\Bus\Queueable;
 

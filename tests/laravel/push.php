@@ -6,21 +6,29 @@
 //       default data ''; one line per job: its kind and the due time it carries, in ms
 //   php tests/laravel/push.php PORT PREFIX QUEUE FROM TO      Queue::push('Recorder@handle',
 //       ['n' => N]) for N from FROM up to TO (excluded)
-//   php tests/laravel/push.php PORT PREFIX QUEUE CLASS        a SendInvoice object (bootstrap.php),
-//       as SendInvoice::dispatch(...) queues it
+//   php tests/laravel/push.php PORT PREFIX QUEUE CLASS [KEY]  a SendInvoice object (bootstrap.php),
+//       as SendInvoice::dispatch(...) queues it, encrypted with the app key KEY when given
 require __DIR__ . '/bootstrap.php';
 
 $port = (int) $argv[1];
 [$prefix, $queueName] = [$argv[2], $argv[3]];
-[, $capsule] = laravel_queue($port, $prefix);
+[$container, $capsule] = laravel_queue($port, $prefix);
 $queue = $capsule->getConnection();
 
 if (($argv[4] ?? '') === 'CLASS') {
-    // A Laravel app's own job class, as SendInvoice::dispatch(...) queues it.
+    // A Laravel app's own job class, as SendInvoice::dispatch(...) queues it; encrypted with
+    // the app's key when one is given (base64:..., as APP_KEY holds it).
+    if (isset($argv[5])) {
+        $key = base64_decode(substr($argv[5], strlen('base64:')));
+        $container->instance(
+            Illuminate\Contracts\Encryption\Encrypter::class,
+            new Illuminate\Encryption\Encrypter($key, 'AES-256-CBC')
+        );
+    }
     $queue->push(new SendInvoice(7, 'first/second', ['a' => 1.5, 'b' => [1, 2]]), '', $queueName);
     exit(0);
 }
-if (isset($argv[5])) {
+if (isset($argv[5]) && $argv[4] !== 'CLASS') {
     for ($n = (int) $argv[4]; $n < (int) $argv[5]; $n++) {
         $queue->push('Recorder@handle', ['n' => $n], $queueName);
     }

@@ -56,6 +56,7 @@ impl WorkerProcess {
             .env_remove(jobs_core::payload::signing::SIGNING_KEY_ENV)
             .env_remove(jobs_core::queue::TLS_CA_FILE_ENV)
             .env_remove(jobs_core::queue::keys::PREFIX_ENV)
+            .env_remove(jobs_core::payload::encrypted::APP_KEY_ENV)
             .env("REDIS_URL", redis_url)
             .env("RUST_LOG", "info")
             .envs(env.iter().copied())

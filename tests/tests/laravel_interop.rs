@@ -3,7 +3,8 @@
 //! its default key prefix, runs on a Rust worker on its first attempt, the delayed job not
 //! before its due time; what Rust dispatches runs on Laravel's worker; both workers on one
 //! queue run each of 1,000 jobs pushed from both sides once; a reservation abandoned on one
-//! side is run by the other; and a Laravel job class runs on a Rust worker.
+//! side is run by the other; and a Laravel job class runs on a Rust worker, encrypted ones
+//! with the app's key.
 
 use examples::{Shared, INVOICES_KEY, RECORDS_KEY, SHARED_KEY};
 use jobs_core::{Job, QueueConfig, RedisQueue};
@@ -314,4 +315,73 @@ async fn a_laravel_job_class_runs_on_a_rust_worker_filled_from_its_properties() 
         assert_eq!(queue.size("invoices").await.unwrap().total(), 0);
         assert!(queue.failed_jobs(10).await.unwrap().is_empty());
     }
+}
+
+#[tokio::test]
+async fn an_encrypted_laravel_job_class_runs_with_the_apps_key_and_fails_clearly_without() {
+    const KEY: &str = "base64:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    const OTHER_KEY: &str = "base64:HxwdHhscGhkYFxYVFBMSERAPDg0MCwoJCAcGBQQDAgE=";
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let port = redis.port().to_string();
+    for (name, env) in [
+        ("no-key", vec![]),
+        ("other-key", vec![("APP_KEY", OTHER_KEY)]),
+        ("app-key", vec![("APP_KEY", KEY)]),
+    ] {
+        laravel("push.php", &[&port, "", name, "CLASS", KEY]);
+        let pushed: String = redis
+            .conn()
+            .await
+            .lindex(format!("queues:{name}"), 0)
+            .await
+            .unwrap();
+        assert!(!pushed.contains("first/second"), "encrypted: {pushed}");
+        let mut worker = WorkerProcess::start_with_env(
+            env!("CARGO_BIN_EXE_test_worker"),
+            redis.url(),
+            &["--queue", name, "--stop-when-empty"],
+            &env,
+        );
+        assert!(worker.wait_exit(LONG).await.success());
+    }
+    let mut reasons: Vec<(String, String)> = queue
+        .failed_jobs(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|record| (record.queue, record.exception))
+        .collect();
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        [
+            (
+                "no-key".to_owned(),
+                "the command of job class SendInvoice is encrypted (ShouldBeEncrypted): set the \
+                 Laravel app's key (APP_KEY) to read it"
+                    .to_owned()
+            ),
+            (
+                "other-key".to_owned(),
+                "cannot decrypt the command of job class SendInvoice: the MAC does not match: \
+                 encrypted with another key, or altered"
+                    .to_owned()
+            ),
+        ]
+    );
+    let invoices: Vec<String> = redis
+        .conn()
+        .await
+        .lrange(INVOICES_KEY, 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(
+        invoices.len(),
+        1,
+        "only the worker with the app's key ran it"
+    );
+    let invoice: serde_json::Value = serde_json::from_str(&invoices[0]).unwrap();
+    assert_eq!(invoice["id"], 7);
+    assert_eq!(invoice["note"], "first/second");
 }

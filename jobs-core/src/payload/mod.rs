@@ -1,5 +1,6 @@
 //! The job payload: the one JSON document that travels through Redis.
 
+pub mod encrypted;
 pub mod failed;
 pub mod laravel;
 pub mod php;
@@ -207,4 +208,15 @@ impl RawFields {
     fn field(&self, name: &str) -> Option<&serde_json::Value> {
         self.value.as_ref()?.get(name)
     }
+}
+
+/// The bytes of a hexadecimal string (either case), or `None` when it is not one.
+pub(crate) fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok())
+        .collect()
 }

@@ -38,7 +38,7 @@ use ring::hmac;
 use serde_json::value::RawValue;
 use std::fmt::Write as _;
 
-use crate::payload::Payload;
+use crate::payload::{decode_hex, Payload};
 
 /// The environment variable [`QueueConfig::default`](crate::QueueConfig) reads the signing key
 /// from: its text, as bytes, is the key. Unset or empty: no signing.
@@ -128,16 +128,6 @@ fn signed_message(payload: &Payload) -> String {
         data,
     );
     serde_json::to_string(&fields).expect("payload fields always serialize")
-}
-
-fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::job::delay::Delay;
+use crate::payload::encrypted::LaravelKey;
 use crate::payload::failed::FailedJob;
 use crate::payload::signing::SigningKey;
 use crate::payload::Payload;
@@ -56,11 +57,15 @@ pub struct QueueConfig {
     /// default `<app>_database_`). Default: the value of `REDIS_PREFIX`
     /// ([`keys::PREFIX_ENV`]), or none.
     pub prefix: String,
+    /// The Laravel app's key, with which a worker reads the job classes the app queues
+    /// encrypted (`ShouldBeEncrypted`). Default: the key in `APP_KEY`
+    /// ([`crate::payload::encrypted::APP_KEY_ENV`]), or none.
+    pub laravel_key: Option<LaravelKey>,
 }
 
 impl Default for QueueConfig {
-    /// The defaults listed on each field; `signing_key`, `tls_ca_file` and `prefix` come from
-    /// the environment.
+    /// The defaults listed on each field; `signing_key`, `tls_ca_file`, `prefix` and
+    /// `laravel_key` come from the environment.
     fn default() -> Self {
         QueueConfig {
             command_timeout: Duration::from_secs(5),
@@ -73,6 +78,7 @@ impl Default for QueueConfig {
                 .filter(|path| !path.is_empty())
                 .map(PathBuf::from),
             prefix: std::env::var(keys::PREFIX_ENV).unwrap_or_default(),
+            laravel_key: LaravelKey::from_env(),
         }
     }
 }

@@ -4,7 +4,7 @@ use jobs_core::job::registry::{self, JobRegistration};
 use jobs_core::payload::laravel::rounded_numbers;
 use jobs_core::payload::php;
 use jobs_core::payload::RawFields;
-use jobs_core::{Payload, QueueConfig, SigningKey};
+use jobs_core::{Payload, QueueConfig};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -64,11 +64,11 @@ pub(crate) fn decode(job: &Reserved, config: &QueueConfig) -> Result<Decoded, Un
     if job.unreadable.is_some() {
         return Err(Undecodable::new("malformed payload: not valid UTF-8"));
     }
-    decode_payload(&job.raw, config.signing_key.as_ref())
+    decode_payload(&job.raw, config)
 }
 
 /// The payload of a readable reservation, checked against the signing key, with its job type.
-fn decode_payload(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded, Undecodable> {
+fn decode_payload(raw: &str, config: &QueueConfig) -> Result<Decoded, Undecodable> {
     let payload = Payload::from_json(raw).map_err(|err| {
         let fields = RawFields::parse(raw);
         let uuid = fields
@@ -82,7 +82,7 @@ fn decode_payload(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded
         };
         Undecodable { uuid, job, reason }
     })?;
-    if let Some(key) = signing_key {
+    if let Some(key) = &config.signing_key {
         key.verify(&payload).map_err(|mismatch| Undecodable {
             uuid: payload.uuid.to_string(),
             job: payload.job.clone(),
@@ -110,7 +110,7 @@ fn decode_payload(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded
         });
     }
     if payload.job == CALL_QUEUED_HANDLER {
-        return laravel_command(payload);
+        return laravel_command(payload, config);
     }
     match registry::find(&payload.job) {
         Some(registration) => Ok(Decoded {
@@ -131,7 +131,7 @@ fn decode_payload(raw: &str, signing_key: Option<&SigningKey>) -> Result<Decoded
 
 /// A Laravel job class's payload: the Rust job declared for `data.commandName`
 /// (`#[job(laravel = "...")]`), to be filled from the properties of `data.command`.
-fn laravel_command(payload: Payload) -> Result<Decoded, Undecodable> {
+fn laravel_command(payload: Payload, config: &QueueConfig) -> Result<Decoded, Undecodable> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Command {
@@ -158,14 +158,30 @@ fn laravel_command(payload: Payload) -> Result<Decoded, Undecodable> {
         );
         return Err(fail(&payload, reason));
     };
-    if !command.command.starts_with("O:") {
-        let reason = format!(
-            "the command of job class {} is encrypted (ShouldBeEncrypted), which this worker cannot read",
-            command.command_name
-        );
-        return Err(fail(&payload, reason));
-    }
-    let properties = match php::unserialize_object(command.command.as_bytes()) {
+    let object = if command.command.starts_with("O:") {
+        command.command
+    } else {
+        // ShouldBeEncrypted: Laravel encrypted the object with the app's key.
+        let Some(key) = config.laravel_key.as_ref() else {
+            let reason = format!(
+                "the command of job class {} is encrypted (ShouldBeEncrypted): set the Laravel \
+                 app's key (APP_KEY) to read it",
+                command.command_name
+            );
+            return Err(fail(&payload, reason));
+        };
+        match key.decrypt_command(&command.command) {
+            Ok(object) => object,
+            Err(err) => {
+                let reason = format!(
+                    "cannot decrypt the command of job class {}: {err}",
+                    command.command_name
+                );
+                return Err(fail(&payload, reason));
+            }
+        }
+    };
+    let properties = match php::unserialize_object(object.as_bytes()) {
         Ok((_, properties)) => properties,
         Err(err) => {
             let reason = format!(
