@@ -166,6 +166,7 @@ pub struct SendInvoice {
 impl Job for SendInvoice {
     async fn handle(&self, ctx: &JobContext) -> JobResult {
         let entry = serde_json::json!({
+            "side": "rust",
             "id": self.id,
             "note": self.note,
             "lines": self.lines,

@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 use crate::job::backoff::Backoff;
 use crate::job::delay::Delay;
 use crate::job::Job;
+use crate::payload::laravel::CALL_QUEUED_HANDLER;
+use crate::payload::php;
 use crate::payload::Payload;
 use crate::queue::{Envelope, RedisQueue};
 
@@ -92,15 +94,35 @@ impl<J: Job> PendingDispatch<J> {
     pub fn envelope(&self) -> Result<Envelope> {
         let options = J::options();
         let uuid = Uuid::new_v4();
-        let data =
-            serde_json::value::to_raw_value(&self.job).map_err(|source| Error::Serialize {
-                job: J::NAME,
-                source,
-            })?;
+        let serialize_error = |source| Error::Serialize {
+            job: J::NAME,
+            source,
+        };
+        // A job declared for a Laravel class travels as that class's object, as Laravel
+        // queues it, so either side's workers can run it.
+        let (job, display_name, data) = match options.laravel {
+            Some(class) => {
+                let properties = serde_json::to_value(&self.job).map_err(serialize_error)?;
+                let command = serde_json::json!({
+                    "commandName": class,
+                    "command": php::serialize_object(class, &properties),
+                });
+                let data = serde_json::value::to_raw_value(&command).map_err(serialize_error)?;
+                (
+                    CALL_QUEUED_HANDLER,
+                    options.display_name.unwrap_or(class),
+                    data,
+                )
+            }
+            None => {
+                let data = serde_json::value::to_raw_value(&self.job).map_err(serialize_error)?;
+                (J::NAME, options.display_name.unwrap_or(J::NAME), data)
+            }
+        };
         let payload = Payload {
             uuid,
-            display_name: options.display_name.unwrap_or(J::NAME).to_owned(),
-            job: J::NAME.to_owned(),
+            display_name: display_name.to_owned(),
+            job: job.to_owned(),
             max_tries: self.tries.or(options.tries),
             max_exceptions: None,
             fail_on_timeout: options.fail_on_timeout,

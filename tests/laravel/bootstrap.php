@@ -12,6 +12,16 @@ use Illuminate\Redis\RedisManager;
 function laravel_queue(int $port, string $prefix, int $retryAfter = 90): array
 {
     $container = new Container;
+    // What CallQueuedHandler, which runs job classes, needs from a Laravel app's container.
+    $container->instance(Illuminate\Contracts\Container\Container::class, $container);
+    $container->instance(
+        Illuminate\Contracts\Events\Dispatcher::class,
+        new Illuminate\Events\Dispatcher($container)
+    );
+    $container->instance(
+        Illuminate\Contracts\Bus\Dispatcher::class,
+        new Illuminate\Bus\Dispatcher($container)
+    );
     $container->instance('redis', new RedisManager($container, 'phpredis', [
         'options' => ['prefix' => $prefix],
         'default' => ['host' => '127.0.0.1', 'port' => $port, 'database' => 0],
@@ -63,5 +73,16 @@ class SendInvoice implements
         $this->customer = new Illuminate\Contracts\Database\ModelIdentifier(
             'App\\Models\\Customer', 42, ['orders'], 'mysql'
         );
+    }
+
+    // What a Laravel worker runs: records what it was given, as the Rust side does.
+    public function handle()
+    {
+        $GLOBALS['redis']->rPush('examples:invoices', json_encode([
+            'side' => 'laravel',
+            'id' => $this->id,
+            'note' => $this->note,
+            'lines' => $this->lines,
+        ]));
     }
 }

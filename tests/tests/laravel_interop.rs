@@ -6,7 +6,7 @@
 //! side is run by the other; and a Laravel job class runs on a Rust worker, encrypted ones
 //! with the app's key.
 
-use examples::{Shared, INVOICES_KEY, RECORDS_KEY, SHARED_KEY};
+use examples::{SendInvoice, Shared, INVOICES_KEY, RECORDS_KEY, SHARED_KEY};
 use jobs_core::{Job, QueueConfig, RedisQueue};
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
@@ -130,15 +130,20 @@ async fn shared_runs(redis: &TestRedis, prefix: &str) -> BTreeMap<String, Vec<(u
 
 /// Laravel's worker on `shared` until it has been empty for half a second (at most 60 s).
 fn laravel_worker(redis: &TestRedis, prefix: &str, retry_after: &str) -> std::process::Child {
+    laravel_worker_on(redis, prefix, "shared", retry_after)
+}
+
+/// Laravel's worker on `queue` until it has been empty for half a second (at most 60 s).
+fn laravel_worker_on(
+    redis: &TestRedis,
+    prefix: &str,
+    queue: &str,
+    retry_after: &str,
+) -> std::process::Child {
+    let port = redis.port().to_string();
     Command::new("php")
         .arg(format!("{}/laravel/work.php", env!("CARGO_MANIFEST_DIR")))
-        .args([
-            &redis.port().to_string(),
-            prefix,
-            "shared",
-            "60",
-            retry_after,
-        ])
+        .args([port.as_str(), prefix, queue, "60", retry_after])
         .spawn()
         .expect("cannot run php")
 }
@@ -298,6 +303,7 @@ async fn a_laravel_job_class_runs_on_a_rust_worker_filled_from_its_properties() 
         assert_eq!(
             invoice,
             serde_json::json!({
+                "side": "rust",
                 "id": 7,
                 "note": "first/second",
                 "lines": {"a": 1.5, "b": [1, 2]},
@@ -384,4 +390,72 @@ async fn an_encrypted_laravel_job_class_runs_with_the_apps_key_and_fails_clearly
     let invoice: serde_json::Value = serde_json::from_str(&invoices[0]).unwrap();
     assert_eq!(invoice["id"], 7);
     assert_eq!(invoice["note"], "first/second");
+}
+
+#[tokio::test]
+async fn a_rust_job_declared_for_a_laravel_class_runs_on_laravels_worker_and_on_ours() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let invoice = |id| SendInvoice {
+        id,
+        note: "from Rust".to_owned(),
+        lines: serde_json::json!({"a": 2.5}),
+        customer: jobs_core::payload::laravel::ModelIdentifier {
+            class: "App\\Models\\Customer".to_owned(),
+            id: serde_json::json!(5),
+            relations: vec![],
+            connection: None,
+            collection_class: None,
+        },
+    };
+    invoice(8)
+        .dispatch()
+        .on_queue("invoices")
+        .sent_via(&queue)
+        .await;
+    let pushed: String = redis
+        .conn()
+        .await
+        .lindex("queues:invoices", 0)
+        .await
+        .unwrap();
+    assert!(
+        pushed.contains(r#""job":"Illuminate\\Queue\\CallQueuedHandler@call""#),
+        "{pushed}"
+    );
+    assert!(laravel_worker_on(&redis, "", "invoices", "90")
+        .wait()
+        .unwrap()
+        .success());
+
+    invoice(9)
+        .dispatch()
+        .on_queue("invoices")
+        .sent_via(&queue)
+        .await;
+    let mut worker = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--queue", "invoices", "--stop-when-empty"],
+    );
+    assert!(worker.wait_exit(LONG).await.success());
+
+    let invoices: Vec<serde_json::Value> = redis
+        .conn()
+        .await
+        .lrange::<_, Vec<String>>(INVOICES_KEY, 0, -1)
+        .await
+        .unwrap()
+        .iter()
+        .map(|entry| serde_json::from_str(entry).unwrap())
+        .collect();
+    assert_eq!(invoices.len(), 2, "{invoices:#?}");
+    assert_eq!(invoices[0]["side"], "laravel");
+    assert_eq!(invoices[0]["id"], 8);
+    assert_eq!(invoices[0]["note"], "from Rust");
+    assert_eq!(invoices[0]["lines"], serde_json::json!({"a": 2.5}));
+    assert_eq!(invoices[1]["side"], "rust");
+    assert_eq!(invoices[1]["id"], 9);
+    assert_eq!(queue.size("invoices").await.unwrap().total(), 0);
+    assert!(queue.failed_jobs(10).await.unwrap().is_empty());
 }

@@ -14,6 +14,12 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+/// The `job` of the payloads Laravel writes for its job classes: `data.commandName` is the
+/// class, `data.command` the object in PHP's `serialize()` format
+/// ([`php`](super::php)). Jobs declared with `#[job(laravel = "...")]` are dispatched in this
+/// form too, so a Laravel app's worker runs its own class's `handle()` on them.
+pub const CALL_QUEUED_HANDLER: &str = "Illuminate\\Queue\\CallQueuedHandler@call";
+
 /// An Eloquent model in a queued Laravel job class: Laravel's `SerializesModels` queues a model
 /// (or a collection of models) as this identifier, and the handler loads it by it.
 ///

@@ -8,6 +8,10 @@
 //! private (`\0Class\0name`) names are unmangled. The class of a nested object is dropped;
 //! [`unserialize_object`] returns the outer one's. Custom-serialized objects (`C`) and
 //! references (`r`, `R`) are refused, as is anything nested deeper than [`MAX_DEPTH`].
+//!
+//! [`serialize_object`] writes the other way: a job's JSON as an object of a PHP class, its
+//! fields as properties (PHP gives a property written with its plain name to a declared
+//! protected or private property of that name), nested objects as PHP arrays.
 
 use serde_json::{Map, Number, Value};
 
@@ -62,6 +66,70 @@ pub fn unserialize_object(input: &[u8]) -> Result<(String, Value), PhpError> {
             reason: "not an object",
         }),
     }
+}
+
+/// `properties` (a JSON object) as an object of the PHP class `class`, in `serialize()`'s
+/// format.
+///
+/// ```
+/// use jobs_core::payload::php::{serialize_object, unserialize_object};
+/// let properties = serde_json::json!({"id": 7, "lines": [1.5, "a"], "paid": false, "note": null});
+/// let php = serialize_object("App\\Mail", &properties);
+/// assert_eq!(
+///     php,
+///     r#"O:8:"App\Mail":4:{s:2:"id";i:7;s:5:"lines";a:2:{i:0;d:1.5;i:1;s:1:"a";}s:4:"note";N;s:4:"paid";b:0;}"#
+/// );
+/// assert_eq!(unserialize_object(php.as_bytes()).unwrap(), ("App\\Mail".to_owned(), properties));
+/// ```
+pub fn serialize_object(class: &str, properties: &Value) -> String {
+    let mut out = format!("O:{}:\"{class}\":", class.len());
+    match properties {
+        Value::Object(map) => write_entries(&mut out, map.iter().map(|(k, v)| (k.as_str(), v))),
+        _ => out.push_str("0:{}"),
+    }
+    out
+}
+
+/// One value in `serialize()`'s format.
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("N;"),
+        Value::Bool(b) => out.push_str(if *b { "b:1;" } else { "b:0;" }),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => out.push_str(&format!("i:{i};")),
+            None => out.push_str(&format!("d:{};", n.as_f64().unwrap_or_default())),
+        },
+        Value::String(text) => write_string(out, text),
+        Value::Array(items) => {
+            out.push_str(&format!("a:{}:{{", items.len()));
+            for (index, item) in items.iter().enumerate() {
+                out.push_str(&format!("i:{index};"));
+                write_value(out, item);
+            }
+            out.push('}');
+        }
+        Value::Object(map) => {
+            out.push_str("a:");
+            write_entries(out, map.iter().map(|(k, v)| (k.as_str(), v)));
+        }
+    }
+}
+
+/// `count:{key;value...}` with string keys.
+fn write_entries<'v>(
+    out: &mut String,
+    entries: impl ExactSizeIterator<Item = (&'v str, &'v Value)>,
+) {
+    out.push_str(&format!("{}:{{", entries.len()));
+    for (key, value) in entries {
+        write_string(out, key);
+        write_value(out, value);
+    }
+    out.push('}');
+}
+
+fn write_string(out: &mut String, text: &str) {
+    out.push_str(&format!("s:{}:\"{text}\";", text.len()));
 }
 
 struct Reader<'a> {

@@ -1,7 +1,7 @@
 //! Decoding a reserved payload: the job it names, or why it cannot run at all.
 
 use jobs_core::job::registry::{self, JobRegistration};
-use jobs_core::payload::laravel::rounded_numbers;
+use jobs_core::payload::laravel::{rounded_numbers, CALL_QUEUED_HANDLER};
 use jobs_core::payload::php;
 use jobs_core::payload::RawFields;
 use jobs_core::{Payload, QueueConfig};
@@ -9,10 +9,6 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::reserved::Reserved;
-
-/// The `job` of the payloads a Laravel app writes for its job classes: `data.commandName` is
-/// the class, `data.command` the object in PHP's `serialize()` format.
-const CALL_QUEUED_HANDLER: &str = "Illuminate\\Queue\\CallQueuedHandler@call";
 
 /// A payload that decoded, with the job type that runs it.
 pub(crate) struct Decoded {
