@@ -109,7 +109,10 @@ impl TestCluster {
 
     /// A queue handle on the cluster, with default settings.
     pub fn queue(&self) -> RedisQueue {
-        self.queue_with(QueueConfig::default())
+        self.queue_with(QueueConfig {
+            prefix: String::new(),
+            ..QueueConfig::default()
+        })
     }
 
     /// A queue handle on the cluster, with the given settings.

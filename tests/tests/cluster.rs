@@ -1,10 +1,11 @@
 //! The queue flow on a real Redis Cluster of three primaries: hash-tagged keys spread over the
 //! nodes, many jobs run exactly once by two worker processes, strict priority across slots, and
-//! releases, delays and failures each within their slots.
+//! releases, delays and failures each within their slots; and a Laravel key prefix, outside
+//! the hash tags.
 
 use examples::{Flaky, Noop, Panic};
 use jobs_core::queue::keys::KeyLayout;
-use jobs_core::{Bulk, FailedJob, Job};
+use jobs_core::{Bulk, FailedJob, Job, QueueConfig};
 use redis::AsyncCommands;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -357,4 +358,47 @@ async fn an_idle_worker_blocks_on_every_queue_and_wakes_at_once_for_a_push() {
         println!("a job pushed to {q} ran after {latency:?}");
         assert!(latency < Duration::from_secs(2), "woke after {latency:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_prefix_stands_outside_the_hash_tags() {
+    let cluster = TestCluster::start();
+    let queue = cluster.queue_with(QueueConfig {
+        prefix: "app_".to_owned(),
+        ..QueueConfig::default()
+    });
+    let done = Noop {}.dispatch().on_queue("q").sent_via(&queue).await;
+    let failed = Panic {}.dispatch().on_queue("q").sent_via(&queue).await;
+    let mut worker = start_worker(
+        &cluster,
+        &["--queue", "q", "--prefix", "app_", "--stop-when-empty"],
+    );
+    assert!(worker.wait_exit(Duration::from_secs(60)).await.success());
+    let events = worker.events();
+    let status = |uuid: &str| {
+        events
+            .iter()
+            .filter(|e| e.uuid == uuid && (e.status == "DONE" || e.status == "FAILED"))
+            .map(|e| e.status.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(status(&done.to_string()), ["DONE"], "{events:#?}");
+    assert_eq!(status(&failed.to_string()), ["FAILED"], "{events:#?}");
+    assert!(queue
+        .failed_job(&failed.to_string())
+        .await
+        .unwrap()
+        .is_some());
+    let keys: Vec<String> = cluster
+        .keys_by_node()
+        .await
+        .into_iter()
+        .map(|(_, key)| key)
+        .collect();
+    assert!(keys.contains(&"app_{failed_jobs}".to_owned()), "{keys:?}");
+    assert!(
+        keys.contains(&"app_{failed_jobs}:index".to_owned()),
+        "{keys:?}"
+    );
+    assert!(keys.iter().all(|key| key.starts_with("app_")), "{keys:?}");
 }
