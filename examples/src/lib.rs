@@ -128,11 +128,17 @@ pub struct Shared {
     /// Milliseconds to sleep before recording (0 when absent, as a Laravel app pushes it).
     #[serde(default)]
     pub ms: u64,
+    /// `rust` fails the job on a Rust worker, `laravel` on a Laravel one.
+    #[serde(default)]
+    pub fail_on: Option<String>,
 }
 
 #[job(name = "Recorder@handle")]
 impl Job for Shared {
     async fn handle(&self, ctx: &JobContext) -> JobResult {
+        if self.fail_on.as_deref() == Some("rust") {
+            return Err("failing on purpose on Rust".into());
+        }
         tokio::time::sleep(Duration::from_millis(self.ms)).await;
         let entry = serde_json::json!({
             "side": "rust",

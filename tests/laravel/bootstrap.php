@@ -40,6 +40,9 @@ class Recorder
 {
     public function handle($job, $data)
     {
+        if (($data['fail_on'] ?? null) === 'laravel') {
+            throw new RuntimeException('failing on purpose on Laravel');
+        }
         $GLOBALS['redis']->rPush('examples:shared', json_encode([
             'side' => 'laravel',
             'n' => $data['n'],

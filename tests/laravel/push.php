@@ -4,8 +4,9 @@
 //   php tests/laravel/push.php PORT PREFIX QUEUE              Queue::push('record', ...) due
 //       now, the same through Queue::later(2, ...), and Queue::push('noop') with Laravel's
 //       default data ''; one line per job: its kind and the due time it carries, in ms
-//   php tests/laravel/push.php PORT PREFIX QUEUE FROM TO      Queue::push('Recorder@handle',
-//       ['n' => N]) for N from FROM up to TO (excluded)
+//   php tests/laravel/push.php PORT PREFIX QUEUE FROM TO [FAIL_ON]
+//       Queue::push('Recorder@handle', ['n' => N, 'fail_on' => FAIL_ON]) for N from FROM up
+//       to TO (excluded); FAIL_ON (laravel or rust) makes the job fail on that side
 //   php tests/laravel/push.php PORT PREFIX QUEUE CLASS [KEY]  a SendInvoice object (bootstrap.php),
 //       as SendInvoice::dispatch(...) queues it, encrypted with the app key KEY when given
 require __DIR__ . '/bootstrap.php';
@@ -29,8 +30,10 @@ if (($argv[4] ?? '') === 'CLASS') {
     exit(0);
 }
 if (isset($argv[5]) && $argv[4] !== 'CLASS') {
+    // With FAIL_ON (laravel or rust) as a sixth argument, the jobs fail on that side.
+    $failOn = $argv[6] ?? null;
     for ($n = (int) $argv[4]; $n < (int) $argv[5]; $n++) {
-        $queue->push('Recorder@handle', ['n' => $n], $queueName);
+        $queue->push('Recorder@handle', ['n' => $n, 'fail_on' => $failOn], $queueName);
     }
     exit(0);
 }

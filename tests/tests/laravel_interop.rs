@@ -3,8 +3,8 @@
 //! its default key prefix, runs on a Rust worker on its first attempt, the delayed job not
 //! before its due time; what Rust dispatches runs on Laravel's worker; both workers on one
 //! queue run each of 1,000 jobs pushed from both sides once; a reservation abandoned on one
-//! side is run by the other; and a Laravel job class runs on a Rust worker, encrypted ones
-//! with the app's key.
+//! side is run by the other, as is a job that failed and was released on one side; and a
+//! Laravel job class runs on a Rust worker, encrypted ones with the app's key.
 
 use examples::{SendInvoice, Shared, INVOICES_KEY, RECORDS_KEY, SHARED_KEY};
 use jobs_core::{Job, QueueConfig, RedisQueue};
@@ -158,11 +158,15 @@ fn rust_worker(redis: &TestRedis, prefix: &str, args: &[&str]) -> WorkerProcess 
 /// Dispatches a [`Shared`] job onto `shared` for each of `numbers`.
 async fn dispatch_shared(queue: &RedisQueue, numbers: std::ops::Range<u64>) {
     for n in numbers {
-        Shared { n, ms: 0 }
-            .dispatch()
-            .on_queue("shared")
-            .sent_via(queue)
-            .await;
+        Shared {
+            n,
+            ms: 0,
+            fail_on: None,
+        }
+        .dispatch()
+        .on_queue("shared")
+        .sent_via(queue)
+        .await;
     }
 }
 
@@ -243,11 +247,15 @@ async fn a_reservation_abandoned_on_one_side_is_run_by_the_other() {
 
         // The Rust worker reserves job 2 (for 1 s, extended while it runs) and is killed:
         // Laravel's worker runs it, attempt 2.
-        Shared { n: 2, ms: 60_000 }
-            .dispatch()
-            .on_queue("shared")
-            .sent_via(&queue)
-            .await;
+        Shared {
+            n: 2,
+            ms: 60_000,
+            fail_on: None,
+        }
+        .dispatch()
+        .on_queue("shared")
+        .sent_via(&queue)
+        .await;
         rust.wait_for_event(LONG, "job 2 runs", |e| {
             e.status == "RUNNING" && e.attempt == 1
         })
@@ -457,5 +465,54 @@ async fn a_rust_job_declared_for_a_laravel_class_runs_on_laravels_worker_and_on_
     assert_eq!(invoices[1]["side"], "rust");
     assert_eq!(invoices[1]["id"], 9);
     assert_eq!(queue.size("invoices").await.unwrap().total(), 0);
+    assert!(queue.failed_jobs(10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_job_that_fails_on_one_side_is_retried_on_the_other() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let port = redis.port().to_string();
+    let rust_once = |redis: &TestRedis| {
+        WorkerProcess::start(
+            env!("CARGO_BIN_EXE_test_worker"),
+            redis.url(),
+            &["--queue", "shared", "--once", "--tries", "3"],
+        )
+    };
+
+    // Job 1 fails on its first attempt on a Rust worker and is released; Laravel's worker
+    // runs it on attempt 2.
+    Shared {
+        n: 1,
+        ms: 0,
+        fail_on: Some("rust".to_owned()),
+    }
+    .dispatch()
+    .on_queue("shared")
+    .sent_via(&queue)
+    .await;
+    let mut rust = rust_once(&redis);
+    assert!(rust.wait_exit(LONG).await.success());
+    assert!(
+        rust.events()
+            .iter()
+            .any(|e| e.status == "RELEASED" && e.attempt == 1),
+        "{:#?}",
+        rust.events()
+    );
+    laravel("work.php", &[&port, "", "shared", "60", "90", "ONCE"]);
+
+    // Job 2 fails on its first attempt on Laravel's worker, which releases it; a Rust worker
+    // runs it on attempt 2.
+    laravel("push.php", &[&port, "", "shared", "2", "3", "laravel"]);
+    laravel("work.php", &[&port, "", "shared", "60", "90", "ONCE"]);
+    let mut rust = rust_once(&redis);
+    assert!(rust.wait_exit(LONG).await.success());
+
+    let runs = shared_runs(&redis, "").await;
+    assert_eq!(runs.get("laravel"), Some(&vec![(1, 2)]), "{runs:?}");
+    assert_eq!(runs.get("rust"), Some(&vec![(2, 2)]), "{runs:?}");
+    assert_eq!(queue.size("shared").await.unwrap().total(), 0);
     assert!(queue.failed_jobs(10).await.unwrap().is_empty());
 }
