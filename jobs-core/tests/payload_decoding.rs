@@ -3,9 +3,10 @@
 //! The same for the reader of PHP's serialize() format, which Laravel's job classes arrive
 //! in.
 
-use jobs_core::payload::php::{unserialize, unserialize_object};
+use jobs_core::payload::php::{serialize_object, unserialize, unserialize_object};
 use jobs_core::payload::{unreserved, with_attempts};
 use jobs_core::Payload;
+use serde_json::{json, Map, Value};
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 struct Rng(u64);
@@ -148,5 +149,49 @@ fn arbitrary_and_corrupted_php_serializations_never_panic() {
             }
         }
         let _ = unserialize_object(&bytes);
+    }
+}
+
+/// A random JSON value of the kinds a job struct serializes to, nested at most `depth` deep.
+/// Objects are never empty: PHP has one empty array for `[]` and `{}`, read back as `[]`.
+fn random_value(rng: &mut Rng, depth: usize) -> Value {
+    match rng.below(if depth == 0 { 5 } else { 7 }) {
+        0 => Value::Null,
+        1 => Value::Bool(rng.below(2) == 1),
+        2 => json!(rng.next() as i64),
+        3 => json!((rng.next() % 1_000_000) as f64 / 7.0),
+        4 => {
+            let len = rng.below(12);
+            let text: String = (0..len)
+                .map(|_| ['a', 'é', '"', ';', '{', '\\', '0', ' ', '€'][rng.below(9)])
+                .collect();
+            Value::String(text)
+        }
+        5 => Value::Array(
+            (0..rng.below(4))
+                .map(|_| random_value(rng, depth - 1))
+                .collect(),
+        ),
+        _ => Value::Object(random_object(rng, depth - 1)),
+    }
+}
+
+fn random_object(rng: &mut Rng, depth: usize) -> Map<String, Value> {
+    (0..1 + rng.below(4))
+        .map(|i| (format!("field_{i}"), random_value(rng, depth)))
+        .collect()
+}
+
+#[test]
+fn serialized_objects_read_back_as_they_were_written() {
+    let mut rng = Rng(0x0bad_cafe_f00d_0001);
+    for _ in 0..5_000 {
+        let properties = Value::Object(random_object(&mut rng, 3));
+        let php = serialize_object("App\\Jobs\\Example", &properties);
+        assert_eq!(
+            unserialize_object(php.as_bytes()).unwrap(),
+            ("App\\Jobs\\Example".to_owned(), properties.clone()),
+            "{php}"
+        );
     }
 }

@@ -402,70 +402,81 @@ async fn an_encrypted_laravel_job_class_runs_with_the_apps_key_and_fails_clearly
 
 #[tokio::test]
 async fn a_rust_job_declared_for_a_laravel_class_runs_on_laravels_worker_and_on_ours() {
-    let redis = TestRedis::start();
-    let queue = redis.queue();
-    let invoice = |id| SendInvoice {
-        id,
-        note: "from Rust".to_owned(),
-        lines: serde_json::json!({"a": 2.5}),
-        customer: jobs_core::payload::laravel::ModelIdentifier {
-            class: "App\\Models\\Customer".to_owned(),
-            id: serde_json::json!(5),
-            relations: vec![],
-            connection: None,
-            collection_class: None,
-        },
-    };
-    invoice(8)
-        .dispatch()
-        .on_queue("invoices")
-        .sent_via(&queue)
-        .await;
-    let pushed: String = redis
-        .conn()
-        .await
-        .lindex("queues:invoices", 0)
-        .await
-        .unwrap();
-    assert!(
-        pushed.contains(r#""job":"Illuminate\\Queue\\CallQueuedHandler@call""#),
-        "{pushed}"
-    );
-    assert!(laravel_worker_on(&redis, "", "invoices", "90")
-        .wait()
-        .unwrap()
-        .success());
+    for prefix in PREFIXES {
+        let redis = TestRedis::start();
+        let queue = prefixed_queue(&redis, prefix);
+        let invoice = |id| SendInvoice {
+            id,
+            note: "from Rust".to_owned(),
+            lines: serde_json::json!({"a": 2.5}),
+            customer: jobs_core::payload::laravel::ModelIdentifier {
+                class: "App\\Models\\Customer".to_owned(),
+                id: serde_json::json!(5),
+                relations: vec![],
+                connection: None,
+                collection_class: None,
+            },
+        };
+        invoice(8)
+            .dispatch()
+            .on_queue("invoices")
+            .sent_via(&queue)
+            .await;
+        let mut conn = redis.conn().await;
+        let pushed: String = conn
+            .lindex(format!("{prefix}queues:invoices"), 0)
+            .await
+            .unwrap();
+        assert!(
+            pushed.contains(r#""job":"Illuminate\\Queue\\CallQueuedHandler@call""#),
+            "{pushed}"
+        );
+        assert!(laravel_worker_on(&redis, prefix, "invoices", "90")
+            .wait()
+            .unwrap()
+            .success());
 
-    invoice(9)
-        .dispatch()
-        .on_queue("invoices")
-        .sent_via(&queue)
-        .await;
-    let mut worker = WorkerProcess::start(
-        env!("CARGO_BIN_EXE_test_worker"),
-        redis.url(),
-        &["--queue", "invoices", "--stop-when-empty"],
-    );
-    assert!(worker.wait_exit(LONG).await.success());
+        invoice(9)
+            .dispatch()
+            .on_queue("invoices")
+            .sent_via(&queue)
+            .await;
+        let mut worker = WorkerProcess::start(
+            env!("CARGO_BIN_EXE_test_worker"),
+            redis.url(),
+            &[
+                "--queue",
+                "invoices",
+                "--prefix",
+                prefix,
+                "--stop-when-empty",
+            ],
+        );
+        assert!(worker.wait_exit(LONG).await.success());
 
-    let invoices: Vec<serde_json::Value> = redis
-        .conn()
-        .await
-        .lrange::<_, Vec<String>>(INVOICES_KEY, 0, -1)
-        .await
-        .unwrap()
-        .iter()
-        .map(|entry| serde_json::from_str(entry).unwrap())
-        .collect();
-    assert_eq!(invoices.len(), 2, "{invoices:#?}");
-    assert_eq!(invoices[0]["side"], "laravel");
-    assert_eq!(invoices[0]["id"], 8);
-    assert_eq!(invoices[0]["note"], "from Rust");
-    assert_eq!(invoices[0]["lines"], serde_json::json!({"a": 2.5}));
-    assert_eq!(invoices[1]["side"], "rust");
-    assert_eq!(invoices[1]["id"], 9);
-    assert_eq!(queue.size("invoices").await.unwrap().total(), 0);
-    assert!(queue.failed_jobs(10).await.unwrap().is_empty());
+        // Laravel's side writes through its connection, so under the prefix.
+        let mut entries: Vec<String> = conn
+            .lrange(format!("{prefix}{INVOICES_KEY}"), 0, -1)
+            .await
+            .unwrap();
+        if !prefix.is_empty() {
+            let rust: Vec<String> = conn.lrange(INVOICES_KEY, 0, -1).await.unwrap();
+            entries.extend(rust);
+        }
+        let invoices: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|entry| serde_json::from_str(entry).unwrap())
+            .collect();
+        assert_eq!(invoices.len(), 2, "{prefix:?}: {invoices:#?}");
+        assert_eq!(invoices[0]["side"], "laravel");
+        assert_eq!(invoices[0]["id"], 8);
+        assert_eq!(invoices[0]["note"], "from Rust");
+        assert_eq!(invoices[0]["lines"], serde_json::json!({"a": 2.5}));
+        assert_eq!(invoices[1]["side"], "rust");
+        assert_eq!(invoices[1]["id"], 9);
+        assert_eq!(queue.size("invoices").await.unwrap().total(), 0);
+        assert!(queue.failed_jobs(10).await.unwrap().is_empty());
+    }
 }
 
 #[tokio::test]
