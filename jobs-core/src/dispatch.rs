@@ -137,6 +137,7 @@ impl<J: Job> PendingDispatch<J> {
             created_at: Some(chrono::Utc::now().timestamp()),
             id: uuid.simple().to_string(),
             signature: None,
+            requeues: 0,
             attempts: 0,
             delay: self.delay.map(|d| delay_seconds(d.duration_from_now())),
         };

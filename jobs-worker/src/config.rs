@@ -59,6 +59,10 @@ pub struct WorkerConfig {
     pub grace: Option<Duration>,
     /// How long the per-minute job counters this worker publishes are kept in Redis.
     pub metrics_retention: Duration,
+    /// How many times a job may be requeued without counting an attempt (a middleware found
+    /// its limit or lock busy); past that, a requeue counts as a release, so that a job
+    /// cannot come back forever.
+    pub max_requeues: u32,
 }
 
 impl Default for WorkerConfig {
@@ -81,6 +85,7 @@ impl Default for WorkerConfig {
             concurrency: 10,
             grace: Some(Duration::from_secs(60)),
             metrics_retention: jobs_core::admin::telemetry::DEFAULT_METRICS_RETENTION,
+            max_requeues: 1000,
         }
     }
 }

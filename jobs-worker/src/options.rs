@@ -92,6 +92,11 @@ pub struct WorkerOptions {
     #[arg(long)]
     pub metrics_addr: Option<std::net::SocketAddr>,
 
+    /// How many times a job may be requeued by its middleware (a busy limit or lock) without
+    /// counting an attempt; past that, a requeue counts as a release.
+    #[arg(long, default_value_t = 1000)]
+    pub max_requeues: u32,
+
     /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379); a Redis Cluster is
     /// redis+cluster://host:port,host:port/.
     #[arg(long, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
@@ -129,6 +134,7 @@ impl WorkerOptions {
                 None => (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
             },
             metrics_retention: secs(self.metrics_retention * 3600.0),
+            max_requeues: self.max_requeues,
         }
     }
 }

@@ -1,8 +1,11 @@
 //! What a running handler knows about its job, and how it asks for a release or a failure.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use uuid::Uuid;
+
+use crate::queue::hold::Holds;
+use crate::queue::RedisQueue;
 
 /// The handler's view of the job it runs.
 ///
@@ -32,13 +35,24 @@ pub struct JobContext {
     queue: String,
     attempt: u32,
     request: Mutex<Option<Request>>,
+    redis: Option<RedisQueue>,
+    lease: Duration,
+    holds: Arc<Holds>,
 }
 
-/// What a handler asked for through its context, applied when it returns.
+/// What a handler or a middleware asked for through its context, applied when the attempt
+/// ends.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Request {
-    /// Run the job again after this delay.
+    /// Run the job again after this delay; the attempt counts towards its tries.
     Release(Duration),
+    /// Run the job again after this delay without counting the attempt (a limit or a lock
+    /// that is not free yet). A job requeued more often than the worker allows is released
+    /// instead, so it cannot come back forever.
+    Requeue(Duration),
+    /// Settle the job as done without running the rest of it.
+    Skip,
     /// Record the job as failed with this message, whatever tries are left.
     Fail(String),
 }
@@ -52,7 +66,40 @@ impl JobContext {
             queue: queue.into(),
             attempt,
             request: Mutex::new(None),
+            redis: None,
+            lease: Duration::from_secs(90),
+            holds: Arc::default(),
         }
+    }
+
+    /// This context with the worker's Redis handle, for middleware that keeps its state in
+    /// Redis, and the worker's `retry_after`, the lease of what they hold.
+    pub fn with_redis(mut self, redis: RedisQueue, lease: Duration) -> Self {
+        self.redis = Some(redis);
+        self.lease = lease;
+        self
+    }
+
+    /// The worker's Redis handle (`None` when the job runs outside a worker).
+    pub fn redis(&self) -> Option<&RedisQueue> {
+        self.redis.as_ref()
+    }
+
+    /// How long a hold taken for this attempt lasts unless the worker renews it: the
+    /// worker's `retry_after`.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// The token that owns what this attempt holds: the uuid and the attempt number, so a
+    /// run after a crash does not take over the holds of the run that crashed.
+    pub fn owner(&self) -> String {
+        format!("{}:{}", self.uuid, self.attempt)
+    }
+
+    /// What this attempt holds in Redis, renewed while it runs and freed when it settles.
+    pub fn holds(&self) -> &Arc<Holds> {
+        &self.holds
     }
 
     /// The job's uuid, the same on every attempt.
@@ -79,13 +126,30 @@ impl JobContext {
     /// handler returns. The attempt still counts towards the job's tries.
     pub fn release(&self, delay: impl Into<crate::Delay>) {
         let delay = delay.into().duration_from_now();
-        *self.request.lock().unwrap_or_else(|e| e.into_inner()) = Some(Request::Release(delay));
+        self.set(Request::Release(delay));
+    }
+
+    /// Puts the job back to run again after `delay` without counting this attempt: for a
+    /// resource that is busy rather than an attempt that failed. The worker bounds how often a
+    /// job is requeued (`--max-requeues`); past that, a requeue counts as a release.
+    pub fn requeue(&self, delay: impl Into<crate::Delay>) {
+        let delay = delay.into().duration_from_now();
+        self.set(Request::Requeue(delay));
+    }
+
+    /// Settles the job as done once the attempt returns, without running what is left of it
+    /// (a middleware that skips a job calls this instead of running the handler).
+    pub fn skip(&self) {
+        self.set(Request::Skip);
     }
 
     /// Marks the job as failed with `message` once the handler returns; it is not retried.
     pub fn fail(&self, message: impl Into<String>) {
-        *self.request.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some(Request::Fail(message.into()));
+        self.set(Request::Fail(message.into()));
+    }
+
+    fn set(&self, request: Request) {
+        *self.request.lock().unwrap_or_else(|e| e.into_inner()) = Some(request);
     }
 
     /// What the handler asked for, if anything; the last call wins.

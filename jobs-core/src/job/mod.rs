@@ -13,6 +13,7 @@ use std::fmt;
 use crate::dispatch::PendingDispatch;
 use crate::job::backoff::Backoff;
 use crate::job::context::JobContext;
+use crate::middleware::Layer;
 
 /// A unit of background work: a plain serializable struct with an async handler.
 ///
@@ -53,6 +54,12 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// Runs the job. An `Err` (or a panic, or a timeout) is a failed attempt: the job is
     /// retried after its backoff until its tries are used up, then recorded as failed.
     async fn handle(&self, ctx: &JobContext) -> JobResult;
+
+    /// The middleware every run of this job goes through, outermost first (default: none).
+    /// See [`crate::middleware`].
+    fn middleware(&self) -> Vec<Layer> {
+        Vec::new()
+    }
 
     /// Starts a dispatch; await it (after any of `.delay()`, `.on_queue()`, ...) to push the job.
     fn dispatch(self) -> PendingDispatch<Self>

@@ -11,6 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::job::context::JobContext;
 use crate::job::{Job, JobOptions, JobResult};
+use crate::middleware::Layer;
 
 /// How a worker runs one job type: its name, its options, and a function that decodes the
 /// payload's `data` into the job and returns the handler's future.
@@ -18,7 +19,15 @@ pub struct JobRegistration {
     name: &'static str,
     type_name: fn() -> &'static str,
     options: fn() -> JobOptions,
-    start: fn(&RawValue, Arc<JobContext>) -> Result<JobFuture, serde_json::Error>,
+    start: fn(&RawValue, Arc<JobContext>) -> Result<Started, serde_json::Error>,
+}
+
+/// A job decoded and ready to run: its middleware and its handler, not yet started.
+pub struct Started {
+    /// The job type's middleware, outermost first.
+    pub middleware: Vec<Layer>,
+    /// The handler's future.
+    pub handler: JobFuture,
 }
 
 impl JobRegistration {
@@ -47,19 +56,18 @@ impl JobRegistration {
         (self.options)()
     }
 
-    /// Decodes `data` into the job and returns the future that runs its handler.
-    pub fn start(
-        &self,
-        data: &RawValue,
-        ctx: Arc<JobContext>,
-    ) -> Result<JobFuture, serde_json::Error> {
+    /// Decodes `data` into the job: its middleware, and the future that runs its handler.
+    pub fn start(&self, data: &RawValue, ctx: Arc<JobContext>) -> Result<Started, serde_json::Error> {
         (self.start)(data, ctx)
     }
 }
 
-fn start<J: Job>(data: &RawValue, ctx: Arc<JobContext>) -> Result<JobFuture, serde_json::Error> {
+fn start<J: Job>(data: &RawValue, ctx: Arc<JobContext>) -> Result<Started, serde_json::Error> {
     let job: J = crate::payload::laravel::job_data(data.get())?;
-    Ok(Box::pin(async move { job.handle(&ctx).await }))
+    Ok(Started {
+        middleware: job.middleware(),
+        handler: Box::pin(async move { job.handle(&ctx).await }),
+    })
 }
 
 /// A running handler, as the worker drives it.

@@ -63,6 +63,10 @@ pub struct Payload {
     /// `attempts`, so that the pop script finds that number near the end of the payload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// How many times the job was put back without counting an attempt (a limit or a lock
+    /// that was busy); absent while 0. Not signed: the worker raises it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub requeues: u32,
     /// How many times the job has been reserved.
     pub attempts: u32,
     /// The delay given at dispatch, in seconds, or null.
@@ -89,6 +93,10 @@ impl Payload {
     pub fn created_at(&self) -> Option<DateTime<Utc>> {
         DateTime::from_timestamp(self.created_at?, 0)
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// `null` read as `false`, as Laravel's payloads may hold it.
@@ -127,6 +135,42 @@ pub fn unreserved(raw: &str) -> std::borrow::Cow<'_, str> {
         .and_then(|digits| raw[digits].parse::<u32>().ok())
         .and_then(|attempts| with_attempts(raw, attempts.saturating_sub(1)))
         .map_or(std::borrow::Cow::Borrowed(raw), std::borrow::Cow::Owned)
+}
+
+/// The payload to put back for a reserved copy requeued without counting its attempt:
+/// `attempts` one lower and `requeues` one higher, every other byte kept. `requeues` sits just
+/// before `attempts` (inserted there when absent), where only the worker writes it. Returns
+/// `None` when the payload has no top-level `attempts`.
+///
+/// ```
+/// let reserved = r#"{"id":"x","attempts":3,"delay":null}"#;
+/// let once = jobs_core::payload::requeued(reserved).unwrap();
+/// assert_eq!(once, r#"{"id":"x","requeues":1,"attempts":2,"delay":null}"#);
+/// let reserved_again = jobs_core::payload::with_attempts(&once, 3).unwrap();
+/// assert_eq!(
+///     jobs_core::payload::requeued(&reserved_again).unwrap(),
+///     r#"{"id":"x","requeues":2,"attempts":2,"delay":null}"#
+/// );
+/// ```
+pub fn requeued(raw: &str) -> Option<String> {
+    let digits = attempts_digits(raw)?;
+    let attempts: u32 = raw[digits.clone()].parse().ok()?;
+    let key_start = raw[..digits.start].rfind("\"attempts\"")?;
+    let before = &raw[..key_start];
+    const KEY: &str = "\"requeues\":";
+    let (head, requeues) = match before.strip_suffix(',').and_then(|b| b.rfind(KEY).map(|at| (b, at))) {
+        Some((b, at)) => match b[at + KEY.len()..].parse::<u32>() {
+            Ok(n) => (&raw[..at], n),
+            Err(_) => (before, 0),
+        },
+        None => (before, 0),
+    };
+    Some(format!(
+        "{head}\"requeues\":{},\"attempts\":{}{}",
+        requeues + 1,
+        attempts.saturating_sub(1),
+        &raw[digits.end..]
+    ))
 }
 
 /// The byte range of the top-level attempts number: the last `"attempts"` key followed by

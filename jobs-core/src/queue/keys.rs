@@ -335,6 +335,75 @@ impl Keys {
         self.prefixed(&metrics_minute(minute))
     }
 
+    /// A rate limit's sliding window of admissions, for the limit `name` and the key `by`
+    /// (empty: one window for every job under the limit). On a cluster every limit shares one
+    /// hash tag, so that the limits of one job are checked and counted in one script call.
+    ///
+    /// ```
+    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(Keys::default().limit("stripe", "acct:7"), "jobs:limit:stripe:acct:7");
+    /// assert_eq!(Keys::new(KeyLayout::Cluster, "").limit("stripe", ""), "jobs:limit:{limits}:stripe");
+    /// ```
+    pub fn limit(&self, name: &str, by: &str) -> String {
+        let tag = match self.layout {
+            KeyLayout::Standalone => "",
+            KeyLayout::Cluster => "{limits}:",
+        };
+        let key = format!("{OPS_PREFIX}limit:{tag}{name}");
+        self.prefixed(&if by.is_empty() { key } else { format!("{key}:{by}") })
+    }
+
+    /// A concurrency limit's slots (`jobs:funnel:<name>`).
+    pub fn funnel(&self, name: &str) -> String {
+        self.tagged("funnel", name)
+    }
+
+    /// A lock against overlapping runs (`jobs:overlap:<scope>`).
+    pub fn overlap(&self, scope: &str) -> String {
+        self.tagged("overlap", scope)
+    }
+
+    /// An exception throttle's error count (`jobs:breaker:<key>`).
+    pub fn breaker(&self, key: &str) -> String {
+        self.tagged("breaker", key)
+    }
+
+    /// The unique lock of the job `job` with unique id `id`, dispatched to `queue`:
+    /// `jobs:unique:<job>:<id>` on one server. On a cluster it must be in the queue's slot to
+    /// be taken in the call that pushes the job, so it hangs under the queue's keys and a job is
+    /// unique per queue there.
+    ///
+    /// ```
+    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(Keys::default().unique("mail", "Rebuild", "7"), "jobs:unique:Rebuild:7");
+    /// assert_eq!(
+    ///     Keys::new(KeyLayout::Cluster, "").unique("mail", "Rebuild", "7"),
+    ///     "queues:{mail}:unique:Rebuild:7"
+    /// );
+    /// ```
+    pub fn unique(&self, queue: &str, job: &str, id: &str) -> String {
+        match self.layout {
+            KeyLayout::Standalone => self.prefixed(&format!("{OPS_PREFIX}unique:{job}:{id}")),
+            KeyLayout::Cluster => format!("{}:unique:{job}:{id}", self.queue(queue).ready),
+        }
+    }
+
+    /// The `SCAN` pattern of every unique lock (on a cluster, of every queue's).
+    pub fn unique_pattern(&self) -> String {
+        match self.layout {
+            KeyLayout::Standalone => self.prefixed(&format!("{OPS_PREFIX}unique:*")),
+            KeyLayout::Cluster => format!("{}{QUEUE_PREFIX}*:unique:*", self.prefix),
+        }
+    }
+
+    /// `jobs:<family>:<name>`, with `name` as the hash tag on a cluster.
+    fn tagged(&self, family: &str, name: &str) -> String {
+        match self.layout {
+            KeyLayout::Standalone => self.prefixed(&format!("{OPS_PREFIX}{family}:{name}")),
+            KeyLayout::Cluster => self.prefixed(&format!("{OPS_PREFIX}{family}:{{{name}}}")),
+        }
+    }
+
     fn prefixed(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
     }

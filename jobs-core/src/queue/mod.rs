@@ -1,6 +1,7 @@
 //! `RedisQueue`: the connection to Redis and every queue operation of Laravel's flow.
 
 pub mod connection;
+pub mod hold;
 pub mod keys;
 pub(crate) mod scripts;
 mod url;
@@ -20,6 +21,7 @@ use crate::payload::failed::FailedJob;
 use crate::payload::signing::SigningKey;
 use crate::payload::Payload;
 use crate::queue::connection::{Connection, Target};
+use crate::queue::hold::Hold;
 use crate::queue::keys::{check_queue_name, KeyLayout, Keys, QueueKeys};
 
 /// Settings of a [`RedisQueue`].
@@ -414,13 +416,94 @@ impl RedisQueue {
         reserved: &str,
         delay: Duration,
     ) -> Result<bool> {
+        self.release_with(queue, reserved, delay, None, &[]).await
+    }
+
+    /// [`RedisQueue::release`] putting `replacement` back instead of the reserved copy (a
+    /// requeue that costs no attempt), and freeing `holds` in the same step. Returns `false`,
+    /// changing nothing, when the reservation was no longer held.
+    ///
+    /// On a cluster the holds live in other slots: they are freed first, each by its owner, and
+    /// the job is released after.
+    pub async fn release_with(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+        delay: Duration,
+        replacement: Option<&str>,
+        holds: &[Hold],
+    ) -> Result<bool> {
+        let holds = self.free_apart(holds).await?;
         let mut call = scripts::RELEASE.key(&queue.reserved);
         call.key(&queue.delayed)
             .key(&queue.notify)
             .arg(reserved)
-            .arg(seconds_arg(delay));
+            .arg(seconds_arg(delay))
+            .arg(replacement.unwrap_or(""));
+        add_holds(&mut call, holds);
         let released: u64 = self.invoke(&call).await?;
         Ok(released == 1)
+    }
+
+    /// Acknowledges a finished job and frees `holds` in the same step. Returns `false`,
+    /// changing nothing, when the reservation was no longer held.
+    ///
+    /// On a cluster the holds live in other slots: they are freed first, each by its owner, and
+    /// the reservation is removed last, so a crash between the two leaves a job that runs again
+    /// rather than a lock that outlives its job.
+    pub async fn complete(&self, queue: &QueueKeys, reserved: &str, holds: &[Hold]) -> Result<bool> {
+        let holds = self.free_apart(holds).await?;
+        let mut call = scripts::COMPLETE.key(&queue.reserved);
+        call.arg(reserved);
+        add_holds(&mut call, holds);
+        let completed: u64 = self.invoke(&call).await?;
+        Ok(completed == 1)
+    }
+
+    /// Renews the holds of running jobs for `lease` from now (Redis's clock); returns how many
+    /// were still held.
+    pub async fn renew_holds(&self, holds: &[Hold], lease: Duration) -> Result<u64> {
+        let mut renewed = 0;
+        for group in self.hold_groups(holds) {
+            let mut call = scripts::LEASES.prepare_invoke();
+            call.arg("renew").arg(lease.as_millis() as u64);
+            add_holds(&mut call, group);
+            renewed += self.invoke::<u64>(&call).await?;
+        }
+        Ok(renewed)
+    }
+
+    /// Frees holds, each only if its owner still holds it.
+    pub async fn free_holds(&self, holds: &[Hold]) -> Result<()> {
+        for group in self.hold_groups(holds) {
+            let mut call = scripts::LEASES.prepare_invoke();
+            call.arg("free").arg(0);
+            add_holds(&mut call, group);
+            self.invoke::<u64>(&call).await?;
+        }
+        Ok(())
+    }
+
+    /// Holds in calls that each touch one slot: all of them together on one server, one by
+    /// one on a cluster.
+    fn hold_groups<'h>(&self, holds: &'h [Hold]) -> Vec<&'h [Hold]> {
+        match (holds.is_empty(), self.layout()) {
+            (true, _) => Vec::new(),
+            (false, KeyLayout::Standalone) => vec![holds],
+            (false, KeyLayout::Cluster) => holds.chunks(1).collect(),
+        }
+    }
+
+    /// On a cluster, frees `holds` in calls of their own and returns none left for the settling
+    /// script; on one server returns them all for it.
+    async fn free_apart<'h>(&self, holds: &'h [Hold]) -> Result<&'h [Hold]> {
+        match self.layout() {
+            KeyLayout::Standalone => Ok(holds),
+            KeyLayout::Cluster => {
+                self.free_holds(holds).await?;
+                Ok(&[])
+            }
+        }
     }
 
     /// Records a failed job, removing its reservation when `reserved` is given, and prunes the
@@ -450,6 +533,18 @@ impl RedisQueue {
         reserved: &[u8],
         record: &FailedJob,
     ) -> Result<bool> {
+        self.fail_with(queue, reserved, record, &[]).await
+    }
+
+    /// [`RedisQueue::fail_bytes`] freeing `holds` too: in the same step on one server, before
+    /// the failure is recorded on a cluster.
+    pub async fn fail_with(
+        &self,
+        queue: &QueueKeys,
+        reserved: &[u8],
+        record: &FailedJob,
+        holds: &[Hold],
+    ) -> Result<bool> {
         let layout = self.layout();
         let separate_removal = !reserved.is_empty() && layout == KeyLayout::Cluster;
         if separate_removal {
@@ -460,6 +555,7 @@ impl RedisQueue {
                 return Ok(false);
             }
         }
+        let holds = self.free_apart(holds).await?;
         let mut call = scripts::FAIL.key(self.keys.failed_jobs());
         call.key(self.keys.failed_jobs_index());
         match layout {
@@ -470,6 +566,7 @@ impl RedisQueue {
             .arg(record.to_json())
             .arg(self.config.failed_max_jobs)
             .arg(self.config.failed_max_age.as_secs());
+        add_holds(&mut call, holds);
         let recorded: u64 = self.invoke(&call).await?;
         if separate_removal {
             self.call(
@@ -588,7 +685,10 @@ impl RedisQueue {
         }
     }
 
-    async fn invoke<T: redis::FromRedisValue>(&self, call: &ScriptInvocation<'_>) -> Result<T> {
+    pub(crate) async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        call: &ScriptInvocation<'_>,
+    ) -> Result<T> {
         self.call(|mut conn| async move { call.invoke_async(&mut conn).await })
             .await
     }
@@ -619,6 +719,17 @@ impl RedisQueue {
         let pipe = &pipe;
         self.call(|mut conn| async move { pipe.query_async::<Vec<T>>(&mut conn).await })
             .await
+    }
+}
+
+/// Adds holds to a settling script's call: their keys after its own, their owners after its
+/// own arguments.
+fn add_holds(call: &mut ScriptInvocation<'_>, holds: &[Hold]) {
+    for hold in holds {
+        call.key(&hold.key);
+    }
+    for hold in holds {
+        call.arg(&hold.owner);
     }
 }
 

@@ -3,7 +3,8 @@
 //! Each script lives in its own file under `src/scripts/`, headed by what its KEYS and ARGV
 //! are. Snippets several scripts share live under `src/scripts/lib/` and are put in front of
 //! the scripts that use them at compile time: `time.lua` (Redis's clock in each precision the
-//! keys use) and `forget_failed.lua` (deleting failed-job records by age). `redis::Script`
+//! keys use), `forget_failed.lua` (deleting failed-job records by age) and `holds.lua`
+//! (freeing what a settled job held). `redis::Script`
 //! sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
 
 use redis::Script;
@@ -34,12 +35,37 @@ script!(
     POP, "pop.lua", uses "time.lua"
 );
 script!(
-    /// Move a reserved job back to the delayed set (`release.lua`).
-    RELEASE, "release.lua", uses "time.lua"
+    /// Move a reserved job (or a replacement of it) back to the delayed set and free what it
+    /// held while it ran (`release.lua`).
+    RELEASE, "release.lua", uses "time.lua", "holds.lua"
 );
 script!(
-    /// Record a failed job and prune the failed-job store (`fail.lua`).
-    FAIL, "fail.lua", uses "time.lua", "forget_failed.lua"
+    /// Acknowledge a finished job and free what it held (`complete.lua`).
+    COMPLETE, "complete.lua", uses "holds.lua"
+);
+script!(
+    /// Record a failed job, free what it held, and prune the failed-job store (`fail.lua`).
+    FAIL, "fail.lua", uses "time.lua", "forget_failed.lua", "holds.lua"
+);
+script!(
+    /// Renew or free the holds of running jobs (`leases.lua`).
+    LEASES, "leases.lua", uses "time.lua", "holds.lua"
+);
+script!(
+    /// Admit a job under its rate limits, all or none (`limit.lua`).
+    LIMIT, "limit.lua"
+);
+script!(
+    /// Take a slot of a concurrency limit (`funnel.lua`).
+    FUNNEL, "funnel.lua", uses "time.lua"
+);
+script!(
+    /// Take a lock against overlapping runs (`overlap.lua`).
+    OVERLAP, "overlap.lua"
+);
+script!(
+    /// Check, count or clear an exception throttle (`breaker.lua`).
+    BREAKER, "breaker.lua"
 );
 script!(
     /// Push back the expiry of reservations still held (`extend.lua`).

@@ -3,8 +3,8 @@
 //! a job's code runs: job middleware and lifecycle events hook in here.
 
 use futures_util::FutureExt;
-use jobs_core::job::registry::JobFuture;
-use jobs_core::{JobContext, Request};
+use jobs_core::middleware::{panic_message, Layer, Next, Panicked};
+use jobs_core::{JobContext, RedisQueue, Request};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,54 +21,68 @@ use super::reserved::Reserved;
 use super::rules::{AttemptError, Limits, Verdict};
 use super::time::sleep_for;
 
-/// Checks the attempts, decodes the job and runs it: the verdict, with the attempt's error
-/// if it failed.
+/// What a job runs with besides its own code: the worker's settings, its middleware
+/// (outermost), and its Redis handle for the middleware that keeps state there.
+pub(crate) struct Surroundings<'a> {
+    pub(crate) config: &'a WorkerConfig,
+    pub(crate) middleware: &'a [Layer],
+    pub(crate) redis: &'a RedisQueue,
+}
+
+/// Checks the attempts, decodes the job and runs it through its middleware: the verdict, with
+/// the attempt's error if it failed, and the context whose holds the settling frees.
 pub(crate) async fn run(
-    config: &WorkerConfig,
+    around: &Surroundings<'_>,
     decoded: &Decoded,
     job: &Reserved,
     held: &Held,
     interrupt: CancellationToken,
-) -> (Verdict, Option<String>) {
+) -> (Verdict, Option<String>, Arc<JobContext>) {
     let payload = &decoded.payload;
-    let limits = limits(config, decoded);
+    let limits = limits(around.config, decoded);
+    let ctx = Arc::new(
+        JobContext::new(payload.uuid, &payload.job, &job.queue.name, payload.attempts)
+            .with_redis(around.redis.clone(), around.config.retry_after),
+    );
     if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts) {
-        return (verdict, None);
+        return (verdict, None, ctx);
     }
-    let ctx = Arc::new(JobContext::new(
-        payload.uuid,
-        &payload.job,
-        &job.queue.name,
-        payload.attempts,
-    ));
-    match decoded.registration.start(decoded.data(), ctx.clone()) {
-        Ok(handler) => {
+    held.track(ctx.holds().clone());
+    let (verdict, error) = match decoded.registration.start(decoded.data(), ctx.clone()) {
+        Ok(started) => {
             info!(status = "RUNNING", "RUNNING");
+            let chain: Vec<Layer> = around
+                .middleware
+                .iter()
+                .cloned()
+                .chain(started.middleware)
+                .collect();
+            let attempt = Next::new(&chain, started.handler).run(&ctx);
             let display_name = &payload.display_name;
-            execute(handler, &ctx, &limits, display_name, held, interrupt).await
+            execute(attempt, &ctx, &limits, display_name, held, interrupt).await
         }
         Err(err) => {
             let reason = format!("cannot decode the data of job {}: {err}", payload.job);
             (Verdict::Fail(reason), None)
         }
-    }
+    };
+    (verdict, error, ctx)
 }
 
-/// Runs the handler under its timeout, catching panics, and turns what happened into a
-/// verdict, with the attempt's error if it failed. This is the one place a job's code
-/// runs: job middleware and lifecycle events hook in here.
+/// Runs the attempt (middleware and handler) under its timeout, catching panics, and turns
+/// what happened into a verdict, with the attempt's error if it failed.
 async fn execute(
-    handler: JobFuture,
+    attempt: impl std::future::Future<Output = jobs_core::JobResult> + Send,
     ctx: &Arc<JobContext>,
     limits: &Limits,
     display_name: &str,
     held: &Held,
     interrupt: CancellationToken,
 ) -> (Verdict, Option<String>) {
-    // The handler runs inside this task: a panic is caught where it happens, and stopping
-    // the handler (timeout, shutdown) drops its future at its next `.await`. A handler
-    // that blocks its thread never reaches an `.await`; the watchdog sees its deadline.
-    let handler = AssertUnwindSafe(handler).catch_unwind();
+    // The attempt runs inside this task: a panic is caught where it happens, and stopping
+    // it (timeout, shutdown) drops its future at its next `.await`. A handler that blocks
+    // its thread never reaches an `.await`; the watchdog sees its deadline.
+    let handler = AssertUnwindSafe(attempt).catch_unwind();
     let watched = limits.timeout.map(|timeout| {
         held.watch(Deadline::new(
             timeout,
@@ -81,7 +95,10 @@ async fn execute(
     let result = tokio::select! {
         finished = handler => Some(match finished {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(err)) => Err(AttemptError::Error(err.to_string())),
+            Ok(Err(err)) => Err(match err.inner().downcast_ref::<Panicked>() {
+                Some(Panicked(message)) => AttemptError::Panic(message.clone()),
+                None => AttemptError::Error(err.to_string()),
+            }),
             Err(panic) => Err(AttemptError::Panic(panic_message(&*panic))),
         }),
         _ = timeout => Some(Err(AttemptError::Timeout)),
@@ -113,6 +130,7 @@ fn limits(config: &WorkerConfig, decoded: &Decoded) -> Limits {
         backoff: payload.backoff().unwrap_or_else(|| config.backoff.clone()),
         timeout,
         fail_on_timeout: payload.fail_on_timeout,
+        may_requeue: payload.requeues < config.max_requeues,
     }
 }
 
@@ -132,18 +150,12 @@ pub(crate) fn verdict(
     let error = result.as_ref().err().map(|e| e.describe(display_name));
     let verdict = match (ctx.take_request(), result) {
         (Some(Request::Release(delay)), _) => Verdict::Release(delay),
+        (Some(Request::Requeue(delay)), _) if limits.may_requeue => Verdict::Requeue(delay),
+        (Some(Request::Requeue(delay)), _) => Verdict::Release(delay),
+        (Some(Request::Skip), _) => Verdict::Skip,
         (Some(Request::Fail(message)), _) => Verdict::Fail(message),
-        (None, Ok(())) => Verdict::Done,
-        (None, Err(error)) => limits.after_error(display_name, ctx.attempt(), &error),
+        (Some(_) | None, Ok(())) => Verdict::Done,
+        (Some(_) | None, Err(error)) => limits.after_error(display_name, ctx.attempt(), &error),
     };
     (verdict, error)
-}
-
-/// The message a panic carries (`panic!` with a literal or a formatted string).
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
 }

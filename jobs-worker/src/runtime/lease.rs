@@ -4,8 +4,10 @@
 //! reservation to retry_after from now. While the worker lives, its jobs' reservations never
 //! expire, however long the jobs run, so a job is never handed to a second worker; when the
 //! worker dies, they expire after retry_after and the jobs come back. A job the watchdog took
-//! over is left to expire too.
+//! over is left to expire too. What running jobs hold through their middleware (funnel
+//! slots, overlap locks) is renewed the same way.
 
+use jobs_core::queue::hold::{Hold, Holds};
 use jobs_core::RedisQueue;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,6 +34,8 @@ struct Entry {
     /// The watchdog took the job over: the lease lets its reservation expire, and the
     /// processor leaves it alone.
     taken_over: bool,
+    /// What the job's middleware holds, renewed with the reservation.
+    holds: Option<Arc<Holds>>,
 }
 
 /// A running job's place in [`Running`]; dropping it takes the job out.
@@ -54,6 +58,7 @@ impl Running {
             job: job.clone(),
             deadline: None,
             taken_over: false,
+            holds: None,
         };
         self.lock().insert(id, entry);
         Held {
@@ -119,12 +124,29 @@ impl Running {
             .collect()
     }
 
+    /// The leases every running job not taken over holds.
+    fn leases(&self) -> Vec<Hold> {
+        self.lock()
+            .values()
+            .filter(|entry| !entry.taken_over)
+            .filter_map(|entry| entry.holds.as_ref())
+            .flat_map(|holds| holds.leases())
+            .collect()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
         self.jobs.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl Held {
+    /// Renews what the job's middleware holds along with its reservation.
+    pub(crate) fn track(&self, holds: Arc<Holds>) {
+        if let Some(entry) = self.running.lock().get_mut(&self.id) {
+            entry.holds = Some(holds);
+        }
+    }
+
     /// Shows the job's handler to the watchdog until the returned guard ends.
     pub(crate) fn watch(&self, deadline: Deadline) -> Watched<'_> {
         if let Some(entry) = self.running.lock().get_mut(&self.id) {
@@ -202,6 +224,10 @@ pub(crate) fn start(
                     }
                 }
             }
+            let leases = running.leases();
+            if let Err(err) = queue.renew_holds(&leases, retry_after).await {
+                warn!(error = %err, "cannot renew what running jobs hold");
+            }
         }
     })
 }
@@ -228,6 +254,7 @@ mod tests {
             backoff: Backoff::default(),
             timeout: Some(timeout),
             fail_on_timeout: false,
+            may_requeue: true,
         };
         Deadline::new(timeout, ctx, limits, "J")
     }

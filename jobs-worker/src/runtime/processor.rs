@@ -5,6 +5,8 @@
 //! payload -> check attempts and [`execute`](super::execute) the handler -> verdict ->
 //! [`settle`](super::settle). Job middleware and lifecycle events hook in around `execute`.
 
+use jobs_core::middleware::Layer;
+use jobs_core::queue::hold::Holds;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -12,7 +14,7 @@ use tracing::Instrument;
 
 use crate::config::WorkerConfig;
 use crate::runtime::decode::decode;
-use crate::runtime::execute::{self, job_span};
+use crate::runtime::execute::{self, job_span, Surroundings};
 use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::Verdict;
@@ -26,6 +28,8 @@ pub(crate) struct Processor {
     pub(crate) running: Arc<Running>,
     /// The worker's configuration: the limits of jobs that set none.
     pub(crate) config: Arc<WorkerConfig>,
+    /// The worker's middleware, around every job's own.
+    pub(crate) middleware: Arc<[Layer]>,
 }
 
 impl Processor {
@@ -47,14 +51,22 @@ impl Processor {
                     payload.attempts,
                 );
                 async {
-                    let (verdict, error) =
-                        execute::run(&self.config, &decoded, &job, &held, interrupt).await;
+                    let around = Surroundings {
+                        config: &self.config,
+                        middleware: &self.middleware,
+                        redis: &self.settler.queue,
+                    };
+                    let (verdict, error, ctx) =
+                        execute::run(&around, &decoded, &job, &held, interrupt).await;
                     let id = JobId {
                         uuid: &uuid,
                         job: &payload.job,
                         attempt: payload.attempts,
                     };
-                    self.settler.settle(job, id, verdict, error, started).await
+                    let holds = ctx.holds();
+                    self.settler
+                        .settle(job, id, verdict, error, started, holds)
+                        .await
                 }
                 .instrument(span)
                 .await
@@ -73,7 +85,7 @@ impl Processor {
                     attempt: 0,
                 };
                 self.settler
-                    .settle(job, id, verdict, None, started)
+                    .settle(job, id, verdict, None, started, &Holds::default())
                     .instrument(span)
                     .await
             }

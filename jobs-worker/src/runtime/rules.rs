@@ -14,6 +14,9 @@ pub(crate) struct Limits {
     pub timeout: Option<Duration>,
     /// A timeout fails the job at once.
     pub fail_on_timeout: bool,
+    /// The job has been requeued fewer times than the worker allows: another requeue costs
+    /// no attempt.
+    pub may_requeue: bool,
 }
 
 /// How an attempt went wrong.
@@ -34,6 +37,10 @@ pub(crate) enum Verdict {
     Done,
     /// Run again after the delay.
     Release(Duration),
+    /// Run again after the delay without counting the attempt.
+    Requeue(Duration),
+    /// Settled as done without running (a middleware skipped it).
+    Skip,
     /// Record in the failed-job store with this reason.
     Fail(String),
 }
@@ -88,6 +95,7 @@ mod tests {
             backoff: Backoff::new(backoff),
             timeout: None,
             fail_on_timeout: false,
+            may_requeue: true,
         }
     }
 

@@ -2,6 +2,7 @@
 //! stopped in order after its last job settled.
 
 use jobs_core::queue::keys::{KeyLayout, QueueKeys};
+use jobs_core::middleware::Layer;
 use jobs_core::RedisQueue;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -43,6 +44,7 @@ impl Services {
     pub(crate) async fn start(
         queue: &RedisQueue,
         config: &Arc<WorkerConfig>,
+        middleware: &[Layer],
         stats: &Arc<Stats>,
         stop: &CancellationToken,
     ) -> Services {
@@ -84,6 +86,7 @@ impl Services {
             settler: settler.clone(),
             running: running.clone(),
             config: config.clone(),
+            middleware: middleware.into(),
         });
         let interrupt = CancellationToken::new();
         let watchdog = Watchdog::start(Guarded {

@@ -2,6 +2,7 @@
 //! `:delayed`, a failed one to the failed-job store, each counted for the operators.
 
 use jobs_core::admin::telemetry::Outcome;
+use jobs_core::queue::hold::Holds;
 use jobs_core::{FailedJob, RedisQueue};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,9 +53,11 @@ impl Settler {
         }
     }
 
-    /// Logs the verdict and applies it: a finished job goes to the acker; a released one back
-    /// to `:delayed`; a failed one to the failed-job store with the payload as it was before
-    /// this reservation. Every verdict is counted in the per-minute metrics under the job's
+    /// Logs the verdict and applies it: a finished job goes to the acker (or, when it holds
+    /// something, is acknowledged in the call that frees it); a released one back to
+    /// `:delayed`; a failed one to the failed-job store with the payload as it was before this
+    /// reservation. What the attempt held is freed in the same step; the unique lock only when
+    /// the job is finished. Every verdict is counted in the per-minute metrics under the job's
     /// name (`?` when the payload has none).
     pub(crate) async fn settle(
         &self,
@@ -63,14 +66,16 @@ impl Settler {
         verdict: Verdict,
         error: Option<String>,
         started: Instant,
+        holds: &Holds,
     ) -> Settled {
         let uuid = id.uuid;
         let runtime = started.elapsed();
         let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
         let release_reason = error.as_deref().unwrap_or("released by the job");
         let (outcome, reason) = match &verdict {
-            Verdict::Done => (Outcome::Done, None),
+            Verdict::Done | Verdict::Skip => (Outcome::Done, None),
             Verdict::Release(_) => (Outcome::Released, Some(release_reason)),
+            Verdict::Requeue(_) => (Outcome::Released, Some("requeued: a limit or lock was busy")),
             Verdict::Fail(reason) => (Outcome::Failed, Some(reason.as_str())),
         };
         self.control.record(&Attempt {
@@ -83,22 +88,39 @@ impl Settler {
             reason,
         });
         match verdict {
-            Verdict::Done => {
-                info!(status = "DONE", duration_ms, "DONE");
-                self.acks.ack(job);
+            Verdict::Done | Verdict::Skip => {
+                match verdict {
+                    Verdict::Skip => info!(status = "SKIPPED", duration_ms, "SKIPPED"),
+                    _ => info!(status = "DONE", duration_ms, "DONE"),
+                }
+                let held = holds.to_free(true);
+                if held.is_empty() {
+                    self.acks.ack(job);
+                } else {
+                    self.apply(&job, "acknowledge the job", |q| {
+                        q.complete(&job.queue, &job.raw, &held)
+                    })
+                    .await;
+                }
                 Settled::Done
             }
-            Verdict::Release(delay) => {
+            Verdict::Release(delay) | Verdict::Requeue(delay) => {
                 let retry_in_s = delay.as_secs_f64();
+                let requeued = match verdict {
+                    Verdict::Requeue(_) => jobs_core::payload::requeued(&job.raw),
+                    _ => None,
+                };
+                let status = if requeued.is_some() { "REQUEUED" } else { "RELEASED" };
                 info!(
-                    status = "RELEASED",
+                    status,
                     duration_ms,
                     retry_in_s,
                     reason = release_reason,
-                    "RELEASED"
+                    "{status}"
                 );
+                let held = holds.to_free(false);
                 self.apply(&job, "release the job", |q| {
-                    q.release(&job.queue, &job.raw, delay)
+                    q.release_with(&job.queue, &job.raw, delay, requeued.as_deref(), &held)
                 })
                 .await;
                 Settled::Released
@@ -114,8 +136,9 @@ impl Settler {
                 );
                 self.stats.record_failure();
                 let reserved = job.unreadable.as_deref().unwrap_or(job.raw.as_bytes());
+                let held = holds.to_free(true);
                 self.apply(&job, "record the failed job", |q| {
-                    q.fail_bytes(&job.queue, reserved, &failed)
+                    q.fail_with(&job.queue, reserved, &failed, &held)
                 })
                 .await;
                 Settled::Failed

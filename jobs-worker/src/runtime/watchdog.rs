@@ -191,7 +191,7 @@ impl Guarded {
                         attempt: ctx.attempt(),
                     };
                     settler
-                        .settle(job, id, verdict, error, deadline.started)
+                        .settle(job, id, verdict, error, deadline.started, ctx.holds())
                         .instrument(span)
                         .await;
                 }

@@ -1,5 +1,6 @@
 //! The worker: a job loop with its services around it, from start to stop.
 
+use jobs_core::middleware::Layer;
 use jobs_core::RedisQueue;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -50,6 +51,7 @@ pub enum WorkerError {
 /// ```
 pub struct Worker {
     config: Arc<WorkerConfig>,
+    middleware: Vec<Layer>,
     queue: RedisQueue,
     stop: CancellationToken,
     stats: Arc<Stats>,
@@ -73,10 +75,18 @@ impl Worker {
         }
         Ok(Worker {
             config: Arc::new(config),
+            middleware: Vec::new(),
             queue,
             stop: CancellationToken::new(),
             stats: Arc::new(Stats::default()),
         })
+    }
+
+    /// Runs `middleware` around every job this worker runs, outside the job's own middleware;
+    /// middleware added first runs outermost. See [`jobs_core::middleware`].
+    pub fn middleware(mut self, middleware: impl Into<Layer>) -> Self {
+        self.middleware.push(middleware.into());
+        self
     }
 
     /// A token that stops the worker gracefully when cancelled, as SIGTERM does.
@@ -99,7 +109,14 @@ impl Worker {
     pub async fn run(self) -> Exit {
         RedisQueue::set_default(self.queue.clone());
         self.announce().await;
-        let services = Services::start(&self.queue, &self.config, &self.stats, &self.stop).await;
+        let services = Services::start(
+            &self.queue,
+            &self.config,
+            &self.middleware,
+            &self.stats,
+            &self.stop,
+        )
+        .await;
         let exit = JobLoop::new(&self.config, &services, &self.stats, &self.stop)
             .run()
             .await;

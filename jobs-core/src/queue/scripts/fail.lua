@@ -6,16 +6,20 @@
 --          in the same call, and nothing is recorded unless it was still held. On a Redis
 --          Cluster this set lives in another slot than the failed-job store, so the caller
 --          leaves it out: it checks the reservation before and removes it after this call.
+-- KEYS[4..] keys the job holds (overlap lock, funnel slot, unique lock), freed here; only
+--          with KEYS[3] (on a cluster the caller frees them in calls of their own)
 -- ARGV[1]  the reserved copy as pop returned it, or '' for a job that was never reserved (or
 --          whose reservation the caller handles)
 -- ARGV[2]  the job's uuid
 -- ARGV[3]  the failed-job record
 -- ARGV[4]  how many failed jobs to keep at most
 -- ARGV[5]  how long to keep failed jobs, in seconds
+-- ARGV[6..] the owner of each held key, in the order of KEYS[4..]
 -- Returns 1 when recorded, 0 when the reservation is no longer held: then nothing changes.
 if KEYS[3] and ARGV[1] ~= '' and redis.call('zrem', KEYS[3], ARGV[1]) == 0 then
   return 0
 end
+free_holds(4, 6)
 local now = now_seconds_precise()
 redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
 redis.call('zadd', KEYS[2], now, ARGV[2])

@@ -1,0 +1,91 @@
+//! Keeping two jobs with one key from running at once.
+
+use async_trait::async_trait;
+use std::time::Duration;
+
+use super::{redis, Middleware, Next, WhenBusy};
+use crate::queue::hold::{Hold, HoldUntil};
+use crate::queue::scripts;
+use crate::{JobContext, JobResult};
+
+/// Runs at most one job with a given key at a time, across every worker (Laravel's
+/// `WithoutOverlapping`). A job whose key is taken is requeued after
+/// [`release_after`](Self::release_after) (1 s by default) without counting an attempt.
+///
+/// The lock is a lease owned by the running attempt: the worker's heartbeat renews it while
+/// the job runs, however long that is, and the step that settles the job frees it. A worker
+/// that dies frees it within `retry_after`; there is no `expire_after` to choose.
+///
+/// ```
+/// # use jobs_core::middleware::{Layer, WithoutOverlapping};
+/// # struct SyncAccount { account: u64 }
+/// # impl SyncAccount { fn middleware(&self) -> Vec<Layer> {
+/// vec![WithoutOverlapping::key(self.account).release_after(10).into()]
+/// # } }
+/// ```
+#[derive(Debug, Clone)]
+pub struct WithoutOverlapping {
+    key: String,
+    shared: bool,
+    release_after: Duration,
+    when_busy: WhenBusy,
+}
+
+impl WithoutOverlapping {
+    /// Locks on `key` among jobs of the same type.
+    pub fn key(key: impl ToString) -> Self {
+        WithoutOverlapping {
+            key: key.to_string(),
+            shared: false,
+            release_after: Duration::from_secs(1),
+            when_busy: WhenBusy::Requeue,
+        }
+    }
+
+    /// Locks on the key across every job type that uses it (Laravel's `shared()`).
+    pub fn shared(mut self) -> Self {
+        self.shared = true;
+        self
+    }
+
+    /// How long a job whose key is taken waits before it tries again (seconds or a
+    /// `Duration`).
+    pub fn release_after(mut self, delay: impl Into<crate::Delay>) -> Self {
+        self.release_after = delay.into().duration_from_now();
+        self
+    }
+
+    /// Counts the wait as an attempt, as Laravel's middleware does.
+    pub fn count_attempt(mut self) -> Self {
+        self.when_busy = WhenBusy::Release;
+        self
+    }
+
+    /// Drops a job whose key is taken, settled as done (Laravel's `dontRelease()`).
+    pub fn dont_release(mut self) -> Self {
+        self.when_busy = WhenBusy::Skip;
+        self
+    }
+}
+
+#[async_trait]
+impl Middleware for WithoutOverlapping {
+    async fn handle(&self, ctx: &JobContext, next: Next<'_>) -> JobResult {
+        let redis = redis(ctx, "WithoutOverlapping")?;
+        let scope = match self.shared {
+            true => self.key.clone(),
+            false => format!("{}:{}", ctx.job_name(), self.key),
+        };
+        let key = redis.keys().overlap(&scope);
+        let owner = ctx.owner();
+        let mut call = scripts::OVERLAP.key(&key);
+        call.arg(&owner).arg(ctx.lease().as_millis() as u64);
+        let taken: u64 = redis.invoke(&call).await?;
+        if taken == 0 {
+            self.when_busy.apply(ctx, self.release_after);
+            return Ok(());
+        }
+        ctx.holds().add(Hold { key, owner }, HoldUntil::Attempt);
+        next.run(ctx).await
+    }
+}
