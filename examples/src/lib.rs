@@ -12,6 +12,12 @@
 //!   both sides of a shared queue can run (`tests/laravel/bootstrap.php` has the PHP side).
 //! - [`SendInvoice`] runs a Laravel app's own job class, `SendInvoice`, queued in PHP as
 //!   `dispatch(new SendInvoice(...))`, and appends what it was given to `examples:invoices`.
+//! - [`Guarded`] goes through the built-in middleware its data asks for (rate limit, funnel,
+//!   overlap lock, exception throttle, skip) and records how many of its group ran at once.
+
+mod guarded;
+
+pub use guarded::{running_key, Guarded, GUARDED_KEY};
 
 use jobs_core::{job, Job, JobContext, JobResult, RedisQueue};
 use serde::{Deserialize, Serialize};

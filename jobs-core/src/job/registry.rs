@@ -57,7 +57,11 @@ impl JobRegistration {
     }
 
     /// Decodes `data` into the job: its middleware, and the future that runs its handler.
-    pub fn start(&self, data: &RawValue, ctx: Arc<JobContext>) -> Result<Started, serde_json::Error> {
+    pub fn start(
+        &self,
+        data: &RawValue,
+        ctx: Arc<JobContext>,
+    ) -> Result<Started, serde_json::Error> {
         (self.start)(data, ctx)
     }
 }

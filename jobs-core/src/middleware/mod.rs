@@ -198,7 +198,10 @@ impl WhenBusy {
 
 /// The worker's Redis handle, or the error a Redis-backed middleware ends the attempt with
 /// when the job runs without one.
-pub(crate) fn redis<'c>(ctx: &'c JobContext, what: &str) -> Result<&'c crate::RedisQueue, JobError> {
+pub(crate) fn redis<'c>(
+    ctx: &'c JobContext,
+    what: &str,
+) -> Result<&'c crate::RedisQueue, JobError> {
     ctx.redis().ok_or_else(|| {
         JobError::msg(format!(
             "{what} keeps its state in Redis and needs the job to run in a worker"

@@ -208,7 +208,10 @@ impl RateLimited {
                         ))
                     })?;
                     let by = by.clone().unwrap_or_else(|| limit.by.clone());
-                    Ok(Limit { by, ..limit.clone() })
+                    Ok(Limit {
+                        by,
+                        ..limit.clone()
+                    })
                 }
             })
             .collect()

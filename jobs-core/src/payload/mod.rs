@@ -158,7 +158,10 @@ pub fn requeued(raw: &str) -> Option<String> {
     let key_start = raw[..digits.start].rfind("\"attempts\"")?;
     let before = &raw[..key_start];
     const KEY: &str = "\"requeues\":";
-    let (head, requeues) = match before.strip_suffix(',').and_then(|b| b.rfind(KEY).map(|at| (b, at))) {
+    let (head, requeues) = match before
+        .strip_suffix(',')
+        .and_then(|b| b.rfind(KEY).map(|at| (b, at)))
+    {
         Some((b, at)) => match b[at + KEY.len()..].parse::<u32>() {
             Ok(n) => (&raw[..at], n),
             Err(_) => (before, 0),

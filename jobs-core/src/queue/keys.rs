@@ -350,7 +350,11 @@ impl Keys {
             KeyLayout::Cluster => "{limits}:",
         };
         let key = format!("{OPS_PREFIX}limit:{tag}{name}");
-        self.prefixed(&if by.is_empty() { key } else { format!("{key}:{by}") })
+        self.prefixed(&if by.is_empty() {
+            key
+        } else {
+            format!("{key}:{by}")
+        })
     }
 
     /// A concurrency limit's slots (`jobs:funnel:<name>`).

@@ -451,7 +451,12 @@ impl RedisQueue {
     /// On a cluster the holds live in other slots: they are freed first, each by its owner, and
     /// the reservation is removed last, so a crash between the two leaves a job that runs again
     /// rather than a lock that outlives its job.
-    pub async fn complete(&self, queue: &QueueKeys, reserved: &str, holds: &[Hold]) -> Result<bool> {
+    pub async fn complete(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+        holds: &[Hold],
+    ) -> Result<bool> {
         let holds = self.free_apart(holds).await?;
         let mut call = scripts::COMPLETE.key(&queue.reserved);
         call.arg(reserved);

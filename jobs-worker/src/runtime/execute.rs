@@ -41,8 +41,13 @@ pub(crate) async fn run(
     let payload = &decoded.payload;
     let limits = limits(around.config, decoded);
     let ctx = Arc::new(
-        JobContext::new(payload.uuid, &payload.job, &job.queue.name, payload.attempts)
-            .with_redis(around.redis.clone(), around.config.retry_after),
+        JobContext::new(
+            payload.uuid,
+            &payload.job,
+            &job.queue.name,
+            payload.attempts,
+        )
+        .with_redis(around.redis.clone(), around.config.retry_after),
     );
     if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts) {
         return (verdict, None, ctx);

@@ -1,8 +1,8 @@
 //! The tasks that run beside a worker's job loop: started together before its first fetch,
 //! stopped in order after its last job settled.
 
-use jobs_core::queue::keys::{KeyLayout, QueueKeys};
 use jobs_core::middleware::Layer;
+use jobs_core::queue::keys::{KeyLayout, QueueKeys};
 use jobs_core::RedisQueue;
 use std::sync::Arc;
 use tokio::task::JoinHandle;

@@ -75,7 +75,10 @@ impl Settler {
         let (outcome, reason) = match &verdict {
             Verdict::Done | Verdict::Skip => (Outcome::Done, None),
             Verdict::Release(_) => (Outcome::Released, Some(release_reason)),
-            Verdict::Requeue(_) => (Outcome::Released, Some("requeued: a limit or lock was busy")),
+            Verdict::Requeue(_) => (
+                Outcome::Released,
+                Some("requeued: a limit or lock was busy"),
+            ),
             Verdict::Fail(reason) => (Outcome::Failed, Some(reason.as_str())),
         };
         self.control.record(&Attempt {
@@ -110,7 +113,11 @@ impl Settler {
                     Verdict::Requeue(_) => jobs_core::payload::requeued(&job.raw),
                     _ => None,
                 };
-                let status = if requeued.is_some() { "REQUEUED" } else { "RELEASED" };
+                let status = if requeued.is_some() {
+                    "REQUEUED"
+                } else {
+                    "RELEASED"
+                };
                 info!(
                     status,
                     duration_ms,
