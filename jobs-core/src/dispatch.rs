@@ -8,11 +8,12 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 use crate::job::backoff::Backoff;
 use crate::job::delay::Delay;
+use crate::job::unique::{Dispatched, UniqueLock};
 use crate::job::Job;
 use crate::payload::laravel::CALL_QUEUED_HANDLER;
 use crate::payload::php;
 use crate::payload::Payload;
-use crate::queue::{Envelope, RedisQueue};
+use crate::queue::{Envelope, RedisQueue, UniqueDispatch};
 
 /// The queue a job goes to when neither it nor its dispatch names one.
 pub const DEFAULT_QUEUE: &str = "default";
@@ -119,6 +120,17 @@ impl<J: Job> PendingDispatch<J> {
                 (J::NAME, options.display_name.unwrap_or(J::NAME), data)
             }
         };
+        let unique = options.unique_for.map(|seconds| {
+            let unique_id = self.job.unique_id();
+            UniqueDispatch {
+                lock: UniqueLock {
+                    key: format!("{}:{unique_id}", J::NAME),
+                    until: options.unique_until,
+                },
+                unique_id,
+                lasts: Duration::from_secs(seconds.max(1)),
+            }
+        });
         let payload = Payload {
             uuid,
             display_name: display_name.to_owned(),
@@ -135,6 +147,7 @@ impl<J: Job> PendingDispatch<J> {
             retry_until: None,
             data,
             created_at: Some(chrono::Utc::now().timestamp()),
+            unique: unique.as_ref().map(|u| u.lock.clone()),
             id: uuid.simple().to_string(),
             signature: None,
             requeues: 0,
@@ -150,6 +163,7 @@ impl<J: Job> PendingDispatch<J> {
                 .unwrap_or_else(|| options.queue.unwrap_or(DEFAULT_QUEUE).to_owned()),
             payload: payload.to_json(),
             delay: self.delay,
+            unique,
         })
     }
 
@@ -163,9 +177,11 @@ impl<J: Job> PendingDispatch<J> {
         });
         async move {
             let (queue, envelope) = prepared?;
-            let uuid = envelope.uuid;
-            queue.push_all(std::slice::from_ref(&envelope)).await?;
-            Ok(uuid)
+            let pushed = queue.push_all(std::slice::from_ref(&envelope)).await?;
+            match pushed.into_iter().next() {
+                Some(Dispatched::Duplicate(duplicate)) => Err(Error::Duplicate(duplicate)),
+                _ => Ok(envelope.uuid),
+            }
         }
     }
 }
@@ -192,8 +208,9 @@ impl<J: Job> IntoFuture for PendingDispatch<J> {
 ///     bulk.add(SendInvoice { id }.dispatch())?;
 /// }
 /// bulk.add(SendInvoice { id: 1000 }.dispatch().delay(60))?;
-/// let uuids = bulk.send().await?;
-/// assert_eq!(uuids.len(), 1001);
+/// let sent = bulk.send().await?;
+/// assert_eq!(sent.len(), 1001);
+/// let uuids: Vec<_> = sent.iter().map(|s| s.uuid()).collect();
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Default)]
@@ -232,14 +249,14 @@ impl Bulk {
         self.envelopes.is_empty()
     }
 
-    /// Pushes everything; returns the uuids in the order added.
-    pub async fn send(self) -> Result<Vec<Uuid>> {
+    /// Pushes everything; returns what became of each dispatch, in the order added: queued
+    /// with its uuid, or refused as a [`Duplicate`] of a unique job already queued or running.
+    pub async fn send(self) -> Result<Vec<Dispatched>> {
         let queue = match self.connection {
             Some(queue) => queue,
             None => RedisQueue::default_handle()?,
         };
-        queue.push_all(&self.envelopes).await?;
-        Ok(self.envelopes.iter().map(|e| e.uuid).collect())
+        queue.push_all(&self.envelopes).await
     }
 }
 

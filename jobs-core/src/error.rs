@@ -70,6 +70,9 @@ pub enum Error {
     /// A queue name no worker could take jobs from (see [`check_queue_name`](crate::queue::keys::check_queue_name)).
     #[error(transparent)]
     InvalidQueueName(#[from] crate::queue::keys::InvalidQueueName),
+    /// A unique job's lock is held by another job: nothing was pushed.
+    #[error(transparent)]
+    Duplicate(#[from] crate::job::unique::Duplicate),
     /// The payload is larger than the configured maximum.
     #[error("payload of job {job} is {size} bytes, over the limit of {limit} bytes")]
     PayloadTooLarge {

@@ -42,6 +42,7 @@ pub use job::backoff::Backoff;
 pub use job::context::{JobContext, Request};
 pub use job::delay::Delay;
 pub use job::registry::JobRegistration;
+pub use job::unique::{Dispatched, Duplicate, UniqueUntil};
 pub use job::{Job, JobError, JobOptions, JobResult};
 pub use payload::failed::FailedJob;
 pub use payload::signing::SigningKey;
@@ -53,7 +54,9 @@ pub use queue::{QueueConfig, QueueSize, RedisQueue};
 ///
 /// Options, all optional: `name = "..."` (the payload's `job` field; default: the type's
 /// name), `display_name = "..."`, `queue = "..."`, `tries = N`, `backoff = N` or
-/// `backoff = [N, ...]` (seconds), `timeout = N` (seconds), `fail_on_timeout`, and
+/// `backoff = [N, ...]` (seconds), `timeout = N` (seconds), `fail_on_timeout`,
+/// `unique_for = N` (seconds: the job is unique by [`Job::unique_id`], see [`job::unique`]),
+/// `unique_until = "done"` (the default) or `"processing"`, and
 /// `laravel = "App\\Jobs\\SendInvoice"` (the Laravel job class whose queued objects this job runs).
 /// See [`Job`] for an example.
 pub use jobs_macros::job;

@@ -35,6 +35,8 @@ struct Options {
     backoff: Option<Vec<LitInt>>,
     timeout: Option<LitInt>,
     fail_on_timeout: bool,
+    unique_for: Option<LitInt>,
+    unique_until: Option<LitStr>,
     krate: Option<Path>,
 }
 
@@ -52,6 +54,27 @@ impl Options {
             "queue" => self.queue = Some(meta.value()?.parse()?),
             "tries" => self.tries = Some(meta.value()?.parse()?),
             "timeout" => self.timeout = Some(meta.value()?.parse()?),
+            "unique_for" => {
+                let seconds: LitInt = meta.value()?.parse()?;
+                if seconds.base10_parse::<u64>()? == 0 {
+                    return Err(syn::Error::new_spanned(
+                        seconds,
+                        "unique_for must be at least 1 second: a lock without an end can \
+                         outlive a lost job",
+                    ));
+                }
+                self.unique_for = Some(seconds);
+            }
+            "unique_until" => {
+                let until: LitStr = meta.value()?.parse()?;
+                if !matches!(until.value().as_str(), "done" | "processing") {
+                    return Err(syn::Error::new_spanned(
+                        until,
+                        "unique_until is \"done\" or \"processing\"",
+                    ));
+                }
+                self.unique_until = Some(until);
+            }
             "backoff" => {
                 let value: Expr = meta.value()?.parse()?;
                 self.backoff = Some(backoff_list(&value)?);
@@ -70,7 +93,7 @@ impl Options {
             _ => {
                 return Err(meta.error(
                     "unknown job option; expected one of name, display_name, queue, tries, \
-                     backoff, timeout, fail_on_timeout, laravel, crate",
+                     backoff, timeout, fail_on_timeout, unique_for, unique_until, laravel, crate",
                 ))
             }
         }
@@ -119,6 +142,12 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
             "#[job] does not support generic job types: each job type needs one registered name",
         ));
     }
+    if let (Some(until), None) = (&options.unique_until, &options.unique_for) {
+        return Err(syn::Error::new_spanned(
+            until,
+            "unique_until needs unique_for: how long the lock lasts at most",
+        ));
+    }
     let self_ty = item.self_ty.clone();
     let type_name = match &*self_ty {
         syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
@@ -162,6 +191,11 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
         let timeout = some(options.timeout.as_ref().map(|t| quote!(#t)));
         let backoff = some(options.backoff.as_ref().map(|b| quote!(&[#(#b),*])));
         let fail_on_timeout = options.fail_on_timeout;
+        let unique_for = some(options.unique_for.as_ref().map(|u| quote!(#u)));
+        let unique_until = match options.unique_until.as_ref().map(LitStr::value).as_deref() {
+            Some("processing") => quote!(#krate::UniqueUntil::Processing),
+            _ => quote!(#krate::UniqueUntil::Done),
+        };
         item.items.push(syn::parse_quote! {
             fn options() -> #krate::JobOptions {
                 #krate::JobOptions {
@@ -172,6 +206,8 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
                     fail_on_timeout: #fail_on_timeout,
                     display_name: #display_name,
                     laravel: #laravel,
+                    unique_for: #unique_for,
+                    unique_until: #unique_until,
                 }
             }
         });

@@ -55,7 +55,7 @@ async fn twenty_thousand_jobs_over_three_queues_run_exactly_once_with_two_worker
         .await
         .unwrap()
         .iter()
-        .map(|uuid| uuid.to_string())
+        .map(|sent| sent.uuid().to_string())
         .collect();
     let dispatch_time = dispatch_started.elapsed();
 

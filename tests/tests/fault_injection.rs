@@ -36,7 +36,7 @@ async fn dispatch_records(queue: &RedisQueue, queue_name: &str, count: usize) ->
                 .expect("a record job serializes");
         }
         let sent = bulk.send().await.expect("the bulk dispatch succeeds");
-        uuids.extend(sent.iter().map(|uuid| uuid.to_string()));
+        uuids.extend(sent.iter().map(|sent| sent.uuid().to_string()));
     }
     uuids
 }

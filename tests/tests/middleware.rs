@@ -256,16 +256,17 @@ async fn a_job_requeued_more_often_than_allowed_counts_its_attempts_again() {
         ..Default::default()
     };
     holder.dispatch().sent_via(&queue).await;
+    let _worker = start_worker(
+        redis.url(),
+        &["--tries", "1", "--concurrency", "2", "--max-requeues", "2"],
+    );
+    wait_for_runs(&redis, 1, LONG).await;
     let waiter = Guarded {
         n: 2,
         overlap: Some("k".into()),
         ..Default::default()
     };
     let uuid = waiter.dispatch().sent_via(&queue).await;
-    let _worker = start_worker(
-        redis.url(),
-        &["--tries", "1", "--concurrency", "2", "--max-requeues", "2"],
-    );
     // Two free requeues, then a release that counts: with one try, the job fails.
     wait_until(LONG, "the waiting job failed", || async {
         queue.failed_job(&uuid.to_string()).await.unwrap().is_some()

@@ -847,7 +847,7 @@ async fn bulk_keeps_order_per_queue_and_returns_uuids_in_order() {
             let n = data_n(payload) as usize;
             assert_eq!(
                 field(payload, "uuid"),
-                json!(uuids[n].to_string()),
+                json!(uuids[n].uuid().to_string()),
                 "uuid #{n} returned in order"
             );
         }
@@ -934,6 +934,7 @@ async fn push_all_of_envelopes_keeps_queue_runs_in_order() {
         queue: q.to_owned(),
         payload: raw_payload(n),
         delay: None,
+        unique: None,
     };
     // More than one script chunk (1,000) on one queue, interleaved with another queue.
     let mut envelopes: Vec<Envelope> = (0..2_100).map(|n| envelope(n, "a")).collect();

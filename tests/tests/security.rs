@@ -236,7 +236,7 @@ async fn a_signing_worker_runs_signed_jobs_and_fails_unsigned_or_altered_ones() 
     let after = bulk.send().await.unwrap();
     let delayed: Vec<String> = conn.zrange(&keys.delayed, 0, -1).await.unwrap();
     let delayed = Payload::from_json(&delayed[0]).unwrap();
-    assert_eq!(delayed.uuid, after[1]);
+    assert_eq!(delayed.uuid, after[1].uuid());
     assert!(SigningKey::new(SIGNING_SECRET).verify(&delayed).is_ok());
 
     let worker = run_until_empty(redis.url(), &[("JOBS_SIGNING_KEY", SIGNING_SECRET)]).await;
@@ -249,7 +249,7 @@ async fn a_signing_worker_runs_signed_jobs_and_fails_unsigned_or_altered_ones() 
             .any(|e| e.uuid == retried.to_string() && e.status == "DONE" && e.attempt == 2),
         "the signed flaky job ran again and succeeded: {events:#?}"
     );
-    assert!(done(after[0].to_string()));
+    assert!(done(after[0].uuid().to_string()));
     let reasons = failure_reasons(&queue).await;
     let reason_of = |uuid: String| {
         reasons

@@ -82,8 +82,8 @@ async fn main() -> anyhow::Result<()> {
         .send()
         .await
         .with_context(|| format!("cannot dispatch to {}", args.redis))?;
-    for uuid in &uuids {
-        println!("{uuid}");
+    for sent in &uuids {
+        println!("{}", sent.uuid());
     }
     eprintln!(
         "dispatched {} {:?} job(s) to queue {:?}",

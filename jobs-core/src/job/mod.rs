@@ -4,6 +4,7 @@ pub mod backoff;
 pub mod context;
 pub mod delay;
 pub mod registry;
+pub mod unique;
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
@@ -13,6 +14,7 @@ use std::fmt;
 use crate::dispatch::PendingDispatch;
 use crate::job::backoff::Backoff;
 use crate::job::context::JobContext;
+use crate::job::unique::UniqueUntil;
 use crate::middleware::Layer;
 
 /// A unit of background work: a plain serializable struct with an async handler.
@@ -55,6 +57,12 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// retried after its backoff until its tries are used up, then recorded as failed.
     async fn handle(&self, ctx: &JobContext) -> JobResult;
 
+    /// What makes two jobs of this type duplicates when it is unique (`#[job(unique_for =
+    /// ...)]`): jobs with equal ids are. Default: empty, so any two are.
+    fn unique_id(&self) -> String {
+        String::new()
+    }
+
     /// The middleware every run of this job goes through, outermost first (default: none).
     /// See [`crate::middleware`].
     fn middleware(&self) -> Vec<Layer> {
@@ -88,6 +96,11 @@ pub struct JobOptions {
     /// The PHP class a Laravel app queues for this job (`App\\Jobs\\SendInvoice`): its
     /// `CallQueuedHandler` payloads run this job, filled from the object's properties.
     pub laravel: Option<&'static str>,
+    /// Seconds a unique job's lock lasts at most: set, the job is unique (see
+    /// [`crate::job::unique`]).
+    pub unique_for: Option<u64>,
+    /// Until when a unique job keeps its lock.
+    pub unique_until: UniqueUntil,
 }
 
 impl JobOptions {

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::job::backoff::Backoff;
+use crate::job::unique::UniqueLock;
 
 /// A job as stored in Redis, field for field and in the order of Laravel's Redis payload.
 ///
@@ -56,6 +57,9 @@ pub struct Payload {
     pub data: Box<RawValue>,
     /// Unix time of the dispatch (absent from what Laravel before 11 writes).
     pub created_at: Option<i64>,
+    /// The unique lock of a unique job (see [`crate::job::unique`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique: Option<UniqueLock>,
     /// Redis-specific random id (32 hex digits).
     pub id: String,
     /// The HMAC-SHA256 signature of the payload, when it was pushed through a handle with a

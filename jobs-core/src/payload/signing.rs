@@ -48,6 +48,10 @@ pub const SIGNING_KEY_ENV: &str = "JOBS_SIGNING_KEY";
 /// for one over another.
 const MESSAGE_VERSION: &str = "jobs-payload-v1";
 
+/// Tags the message of a payload with fields added since v1 (`unique`): v1's fields, then
+/// those. A payload without them is signed as v1, so v1 signatures still verify.
+const MESSAGE_VERSION_2: &str = "jobs-payload-v2";
+
 /// A secret key for signing payloads with HMAC-SHA256. Dispatchers and workers must share it.
 /// Use at least 32 random bytes, for example the output of `openssl rand -hex 32`.
 ///
@@ -111,8 +115,12 @@ impl std::fmt::Debug for SigningKey {
 /// `signature`, in a fixed order, as one JSON array. `data` is kept byte for byte.
 fn signed_message(payload: &Payload) -> String {
     let data: &RawValue = &payload.data;
+    let version = match payload.unique {
+        Some(_) => MESSAGE_VERSION_2,
+        None => MESSAGE_VERSION,
+    };
     let fields = (
-        MESSAGE_VERSION,
+        version,
         &payload.uuid,
         &payload.display_name,
         &payload.job,
@@ -127,7 +135,15 @@ fn signed_message(payload: &Payload) -> String {
         &payload.delay,
         data,
     );
-    serde_json::to_string(&fields).expect("payload fields always serialize")
+    let mut message = serde_json::to_string(&fields).expect("payload fields always serialize");
+    if let Some(unique) = &payload.unique {
+        // v2: v1's array, then the added fields, as one more array.
+        message.pop();
+        message.push(',');
+        message.push_str(&serde_json::to_string(&(unique,)).expect("a lock always serializes"));
+        message.push(']');
+    }
+    message
 }
 
 #[cfg(test)]

@@ -372,23 +372,23 @@ impl Keys {
         self.tagged("breaker", key)
     }
 
-    /// The unique lock of the job `job` with unique id `id`, dispatched to `queue`:
-    /// `jobs:unique:<job>:<id>` on one server. On a cluster it must be in the queue's slot to
-    /// be taken in the call that pushes the job, so it hangs under the queue's keys and a job is
-    /// unique per queue there.
+    /// The unique lock `lock` (`<job>:<unique id>`) of a job dispatched to `queue`:
+    /// `jobs:unique:<job>:<unique id>` on one server. On a cluster it must be in the queue's
+    /// slot to be taken in the call that pushes the job, so it hangs under the queue's keys
+    /// and a job is unique per queue there.
     ///
     /// ```
     /// use jobs_core::queue::keys::{KeyLayout, Keys};
-    /// assert_eq!(Keys::default().unique("mail", "Rebuild", "7"), "jobs:unique:Rebuild:7");
+    /// assert_eq!(Keys::default().unique("mail", "Rebuild:7"), "jobs:unique:Rebuild:7");
     /// assert_eq!(
-    ///     Keys::new(KeyLayout::Cluster, "").unique("mail", "Rebuild", "7"),
+    ///     Keys::new(KeyLayout::Cluster, "").unique("mail", "Rebuild:7"),
     ///     "queues:{mail}:unique:Rebuild:7"
     /// );
     /// ```
-    pub fn unique(&self, queue: &str, job: &str, id: &str) -> String {
+    pub fn unique(&self, queue: &str, lock: &str) -> String {
         match self.layout {
-            KeyLayout::Standalone => self.prefixed(&format!("{OPS_PREFIX}unique:{job}:{id}")),
-            KeyLayout::Cluster => format!("{}:unique:{job}:{id}", self.queue(queue).ready),
+            KeyLayout::Standalone => self.prefixed(&format!("{OPS_PREFIX}unique:{lock}")),
+            KeyLayout::Cluster => format!("{}:unique:{lock}", self.queue(queue).ready),
         }
     }
 

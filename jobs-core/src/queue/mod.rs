@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::job::delay::Delay;
+use crate::job::unique::{Dispatched, Duplicate, UniqueLock};
 use crate::payload::encrypted::LaravelKey;
 use crate::payload::failed::FailedJob;
 use crate::payload::signing::SigningKey;
@@ -129,6 +130,19 @@ pub struct Envelope {
     /// When set, the job goes to the delayed set: after a delay from the moment Redis runs
     /// the push, or at a point in time.
     pub delay: Option<Delay>,
+    /// For a unique job, the lock its push takes.
+    pub unique: Option<UniqueDispatch>,
+}
+
+/// The unique lock a unique job's push takes (see [`crate::job::unique`]).
+#[derive(Debug, Clone)]
+pub struct UniqueDispatch {
+    /// The lock as the payload carries it.
+    pub lock: UniqueLock,
+    /// The job's unique id.
+    pub unique_id: String,
+    /// How long the lock lasts at most.
+    pub lasts: Duration,
 }
 
 /// A handle to the queues on one Redis server or on a Redis Cluster. Cheap to clone: clones
@@ -270,12 +284,13 @@ impl RedisQueue {
     }
 
     /// Pushes jobs in one round trip: ready ones onto their lists with a wake-up token each,
-    /// delayed ones into their delayed sets. Order within a queue is kept.
+    /// delayed ones into their delayed sets, and unique ones each with its lock, unless another
+    /// job holds it. Order within a queue is kept. Returns what became of each, in order.
     ///
     /// With a [`QueueConfig::signing_key`], each payload is signed first
     /// ([`Error::Unsignable`] when one is not a job payload). Nothing is pushed when any
     /// payload is larger than [`QueueConfig::max_payload_bytes`] ([`Error::PayloadTooLarge`]).
-    pub async fn push_all(&self, envelopes: &[Envelope]) -> Result<()> {
+    pub async fn push_all(&self, envelopes: &[Envelope]) -> Result<Vec<Dispatched>> {
         let signed;
         let envelopes = match &self.config.signing_key {
             Some(key) => {
@@ -295,49 +310,92 @@ impl RedisQueue {
             }
         }
         // On a cluster each queue's calls go in a pipeline of their own, to the node that owns
-        // the queue's slot; on one server every call goes in one pipeline.
-        let mut groups: Vec<(&str, Vec<ScriptInvocation>)> = Vec::new();
-        let (mut pushes, mut laters) = (false, false);
+        // the queue's slot; on one server every call goes in one pipeline. A unique job's call
+        // is its own, and its reply says whether it was pushed.
+        let mut groups: Vec<Group> = Vec::new();
+        let mut used: Vec<&redis::Script> = Vec::new();
+        let mut offset = 0;
         for run in runs(envelopes) {
             let keys = self.queue_keys(&run[0].queue);
-            let group = match self.layout() {
+            let name = match self.layout() {
                 KeyLayout::Standalone => "",
                 KeyLayout::Cluster => run[0].queue.as_str(),
             };
-            let at = match groups.iter().position(|(name, _)| *name == group) {
-                Some(at) => at,
+            let group = match groups.iter().position(|g| g.name == name) {
+                Some(at) => &mut groups[at],
                 None => {
-                    groups.push((group, Vec::new()));
-                    groups.len() - 1
+                    groups.push(Group::new(name));
+                    groups.last_mut().expect("just pushed")
                 }
             };
-            let invocations = &mut groups[at].1;
-            for chunk in run.chunks(1000) {
-                if chunk[0].delay.is_some() {
-                    laters = true;
-                    let mut call = scripts::LATER.key(&keys.delayed);
-                    call.key(&keys.notify);
-                    for envelope in chunk {
-                        call.arg(due_arg(envelope.delay)).arg(&envelope.payload);
+            let script: &redis::Script = match (&run[0].unique, run[0].delay) {
+                (Some(_), _) => &scripts::PUSH_UNIQUE,
+                (None, Some(_)) => &scripts::LATER,
+                (None, None) => &scripts::PUSH,
+            };
+            if !used.iter().any(|u| std::ptr::eq(*u, script)) {
+                used.push(script);
+            }
+            match &run[0].unique {
+                Some(unique) => {
+                    let envelope = &run[0];
+                    let lock = self.keys.unique(&envelope.queue, &unique.lock.key);
+                    let mut call = script.key(lock);
+                    match envelope.delay {
+                        Some(_) => call.key(&keys.delayed),
+                        None => call.key(&keys.ready),
+                    };
+                    call.key(&keys.notify)
+                        .arg(envelope.uuid.to_string())
+                        .arg(unique.lasts.as_millis() as u64)
+                        .arg(&envelope.payload)
+                        .arg(envelope.delay.map_or(String::new(), |d| due_arg(Some(d))));
+                    group.calls.push(call);
+                    group.unique_at.push((group.calls.len() - 1, offset));
+                }
+                None => {
+                    for chunk in run.chunks(1000) {
+                        let mut call = match chunk[0].delay {
+                            Some(_) => script.key(&keys.delayed),
+                            None => script.key(&keys.ready),
+                        };
+                        call.key(&keys.notify);
+                        for envelope in chunk {
+                            if envelope.delay.is_some() {
+                                call.arg(due_arg(envelope.delay));
+                            }
+                            call.arg(&envelope.payload);
+                        }
+                        group.calls.push(call);
                     }
-                    invocations.push(call);
-                } else {
-                    pushes = true;
-                    let mut call = scripts::PUSH.key(&keys.ready);
-                    call.key(&keys.notify);
-                    for envelope in chunk {
-                        call.arg(&envelope.payload);
+                }
+            }
+            offset += run.len();
+        }
+        let mut outcomes: Vec<Dispatched> = envelopes
+            .iter()
+            .map(|e| Dispatched::Queued(e.uuid))
+            .collect();
+        for group in &groups {
+            let replies = self.invoke_all::<redis::Value>(&used, &group.calls).await?;
+            for &(call, at) in &group.unique_at {
+                // The holder's uuid; a lock someone else set by hand reads as the nil uuid.
+                let holder = match &replies[call] {
+                    redis::Value::BulkString(bytes) if !bytes.is_empty() => {
+                        Some(String::from_utf8_lossy(bytes).parse().unwrap_or_default())
                     }
-                    invocations.push(call);
+                    _ => None,
+                };
+                if let (Some(holder), Some(unique)) = (holder, &envelopes[at].unique) {
+                    outcomes[at] = Dispatched::Duplicate(Duplicate {
+                        job: envelopes[at].job.to_string(),
+                        unique_id: unique.unique_id.clone(),
+                        holder,
+                    });
                 }
             }
         }
-        let used = [(pushes, &*scripts::PUSH), (laters, &*scripts::LATER)];
-        let used: Vec<&redis::Script> = used.iter().filter(|u| u.0).map(|u| u.1).collect();
-        for (_, invocations) in &groups {
-            self.invoke_all::<redis::Value>(&used, invocations).await?;
-        }
-        Ok(())
+        Ok(outcomes)
     }
 
     /// Reserves up to `count` jobs of `queue`, after migrating due delayed jobs and expired
@@ -753,9 +811,33 @@ fn due_arg(delay: Option<Delay>) -> String {
     }
 }
 
-/// Splits envelopes into runs of the same queue and kind (ready or delayed), keeping order.
+/// The script calls of one pipeline, and which of them push unique jobs (call index,
+/// envelope index).
+struct Group<'a> {
+    name: &'a str,
+    calls: Vec<ScriptInvocation<'static>>,
+    unique_at: Vec<(usize, usize)>,
+}
+
+impl<'a> Group<'a> {
+    fn new(name: &'a str) -> Self {
+        Group {
+            name,
+            calls: Vec::new(),
+            unique_at: Vec::new(),
+        }
+    }
+}
+
+/// Splits envelopes into runs of the same queue and kind (ready or delayed), keeping order; a
+/// unique job is a run of its own.
 fn runs(envelopes: &[Envelope]) -> impl Iterator<Item = &[Envelope]> {
-    envelopes.chunk_by(|a, b| a.queue == b.queue && a.delay.is_some() == b.delay.is_some())
+    envelopes.chunk_by(|a, b| {
+        a.queue == b.queue
+            && a.delay.is_some() == b.delay.is_some()
+            && a.unique.is_none()
+            && b.unique.is_none()
+    })
 }
 
 /// Envelopes whose payloads carry their signature under `key`.
@@ -775,6 +857,7 @@ fn sign_all(key: &SigningKey, envelopes: &[Envelope]) -> Result<Vec<Envelope>> {
                 queue: envelope.queue.clone(),
                 payload: payload.to_json(),
                 delay: envelope.delay,
+                unique: envelope.unique.clone(),
             })
         })
         .collect()

@@ -3,8 +3,8 @@
 //! Each script lives in its own file under `src/scripts/`, headed by what its KEYS and ARGV
 //! are. Snippets several scripts share live under `src/scripts/lib/` and are put in front of
 //! the scripts that use them at compile time: `time.lua` (Redis's clock in each precision the
-//! keys use), `forget_failed.lua` (deleting failed-job records by age) and `holds.lua`
-//! (freeing what a settled job held). `redis::Script`
+//! keys use), `forget_failed.lua` (deleting failed-job records by age), `holds.lua` (freeing
+//! what a settled job held) and `due.lua` (a delayed job's due time). `redis::Script`
 //! sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
 
 use redis::Script;
@@ -28,7 +28,12 @@ script!(
 );
 script!(
     /// Schedule delayed jobs at server time + delay (`later.lua`).
-    LATER, "later.lua", uses "time.lua"
+    LATER, "later.lua", uses "time.lua", "due.lua"
+);
+script!(
+    /// Take a unique job's lock and push the job, or return the lock's holder
+    /// (`push_unique.lua`).
+    PUSH_UNIQUE, "push_unique.lua", uses "time.lua", "due.lua"
 );
 script!(
     /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).

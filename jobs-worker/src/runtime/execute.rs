@@ -3,8 +3,9 @@
 //! a job's code runs: job middleware and lifecycle events hook in here.
 
 use futures_util::FutureExt;
-use jobs_core::middleware::{panic_message, Layer, Next, Panicked};
-use jobs_core::{JobContext, RedisQueue, Request};
+use jobs_core::middleware::{panic_message, Layer, Middleware, Next, Panicked};
+use jobs_core::queue::hold::{Hold, HoldUntil};
+use jobs_core::{JobContext, RedisQueue, Request, UniqueUntil};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +50,14 @@ pub(crate) async fn run(
         )
         .with_redis(around.redis.clone(), around.config.retry_after),
     );
+    let unique_lock = payload.unique.as_ref().map(|unique| {
+        let hold = Hold {
+            key: around.redis.keys().unique(&job.queue.name, &unique.key),
+            owner: payload.uuid.to_string(),
+        };
+        ctx.holds().add(hold.clone(), HoldUntil::Job);
+        (hold, unique.until)
+    });
     if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts) {
         return (verdict, None, ctx);
     }
@@ -56,11 +65,16 @@ pub(crate) async fn run(
     let (verdict, error) = match decoded.registration.start(decoded.data(), ctx.clone()) {
         Ok(started) => {
             info!(status = "RUNNING", "RUNNING");
+            let free_before_handler = match unique_lock {
+                Some((hold, UniqueUntil::Processing)) => Some(FreeUniqueLock(hold).into()),
+                _ => None,
+            };
             let chain: Vec<Layer> = around
                 .middleware
                 .iter()
                 .cloned()
                 .chain(started.middleware)
+                .chain(free_before_handler)
                 .collect();
             let attempt = Next::new(&chain, started.handler).run(&ctx);
             let display_name = &payload.display_name;
@@ -120,6 +134,21 @@ async fn execute(
             let reason = "interrupted by shutdown; back on its queue".to_owned();
             (Verdict::Release(Duration::ZERO), Some(reason))
         }
+    }
+}
+
+/// Frees a job's unique lock just before its handler runs, once every other middleware let it
+/// through: the lock of a job unique until processing.
+struct FreeUniqueLock(Hold);
+
+#[jobs_core::async_trait]
+impl Middleware for FreeUniqueLock {
+    async fn handle(&self, ctx: &JobContext, next: Next<'_>) -> jobs_core::JobResult {
+        if let Some(redis) = ctx.redis() {
+            redis.free_holds(std::slice::from_ref(&self.0)).await?;
+        }
+        ctx.holds().remove(&self.0.key);
+        next.run(ctx).await
     }
 }
 

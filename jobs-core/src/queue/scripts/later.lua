@@ -11,14 +11,7 @@
 local now = now_seconds()
 local head = redis.call('zrange', KEYS[1], 0, 0)[1]
 for i = 1, #ARGV, 2 do
-  local due = ARGV[i]
-  local at
-  if string.sub(due, 1, 1) == '@' then
-    at = tonumber(string.sub(due, 2))
-  else
-    at = now + tonumber(due)
-  end
-  redis.call('zadd', KEYS[1], at, ARGV[i + 1])
+  redis.call('zadd', KEYS[1], due_at(ARGV[i], now), ARGV[i + 1])
 end
 if redis.call('zrange', KEYS[1], 0, 0)[1] ~= head then
   redis.call('rpush', KEYS[2], '1')

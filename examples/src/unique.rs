@@ -1,0 +1,82 @@
+//! Unique jobs: [`RebuildIndex`], unique until done, and [`RefreshCache`], unique until its
+//! handler starts.
+
+use jobs_core::middleware::{Layer, WithoutOverlapping};
+use jobs_core::{job, Job, JobContext, JobResult};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+use crate::{append, now_ms};
+
+/// The list [`RebuildIndex`] and [`RefreshCache`] append to.
+pub const UNIQUE_KEY: &str = "examples:unique";
+
+/// Rebuilds a shop's search index: one rebuild per shop queued or running at a time, however
+/// often it is asked for. Appends `{"job","shop","uuid","attempt","started_ms"}` to
+/// [`UNIQUE_KEY`], runs `ms` milliseconds, and fails its first `fail_first` attempts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RebuildIndex {
+    /// The shop, and the job's unique id.
+    pub shop: u64,
+    /// How long a run takes.
+    #[serde(default)]
+    pub ms: u64,
+    /// Attempts that fail before one succeeds.
+    #[serde(default)]
+    pub fail_first: u32,
+}
+
+#[job(name = "rebuild-index", unique_for = 600, tries = 3)]
+impl Job for RebuildIndex {
+    fn unique_id(&self) -> String {
+        self.shop.to_string()
+    }
+
+    fn middleware(&self) -> Vec<Layer> {
+        // A rebuild and a refresh of one shop never run at once.
+        vec![WithoutOverlapping::key(self.shop).shared().into()]
+    }
+
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        run("rebuild-index", self.shop, self.ms, ctx).await?;
+        if ctx.attempt() <= self.fail_first {
+            return Err(format!("rebuild of shop {} failing on purpose", self.shop).into());
+        }
+        Ok(())
+    }
+}
+
+/// Refreshes a shop's cache: unique until it starts, so one more refresh may be queued while
+/// one runs. Appends as [`RebuildIndex`] does and runs `ms` milliseconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RefreshCache {
+    /// The shop, and the job's unique id.
+    pub shop: u64,
+    /// How long a run takes.
+    #[serde(default)]
+    pub ms: u64,
+}
+
+#[job(name = "refresh-cache", unique_for = 600, unique_until = "processing")]
+impl Job for RefreshCache {
+    fn unique_id(&self) -> String {
+        self.shop.to_string()
+    }
+
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        run("refresh-cache", self.shop, self.ms, ctx).await
+    }
+}
+
+async fn run(job: &str, shop: u64, ms: u64, ctx: &JobContext) -> JobResult {
+    let entry = serde_json::json!({
+        "job": job,
+        "shop": shop,
+        "uuid": ctx.uuid(),
+        "attempt": ctx.attempt(),
+        "started_ms": now_ms(),
+    });
+    append(UNIQUE_KEY, entry).await?;
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    Ok(())
+}

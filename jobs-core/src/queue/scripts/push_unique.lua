@@ -1,0 +1,27 @@
+-- push_unique: take a unique job's lock and push the job in one step, or push nothing when
+-- another job holds the lock, so that a lock never exists without its job.
+-- KEYS[1]  the lock: jobs:unique:<job>:<unique id> (on a cluster, under the queue's tag)
+-- KEYS[2]  queues:<name> when ARGV[4] is '', else queues:<name>:delayed
+-- KEYS[3]  queues:<name>:notify
+-- ARGV[1]  the job's uuid: the lock's value
+-- ARGV[2]  how long the lock lasts at most, in milliseconds
+-- ARGV[3]  the payload
+-- ARGV[4]  '' to push the job ready, else its due time as later.lua takes it
+-- Returns '' when pushed, else the uuid of the job that holds the lock.
+local holder = redis.call('get', KEYS[1])
+if holder then
+  return holder
+end
+redis.call('set', KEYS[1], ARGV[1], 'px', tonumber(ARGV[2]))
+if ARGV[4] == '' then
+  redis.call('rpush', KEYS[2], ARGV[3])
+  redis.call('rpush', KEYS[3], '1')
+  return ''
+end
+local head = redis.call('zrange', KEYS[2], 0, 0)[1]
+redis.call('zadd', KEYS[2], due_at(ARGV[4], now_seconds()), ARGV[3])
+-- As in later.lua: a job that becomes the earliest wakes an idle worker to re-arm its timer.
+if redis.call('zrange', KEYS[2], 0, 0)[1] ~= head then
+  redis.call('rpush', KEYS[3], '1')
+end
+return ''

@@ -1,0 +1,253 @@
+//! Unique jobs against a real redis-server and worker processes: a duplicate dispatch is
+//! refused naming the job that holds the lock, the lock is taken with the push and freed
+//! with the settle (on done and on final failure, not on a release), a job unique until
+//! processing frees it as it starts, and a killed worker's job keeps it until it is done.
+
+use examples::{RebuildIndex, RefreshCache, UNIQUE_KEY};
+use jobs_core::{Bulk, Dispatched, Error, Job, Payload};
+use redis::AsyncCommands;
+use std::time::Duration;
+use tests::worker_process::WorkerProcess;
+use tests::{wait_until, SentVia, TestRedis};
+
+const LONG: Duration = Duration::from_secs(60);
+
+fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
+}
+
+async fn lock_holder(redis: &TestRedis, key: &str) -> Option<String> {
+    redis.conn().await.get(key).await.unwrap()
+}
+
+async fn runs_of(redis: &TestRedis) -> Vec<serde_json::Value> {
+    let entries: Vec<String> = redis.conn().await.lrange(UNIQUE_KEY, 0, -1).await.unwrap();
+    entries
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_duplicate_dispatch_is_refused_naming_the_job_that_holds_the_lock() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let first = RebuildIndex {
+        shop: 7,
+        ..Default::default()
+    };
+    let uuid = first.clone().dispatch().sent_via(&queue).await;
+
+    // The lock and the push are one step: the lock holds the uuid of the job pushed with it.
+    let lock = "jobs:unique:rebuild-index:7";
+    assert_eq!(lock_holder(&redis, lock).await, Some(uuid.to_string()));
+    let ttl: i64 = redis.conn().await.pttl(lock).await.unwrap();
+    assert!(
+        ttl > 590_000 && ttl <= 600_000,
+        "the lock lasts unique_for: {ttl} ms"
+    );
+    let ready: Vec<String> = redis
+        .conn()
+        .await
+        .lrange("queues:default", 0, -1)
+        .await
+        .unwrap();
+    let payload = Payload::from_json(&ready[0]).unwrap();
+    assert_eq!(payload.unique.unwrap().key, "rebuild-index:7");
+
+    match first.clone().dispatch().via(&queue).await {
+        Err(Error::Duplicate(duplicate)) => {
+            assert_eq!(duplicate.holder, uuid);
+            assert_eq!(duplicate.job, "rebuild-index");
+            assert_eq!(duplicate.unique_id, "7");
+            assert!(duplicate.to_string().contains(&uuid.to_string()));
+        }
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    // Delayed dispatches are refused the same way.
+    let delayed = first.clone().dispatch().delay(60).via(&queue).await;
+    assert!(matches!(delayed, Err(Error::Duplicate(_))), "{delayed:?}");
+
+    // A bulk dispatch reports each item.
+    let mut bulk = Bulk::via(&queue);
+    bulk.add(
+        RebuildIndex {
+            shop: 7,
+            ..Default::default()
+        }
+        .dispatch(),
+    )
+    .unwrap();
+    bulk.add(
+        RebuildIndex {
+            shop: 8,
+            ..Default::default()
+        }
+        .dispatch(),
+    )
+    .unwrap();
+    bulk.add(
+        RebuildIndex {
+            shop: 8,
+            ..Default::default()
+        }
+        .dispatch(),
+    )
+    .unwrap();
+    let sent = bulk.send().await.unwrap();
+    assert!(matches!(&sent[0], Dispatched::Duplicate(d) if d.holder == uuid));
+    let Dispatched::Queued(eight) = sent[1] else {
+        panic!("{sent:?}")
+    };
+    assert!(matches!(&sent[2], Dispatched::Duplicate(d) if d.holder == eight));
+
+    let size = queue.size("default").await.unwrap();
+    assert_eq!(
+        (size.ready, size.delayed),
+        (2, 0),
+        "one job per shop in Redis"
+    );
+}
+
+#[tokio::test]
+async fn the_lock_is_kept_through_a_release_and_freed_when_the_job_is_done() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let job = RebuildIndex {
+        shop: 1,
+        ms: 0,
+        fail_first: 1,
+    };
+    let uuid = job.clone().dispatch().sent_via(&queue).await;
+    let worker = start_worker(redis.url(), &["--backoff", "2"]);
+    worker
+        .wait_for_event(LONG, "the first attempt released", |e| {
+            e.uuid == uuid.to_string() && e.status == "RELEASED"
+        })
+        .await;
+    let lock = "jobs:unique:rebuild-index:1";
+    assert_eq!(lock_holder(&redis, lock).await, Some(uuid.to_string()));
+    let again = job.clone().dispatch().via(&queue).await;
+    assert!(matches!(again, Err(Error::Duplicate(_))), "{again:?}");
+
+    worker
+        .wait_for_event(LONG, "the second attempt done", |e| {
+            e.uuid == uuid.to_string() && e.status == "DONE"
+        })
+        .await;
+    assert_eq!(
+        lock_holder(&redis, lock).await,
+        None,
+        "freed with the acknowledgement"
+    );
+    let next = job
+        .dispatch()
+        .via(&queue)
+        .await
+        .expect("a new dispatch is queued");
+    assert_ne!(next, uuid);
+}
+
+#[tokio::test]
+async fn the_lock_is_freed_when_the_job_fails_for_good() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // Three tries, all failing.
+    let job = RebuildIndex {
+        shop: 2,
+        ms: 0,
+        fail_first: 5,
+    };
+    let uuid = job.clone().dispatch().sent_via(&queue).await;
+    let _worker = start_worker(redis.url(), &["--backoff", "0"]);
+    wait_until(LONG, "the job failed", || async {
+        queue.failed_job(&uuid.to_string()).await.unwrap().is_some()
+    })
+    .await;
+    assert_eq!(
+        lock_holder(&redis, "jobs:unique:rebuild-index:2").await,
+        None
+    );
+    assert_eq!(runs_of(&redis).await.len(), 3);
+    job.dispatch()
+        .via(&queue)
+        .await
+        .expect("a new dispatch is queued");
+}
+
+#[tokio::test]
+async fn a_job_unique_until_processing_frees_its_lock_as_it_starts() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let job = RefreshCache { shop: 3, ms: 2_000 };
+    let uuid = job.clone().dispatch().sent_via(&queue).await;
+    let again = job.clone().dispatch().via(&queue).await;
+    assert!(
+        matches!(again, Err(Error::Duplicate(_))),
+        "queued: {again:?}"
+    );
+
+    let _worker = start_worker(redis.url(), &["--concurrency", "1"]);
+    wait_until(LONG, "the refresh started", || async {
+        !runs_of(&redis).await.is_empty()
+    })
+    .await;
+    // It runs for 2 s: meanwhile one more refresh may be queued, but only one.
+    let second = job
+        .clone()
+        .dispatch()
+        .via(&queue)
+        .await
+        .expect("queued while it runs");
+    assert_ne!(second, uuid);
+    let third = job.dispatch().via(&queue).await;
+    assert!(matches!(third, Err(Error::Duplicate(d)) if d.holder == second));
+    wait_until(LONG, "both refreshes ran", || async {
+        runs_of(&redis).await.len() == 2
+    })
+    .await;
+    wait_until(LONG, "the lock is free", || async {
+        lock_holder(&redis, "jobs:unique:refresh-cache:3")
+            .await
+            .is_none()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_killed_workers_unique_job_runs_again_and_frees_its_lock_when_done() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let job = RebuildIndex {
+        shop: 4,
+        ms: 1_500,
+        fail_first: 0,
+    };
+    let uuid = job.clone().dispatch().sent_via(&queue).await;
+    let args = ["--retry-after", "1"];
+    let mut doomed = start_worker(redis.url(), &args);
+    wait_until(LONG, "the rebuild started", || async {
+        !runs_of(&redis).await.is_empty()
+    })
+    .await;
+    doomed.kill();
+    let lock = "jobs:unique:rebuild-index:4";
+    assert_eq!(
+        lock_holder(&redis, lock).await,
+        Some(uuid.to_string()),
+        "kept: the job is not done"
+    );
+    let again = job.clone().dispatch().via(&queue).await;
+    assert!(matches!(again, Err(Error::Duplicate(_))), "{again:?}");
+
+    let rescuer = start_worker(redis.url(), &args);
+    rescuer
+        .wait_for_event(LONG, "the rebuild done on the second worker", |e| {
+            e.uuid == uuid.to_string() && e.status == "DONE"
+        })
+        .await;
+    assert_eq!(lock_holder(&redis, lock).await, None);
+    let runs = runs_of(&redis).await;
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[1]["attempt"], 2);
+}
