@@ -37,6 +37,10 @@ pub struct PendingDispatch<J: Job> {
     tries: Option<u32>,
     backoff: Option<Backoff>,
     timeout: Option<u64>,
+    retry_until: Option<chrono::DateTime<chrono::Utc>>,
+    max_exceptions: Option<u32>,
+    through: Vec<String>,
+    tags: Vec<String>,
     connection: Option<RedisQueue>,
 }
 
@@ -50,6 +54,10 @@ impl<J: Job> PendingDispatch<J> {
             tries: None,
             backoff: None,
             timeout: None,
+            retry_until: None,
+            max_exceptions: None,
+            through: Vec::new(),
+            tags: Vec::new(),
             connection: None,
         }
     }
@@ -82,6 +90,35 @@ impl<J: Job> PendingDispatch<J> {
     /// Lets the handler run this many seconds before it is stopped as timed out.
     pub fn timeout(mut self, seconds: u64) -> Self {
         self.timeout = Some(seconds);
+        self
+    }
+
+    /// Retries the job until this time instead of a number of tries (Laravel's `retryUntil`):
+    /// tries are not counted while it is set; an attempt that fails after it, or a job
+    /// reserved after it, fails the job.
+    pub fn retry_until(mut self, until: chrono::DateTime<chrono::Utc>) -> Self {
+        self.retry_until = Some(until);
+        self
+    }
+
+    /// Fails the job once this many of its attempts have ended in an error, a panic or a
+    /// timeout, however many tries it has left (releases do not count).
+    pub fn max_exceptions(mut self, exceptions: u32) -> Self {
+        self.max_exceptions = Some(exceptions);
+        self
+    }
+
+    /// Runs the job through the middleware defined as `name`
+    /// ([`middleware::define`](crate::middleware::define)) in the worker, inside the job type's
+    /// own. A worker that has no middleware by that name fails the job, saying so.
+    pub fn through(mut self, name: impl Into<String>) -> Self {
+        self.through.push(name.into());
+        self
+    }
+
+    /// Adds a tag to the job's own ([`Job::tags`]).
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
         self
     }
 
@@ -131,12 +168,13 @@ impl<J: Job> PendingDispatch<J> {
                 lasts: Duration::from_secs(seconds.max(1)),
             }
         });
+        let created_at = chrono::Utc::now().timestamp();
         let payload = Payload {
             uuid,
             display_name: display_name.to_owned(),
             job: job.to_owned(),
             max_tries: self.tries.or(options.tries),
-            max_exceptions: None,
+            max_exceptions: self.max_exceptions.or(options.max_exceptions),
             fail_on_timeout: options.fail_on_timeout,
             backoff: self
                 .backoff
@@ -144,12 +182,23 @@ impl<J: Job> PendingDispatch<J> {
                 .or_else(|| options.backoff())
                 .map(|b| b.to_string()),
             timeout: self.timeout.or(options.timeout),
-            retry_until: None,
+            retry_until: self
+                .retry_until
+                .map(|until| until.timestamp())
+                .or_else(|| Some(created_at + i64::try_from(options.retry_for?).ok()?)),
             data,
-            created_at: Some(chrono::Utc::now().timestamp()),
+            created_at: Some(created_at),
             unique: unique.as_ref().map(|u| u.lock.clone()),
+            through: self.through.clone(),
+            tags: self
+                .job
+                .tags()
+                .into_iter()
+                .chain(self.tags.iter().cloned())
+                .collect(),
             id: uuid.simple().to_string(),
             signature: None,
+            exceptions: 0,
             requeues: 0,
             attempts: 0,
             delay: self.delay.map(|d| delay_seconds(d.duration_from_now())),

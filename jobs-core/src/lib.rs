@@ -55,6 +55,8 @@ pub use queue::{QueueConfig, QueueSize, RedisQueue};
 /// Options, all optional: `name = "..."` (the payload's `job` field; default: the type's
 /// name), `display_name = "..."`, `queue = "..."`, `tries = N`, `backoff = N` or
 /// `backoff = [N, ...]` (seconds), `timeout = N` (seconds), `fail_on_timeout`,
+/// `retry_for = N` (seconds after the dispatch during which the job is retried, tries not
+/// counted), `max_exceptions = N`,
 /// `unique_for = N` (seconds: the job is unique by [`Job::unique_id`], see [`job::unique`]),
 /// `unique_until = "done"` (the default) or `"processing"`, and
 /// `laravel = "App\\Jobs\\SendInvoice"` (the Laravel job class whose queued objects this job runs).

@@ -37,6 +37,8 @@ struct Options {
     fail_on_timeout: bool,
     unique_for: Option<LitInt>,
     unique_until: Option<LitStr>,
+    retry_for: Option<LitInt>,
+    max_exceptions: Option<LitInt>,
     krate: Option<Path>,
 }
 
@@ -54,6 +56,8 @@ impl Options {
             "queue" => self.queue = Some(meta.value()?.parse()?),
             "tries" => self.tries = Some(meta.value()?.parse()?),
             "timeout" => self.timeout = Some(meta.value()?.parse()?),
+            "retry_for" => self.retry_for = Some(meta.value()?.parse()?),
+            "max_exceptions" => self.max_exceptions = Some(meta.value()?.parse()?),
             "unique_for" => {
                 let seconds: LitInt = meta.value()?.parse()?;
                 if seconds.base10_parse::<u64>()? == 0 {
@@ -93,7 +97,8 @@ impl Options {
             _ => {
                 return Err(meta.error(
                     "unknown job option; expected one of name, display_name, queue, tries, \
-                     backoff, timeout, fail_on_timeout, unique_for, unique_until, laravel, crate",
+                     backoff, timeout, fail_on_timeout, retry_for, max_exceptions, unique_for, \
+                     unique_until, laravel, crate",
                 ))
             }
         }
@@ -192,6 +197,8 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
         let backoff = some(options.backoff.as_ref().map(|b| quote!(&[#(#b),*])));
         let fail_on_timeout = options.fail_on_timeout;
         let unique_for = some(options.unique_for.as_ref().map(|u| quote!(#u)));
+        let retry_for = some(options.retry_for.as_ref().map(|r| quote!(#r)));
+        let max_exceptions = some(options.max_exceptions.as_ref().map(|m| quote!(#m)));
         let unique_until = match options.unique_until.as_ref().map(LitStr::value).as_deref() {
             Some("processing") => quote!(#krate::UniqueUntil::Processing),
             _ => quote!(#krate::UniqueUntil::Done),
@@ -206,6 +213,8 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
                     fail_on_timeout: #fail_on_timeout,
                     display_name: #display_name,
                     laravel: #laravel,
+                    retry_for: #retry_for,
+                    max_exceptions: #max_exceptions,
                     unique_for: #unique_for,
                     unique_until: #unique_until,
                 }

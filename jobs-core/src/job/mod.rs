@@ -63,6 +63,12 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
         String::new()
     }
 
+    /// Tags operators can find this job by (`jobsctl failed --tag`, the dashboard), kept in its
+    /// payload (default: none). Tags are not encrypted: they must carry no secrets.
+    fn tags(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The middleware every run of this job goes through, outermost first (default: none).
     /// See [`crate::middleware`].
     fn middleware(&self) -> Vec<Layer> {
@@ -96,6 +102,12 @@ pub struct JobOptions {
     /// The PHP class a Laravel app queues for this job (`App\\Jobs\\SendInvoice`): its
     /// `CallQueuedHandler` payloads run this job, filled from the object's properties.
     pub laravel: Option<&'static str>,
+    /// Seconds after its dispatch during which the job is retried, tries not counted
+    /// (Laravel's `retryUntil`, written into the payload's `retryUntil`).
+    pub retry_for: Option<u64>,
+    /// Failed attempts (errors, panics, timeouts; not releases) after which the job fails,
+    /// whatever tries it has left.
+    pub max_exceptions: Option<u32>,
     /// Seconds a unique job's lock lasts at most: set, the job is unique (see
     /// [`crate::job::unique`]).
     pub unique_for: Option<u64>,

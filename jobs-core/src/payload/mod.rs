@@ -1,5 +1,6 @@
 //! The job payload: the one JSON document that travels through Redis.
 
+pub mod counters;
 pub mod encrypted;
 pub mod failed;
 pub mod laravel;
@@ -60,6 +61,13 @@ pub struct Payload {
     /// The unique lock of a unique job (see [`crate::job::unique`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unique: Option<UniqueLock>,
+    /// Names of middleware the dispatch asked for ([`crate::middleware::define`]), run
+    /// inside the job type's own; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub through: Vec<String>,
+    /// The job's tags, for operators to find it by; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     /// Redis-specific random id (32 hex digits).
     pub id: String,
     /// The HMAC-SHA256 signature of the payload, when it was pushed through a handle with a
@@ -67,8 +75,12 @@ pub struct Payload {
     /// `attempts`, so that the pop script finds that number near the end of the payload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// How many attempts ended in an error, a panic or a timeout, for `maxExceptions`;
+    /// absent while 0. Not signed: the worker raises it (see [`counters`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub exceptions: u32,
     /// How many times the job was put back without counting an attempt (a limit or a lock
-    /// that was busy); absent while 0. Not signed: the worker raises it.
+    /// that was busy); absent while 0. Not signed: the worker raises it (see [`counters`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub requeues: u32,
     /// How many times the job has been reserved.
@@ -141,48 +153,9 @@ pub fn unreserved(raw: &str) -> std::borrow::Cow<'_, str> {
         .map_or(std::borrow::Cow::Borrowed(raw), std::borrow::Cow::Owned)
 }
 
-/// The payload to put back for a reserved copy requeued without counting its attempt:
-/// `attempts` one lower and `requeues` one higher, every other byte kept. `requeues` sits just
-/// before `attempts` (inserted there when absent), where only the worker writes it. Returns
-/// `None` when the payload has no top-level `attempts`.
-///
-/// ```
-/// let reserved = r#"{"id":"x","attempts":3,"delay":null}"#;
-/// let once = jobs_core::payload::requeued(reserved).unwrap();
-/// assert_eq!(once, r#"{"id":"x","requeues":1,"attempts":2,"delay":null}"#);
-/// let reserved_again = jobs_core::payload::with_attempts(&once, 3).unwrap();
-/// assert_eq!(
-///     jobs_core::payload::requeued(&reserved_again).unwrap(),
-///     r#"{"id":"x","requeues":2,"attempts":2,"delay":null}"#
-/// );
-/// ```
-pub fn requeued(raw: &str) -> Option<String> {
-    let digits = attempts_digits(raw)?;
-    let attempts: u32 = raw[digits.clone()].parse().ok()?;
-    let key_start = raw[..digits.start].rfind("\"attempts\"")?;
-    let before = &raw[..key_start];
-    const KEY: &str = "\"requeues\":";
-    let (head, requeues) = match before
-        .strip_suffix(',')
-        .and_then(|b| b.rfind(KEY).map(|at| (b, at)))
-    {
-        Some((b, at)) => match b[at + KEY.len()..].parse::<u32>() {
-            Ok(n) => (&raw[..at], n),
-            Err(_) => (before, 0),
-        },
-        None => (before, 0),
-    };
-    Some(format!(
-        "{head}\"requeues\":{},\"attempts\":{}{}",
-        requeues + 1,
-        attempts.saturating_sub(1),
-        &raw[digits.end..]
-    ))
-}
-
 /// The byte range of the top-level attempts number: the last `"attempts"` key followed by
 /// optional white space, a colon, optional white space and digits.
-fn attempts_digits(raw: &str) -> Option<std::ops::Range<usize>> {
+pub(crate) fn attempts_digits(raw: &str) -> Option<std::ops::Range<usize>> {
     const KEY: &str = "\"attempts\"";
     raw.rmatch_indices(KEY).find_map(|(at, _)| {
         let rest = &raw[at + KEY.len()..];

@@ -7,11 +7,14 @@
 //! reason "signature mismatch", without running it.
 //!
 //! The signature covers every payload field except `attempts`, which the pop script raises at
-//! each reservation, and the signature itself: `uuid`, `displayName`, `job`, `maxTries`,
+//! each reservation, `requeues`, which a worker raises when a middleware requeues the job, and
+//! the signature itself: `uuid`, `displayName`, `job`, `maxTries`,
 //! `maxExceptions`, `failOnTimeout`, `backoff`, `timeout`, `retryUntil`, `createdAt`, `id`,
-//! `delay`, and `data` byte for byte. The signed message is the JSON array
+//! `delay`, and `data` byte for byte, and, when a payload has any of them, `unique`, `through`
+//! and `tags` (message version 2). The version 1 message is the JSON array
 //! `["jobs-payload-v1", uuid, displayName, job, maxTries, maxExceptions, failOnTimeout,
-//! backoff, timeout, retryUntil, createdAt, id, delay, data]`, and the signature is its
+//! backoff, timeout, retryUntil, createdAt, id, delay, data]`; version 2 is the same array
+//! tagged `"jobs-payload-v2"` with `[unique, through, tags]` appended. The signature is its
 //! HMAC-SHA256 under the key, as 64 lowercase hex digits in the payload's `signature` field.
 //!
 //! ```
@@ -48,8 +51,9 @@ pub const SIGNING_KEY_ENV: &str = "JOBS_SIGNING_KEY";
 /// for one over another.
 const MESSAGE_VERSION: &str = "jobs-payload-v1";
 
-/// Tags the message of a payload with fields added since v1 (`unique`): v1's fields, then
-/// those. A payload without them is signed as v1, so v1 signatures still verify.
+/// Tags the message of a payload with fields added since v1 (`unique`, `through`, `tags`):
+/// v1's fields, then those. A payload without them is signed as v1, so v1 signatures still
+/// verify.
 const MESSAGE_VERSION_2: &str = "jobs-payload-v2";
 
 /// A secret key for signing payloads with HMAC-SHA256. Dispatchers and workers must share it.
@@ -115,9 +119,11 @@ impl std::fmt::Debug for SigningKey {
 /// `signature`, in a fixed order, as one JSON array. `data` is kept byte for byte.
 fn signed_message(payload: &Payload) -> String {
     let data: &RawValue = &payload.data;
-    let version = match payload.unique {
-        Some(_) => MESSAGE_VERSION_2,
-        None => MESSAGE_VERSION,
+    let v2 = payload.unique.is_some() || !payload.through.is_empty() || !payload.tags.is_empty();
+    let version = if v2 {
+        MESSAGE_VERSION_2
+    } else {
+        MESSAGE_VERSION
     };
     let fields = (
         version,
@@ -136,11 +142,12 @@ fn signed_message(payload: &Payload) -> String {
         data,
     );
     let mut message = serde_json::to_string(&fields).expect("payload fields always serialize");
-    if let Some(unique) = &payload.unique {
+    if v2 {
         // v2: v1's array, then the added fields, as one more array.
+        let added = (&payload.unique, &payload.through, &payload.tags);
         message.pop();
         message.push(',');
-        message.push_str(&serde_json::to_string(&(unique,)).expect("a lock always serializes"));
+        message.push_str(&serde_json::to_string(&added).expect("fields always serialize"));
         message.push(']');
     }
     message

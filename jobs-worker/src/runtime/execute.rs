@@ -58,10 +58,15 @@ pub(crate) async fn run(
         ctx.holds().add(hold.clone(), HoldUntil::Job);
         (hold, unique.until)
     });
-    if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts) {
+    let now = chrono::Utc::now().timestamp();
+    if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts, now) {
         return (verdict, None, ctx);
     }
     held.track(ctx.holds().clone());
+    let through = match named_middleware(&payload.through) {
+        Ok(through) => through,
+        Err(reason) => return (Verdict::Fail(reason), None, ctx),
+    };
     let (verdict, error) = match decoded.registration.start(decoded.data(), ctx.clone()) {
         Ok(started) => {
             info!(status = "RUNNING", "RUNNING");
@@ -74,6 +79,7 @@ pub(crate) async fn run(
                 .iter()
                 .cloned()
                 .chain(started.middleware)
+                .chain(through)
                 .chain(free_before_handler)
                 .collect();
             let attempt = Next::new(&chain, started.handler).run(&ctx);
@@ -137,6 +143,21 @@ async fn execute(
     }
 }
 
+/// The middleware a dispatch asked for by name, or why the job cannot run.
+fn named_middleware(names: &[String]) -> Result<Vec<Layer>, String> {
+    names
+        .iter()
+        .map(|name| {
+            jobs_core::middleware::find(name).ok_or_else(|| {
+                format!(
+                    "middleware {name:?} is not defined in this worker: define it at startup \
+                     with jobs_core::middleware::define"
+                )
+            })
+        })
+        .collect()
+}
+
 /// Frees a job's unique lock just before its handler runs, once every other middleware let it
 /// through: the lock of a job unique until processing.
 struct FreeUniqueLock(Hold);
@@ -165,6 +186,9 @@ fn limits(config: &WorkerConfig, decoded: &Decoded) -> Limits {
         timeout,
         fail_on_timeout: payload.fail_on_timeout,
         may_requeue: payload.requeues < config.max_requeues,
+        retry_until: payload.retry_until,
+        max_exceptions: payload.max_exceptions,
+        exceptions: payload.exceptions,
     }
 }
 
@@ -189,7 +213,10 @@ pub(crate) fn verdict(
         (Some(Request::Skip), _) => Verdict::Skip,
         (Some(Request::Fail(message)), _) => Verdict::Fail(message),
         (Some(_) | None, Ok(())) => Verdict::Done,
-        (Some(_) | None, Err(error)) => limits.after_error(display_name, ctx.attempt(), &error),
+        (Some(_) | None, Err(error)) => {
+            let now = chrono::Utc::now().timestamp();
+            limits.after_error(display_name, ctx.attempt(), &error, now)
+        }
     };
     (verdict, error)
 }

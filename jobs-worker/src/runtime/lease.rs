@@ -255,6 +255,9 @@ mod tests {
             timeout: Some(timeout),
             fail_on_timeout: false,
             may_requeue: true,
+            retry_until: None,
+            max_exceptions: None,
+            exceptions: 0,
         };
         Deadline::new(timeout, ctx, limits, "J")
     }

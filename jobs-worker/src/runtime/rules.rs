@@ -17,6 +17,12 @@ pub(crate) struct Limits {
     /// The job has been requeued fewer times than the worker allows: another requeue costs
     /// no attempt.
     pub may_requeue: bool,
+    /// Unix time until which the job is retried, tries not counted (Laravel's `retryUntil`).
+    pub retry_until: Option<i64>,
+    /// Failed attempts after which the job fails, and how many it has had before this one.
+    pub max_exceptions: Option<u32>,
+    /// Attempts of the job that ended in an error, a panic or a timeout before this one.
+    pub exceptions: u32,
 }
 
 /// How an attempt went wrong.
@@ -37,6 +43,8 @@ pub(crate) enum Verdict {
     Done,
     /// Run again after the delay.
     Release(Duration),
+    /// Run again after the delay, after a failed attempt: counted as an exception.
+    Retry(Duration),
     /// Run again after the delay without counting the attempt.
     Requeue(Duration),
     /// Settled as done without running (a middleware skipped it).
@@ -46,30 +54,52 @@ pub(crate) enum Verdict {
 }
 
 impl Limits {
-    /// Before running: a job reserved more often than its tries allow fails unrun (crashes,
-    /// timeouts and releases all use attempts).
-    pub(crate) fn check_before_run(&self, display_name: &str, attempt: u32) -> Option<Verdict> {
-        (self.max_tries > 0 && attempt > self.max_tries)
+    /// Before running, at Unix time `now`: a job reserved more often than its tries allow
+    /// fails unrun (crashes, timeouts and releases all use attempts); with `retry_until`,
+    /// tries are not counted, and a job reserved after that time fails unrun.
+    pub(crate) fn check_before_run(
+        &self,
+        display_name: &str,
+        attempt: u32,
+        now: i64,
+    ) -> Option<Verdict> {
+        let out_of_attempts = match self.retry_until {
+            Some(until) => now > until,
+            None => self.max_tries > 0 && attempt > self.max_tries,
+        };
+        out_of_attempts
             .then(|| Verdict::Fail(format!("{display_name} has been attempted too many times.")))
     }
 
-    /// After a failed attempt: fail on the last attempt (or on a timeout with
-    /// `fail_on_timeout`), otherwise release after `backoff[attempt - 1]`.
+    /// After a failed attempt at Unix time `now`: fail on the last attempt (with
+    /// `retry_until`, once that time has come), on the `max_exceptions`th failed attempt, or
+    /// on a timeout with `fail_on_timeout`; otherwise retry after `backoff[attempt - 1]`.
     pub(crate) fn after_error(
         &self,
         display_name: &str,
         attempt: u32,
         error: &AttemptError,
+        now: i64,
     ) -> Verdict {
-        let last_attempt = self.max_tries > 0 && attempt >= self.max_tries;
+        let last_attempt = match self.retry_until {
+            Some(until) => until <= now,
+            None => self.max_tries > 0 && attempt >= self.max_tries,
+        };
+        let too_many_exceptions = self
+            .max_exceptions
+            .is_some_and(|max| self.exceptions + 1 >= max);
         match error {
-            AttemptError::Timeout if last_attempt || self.fail_on_timeout => {
+            AttemptError::Timeout
+                if last_attempt || self.fail_on_timeout || too_many_exceptions =>
+            {
                 Verdict::Fail(format!("{display_name} has timed out."))
             }
-            AttemptError::Error(_) | AttemptError::Panic(_) if last_attempt => {
+            AttemptError::Error(_) | AttemptError::Panic(_)
+                if last_attempt || too_many_exceptions =>
+            {
                 Verdict::Fail(error.describe(display_name))
             }
-            _ => Verdict::Release(Duration::from_secs(self.backoff.after_attempt(attempt))),
+            _ => Verdict::Retry(Duration::from_secs(self.backoff.after_attempt(attempt))),
         }
     }
 }
@@ -96,6 +126,9 @@ mod tests {
             timeout: None,
             fail_on_timeout: false,
             may_requeue: true,
+            retry_until: None,
+            max_exceptions: None,
+            exceptions: 0,
         }
     }
 
@@ -104,14 +137,14 @@ mod tests {
         let l = limits(3, &[1, 5]);
         let err = AttemptError::Error("boom".into());
         assert_eq!(
-            l.after_error("J", 1, &err),
-            Verdict::Release(Duration::from_secs(1))
+            l.after_error("J", 1, &err, 0),
+            Verdict::Retry(Duration::from_secs(1))
         );
         assert_eq!(
-            l.after_error("J", 2, &err),
-            Verdict::Release(Duration::from_secs(5))
+            l.after_error("J", 2, &err, 0),
+            Verdict::Retry(Duration::from_secs(5))
         );
-        assert_eq!(l.after_error("J", 3, &err), Verdict::Fail("boom".into()));
+        assert_eq!(l.after_error("J", 3, &err, 0), Verdict::Fail("boom".into()));
     }
 
     #[test]
@@ -119,10 +152,10 @@ mod tests {
         let l = limits(0, &[1, 5, 10]);
         let err = AttemptError::Panic("p".into());
         assert_eq!(
-            l.after_error("J", 9, &err),
-            Verdict::Release(Duration::from_secs(10))
+            l.after_error("J", 9, &err, 0),
+            Verdict::Retry(Duration::from_secs(10))
         );
-        assert_eq!(l.check_before_run("J", 1000), None);
+        assert_eq!(l.check_before_run("J", 1000, 0), None);
     }
 
     #[test]
@@ -130,7 +163,7 @@ mod tests {
         let l = limits(1, &[]);
         let err = AttemptError::Panic("p".into());
         assert_eq!(
-            l.after_error("J", 1, &err),
+            l.after_error("J", 1, &err, 0),
             Verdict::Fail("panicked: p".into())
         );
     }
@@ -138,10 +171,48 @@ mod tests {
     #[test]
     fn too_many_attempts_fail_before_running() {
         let l = limits(2, &[]);
-        assert_eq!(l.check_before_run("J", 2), None);
+        assert_eq!(l.check_before_run("J", 2, 0), None);
         assert_eq!(
-            l.check_before_run("J", 3),
+            l.check_before_run("J", 3, 0),
             Some(Verdict::Fail("J has been attempted too many times.".into()))
+        );
+    }
+
+    #[test]
+    fn retry_until_replaces_tries_and_max_exceptions_counts_failed_attempts() {
+        let mut l = limits(1, &[3]);
+        l.retry_until = Some(100);
+        let err = AttemptError::Error("boom".into());
+        assert_eq!(
+            l.check_before_run("J", 50, 100),
+            None,
+            "tries are not counted"
+        );
+        assert!(matches!(
+            l.check_before_run("J", 2, 101),
+            Some(Verdict::Fail(_))
+        ));
+        assert_eq!(
+            l.after_error("J", 7, &err, 99),
+            Verdict::Retry(Duration::from_secs(3))
+        );
+        assert_eq!(
+            l.after_error("J", 7, &err, 100),
+            Verdict::Fail("boom".into())
+        );
+
+        let mut l = limits(0, &[1]);
+        l.max_exceptions = Some(3);
+        l.exceptions = 1;
+        assert_eq!(
+            l.after_error("J", 5, &err, 0),
+            Verdict::Retry(Duration::from_secs(1))
+        );
+        l.exceptions = 2;
+        assert_eq!(l.after_error("J", 6, &err, 0), Verdict::Fail("boom".into()));
+        assert_eq!(
+            l.after_error("J", 6, &AttemptError::Timeout, 0),
+            Verdict::Fail("J has timed out.".into())
         );
     }
 
@@ -150,16 +221,16 @@ mod tests {
         let mut l = limits(2, &[4]);
         let t = AttemptError::Timeout;
         assert_eq!(
-            l.after_error("J", 1, &t),
-            Verdict::Release(Duration::from_secs(4))
+            l.after_error("J", 1, &t, 0),
+            Verdict::Retry(Duration::from_secs(4))
         );
         assert_eq!(
-            l.after_error("J", 2, &t),
+            l.after_error("J", 2, &t, 0),
             Verdict::Fail("J has timed out.".into())
         );
         l.fail_on_timeout = true;
         assert_eq!(
-            l.after_error("J", 1, &t),
+            l.after_error("J", 1, &t, 0),
             Verdict::Fail("J has timed out.".into())
         );
     }

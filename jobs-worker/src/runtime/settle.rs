@@ -2,6 +2,7 @@
 //! `:delayed`, a failed one to the failed-job store, each counted for the operators.
 
 use jobs_core::admin::telemetry::Outcome;
+use jobs_core::payload::counters;
 use jobs_core::queue::hold::Holds;
 use jobs_core::{FailedJob, RedisQueue};
 use std::sync::Arc;
@@ -74,7 +75,7 @@ impl Settler {
         let release_reason = error.as_deref().unwrap_or("released by the job");
         let (outcome, reason) = match &verdict {
             Verdict::Done | Verdict::Skip => (Outcome::Done, None),
-            Verdict::Release(_) => (Outcome::Released, Some(release_reason)),
+            Verdict::Release(_) | Verdict::Retry(_) => (Outcome::Released, Some(release_reason)),
             Verdict::Requeue(_) => (
                 Outcome::Released,
                 Some("requeued: a limit or lock was busy"),
@@ -107,16 +108,18 @@ impl Settler {
                 }
                 Settled::Done
             }
-            Verdict::Release(delay) | Verdict::Requeue(delay) => {
+            Verdict::Release(delay) | Verdict::Retry(delay) | Verdict::Requeue(delay) => {
                 let retry_in_s = delay.as_secs_f64();
-                let requeued = match verdict {
-                    Verdict::Requeue(_) => jobs_core::payload::requeued(&job.raw),
+                // A requeue puts back a copy with its attempt given back, a retry one with its
+                // failure counted; a release puts back the reserved copy itself.
+                let replacement = match verdict {
+                    Verdict::Requeue(_) => counters::requeued(&job.raw),
+                    Verdict::Retry(_) => counters::after_exception(&job.raw),
                     _ => None,
                 };
-                let status = if requeued.is_some() {
-                    "REQUEUED"
-                } else {
-                    "RELEASED"
+                let status = match verdict {
+                    Verdict::Requeue(_) => "REQUEUED",
+                    _ => "RELEASED",
                 };
                 info!(
                     status,
@@ -127,7 +130,7 @@ impl Settler {
                 );
                 let held = holds.to_free(false);
                 self.apply(&job, "release the job", |q| {
-                    q.release_with(&job.queue, &job.raw, delay, requeued.as_deref(), &held)
+                    q.release_with(&job.queue, &job.raw, delay, replacement.as_deref(), &held)
                 })
                 .await;
                 Settled::Released

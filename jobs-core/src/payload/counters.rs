@@ -1,0 +1,163 @@
+//! The counters a payload carries that workers change: `attempts` (raised by the pop script
+//! at each reservation), `exceptions` (failed attempts, for `maxExceptions`) and `requeues`
+//! (times put back without counting an attempt). None of them is signed.
+//!
+//! They sit together at the end of the payload, `"exceptions":E,"requeues":R,"attempts":A`,
+//! the first two only once they are not 0, so that the pop script finds `attempts` near the
+//! end. A worker that puts a job back with changed counters writes a replacement copy with
+//! these bytes rewritten and every other byte kept: scripts never decode JSON.
+
+use super::attempts_digits;
+
+/// A payload's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// How many times the job has been reserved.
+    pub attempts: u32,
+    /// How many attempts ended in an error, a panic or a timeout.
+    pub exceptions: u32,
+    /// How many times the job was put back without counting an attempt.
+    pub requeues: u32,
+}
+
+/// The counters written before `attempts`, in the order they are written.
+const BEFORE_ATTEMPTS: [&str; 2] = ["exceptions", "requeues"];
+
+/// Where the counters are in `raw`, and their values: the byte range from the first counter
+/// to the end of the attempts number.
+fn locate(raw: &str) -> Option<(std::ops::Range<usize>, Counters)> {
+    let digits = attempts_digits(raw)?;
+    let mut counters = Counters {
+        attempts: raw[digits.clone()].parse().ok()?,
+        ..Counters::default()
+    };
+    let mut start = raw[..digits.start].rfind("\"attempts\"")?;
+    // Walk back over `"name":N,` fields written just before it.
+    loop {
+        let before = &raw[..start];
+        let Some(field) = before.strip_suffix(',') else {
+            break;
+        };
+        let digits_start = field.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let Ok(value) = field[digits_start..].parse::<u32>() else {
+            break;
+        };
+        let key_end = &field[..digits_start];
+        let Some(name) = BEFORE_ATTEMPTS
+            .iter()
+            .find(|name| key_end.ends_with(&format!("\"{name}\":")))
+        else {
+            break;
+        };
+        match *name {
+            "exceptions" => counters.exceptions = value,
+            _ => counters.requeues = value,
+        }
+        start = digits_start - name.len() - 3;
+    }
+    Some((start..digits.end, counters))
+}
+
+/// The counters of a payload (`None` when it has no top-level `attempts`).
+///
+/// ```
+/// use jobs_core::payload::counters::{counters, Counters};
+/// let raw = r#"{"data":{"requeues":9},"id":"x","requeues":2,"attempts":3,"delay":null}"#;
+/// assert_eq!(counters(raw), Some(Counters { attempts: 3, exceptions: 0, requeues: 2 }));
+/// ```
+pub fn counters(raw: &str) -> Option<Counters> {
+    locate(raw).map(|(_, counters)| counters)
+}
+
+/// `raw` with its counters set to `counters`, every other byte kept (`None` when it has no
+/// top-level `attempts`).
+///
+/// ```
+/// use jobs_core::payload::counters::{with_counters, Counters};
+/// let raw = r#"{"id":"x","attempts":3,"delay":null}"#;
+/// let set = Counters { attempts: 2, exceptions: 1, requeues: 4 };
+/// let written = with_counters(raw, set).unwrap();
+/// assert_eq!(written, r#"{"id":"x","exceptions":1,"requeues":4,"attempts":2,"delay":null}"#);
+/// let reset = Counters { attempts: 0, ..Default::default() };
+/// assert_eq!(with_counters(&written, reset).unwrap(), r#"{"id":"x","attempts":0,"delay":null}"#);
+/// ```
+pub fn with_counters(raw: &str, counters: Counters) -> Option<String> {
+    let (range, _) = locate(raw)?;
+    let mut fields = String::new();
+    for (name, value) in [
+        ("exceptions", counters.exceptions),
+        ("requeues", counters.requeues),
+    ] {
+        if value > 0 {
+            fields.push_str(&format!("\"{name}\":{value},"));
+        }
+    }
+    Some(format!(
+        "{}{fields}\"attempts\":{}{}",
+        &raw[..range.start],
+        counters.attempts,
+        &raw[range.end..]
+    ))
+}
+
+/// The payload to put back for a reserved copy requeued without counting its attempt:
+/// `attempts` one lower and `requeues` one higher.
+///
+/// ```
+/// let reserved = r#"{"id":"x","attempts":3,"delay":null}"#;
+/// let once = jobs_core::payload::counters::requeued(reserved).unwrap();
+/// assert_eq!(once, r#"{"id":"x","requeues":1,"attempts":2,"delay":null}"#);
+/// ```
+pub fn requeued(raw: &str) -> Option<String> {
+    let c = counters(raw)?;
+    with_counters(
+        raw,
+        Counters {
+            attempts: c.attempts.saturating_sub(1),
+            requeues: c.requeues + 1,
+            ..c
+        },
+    )
+}
+
+/// The payload to put back for a reserved copy released after a failed attempt: `exceptions`
+/// one higher.
+pub fn after_exception(raw: &str) -> Option<String> {
+    let c = counters(raw)?;
+    with_counters(
+        raw,
+        Counters {
+            exceptions: c.exceptions + 1,
+            ..c
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_round_trip_and_data_fields_of_the_same_name_are_left_alone() {
+        let raw = r#"{"data":{"exceptions":5,"requeues":6},"id":"x","attempts":1}"#;
+        assert_eq!(
+            counters(raw).unwrap(),
+            Counters {
+                attempts: 1,
+                ..Default::default()
+            }
+        );
+        let once = after_exception(raw).unwrap();
+        let twice = requeued(&after_exception(&once).unwrap()).unwrap();
+        assert_eq!(
+            twice,
+            r#"{"data":{"exceptions":5,"requeues":6},"id":"x","exceptions":2,"requeues":1,"attempts":0}"#
+        );
+        let payload: crate::Payload = serde_json::from_str(&format!(
+            r#"{{"uuid":"9f0c1d57-7d6a-4c3b-9a55-0b1c8f6e2a10","displayName":"J","job":"J","maxTries":null,"maxExceptions":null,"backoff":null,"timeout":null,"retryUntil":null,"data":{{}},"id":"x","exceptions":2,"requeues":1,"attempts":0}}"#
+        ))
+        .unwrap();
+        assert_eq!((payload.exceptions, payload.requeues), (2, 1));
+        assert_eq!(counters("not json"), None);
+    }
+}
