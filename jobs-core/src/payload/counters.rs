@@ -153,9 +153,9 @@ mod tests {
             twice,
             r#"{"data":{"exceptions":5,"requeues":6},"id":"x","exceptions":2,"requeues":1,"attempts":0}"#
         );
-        let payload: crate::Payload = serde_json::from_str(&format!(
-            r#"{{"uuid":"9f0c1d57-7d6a-4c3b-9a55-0b1c8f6e2a10","displayName":"J","job":"J","maxTries":null,"maxExceptions":null,"backoff":null,"timeout":null,"retryUntil":null,"data":{{}},"id":"x","exceptions":2,"requeues":1,"attempts":0}}"#
-        ))
+        let payload = crate::Payload::from_json(
+            r#"{"uuid":"9f0c1d57-7d6a-4c3b-9a55-0b1c8f6e2a10","displayName":"J","job":"J","maxTries":null,"maxExceptions":null,"backoff":null,"timeout":null,"retryUntil":null,"data":{},"id":"x","exceptions":2,"requeues":1,"attempts":0}"#,
+        )
         .unwrap();
         assert_eq!((payload.exceptions, payload.requeues), (2, 1));
         assert_eq!(counters("not json"), None);
