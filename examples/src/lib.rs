@@ -5,6 +5,7 @@
 //! - [`Block`] blocks its thread for `ms` milliseconds, as a handler must not.
 //! - [`Flaky`] fails its first `fail_times` attempts, then succeeds.
 //! - [`Panic`] panics, every time.
+//! - Both record their final failure from their `failed()` hook in `examples:failed-hooks`.
 //! - [`Record`] appends `{"uuid","attempt","due_ms","started_ms"}` to the Redis list
 //!   `examples:records`, which shows when each job started against when it was due.
 //! - [`Shared`] appends `{"side":"rust","n","attempt","uuid"}` to `examples:shared`, under the
@@ -23,7 +24,7 @@ mod unique;
 pub use guarded::{running_key, Guarded, GUARDED_KEY};
 pub use unique::{RebuildIndex, RefreshCache, UNIQUE_KEY};
 
-use jobs_core::{job, Job, JobContext, JobResult, RedisQueue};
+use jobs_core::{job, FailedContext, Job, JobContext, JobResult, RedisQueue};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -81,6 +82,10 @@ pub struct Flaky {
 
 #[job(name = "flaky")]
 impl Job for Flaky {
+    async fn failed(&self, ctx: &FailedContext) {
+        record_failure(ctx).await;
+    }
+
     async fn handle(&self, ctx: &JobContext) -> JobResult {
         if ctx.attempt() <= self.fail_times {
             return Err(format!(
@@ -100,6 +105,10 @@ pub struct Panic {}
 
 #[job(name = "panic")]
 impl Job for Panic {
+    async fn failed(&self, ctx: &FailedContext) {
+        record_failure(ctx).await;
+    }
+
     async fn handle(&self, _ctx: &JobContext) -> JobResult {
         panic!("panic job panicking on purpose")
     }
@@ -190,6 +199,22 @@ impl Job for SendInvoice {
             "attempt": ctx.attempt(),
         });
         Ok(append(INVOICES_KEY, entry).await?)
+    }
+}
+
+/// The list the `failed()` hooks of [`Flaky`] and [`Panic`] append to.
+pub const FAILED_HOOKS_KEY: &str = "examples:failed-hooks";
+
+/// Appends `{"uuid","job","attempt","reason"}` to [`FAILED_HOOKS_KEY`].
+async fn record_failure(ctx: &FailedContext) {
+    let entry = serde_json::json!({
+        "uuid": ctx.uuid(),
+        "job": ctx.job_name(),
+        "attempt": ctx.attempt(),
+        "reason": ctx.reason(),
+    });
+    if let Err(err) = append(FAILED_HOOKS_KEY, entry).await {
+        eprintln!("cannot record the failure of {}: {err}", ctx.uuid());
     }
 }
 

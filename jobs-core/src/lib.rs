@@ -41,6 +41,7 @@ pub use error::{Error, Result};
 pub use job::backoff::Backoff;
 pub use job::context::{JobContext, Request};
 pub use job::delay::Delay;
+pub use job::failed::FailedContext;
 pub use job::registry::JobRegistration;
 pub use job::unique::{Dispatched, Duplicate, UniqueUntil};
 pub use job::{Job, JobError, JobOptions, JobResult};

@@ -1,8 +1,10 @@
 //! Laravel's remaining attempt rules, on a worker process: `maxExceptions` counts failed
-//! attempts apart from tries, and `retryUntil` replaces tries with a deadline.
+//! attempts apart from tries, `retryUntil` replaces tries with a deadline, and a job's
+//! `failed()` hook runs once when it fails for good, whatever the reason.
 
-use examples::Flaky;
+use examples::{Flaky, Panic, FAILED_HOOKS_KEY};
 use jobs_core::{Job, Payload};
+use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, SentVia, TestRedis};
@@ -76,4 +78,66 @@ async fn retry_until_retries_past_the_tries_until_its_time_and_then_fails() {
         "{}",
         record.exception
     );
+}
+
+/// The `failed()` hook calls recorded for `uuid`.
+async fn hook_calls(redis: &TestRedis, uuid: &str) -> Vec<serde_json::Value> {
+    let entries: Vec<String> = redis
+        .conn()
+        .await
+        .lrange(FAILED_HOOKS_KEY, 0, -1)
+        .await
+        .unwrap();
+    entries
+        .iter()
+        .map(|e| serde_json::from_str::<serde_json::Value>(e).unwrap())
+        .filter(|e| e["uuid"] == uuid)
+        .collect()
+}
+
+#[tokio::test]
+async fn the_failed_hook_runs_once_for_an_error_a_panic_and_too_many_attempts() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let flaky = Flaky { fail_times: 5 }
+        .dispatch()
+        .tries(2)
+        .sent_via(&queue)
+        .await;
+    let panic = Panic {}.dispatch().tries(1).sent_via(&queue).await;
+    // Reserved twice already (two crashed runs, say) with one try: fails before it runs.
+    let worn = Flaky { fail_times: 0 }
+        .dispatch()
+        .tries(1)
+        .sent_via(&queue)
+        .await;
+    let mut conn = redis.conn().await;
+    let raw: String = conn.lindex("queues:default", 2).await.unwrap();
+    let worn_out = jobs_core::payload::with_attempts(&raw, 2).unwrap();
+    conn.lset::<_, _, ()>("queues:default", 2, worn_out)
+        .await
+        .unwrap();
+
+    let mut worker = start_worker(redis.url(), &["--backoff", "0", "--stop-when-empty"]);
+    assert!(worker.wait_exit(LONG).await.success());
+    let flaky_calls = hook_calls(&redis, &flaky.to_string()).await;
+    assert_eq!(flaky_calls.len(), 1, "{flaky_calls:?}");
+    assert_eq!(flaky_calls[0]["attempt"], 2);
+    assert!(flaky_calls[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("flaky job failing"));
+    let panic_calls = hook_calls(&redis, &panic.to_string()).await;
+    assert_eq!(panic_calls.len(), 1, "{panic_calls:?}");
+    assert!(panic_calls[0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("panicked: "));
+    let worn_calls = hook_calls(&redis, &worn.to_string()).await;
+    assert_eq!(worn_calls.len(), 1, "{worn_calls:?}");
+    assert_eq!(
+        worn_calls[0]["reason"],
+        "flaky has been attempted too many times."
+    );
+    assert_eq!(queue.failed_jobs(10).await.unwrap().len(), 3);
 }

@@ -3,6 +3,7 @@
 pub mod backoff;
 pub mod context;
 pub mod delay;
+pub mod failed;
 pub mod registry;
 pub mod unique;
 
@@ -14,6 +15,7 @@ use std::fmt;
 use crate::dispatch::PendingDispatch;
 use crate::job::backoff::Backoff;
 use crate::job::context::JobContext;
+use crate::job::failed::FailedContext;
 use crate::job::unique::UniqueUntil;
 use crate::middleware::Layer;
 
@@ -56,6 +58,13 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// Runs the job. An `Err` (or a panic, or a timeout) is a failed attempt: the job is
     /// retried after its backoff until its tries are used up, then recorded as failed.
     async fn handle(&self, ctx: &JobContext) -> JobResult;
+
+    /// Called once when the job has failed for good, for whatever reason (its last attempt's
+    /// error, a panic, a timeout, too many attempts, a middleware's verdict), after its
+    /// failed-job record is written (default: nothing). What it returns or panics with is
+    /// logged and changes nothing. It runs in the worker that failed the job, bounded by the
+    /// worker's `--timeout`; a job failed by the watchdog, which ends the process, gets no call.
+    async fn failed(&self, _ctx: &FailedContext) {}
 
     /// What makes two jobs of this type duplicates when it is unique (`#[job(unique_for =
     /// ...)]`): jobs with equal ids are. Default: empty, so any two are.

@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use crate::job::context::JobContext;
+use crate::job::failed::FailedContext;
 use crate::job::{Job, JobOptions, JobResult};
 use crate::middleware::Layer;
 
@@ -20,7 +21,11 @@ pub struct JobRegistration {
     type_name: fn() -> &'static str,
     options: fn() -> JobOptions,
     start: fn(&RawValue, Arc<JobContext>) -> Result<Started, serde_json::Error>,
+    failed: fn(&RawValue, FailedContext) -> Result<HookFuture, serde_json::Error>,
 }
+
+/// A running hook, as the worker drives it.
+pub type HookFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// A job decoded and ready to run: its middleware and its handler, not yet started.
 pub struct Started {
@@ -38,6 +43,7 @@ impl JobRegistration {
             type_name: std::any::type_name::<J>,
             options: J::options,
             start: start::<J>,
+            failed: failed::<J>,
         }
     }
 
@@ -56,6 +62,15 @@ impl JobRegistration {
         (self.options)()
     }
 
+    /// Decodes `data` into the job and returns the future of its [`Job::failed`] hook.
+    pub fn failed(
+        &self,
+        data: &RawValue,
+        ctx: FailedContext,
+    ) -> Result<HookFuture, serde_json::Error> {
+        (self.failed)(data, ctx)
+    }
+
     /// Decodes `data` into the job: its middleware, and the future that runs its handler.
     pub fn start(
         &self,
@@ -64,6 +79,12 @@ impl JobRegistration {
     ) -> Result<Started, serde_json::Error> {
         (self.start)(data, ctx)
     }
+}
+
+/// Decodes `data` into the job and returns its [`Job::failed`] hook's future.
+fn failed<J: Job>(data: &RawValue, ctx: FailedContext) -> Result<HookFuture, serde_json::Error> {
+    let job: J = crate::payload::laravel::job_data(data.get())?;
+    Ok(Box::pin(async move { job.failed(&ctx).await }))
 }
 
 fn start<J: Job>(data: &RawValue, ctx: Arc<JobContext>) -> Result<Started, serde_json::Error> {

@@ -5,15 +5,19 @@
 //! payload -> check attempts and [`execute`](super::execute) the handler -> verdict ->
 //! [`settle`](super::settle). Job middleware and lifecycle events hook in around `execute`.
 
-use jobs_core::middleware::Layer;
+use futures_util::FutureExt;
+use jobs_core::middleware::{panic_message, Layer};
 use jobs_core::queue::hold::Holds;
+use jobs_core::{FailedContext, JobContext};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use tracing::warn;
 use tracing::Instrument;
 
 use crate::config::WorkerConfig;
-use crate::runtime::decode::decode;
+use crate::runtime::decode::{decode, Decoded};
 use crate::runtime::execute::{self, job_span, Surroundings};
 use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
@@ -33,6 +37,30 @@ pub(crate) struct Processor {
 }
 
 impl Processor {
+    /// Calls the job's `failed()` hook once its failure is recorded, bounded by the worker's
+    /// timeout; its panic or overrun is logged.
+    async fn failed_hook(&self, decoded: &Decoded, ctx: &JobContext, reason: String) {
+        let failed = FailedContext::new(
+            ctx.uuid(),
+            ctx.job_name(),
+            ctx.queue(),
+            ctx.attempt(),
+            reason,
+        );
+        let Ok(hook) = decoded.registration.failed(decoded.data(), failed) else {
+            return;
+        };
+        let bound = self.config.timeout.unwrap_or(Duration::from_secs(60));
+        match tokio::time::timeout(bound, AssertUnwindSafe(hook).catch_unwind()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(panic)) => warn!(panic = %panic_message(&*panic), "the failed() hook panicked"),
+            Err(_) => warn!(
+                timeout_s = bound.as_secs_f64(),
+                "the failed() hook ran out of time"
+            ),
+        }
+    }
+
     /// Processes one reserved job to the end. When `interrupt` fires, a running handler is
     /// stopped and the job is put back on its queue at once, its attempt counted.
     pub(crate) async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
@@ -63,10 +91,18 @@ impl Processor {
                         job: &payload.job,
                         attempt: payload.attempts,
                     };
-                    let holds = ctx.holds();
-                    self.settler
-                        .settle(job, id, verdict, error, started, holds)
-                        .await
+                    let failure = match &verdict {
+                        Verdict::Fail(reason) => Some(reason.clone()),
+                        _ => None,
+                    };
+                    let settled = self
+                        .settler
+                        .settle(job, id, verdict, error, started, ctx.holds())
+                        .await;
+                    if let (Settled::Failed { recorded: true }, Some(reason)) = (settled, failure) {
+                        self.failed_hook(&decoded, &ctx, reason).await;
+                    }
+                    settled
                 }
                 .instrument(span)
                 .await

@@ -24,8 +24,12 @@ pub(crate) enum Settled {
     Done,
     /// The job was put back to run later (released, retried, or interrupted by shutdown).
     Released,
-    /// The job went to the failed-job store.
-    Failed,
+    /// The job failed for good; `recorded` when its failed-job record was written (its
+    /// reservation was still held).
+    Failed {
+        /// The record was written.
+        recorded: bool,
+    },
 }
 
 /// Settles attempts: one for every job task of a worker, and a copy with a connection of its
@@ -147,19 +151,21 @@ impl Settler {
                 self.stats.record_failure();
                 let reserved = job.unreadable.as_deref().unwrap_or(job.raw.as_bytes());
                 let held = holds.to_free(true);
-                self.apply(&job, "record the failed job", |q| {
-                    q.fail_with(&job.queue, reserved, &failed, &held)
-                })
-                .await;
-                Settled::Failed
+                let recorded = self
+                    .apply(&job, "record the failed job", |q| {
+                        q.fail_with(&job.queue, reserved, &failed, &held)
+                    })
+                    .await;
+                Settled::Failed { recorded }
             }
         }
     }
 
     /// Runs a Redis change for a job, retrying through short outages. If Redis stays away
     /// longer than the reservation lasts, the job comes back after retry_after and nothing is
-    /// lost. A change refused because the reservation is no longer held is logged.
-    async fn apply<'a, F, Fut>(&'a self, job: &Reserved, what: &str, op: F)
+    /// lost. A change refused because the reservation is no longer held is logged. Returns
+    /// whether the change was made.
+    async fn apply<'a, F, Fut>(&'a self, job: &Reserved, what: &str, op: F) -> bool
     where
         F: Fn(&'a RedisQueue) -> Fut,
         Fut: std::future::Future<Output = jobs_core::Result<bool>>,
@@ -168,5 +174,6 @@ impl Settler {
         if held == Some(false) {
             warn!(queue = %job.queue.name, "the reservation was no longer held; nothing changed");
         }
+        held == Some(true)
     }
 }
