@@ -20,6 +20,7 @@
 //! `default-features = false`.
 
 mod config;
+pub mod events;
 pub mod logging;
 #[cfg(feature = "ops")]
 pub mod ops;

@@ -116,6 +116,24 @@ pub struct Popped {
     pub next_due: Option<Duration>,
 }
 
+/// A job just pushed, as [`RedisQueue::on_queued`] reports it (Laravel's `JobQueued`).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Queued<'a> {
+    /// The job's uuid.
+    pub uuid: uuid::Uuid,
+    /// Its registered name.
+    pub job: &'a str,
+    /// The queue it went to.
+    pub queue: &'a str,
+    /// Its delay, for a delayed job.
+    pub delay: Option<Delay>,
+    /// The payload as pushed.
+    pub payload: &'a str,
+}
+
+type QueuedListener = Arc<dyn Fn(&Queued<'_>) + Send + Sync>;
+
 /// A job ready to be pushed: its queue, its payload, and its delay if any.
 #[derive(Debug, Clone)]
 pub struct Envelope {
@@ -163,6 +181,7 @@ pub struct UniqueDispatch {
 /// ```
 #[derive(Clone)]
 pub struct RedisQueue {
+    on_queued: Arc<[QueuedListener]>,
     conn: Connection,
     // Shared: a handle is cloned for every job a worker runs, and a client is costly to copy.
     target: Arc<Target>,
@@ -228,6 +247,7 @@ impl RedisQueue {
         };
         let keys = Arc::new(Keys::new(target.layout(), config.prefix.clone()));
         Ok(RedisQueue {
+            on_queued: Arc::new([]),
             conn,
             target,
             config,
@@ -254,6 +274,46 @@ impl RedisQueue {
     /// default was already set or used.
     pub fn set_default(queue: RedisQueue) -> bool {
         DEFAULT_QUEUE.set(queue).is_ok()
+    }
+
+    /// This handle, calling `listener` for every job it pushes, once the push is done (a
+    /// duplicate of a unique job is not pushed, and not reported). The listener runs on the
+    /// dispatching task: keep it short. A panic in it is caught and logged; the dispatch
+    /// succeeds all the same.
+    ///
+    /// ```no_run
+    /// # fn demo() -> Result<(), jobs_core::Error> {
+    /// let queue = jobs_core::RedisQueue::open("redis://127.0.0.1:6379")?
+    ///     .on_queued(|queued| println!("queued {} on {}", queued.job, queued.queue));
+    /// # Ok(()) }
+    /// ```
+    pub fn on_queued(mut self, listener: impl Fn(&Queued<'_>) + Send + Sync + 'static) -> Self {
+        let mut listeners = self.on_queued.to_vec();
+        listeners.push(Arc::new(listener));
+        self.on_queued = listeners.into();
+        self
+    }
+
+    /// Tells the `on_queued` listeners of the jobs pushed.
+    fn report_queued(&self, envelopes: &[Envelope], outcomes: &[Dispatched]) {
+        for (envelope, outcome) in envelopes.iter().zip(outcomes) {
+            if outcome.is_duplicate() {
+                continue;
+            }
+            let queued = Queued {
+                uuid: envelope.uuid,
+                job: &envelope.job,
+                queue: &envelope.queue,
+                delay: envelope.delay,
+                payload: &envelope.payload,
+            };
+            for listener in self.on_queued.iter() {
+                let call = std::panic::AssertUnwindSafe(|| listener(&queued));
+                if std::panic::catch_unwind(call).is_err() {
+                    tracing::warn!(uuid = %envelope.uuid, "an on_queued listener panicked");
+                }
+            }
+        }
     }
 
     /// The settings of this handle.
@@ -394,6 +454,9 @@ impl RedisQueue {
                     });
                 }
             }
+        }
+        if !self.on_queued.is_empty() {
+            self.report_queued(envelopes, &outcomes);
         }
         Ok(outcomes)
     }

@@ -22,6 +22,9 @@ use super::reserved::Reserved;
 use super::rules::{AttemptError, Limits, Verdict};
 use super::time::sleep_for;
 
+/// Why a job the worker stopped while it ran is back on its queue.
+pub(crate) const INTERRUPTED: &str = "interrupted by shutdown; back on its queue";
+
 /// What a job runs with besides its own code: the worker's settings, its middleware
 /// (outermost), and its Redis handle for the middleware that keeps state there.
 pub(crate) struct Surroundings<'a> {
@@ -136,10 +139,10 @@ async fn execute(
     }
     match result {
         Some(result) => verdict(ctx, limits, display_name, result),
-        None => {
-            let reason = "interrupted by shutdown; back on its queue".to_owned();
-            (Verdict::Release(Duration::ZERO), Some(reason))
-        }
+        None => (
+            Verdict::Release(Duration::ZERO),
+            Some(INTERRUPTED.to_owned()),
+        ),
     }
 }
 

@@ -94,6 +94,10 @@ impl<'a> JobLoop<'a> {
             if let Some(exit) = self.stop_condition() {
                 break exit;
             }
+            let listeners = &self.services.processor.listeners;
+            if !listeners.is_empty() {
+                listeners.emit("looping", |l| l.looping()).await;
+            }
             if let Some(exit) = self.turn().await {
                 break exit;
             }

@@ -17,6 +17,7 @@ use tracing::warn;
 use tracing::Instrument;
 
 use crate::config::WorkerConfig;
+use crate::events::{Cause, JobEvent, Listeners};
 use crate::runtime::decode::{decode, Decoded};
 use crate::runtime::execute::{self, job_span, Surroundings};
 use crate::runtime::lease::Running;
@@ -34,9 +35,52 @@ pub(crate) struct Processor {
     pub(crate) config: Arc<WorkerConfig>,
     /// The worker's middleware, around every job's own.
     pub(crate) middleware: Arc<[Layer]>,
+    /// The worker's listeners.
+    pub(crate) listeners: Listeners,
 }
 
 impl Processor {
+    /// Tells the listeners how the attempt ended, once it is settled.
+    async fn report(
+        &self,
+        event: &JobEvent,
+        verdict: &Verdict,
+        error: Option<&str>,
+        settled: Settled,
+    ) {
+        let listeners = &self.listeners;
+        let cause = match verdict {
+            Verdict::Done | Verdict::Skip => {
+                return listeners.emit("processed", |l| l.processed(event)).await;
+            }
+            Verdict::Retry(_) => Cause::Exception,
+            Verdict::Requeue(_) => Cause::Requeued,
+            Verdict::Release(_) if error == Some(execute::INTERRUPTED) => Cause::Shutdown,
+            Verdict::Release(_) => Cause::Released,
+            Verdict::Fail(reason) => {
+                if let Some(error) = error {
+                    listeners
+                        .emit("exception", |l| l.exception(event, error))
+                        .await;
+                }
+                if settled == (Settled::Failed { recorded: true }) {
+                    listeners.emit("failed", |l| l.failed(event, reason)).await;
+                }
+                return;
+            }
+        };
+        if let (Some(error), false) = (error, cause == Cause::Shutdown) {
+            listeners
+                .emit("exception", |l| l.exception(event, error))
+                .await;
+        }
+        if let Verdict::Release(after) | Verdict::Retry(after) | Verdict::Requeue(after) = verdict {
+            listeners
+                .emit("released", |l| l.released(event, *after, cause))
+                .await;
+        }
+    }
+
     /// Calls the job's `failed()` hook once its failure is recorded, bounded by the worker's
     /// timeout; its panic or overrun is logged.
     async fn failed_hook(&self, decoded: &Decoded, ctx: &JobContext, reason: String) {
@@ -84,8 +128,20 @@ impl Processor {
                         middleware: &self.middleware,
                         redis: &self.settler.queue,
                     };
+                    let event = JobEvent {
+                        uuid: payload.uuid,
+                        job: payload.job.clone(),
+                        display_name: payload.display_name.clone(),
+                        queue: job.queue.name.clone(),
+                        attempt: payload.attempts,
+                    };
+                    self.listeners
+                        .emit("processing", |l| l.processing(&event))
+                        .await;
                     let (verdict, error, ctx) =
                         execute::run(&around, &decoded, &job, &held, interrupt).await;
+                    let reported =
+                        (!self.listeners.is_empty()).then(|| (verdict.clone(), error.clone()));
                     let id = JobId {
                         uuid: &uuid,
                         job: &payload.job,
@@ -99,6 +155,10 @@ impl Processor {
                         .settler
                         .settle(job, id, verdict, error, started, ctx.holds())
                         .await;
+                    if let Some((verdict, error)) = reported {
+                        self.report(&event, &verdict, error.as_deref(), settled)
+                            .await;
+                    }
                     if let (Settled::Failed { recorded: true }, Some(reason)) = (settled, failure) {
                         self.failed_hook(&decoded, &ctx, reason).await;
                     }

@@ -1,6 +1,7 @@
 //! The tasks that run beside a worker's job loop: started together before its first fetch,
 //! stopped in order after its last job settled.
 
+use crate::events::Listeners;
 use jobs_core::middleware::Layer;
 use jobs_core::queue::keys::{KeyLayout, QueueKeys};
 use jobs_core::RedisQueue;
@@ -45,6 +46,7 @@ impl Services {
         queue: &RedisQueue,
         config: &Arc<WorkerConfig>,
         middleware: &[Layer],
+        listeners: &Listeners,
         stats: &Arc<Stats>,
         stop: &CancellationToken,
     ) -> Services {
@@ -87,6 +89,7 @@ impl Services {
             running: running.clone(),
             config: config.clone(),
             middleware: middleware.into(),
+            listeners: listeners.clone(),
         });
         let interrupt = CancellationToken::new();
         let watchdog = Watchdog::start(Guarded {

@@ -1,5 +1,6 @@
 //! The worker: a job loop with its services around it, from start to stop.
 
+use crate::events::{Listener, Listeners};
 use jobs_core::middleware::Layer;
 use jobs_core::RedisQueue;
 use std::sync::Arc;
@@ -52,6 +53,7 @@ pub enum WorkerError {
 pub struct Worker {
     config: Arc<WorkerConfig>,
     middleware: Vec<Layer>,
+    listeners: Vec<Arc<dyn Listener>>,
     queue: RedisQueue,
     stop: CancellationToken,
     stats: Arc<Stats>,
@@ -76,6 +78,7 @@ impl Worker {
         Ok(Worker {
             config: Arc::new(config),
             middleware: Vec::new(),
+            listeners: Vec::new(),
             queue,
             stop: CancellationToken::new(),
             stats: Arc::new(Stats::default()),
@@ -86,6 +89,13 @@ impl Worker {
     /// middleware added first runs outermost. See [`jobs_core::middleware`].
     pub fn middleware(mut self, middleware: impl Into<Layer>) -> Self {
         self.middleware.push(middleware.into());
+        self
+    }
+
+    /// Reports what this worker does to `listener` (see [`crate::events`]); listeners added
+    /// first are called first.
+    pub fn listen(mut self, listener: impl Listener) -> Self {
+        self.listeners.push(Arc::new(listener));
         self
     }
 
@@ -109,10 +119,12 @@ impl Worker {
     pub async fn run(self) -> Exit {
         RedisQueue::set_default(self.queue.clone());
         self.announce().await;
+        let listeners = Listeners::new(self.listeners.clone());
         let services = Services::start(
             &self.queue,
             &self.config,
             &self.middleware,
+            &listeners,
             &self.stats,
             &self.stop,
         )
@@ -121,6 +133,7 @@ impl Worker {
             .run()
             .await;
         services.stop().await;
+        listeners.emit("stopping", |l| l.stopping(&exit)).await;
         info!(
             worker = %self.config.name,
             processed = self.stats.processed(),
