@@ -20,6 +20,9 @@ pub struct FailedFilter {
     pub job: Option<String>,
     /// Only jobs whose exception, payload or uuid contains this text, ignoring case.
     pub text: Option<String>,
+    /// Only jobs with this tag ([`Job::tags`](crate::Job::tags)), exactly.
+    #[serde(default)]
+    pub tag: Option<String>,
     /// At most this many, newest first.
     pub limit: Option<usize>,
 }
@@ -37,6 +40,13 @@ impl FailedFilter {
             if entry.job != *job && entry.display_name.as_deref() != Some(job.as_str()) {
                 return false;
             }
+        }
+        if self
+            .tag
+            .as_ref()
+            .is_some_and(|tag| !entry.tags.contains(tag))
+        {
+            return false;
         }
         if let Some(text) = self.text.as_deref().filter(|t| !t.is_empty()) {
             let text = text.to_lowercase();
@@ -65,6 +75,9 @@ pub struct FailedEntry {
     pub display_name: Option<String>,
     /// The payload's attempts number, when it has one.
     pub attempts: Option<u64>,
+    /// The payload's tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
     /// The record as stored.
     pub record: FailedJob,
 }
@@ -374,6 +387,7 @@ fn stored(uuid: &str, raw: String, position: u64) -> Stored {
             job: summary.job.unwrap_or_else(|| "?".to_owned()),
             display_name: summary.display_name,
             attempts: summary.attempts,
+            tags: summary.tags,
             record,
         },
     }

@@ -106,6 +106,7 @@ struct Summary {
     display_name: Option<String>,
     uuid: Option<String>,
     attempts: Option<u64>,
+    tags: Vec<String>,
 }
 
 impl Summary {
@@ -116,6 +117,7 @@ impl Summary {
             display_name: fields.text("displayName"),
             uuid: fields.text("uuid"),
             attempts: fields.number("attempts"),
+            tags: fields.texts("tags"),
         }
     }
 }

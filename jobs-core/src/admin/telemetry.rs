@@ -87,6 +87,9 @@ pub struct RecentJob {
     pub worker: String,
     /// Why it failed or was released, cut to [`RecentJob::REASON_LIMIT`] characters.
     pub reason: Option<String>,
+    /// The job's tags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 impl RecentJob {

@@ -89,6 +89,19 @@ impl Admin {
             .collect())
     }
 
+    /// [`Admin::recent`] of the jobs with tag `tag` only, at most `limit`, from the whole list.
+    pub async fn recent_tagged(
+        &self,
+        queue: &str,
+        limit: usize,
+        tag: &str,
+    ) -> Result<Vec<RecentJob>, AdminError> {
+        let mut recent = self.recent(queue, crate::queue::keys::RECENT_LIMIT).await?;
+        recent.retain(|job| job.tags.iter().any(|t| t == tag));
+        recent.truncate(limit);
+        Ok(recent)
+    }
+
     /// The counters of the last `minutes` minutes (the current one included), oldest first,
     /// one entry per minute, empty for minutes without jobs. Minutes are by this host's clock,
     /// as workers count them by theirs.

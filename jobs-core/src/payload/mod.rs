@@ -224,6 +224,20 @@ impl RawFields {
         self.field(name)?.as_str().map(str::to_owned)
     }
 
+    /// The strings of the top-level field `name`, when it is an array (others are skipped);
+    /// empty otherwise.
+    pub fn texts(&self, name: &str) -> Vec<String> {
+        self.field(name)
+            .and_then(|v| v.as_array())
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| item.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The top-level field `name`, when it is a whole number.
     pub fn number(&self, name: &str) -> Option<u64> {
         self.field(name)?.as_u64()

@@ -99,6 +99,9 @@ pub(super) enum Command {
         /// At most this many.
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// Only jobs with this tag.
+        #[arg(long)]
+        tag: Option<String>,
     },
     /// Ask every worker to exit (status 0) once its running jobs are done, for deploys.
     Restart,
@@ -144,6 +147,9 @@ pub(super) struct FailedArgs {
     /// Only jobs whose exception, payload or uuid contains this text (ignoring case).
     #[arg(long)]
     pub search: Option<String>,
+    /// Only jobs with this tag.
+    #[arg(long)]
+    pub tag: Option<String>,
     /// At most this many.
     #[arg(long)]
     pub limit: Option<usize>,

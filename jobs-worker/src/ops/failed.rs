@@ -20,6 +20,7 @@ pub(super) async fn list(admin: &Admin, json: bool, args: FailedArgs) -> Result<
                 queue: args.queue,
                 job: args.job,
                 text: args.search,
+                tag: args.tag,
                 limit: args.limit,
             };
             let entries = admin.failed(&filter).await?;
@@ -184,12 +185,13 @@ fn show_failed(entry: &FailedEntry) -> String {
         .attempts
         .map_or_else(|| "?".to_owned(), |a| a.to_string());
     format!(
-        "uuid:       {}\nposition:   {}\nqueue:      {}\nconnection: {}\njob:        {}\nattempts:   {attempts}\nfailed at:  {}\n\nexception:\n{}\n\npayload:\n{payload}\n",
+        "uuid:       {}\nposition:   {}\nqueue:      {}\nconnection: {}\njob:        {}\ntags:       {}\nattempts:   {attempts}\nfailed at:  {}\n\nexception:\n{}\n\npayload:\n{payload}\n",
         record.uuid,
         entry.position,
         record.queue,
         record.connection,
         entry.display_name.as_deref().unwrap_or(&entry.job),
+        entry.tags.join(", "),
         record.failed_at,
         record.exception,
     )

@@ -85,7 +85,9 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Pause { queue } => queues::pause(&admin, json, queue).await,
         Command::Resume { queue } => queues::resume(&admin, json, queue).await,
         Command::Paused => queues::paused(&admin, json).await,
-        Command::Recent { queue, limit } => workers::recent(&admin, json, queue, limit).await,
+        Command::Recent { queue, limit, tag } => {
+            workers::recent(&admin, json, queue, limit, tag).await
+        }
         Command::Restart => workers::restart(&admin, json).await,
         Command::Workers => workers::workers(&admin, json).await,
     }

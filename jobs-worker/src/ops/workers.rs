@@ -55,8 +55,12 @@ pub(super) async fn recent(
     json: bool,
     queue: String,
     limit: usize,
+    tag: Option<String>,
 ) -> Result<u8, CliError> {
-    let recent = admin.recent(&queue, limit).await?;
+    let recent = match tag {
+        Some(tag) => admin.recent_tagged(&queue, limit, &tag).await?,
+        None => admin.recent(&queue, limit).await?,
+    };
     print(json, &recent, |jobs| {
         if jobs.is_empty() {
             return "No recent jobs.\n".to_owned();

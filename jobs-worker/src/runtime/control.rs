@@ -63,6 +63,8 @@ pub(crate) struct Attempt<'a> {
     pub runtime: Duration,
     /// Why it failed or was released.
     pub reason: Option<&'a str>,
+    /// The job's tags.
+    pub tags: &'a [String],
 }
 
 impl Control {
@@ -123,6 +125,7 @@ impl Control {
             reason: attempt
                 .reason
                 .map(|reason| reason.chars().take(RecentJob::REASON_LIMIT).collect()),
+            tags: attempt.tags.to_vec(),
         };
         // Outside the lock that every job task and the publisher share.
         crate::prometheus::record(attempt.queue, attempt.job, attempt.outcome, attempt.runtime);

@@ -146,6 +146,7 @@ impl Processor {
                         uuid: &uuid,
                         job: &payload.job,
                         attempt: payload.attempts,
+                        tags: &payload.tags,
                     };
                     let failure = match &verdict {
                         Verdict::Fail(reason) => Some(reason.clone()),
@@ -179,6 +180,7 @@ impl Processor {
                     uuid: &undecodable.uuid,
                     job: &undecodable.job,
                     attempt: 0,
+                    tags: &[],
                 };
                 self.settler
                     .settle(job, id, verdict, None, started, &Holds::default())

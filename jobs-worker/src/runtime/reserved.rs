@@ -42,4 +42,6 @@ pub(crate) struct JobId<'a> {
     pub(crate) job: &'a str,
     /// The payload's attempts number (0 when it did not decode).
     pub(crate) attempt: u32,
+    /// The payload's tags.
+    pub(crate) tags: &'a [String],
 }

@@ -94,6 +94,7 @@ impl Settler {
             outcome,
             runtime,
             reason,
+            tags: id.tags,
         });
         match verdict {
             Verdict::Done | Verdict::Skip => {

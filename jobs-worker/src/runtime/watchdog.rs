@@ -189,6 +189,7 @@ impl Guarded {
                         uuid: &uuid,
                         job: ctx.job_name(),
                         attempt: ctx.attempt(),
+                        tags: &[],
                     };
                     settler
                         .settle(job, id, verdict, error, deadline.started, ctx.holds())

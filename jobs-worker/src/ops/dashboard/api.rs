@@ -209,12 +209,13 @@ async fn resume(State(admin): State<Admin>, Path(name): Path<String>) -> ApiResu
     }))
 }
 
-/// A search of failed jobs: `job`, `queue`, `text` (empty means any).
+/// A search of failed jobs: `job`, `queue`, `text`, `tag` (empty means any).
 #[derive(Debug, Default, Deserialize)]
 struct Search {
     job: Option<String>,
     queue: Option<String>,
     text: Option<String>,
+    tag: Option<String>,
 }
 
 impl Search {
@@ -224,6 +225,7 @@ impl Search {
             queue: given(self.queue),
             job: given(self.job),
             text: given(self.text),
+            tag: given(self.tag),
             limit: None,
         }
     }
@@ -241,6 +243,7 @@ struct FailedRow {
     attempts: Option<u64>,
     /// The exception's first line, cut short.
     exception: String,
+    tags: Vec<String>,
 }
 
 /// `GET /api/failed`.
@@ -273,6 +276,7 @@ async fn failed(State(admin): State<Admin>, Query(search): Query<Search>) -> Api
                 queue: record.queue,
                 failed_at: record.failed_at,
                 attempts: entry.attempts,
+                tags: entry.tags,
             }
         })
         .collect();
@@ -332,11 +336,12 @@ async fn workers(State(admin): State<Admin>) -> ApiResult<Vec<WorkerInfo>> {
     Ok(Json(admin.workers().await?))
 }
 
-/// `GET /api/recent?queue=Q&limit=N`.
+/// `GET /api/recent?queue=Q&limit=N&tag=T`.
 #[derive(Debug, Deserialize)]
 struct RecentQuery {
     queue: String,
     limit: Option<usize>,
+    tag: Option<String>,
 }
 
 async fn recent(
@@ -344,5 +349,14 @@ async fn recent(
     Query(query): Query<RecentQuery>,
 ) -> ApiResult<Vec<RecentJob>> {
     let limit = query.limit.unwrap_or(20).min(RECENT_LIMIT);
-    Ok(Json(admin.recent(&query.queue, limit).await?))
+    let recent = match query
+        .tag
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        Some(tag) => admin.recent_tagged(&query.queue, limit, tag).await?,
+        None => admin.recent(&query.queue, limit).await?,
+    };
+    Ok(Json(recent))
 }

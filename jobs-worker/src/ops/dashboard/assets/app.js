@@ -4,7 +4,7 @@
 "use strict";
 
 const POLL_MS = 2000;
-const state = { filter: { job: "", queue: "", text: "" }, detail: null, recentQueue: "", matched: 0 };
+const state = { filter: { job: "", queue: "", text: "", tag: "" }, detail: null, recentQueue: "", matched: 0 };
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -163,7 +163,7 @@ function renderFailed(list) {
     onclick: (event) => { if (event.target.tagName !== "BUTTON") openDetail(job.uuid); },
   },
     el("td", { class: "num" }, String(job.position)),
-    el("td", {}, job.display_name || job.job),
+    el("td", {}, job.display_name || job.job, ...job.tags.map((tag) => el("span", { class: "tag" }, tag))),
     el("td", {}, job.queue),
     el("td", {}, job.failed_at),
     el("td", { class: "exception", title: job.exception }, job.exception),
@@ -263,7 +263,7 @@ async function refresh() {
 }
 
 function init() {
-  for (const name of ["job", "queue", "text"]) {
+  for (const name of ["job", "queue", "text", "tag"]) {
     $(`#search-${name}`).addEventListener("input", (event) => {
       state.filter[name] = event.target.value.trim();
       refresh();
