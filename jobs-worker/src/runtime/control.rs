@@ -377,6 +377,7 @@ mod tests {
                 },
                 runtime: Duration::from_micros(n as u64),
                 reason: failed.then_some("boom"),
+                tags: &[],
             });
         }
         let pending = control.take_pending();
