@@ -163,6 +163,7 @@ impl<J: Job> PendingDispatch<J> {
                 lock: UniqueLock {
                     key: format!("{}:{unique_id}", J::NAME),
                     until: options.unique_until,
+                    lasts: seconds.max(1),
                 },
                 unique_id,
                 lasts: Duration::from_secs(seconds.max(1)),

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use super::{Admin, AdminError, Summary, CHUNK};
 use crate::error::Result;
-use crate::payload;
+use crate::payload::counters::{self, Counters};
 use crate::payload::failed::FailedJob;
+use crate::payload::Payload;
 use crate::queue::keys::Keys;
 use crate::queue::scripts;
 
@@ -111,6 +112,10 @@ pub struct RetryReport {
     /// went away while the retry ran (they failed again, or were retried or forgotten by
     /// someone else); nothing was done to them.
     pub missing: Vec<String>,
+    /// Unique jobs left in the store because another job of theirs holds their unique lock
+    /// (one was dispatched since they failed).
+    #[serde(default)]
+    pub duplicates: Vec<String>,
 }
 
 /// One job a retry pushed back.
@@ -172,9 +177,11 @@ impl Admin {
         }
     }
 
-    /// Pushes the selected failed jobs back onto their queues, each with its attempts reset to
-    /// 0 and a wake-up token, and removes their records. Each job moves in one atomic script
-    /// call, and only if its record is still the one read.
+    /// Pushes the selected failed jobs back onto their queues, each with its counters
+    /// (attempts, exceptions, requeues) reset to 0 and a wake-up token, and removes their
+    /// records. Each job moves in one atomic script call, and only if its record is still the
+    /// one read. A unique job takes its lock again in that call, and stays in the store when
+    /// another job holds it.
     pub async fn retry(&self, selection: &FailedSelection) -> Result<RetryReport, AdminError> {
         let mut report = RetryReport::default();
         if let FailedSelection::Range { first, last } = *selection {
@@ -224,13 +231,13 @@ impl Admin {
             let pushed: Vec<i64> = self.queue.invoke_all(&[&scripts::RETRY], &calls).await?;
             for (stored, pushed) in chunk.iter().zip(pushed) {
                 let record = &stored.entry.record;
-                if pushed == 1 {
-                    report.retried.push(Retried {
+                match pushed {
+                    1 => report.retried.push(Retried {
                         uuid: record.uuid.clone(),
                         queue: record.queue.clone(),
-                    });
-                } else {
-                    report.missing.push(record.uuid.clone());
+                    }),
+                    2 => report.duplicates.push(record.uuid.clone()),
+                    _ => report.missing.push(record.uuid.clone()),
                 }
             }
         }
@@ -397,8 +404,8 @@ fn stored(uuid: &str, raw: String, position: u64) -> Stored {
 fn retry_call(keys: &Keys, stored: &Stored) -> redis::ScriptInvocation<'static> {
     let record = &stored.entry.record;
     let queue = keys.queue(&record.queue);
-    let fresh =
-        payload::with_attempts(&record.payload, 0).unwrap_or_else(|| record.payload.clone());
+    let fresh = counters::with_counters(&record.payload, Counters::default())
+        .unwrap_or_else(|| record.payload.clone());
     let mut call = scripts::RETRY.key(keys.failed_jobs());
     call.key(keys.failed_jobs_index())
         .key(&queue.ready)
@@ -406,5 +413,12 @@ fn retry_call(keys: &Keys, stored: &Stored) -> redis::ScriptInvocation<'static> 
         .arg(&record.uuid)
         .arg(&stored.raw)
         .arg(fresh);
+    let unique = Payload::from_json(&record.payload)
+        .ok()
+        .and_then(|p| p.unique);
+    if let Some(unique) = unique {
+        call.key(keys.unique(&record.queue, &unique.key))
+            .arg(unique.lasts.max(1) * 1000);
+    }
     call
 }

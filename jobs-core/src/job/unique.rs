@@ -30,6 +30,10 @@ pub struct UniqueLock {
     pub key: String,
     /// Until when the job keeps it.
     pub until: UniqueUntil,
+    /// How long it lasts at most, in seconds: a retried failed job takes it again for this
+    /// long.
+    #[serde(rename = "for")]
+    pub lasts: u64,
 }
 
 /// A dispatch refused because another job holds its unique lock.

@@ -53,6 +53,12 @@ pub(super) async fn retry(admin: &Admin, json: bool, args: RetryArgs) -> Result<
             report.missing.join(", ")
         )));
     }
+    if !report.duplicates.is_empty() {
+        return Err(CliError::Incomplete(format!(
+            "not retried: another job holds the unique lock of {} (left in the store)",
+            report.duplicates.join(", ")
+        )));
+    }
     Ok(0)
 }
 

@@ -6,12 +6,22 @@
 -- KEYS[4]  queues:<name>:notify   wake-up tokens
 -- ARGV[1]  the job's uuid
 -- ARGV[2]  the record as the caller read it, byte for byte
--- ARGV[3]  the payload to push: the record's payload with its attempts set to 0
+-- KEYS[5]  the unique lock of a unique job, optional: taken again for the retried job
+-- ARGV[3]  the payload to push: the record's payload with its counters set to 0
+-- ARGV[4]  with KEYS[5], how long the lock lasts, in milliseconds
 -- Returns 1 when the job was pushed, 0 when the record is gone or has changed (the job failed
--- again meanwhile, or someone else retried or forgot it): then nothing changes.
+-- again meanwhile, or someone else retried or forgot it), 2 when another job holds the unique
+-- lock: then nothing changes.
 -- The caller builds the payload, so the script decodes no JSON.
 if redis.call('hget', KEYS[1], ARGV[1]) ~= ARGV[2] then
   return 0
+end
+if KEYS[5] then
+  local holder = redis.call('get', KEYS[5])
+  if holder and holder ~= ARGV[1] then
+    return 2
+  end
+  redis.call('set', KEYS[5], ARGV[1], 'px', tonumber(ARGV[4]))
 end
 redis.call('hdel', KEYS[1], ARGV[1])
 redis.call('zrem', KEYS[2], ARGV[1])
