@@ -251,3 +251,47 @@ async fn a_killed_workers_unique_job_runs_again_and_frees_its_lock_when_done() {
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert_eq!(runs[1]["attempt"], 2);
 }
+
+#[tokio::test]
+async fn jobsctl_lists_the_locks_and_frees_one_whose_job_was_lost() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let job = RebuildIndex {
+        shop: 9,
+        ..Default::default()
+    };
+    let uuid = job.clone().dispatch().sent_via(&queue).await;
+    // The job is lost (its queue cleared by hand): the lock keeps new dispatches out.
+    queue.clear("default").await.unwrap();
+    assert!(matches!(
+        job.clone().dispatch().via(&queue).await,
+        Err(Error::Duplicate(_))
+    ));
+
+    let jobs = tests::jobs_command::JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    let locks = jobs.json(&["unique"]);
+    assert_eq!(locks[0]["key"], "jobs:unique:rebuild-index:9");
+    assert_eq!(locks[0]["holder"], uuid.to_string());
+    assert!(locks[0]["ttl_ms"].as_u64().unwrap() > 590_000);
+    let table = jobs.run(&["unique"]);
+    assert!(
+        table.stdout.contains("jobs:unique:rebuild-index:9"),
+        "{}",
+        table.stdout
+    );
+
+    let freed = jobs.run(&["unique", "forget", "jobs:unique:rebuild-index:9"]);
+    assert!(freed.status.success(), "{}", freed.stderr);
+    assert!(freed
+        .stdout
+        .contains("Freed unique lock jobs:unique:rebuild-index:9"));
+    let again = jobs.run(&["unique", "forget", "jobs:unique:rebuild-index:9"]);
+    assert_eq!(again.code(), Some(1), "{}", again.stderr);
+    assert!(again
+        .stderr
+        .contains("no unique lock jobs:unique:rebuild-index:9"));
+    // Only unique locks can be freed this way.
+    let other = jobs.run(&["unique", "forget", "queues:default"]);
+    assert_eq!(other.code(), Some(1));
+    job.dispatch().via(&queue).await.expect("dispatched again");
+}

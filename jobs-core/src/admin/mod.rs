@@ -19,10 +19,12 @@
 mod failed;
 mod queues;
 pub mod telemetry;
+mod unique;
 mod workers;
 
 pub use failed::{FailedEntry, FailedFilter, FailedSelection, Retried, RetryReport};
 pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
+pub use unique::HeldLock;
 pub use workers::MinuteMetrics;
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -49,6 +51,9 @@ pub enum AdminError {
     /// The failed-job store has no job with this uuid.
     #[error("no failed job with uuid {0}")]
     FailedJobNotFound(String),
+    /// No unique lock has this key.
+    #[error("no unique lock {0}")]
+    UniqueLockNotFound(String),
     /// A range of failed-job positions that selects nothing.
     #[error(
         "invalid range {first}-{last}: positions start at 1 and the first must not exceed the last"
@@ -59,6 +64,34 @@ pub enum AdminError {
         /// The last position asked for.
         last: u64,
     },
+}
+
+impl Admin {
+    /// Every key matching `pattern`, by `SCAN` in bounded steps.
+    async fn scan(&self, pattern: &str) -> Result<Vec<String>, AdminError> {
+        let mut conn = self.queue.connection();
+        let mut keys = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, found): (u64, Vec<String>) = self
+                .queue
+                .timed(
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(pattern)
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query_async(&mut conn),
+                )
+                .await?;
+            keys.extend(found);
+            if next == 0 {
+                return Ok(keys);
+            }
+            cursor = next;
+        }
+    }
 }
 
 impl From<InvalidQueueName> for AdminError {

@@ -103,37 +103,16 @@ impl Admin {
     /// workers take jobs from. An empty queue no worker serves has no keys, and is not listed.
     pub async fn queues(&self) -> Result<Vec<String>, AdminError> {
         let mut names = BTreeSet::new();
-        let mut conn = self.queue.connection();
-        let mut cursor: u64 = 0;
         let keys = self.queue.keys();
-        let pattern = keys.queues_pattern();
-        loop {
-            let (next, found): (u64, Vec<String>) = self
-                .queue
-                .timed(
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(&pattern)
-                        .arg("COUNT")
-                        .arg(1000)
-                        .query_async(&mut conn),
-                )
-                .await?;
-            for key in found {
-                let Some(name) = keys.queue_name(&key) else {
-                    continue;
-                };
-                let name = [":delayed", ":reserved", ":notify"]
-                    .iter()
-                    .find_map(|suffix| name.strip_suffix(suffix))
-                    .unwrap_or(name);
-                names.insert(name.to_owned());
-            }
-            if next == 0 {
-                break;
-            }
-            cursor = next;
+        for key in self.scan(&keys.queues_pattern()).await? {
+            let Some(name) = keys.queue_name(&key) else {
+                continue;
+            };
+            let name = [":delayed", ":reserved", ":notify"]
+                .iter()
+                .find_map(|suffix| name.strip_suffix(suffix))
+                .unwrap_or(name);
+            names.insert(name.to_owned());
         }
         names.extend(self.paused().await?);
         for worker in self.workers().await? {

@@ -121,6 +121,13 @@ pub(super) enum Command {
     Paused,
     /// List the live workers.
     Workers,
+    /// List the locks of unique jobs and the jobs that hold them, or free one
+    /// (`jobsctl unique forget KEY`).
+    Unique {
+        /// Free locks instead of listing them.
+        #[command(subcommand)]
+        forget: Option<UniqueForget>,
+    },
     /// Serve the live web dashboard (see docs/operations.md).
     Dashboard(super::dashboard::DashboardArgs),
 }
@@ -129,6 +136,18 @@ pub(super) enum Command {
 fn queue_name(name: &str) -> Result<String, jobs_core::queue::keys::InvalidQueueName> {
     jobs_core::queue::keys::check_queue_name(name)?;
     Ok(name.to_owned())
+}
+
+/// `jobsctl unique forget KEY...`.
+#[derive(Debug, Subcommand)]
+pub(super) enum UniqueForget {
+    /// Free unique locks whose jobs were lost (a queue cleared by hand, say), so that the
+    /// jobs can be dispatched again.
+    Forget {
+        /// The locks' keys, as `jobsctl unique` lists them.
+        #[arg(required = true)]
+        keys: Vec<String>,
+    },
 }
 
 /// `jobsctl failed`.

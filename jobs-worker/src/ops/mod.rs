@@ -20,6 +20,7 @@ mod error;
 mod failed;
 mod queues;
 mod render;
+mod unique;
 mod workers;
 
 use clap::Parser;
@@ -27,7 +28,7 @@ use jobs_core::admin::{Admin, AdminError};
 use jobs_core::{QueueConfig, RedisQueue};
 use std::process::ExitCode;
 
-use args::{Cli, Command};
+use args::{Cli, Command, UniqueForget};
 use error::CliError;
 
 /// Parses the command line, runs the command and returns its exit status: 0 on success, 1
@@ -90,5 +91,9 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         }
         Command::Restart => workers::restart(&admin, json).await,
         Command::Workers => workers::workers(&admin, json).await,
+        Command::Unique { forget: None } => unique::list(&admin, json).await,
+        Command::Unique {
+            forget: Some(UniqueForget::Forget { keys }),
+        } => unique::forget(&admin, json, keys).await,
     }
 }
