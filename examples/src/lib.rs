@@ -16,13 +16,13 @@
 //! - [`Guarded`] goes through the built-in middleware its data asks for (rate limit, funnel,
 //!   overlap lock, exception throttle, skip) and records how many of its group ran at once.
 //! - [`RebuildIndex`] and [`RefreshCache`] are unique per shop, until done and until they
-//!   start, and never run at once for one shop.
+//!   start, and never run at once for one shop; [`ReindexSearch`] is debounced per shop.
 
 mod guarded;
 mod unique;
 
 pub use guarded::{running_key, Guarded, GUARDED_KEY};
-pub use unique::{RebuildIndex, RefreshCache, UNIQUE_KEY};
+pub use unique::{RebuildIndex, RefreshCache, ReindexSearch, UNIQUE_KEY};
 
 use jobs_core::{job, FailedContext, Job, JobContext, JobResult, RedisQueue};
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,5 @@
-//! Unique jobs: [`RebuildIndex`], unique until done, and [`RefreshCache`], unique until its
-//! handler starts.
+//! One job per key: [`RebuildIndex`], unique until done, [`RefreshCache`], unique until its
+//! handler starts, and [`ReindexSearch`], debounced.
 
 use jobs_core::middleware::{Layer, WithoutOverlapping};
 use jobs_core::{job, Job, JobContext, JobResult};
@@ -65,6 +65,37 @@ impl Job for RefreshCache {
 
     async fn handle(&self, ctx: &JobContext) -> JobResult {
         run("refresh-cache", self.shop, self.ms, ctx).await
+    }
+}
+
+/// Reindexes a shop's search after its products change: however many changes come in a burst,
+/// one reindex runs, with the latest `version`, a second after the last change, or three
+/// seconds after the first. Appends `{"job","shop","version","uuid","attempt","started_ms"}`
+/// to [`UNIQUE_KEY`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ReindexSearch {
+    /// The shop, and the job's debounce id.
+    pub shop: u64,
+    /// The catalogue version that asked for it.
+    pub version: u64,
+}
+
+#[job(name = "reindex-search", debounce = 1, max_wait = 3)]
+impl Job for ReindexSearch {
+    fn debounce_id(&self) -> String {
+        self.shop.to_string()
+    }
+
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        let entry = serde_json::json!({
+            "job": "reindex-search",
+            "shop": self.shop,
+            "version": self.version,
+            "uuid": ctx.uuid(),
+            "attempt": ctx.attempt(),
+            "started_ms": now_ms(),
+        });
+        Ok(append(UNIQUE_KEY, entry).await?)
     }
 }
 

@@ -13,7 +13,10 @@ use crate::job::Job;
 use crate::payload::laravel::CALL_QUEUED_HANDLER;
 use crate::payload::php;
 use crate::payload::Payload;
-use crate::queue::{Envelope, RedisQueue, UniqueDispatch};
+use crate::queue::{DebounceDispatch, Envelope, RedisQueue, UniqueDispatch};
+
+/// A debounced job's `max_wait` when it sets none: ten years, as good as none.
+const NO_MAX_WAIT: u64 = 10 * 365 * 86_400;
 
 /// The queue a job goes to when neither it nor its dispatch names one.
 pub const DEFAULT_QUEUE: &str = "default";
@@ -169,6 +172,16 @@ impl<J: Job> PendingDispatch<J> {
                 lasts: Duration::from_secs(seconds.max(1)),
             }
         });
+        // A debounced job's delay is its debounce window's.
+        let debounce = options.debounce.map(|seconds| DebounceDispatch {
+            key: format!("{}:{}", J::NAME, self.job.debounce_id()),
+            wait: Duration::from_secs(seconds),
+            max_wait: Duration::from_secs(options.max_wait.unwrap_or(NO_MAX_WAIT).max(seconds)),
+        });
+        let delay = match &debounce {
+            Some(debounce) => Some(Delay::After(debounce.wait)),
+            None => self.delay,
+        };
         let created_at = chrono::Utc::now().timestamp();
         let payload = Payload {
             uuid,
@@ -202,7 +215,7 @@ impl<J: Job> PendingDispatch<J> {
             exceptions: 0,
             requeues: 0,
             attempts: 0,
-            delay: self.delay.map(|d| delay_seconds(d.duration_from_now())),
+            delay: delay.map(|d| delay_seconds(d.duration_from_now())),
         };
         Ok(Envelope {
             uuid,
@@ -212,8 +225,9 @@ impl<J: Job> PendingDispatch<J> {
                 .clone()
                 .unwrap_or_else(|| options.queue.unwrap_or(DEFAULT_QUEUE).to_owned()),
             payload: payload.to_json(),
-            delay: self.delay,
+            delay,
             unique,
+            debounce,
         })
     }
 

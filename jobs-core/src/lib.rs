@@ -59,7 +59,10 @@ pub use queue::{QueueConfig, QueueSize, RedisQueue};
 /// `retry_for = N` (seconds after the dispatch during which the job is retried, tries not
 /// counted), `max_exceptions = N`,
 /// `unique_for = N` (seconds: the job is unique by [`Job::unique_id`], see [`job::unique`]),
-/// `unique_until = "done"` (the default) or `"processing"`, and
+/// `unique_until = "done"` (the default) or `"processing"`, `debounce = N` and
+/// `max_wait = N` (seconds: dispatches with one [`Job::debounce_id`] within `N` seconds of each
+/// other leave one job, which runs `N` seconds after the last, or `max_wait` after the first),
+/// and
 /// `laravel = "App\\Jobs\\SendInvoice"` (the Laravel job class whose queued objects this job runs).
 /// See [`Job`] for an example.
 pub use jobs_macros::job;

@@ -39,6 +39,8 @@ struct Options {
     unique_until: Option<LitStr>,
     retry_for: Option<LitInt>,
     max_exceptions: Option<LitInt>,
+    debounce: Option<LitInt>,
+    max_wait: Option<LitInt>,
     krate: Option<Path>,
 }
 
@@ -58,6 +60,8 @@ impl Options {
             "timeout" => self.timeout = Some(meta.value()?.parse()?),
             "retry_for" => self.retry_for = Some(meta.value()?.parse()?),
             "max_exceptions" => self.max_exceptions = Some(meta.value()?.parse()?),
+            "debounce" => self.debounce = Some(meta.value()?.parse()?),
+            "max_wait" => self.max_wait = Some(meta.value()?.parse()?),
             "unique_for" => {
                 let seconds: LitInt = meta.value()?.parse()?;
                 if seconds.base10_parse::<u64>()? == 0 {
@@ -98,7 +102,7 @@ impl Options {
                 return Err(meta.error(
                     "unknown job option; expected one of name, display_name, queue, tries, \
                      backoff, timeout, fail_on_timeout, retry_for, max_exceptions, unique_for, \
-                     unique_until, laravel, crate",
+                     unique_until, debounce, max_wait, laravel, crate",
                 ))
             }
         }
@@ -153,6 +157,18 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
             "unique_until needs unique_for: how long the lock lasts at most",
         ));
     }
+    if let (Some(debounce), Some(_)) = (&options.debounce, &options.unique_for) {
+        return Err(syn::Error::new_spanned(
+            debounce,
+            "a job is either debounced or unique: debouncing already leaves one job per id",
+        ));
+    }
+    if let (Some(max_wait), None) = (&options.max_wait, &options.debounce) {
+        return Err(syn::Error::new_spanned(
+            max_wait,
+            "max_wait bounds a debounce: give debounce too",
+        ));
+    }
     let self_ty = item.self_ty.clone();
     let type_name = match &*self_ty {
         syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
@@ -199,6 +215,8 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
         let unique_for = some(options.unique_for.as_ref().map(|u| quote!(#u)));
         let retry_for = some(options.retry_for.as_ref().map(|r| quote!(#r)));
         let max_exceptions = some(options.max_exceptions.as_ref().map(|m| quote!(#m)));
+        let debounce = some(options.debounce.as_ref().map(|d| quote!(#d)));
+        let max_wait = some(options.max_wait.as_ref().map(|m| quote!(#m)));
         let unique_until = match options.unique_until.as_ref().map(LitStr::value).as_deref() {
             Some("processing") => quote!(#krate::UniqueUntil::Processing),
             _ => quote!(#krate::UniqueUntil::Done),
@@ -215,6 +233,8 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
                     laravel: #laravel,
                     retry_for: #retry_for,
                     max_exceptions: #max_exceptions,
+                    debounce: #debounce,
+                    max_wait: #max_wait,
                     unique_for: #unique_for,
                     unique_until: #unique_until,
                 }

@@ -3,7 +3,7 @@
 //! with the settle (on done and on final failure, not on a release), a job unique until
 //! processing frees it as it starts, and a killed worker's job keeps it until it is done.
 
-use examples::{RebuildIndex, RefreshCache, UNIQUE_KEY};
+use examples::{RebuildIndex, RefreshCache, ReindexSearch, UNIQUE_KEY};
 use jobs_core::{Bulk, Dispatched, Error, Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
@@ -294,4 +294,70 @@ async fn jobsctl_lists_the_locks_and_frees_one_whose_job_was_lost() {
     let other = jobs.run(&["unique", "forget", "queues:default"]);
     assert_eq!(other.code(), Some(1));
     job.dispatch().via(&queue).await.expect("dispatched again");
+}
+
+#[tokio::test]
+async fn debounced_dispatches_leave_one_job_with_the_latest_data_run_once_after_the_burst() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let _worker = start_worker(redis.url(), &[]);
+    let mut conn = redis.conn().await;
+    let first_at = examples::now_ms();
+    for version in 1..=5 {
+        ReindexSearch { shop: 1, version }
+            .dispatch()
+            .sent_via(&queue)
+            .await;
+        let waiting: u64 = conn.zcard("queues:default:delayed").await.unwrap();
+        assert_eq!(waiting, 1, "one job in Redis after dispatch {version}");
+    }
+    ReindexSearch {
+        shop: 2,
+        version: 1,
+    }
+    .dispatch()
+    .sent_via(&queue)
+    .await;
+    wait_until(LONG, "two reindexes ran", || async {
+        runs_of(&redis).await.len() == 2
+    })
+    .await;
+    let runs = runs_of(&redis).await;
+    let shop_one: Vec<_> = runs.iter().filter(|r| r["shop"] == 1).collect();
+    assert_eq!(shop_one.len(), 1, "{runs:?}");
+    assert_eq!(shop_one[0]["version"], 5, "the latest data");
+    let started = shop_one[0]["started_ms"].as_u64().unwrap();
+    assert!(
+        started >= first_at + 900,
+        "ran {} ms after the burst began",
+        started - first_at
+    );
+}
+
+#[tokio::test]
+async fn a_debounced_job_runs_by_its_max_wait_however_long_the_dispatches_go_on() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let _worker = start_worker(redis.url(), &[]);
+    let first_at = examples::now_ms();
+    // A dispatch every 300 ms for 5 s: the 1 s debounce alone would never run it.
+    let mut version = 0;
+    while examples::now_ms() < first_at + 5_000 {
+        version += 1;
+        ReindexSearch { shop: 3, version }
+            .dispatch()
+            .sent_via(&queue)
+            .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let runs = runs_of(&redis).await;
+    assert!(
+        !runs.is_empty(),
+        "ran within its 3 s max_wait while dispatches went on"
+    );
+    let first_run = runs[0]["started_ms"].as_u64().unwrap() - first_at;
+    assert!(
+        (2_500..4_500).contains(&first_run),
+        "first run {first_run} ms after the first dispatch"
+    );
 }

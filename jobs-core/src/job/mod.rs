@@ -78,6 +78,12 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
         Vec::new()
     }
 
+    /// What makes dispatches of this type one debounced job (`#[job(debounce = ...)]`):
+    /// those with equal ids. Default: empty, so all of them.
+    fn debounce_id(&self) -> String {
+        String::new()
+    }
+
     /// The middleware every run of this job goes through, outermost first (default: none).
     /// See [`crate::middleware`].
     fn middleware(&self) -> Vec<Layer> {
@@ -117,6 +123,11 @@ pub struct JobOptions {
     /// Failed attempts (errors, panics, timeouts; not releases) after which the job fails,
     /// whatever tries it has left.
     pub max_exceptions: Option<u32>,
+    /// Seconds a debounced job waits after its last dispatch: dispatches with one
+    /// [`Job::debounce_id`] within that time leave one job, with the latest data.
+    pub debounce: Option<u64>,
+    /// Seconds a debounced job waits at most after the first dispatch of its window.
+    pub max_wait: Option<u64>,
     /// Seconds a unique job's lock lasts at most: set, the job is unique (see
     /// [`crate::job::unique`]).
     pub unique_for: Option<u64>,

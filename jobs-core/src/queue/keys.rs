@@ -392,6 +392,15 @@ impl Keys {
         }
     }
 
+    /// The debounce state of the job `job` with debounce id `id`, dispatched to `queue`
+    /// (`jobs:debounce:<job>:<id>`; on a cluster under the queue's keys, as [`Keys::unique`]).
+    pub fn debounce(&self, queue: &str, lock: &str) -> String {
+        match self.layout {
+            KeyLayout::Standalone => self.prefixed(&format!("{OPS_PREFIX}debounce:{lock}")),
+            KeyLayout::Cluster => format!("{}:debounce:{lock}", self.queue(queue).ready),
+        }
+    }
+
     /// The `SCAN` pattern of every unique lock (on a cluster, of every queue's).
     pub fn unique_pattern(&self) -> String {
         match self.layout {

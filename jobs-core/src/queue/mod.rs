@@ -150,6 +150,19 @@ pub struct Envelope {
     pub delay: Option<Delay>,
     /// For a unique job, the lock its push takes.
     pub unique: Option<UniqueDispatch>,
+    /// For a debounced job, its debounce window.
+    pub debounce: Option<DebounceDispatch>,
+}
+
+/// The debounce window of a debounced job's push (see [`crate::Job::debounce_id`]).
+#[derive(Debug, Clone)]
+pub struct DebounceDispatch {
+    /// `<job>:<debounce id>`: the debounce state's key without its prefix.
+    pub key: String,
+    /// How long the job waits after the last dispatch.
+    pub wait: Duration,
+    /// How long it waits at most after the first dispatch of its window.
+    pub max_wait: Duration,
 }
 
 /// The unique lock a unique job's push takes (see [`crate::job::unique`]).
@@ -388,16 +401,27 @@ impl RedisQueue {
                     groups.last_mut().expect("just pushed")
                 }
             };
-            let script: &redis::Script = match (&run[0].unique, run[0].delay) {
-                (Some(_), _) => &scripts::PUSH_UNIQUE,
-                (None, Some(_)) => &scripts::LATER,
-                (None, None) => &scripts::PUSH,
+            let script: &redis::Script = match (&run[0].unique, &run[0].debounce, run[0].delay) {
+                (Some(_), _, _) => &scripts::PUSH_UNIQUE,
+                (None, Some(_), _) => &scripts::DEBOUNCE,
+                (None, None, Some(_)) => &scripts::LATER,
+                (None, None, None) => &scripts::PUSH,
             };
             if !used.iter().any(|u| std::ptr::eq(*u, script)) {
                 used.push(script);
             }
-            match &run[0].unique {
-                Some(unique) => {
+            match (&run[0].unique, &run[0].debounce) {
+                (None, Some(debounce)) => {
+                    let envelope = &run[0];
+                    let mut call = script.key(self.keys.debounce(&envelope.queue, &debounce.key));
+                    call.key(&keys.delayed)
+                        .key(&keys.notify)
+                        .arg(&envelope.payload)
+                        .arg(seconds_arg(debounce.wait))
+                        .arg(seconds_arg(debounce.max_wait));
+                    group.calls.push(call);
+                }
+                (Some(unique), _) => {
                     let envelope = &run[0];
                     let lock = self.keys.unique(&envelope.queue, &unique.lock.key);
                     let mut call = script.key(lock);
@@ -413,7 +437,7 @@ impl RedisQueue {
                     group.calls.push(call);
                     group.unique_at.push((group.calls.len() - 1, offset));
                 }
-                None => {
+                (None, None) => {
                     for chunk in run.chunks(1000) {
                         let mut call = match chunk[0].delay {
                             Some(_) => script.key(&keys.delayed),
@@ -893,13 +917,11 @@ impl<'a> Group<'a> {
 }
 
 /// Splits envelopes into runs of the same queue and kind (ready or delayed), keeping order; a
-/// unique job is a run of its own.
+/// unique or debounced job is a run of its own.
 fn runs(envelopes: &[Envelope]) -> impl Iterator<Item = &[Envelope]> {
-    envelopes.chunk_by(|a, b| {
-        a.queue == b.queue
-            && a.delay.is_some() == b.delay.is_some()
-            && a.unique.is_none()
-            && b.unique.is_none()
+    let plain = |e: &Envelope| e.unique.is_none() && e.debounce.is_none();
+    envelopes.chunk_by(move |a, b| {
+        a.queue == b.queue && a.delay.is_some() == b.delay.is_some() && plain(a) && plain(b)
     })
 }
 
@@ -921,6 +943,7 @@ fn sign_all(key: &SigningKey, envelopes: &[Envelope]) -> Result<Vec<Envelope>> {
                 payload: payload.to_json(),
                 delay: envelope.delay,
                 unique: envelope.unique.clone(),
+                debounce: envelope.debounce.clone(),
             })
         })
         .collect()

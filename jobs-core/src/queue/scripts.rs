@@ -36,6 +36,10 @@ script!(
     PUSH_UNIQUE, "push_unique.lua", uses "time.lua", "due.lua"
 );
 script!(
+    /// Push a debounced job, replacing the one still waiting under its id (`debounce.lua`).
+    DEBOUNCE, "debounce.lua", uses "time.lua"
+);
+script!(
     /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).
     POP, "pop.lua", uses "time.lua"
 );
