@@ -120,7 +120,8 @@ impl TestCluster {
         RedisQueue::with_config(&self.url, config).expect("the test cluster's URL is valid")
     }
 
-    /// Every key of the cluster, each with the port of the node that holds it.
+    /// Every key of the cluster, each with the port of the node that holds it, but for the
+    /// records the example jobs write for the tests to read (`examples:*`).
     pub async fn keys_by_node(&self) -> Vec<(u16, String)> {
         let mut all = Vec::new();
         for node in &self.nodes {
@@ -129,12 +130,19 @@ impl TestCluster {
                 .query_async(&mut node.conn().await)
                 .await
                 .expect("KEYS answers");
-            all.extend(keys.into_iter().map(|key| (node.port(), key)));
+            all.extend(
+                keys.into_iter()
+                    .filter(|key| !key.starts_with(EXAMPLES_PREFIX))
+                    .map(|key| (node.port(), key)),
+            );
         }
         all.sort();
         all
     }
 }
+
+/// The prefix of the keys the example jobs write their records under.
+const EXAMPLES_PREFIX: &str = "examples:";
 
 impl std::fmt::Debug for TestCluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -16,6 +16,9 @@ const PREFIX: &str = "laravel_database_";
 
 async fn keys(redis: &TestRedis) -> Vec<String> {
     let mut keys: Vec<String> = redis.conn().await.keys("*").await.unwrap();
+    // The example jobs' own records for the tests (a failed() hook's, say) are not the
+    // queues' keys.
+    keys.retain(|key| !key.starts_with("examples:"));
     keys.sort();
     keys
 }
