@@ -23,15 +23,26 @@ pub struct Counters {
 /// The counters written before `attempts`, in the order they are written.
 const BEFORE_ATTEMPTS: [&str; 2] = ["exceptions", "requeues"];
 
-/// Where the counters are in `raw`, and their values: the byte range from the first counter
-/// to the end of the attempts number.
-fn locate(raw: &str) -> Option<(std::ops::Range<usize>, Counters)> {
+/// Where the counters are in `raw`, and their values.
+struct Located {
+    /// Where the first counter (or the attempts key) starts.
+    start: usize,
+    /// Where the attempts key starts: it and what follows it up to the digits are kept.
+    attempts_key: usize,
+    /// The attempts digits.
+    digits: std::ops::Range<usize>,
+    counters: Counters,
+}
+
+/// Where the counters are in `raw`, and their values.
+fn locate(raw: &str) -> Option<Located> {
     let digits = attempts_digits(raw)?;
     let mut counters = Counters {
         attempts: raw[digits.clone()].parse().ok()?,
         ..Counters::default()
     };
-    let mut start = raw[..digits.start].rfind("\"attempts\"")?;
+    let attempts_key = raw[..digits.start].rfind("\"attempts\"")?;
+    let mut start = attempts_key;
     // Walk back over `"name":N,` fields written just before it.
     loop {
         let before = &raw[..start];
@@ -55,7 +66,12 @@ fn locate(raw: &str) -> Option<(std::ops::Range<usize>, Counters)> {
         }
         start = digits_start - name.len() - 3;
     }
-    Some((start..digits.end, counters))
+    Some(Located {
+        start,
+        attempts_key,
+        digits,
+        counters,
+    })
 }
 
 /// The counters of a payload (`None` when it has no top-level `attempts`).
@@ -66,11 +82,11 @@ fn locate(raw: &str) -> Option<(std::ops::Range<usize>, Counters)> {
 /// assert_eq!(counters(raw), Some(Counters { attempts: 3, exceptions: 0, requeues: 2 }));
 /// ```
 pub fn counters(raw: &str) -> Option<Counters> {
-    locate(raw).map(|(_, counters)| counters)
+    locate(raw).map(|located| located.counters)
 }
 
-/// `raw` with its counters set to `counters`, every other byte kept (`None` when it has no
-/// top-level `attempts`).
+/// `raw` with its counters set to `counters`, every other byte kept, the attempts key as it
+/// was written included (`None` when it has no top-level `attempts`).
 ///
 /// ```
 /// use jobs_core::payload::counters::{with_counters, Counters};
@@ -82,7 +98,7 @@ pub fn counters(raw: &str) -> Option<Counters> {
 /// assert_eq!(with_counters(&written, reset).unwrap(), r#"{"id":"x","attempts":0,"delay":null}"#);
 /// ```
 pub fn with_counters(raw: &str, counters: Counters) -> Option<String> {
-    let (range, _) = locate(raw)?;
+    let located = locate(raw)?;
     let mut fields = String::new();
     for (name, value) in [
         ("exceptions", counters.exceptions),
@@ -93,10 +109,11 @@ pub fn with_counters(raw: &str, counters: Counters) -> Option<String> {
         }
     }
     Some(format!(
-        "{}{fields}\"attempts\":{}{}",
-        &raw[..range.start],
+        "{}{fields}{}{}{}",
+        &raw[..located.start],
+        &raw[located.attempts_key..located.digits.start],
         counters.attempts,
-        &raw[range.end..]
+        &raw[located.digits.end..]
     ))
 }
 
@@ -159,5 +176,10 @@ mod tests {
         .unwrap();
         assert_eq!((payload.exceptions, payload.requeues), (2, 1));
         assert_eq!(counters("not json"), None);
+        let spaced = r#"{"id":"x","attempts" : 3}"#;
+        assert_eq!(
+            after_exception(spaced).unwrap(),
+            r#"{"id":"x","exceptions":1,"attempts" : 3}"#
+        );
     }
 }

@@ -1,0 +1,362 @@
+//! Benchmarks of the per-job rules against a real Redis (one JSON line per run on stdout):
+//!
+//! ```text
+//! cargo bench -p jobs-worker --bench rules -- --scenario dispatch --redis redis://127.0.0.1:PORT
+//! cargo bench -p jobs-worker --bench rules -- --scenario rate --rate 100 --workers 4 --seconds 60 --redis ...
+//! cargo bench -p jobs-worker --bench rules -- --scenario funnel --slots 5 --workers 4 --jobs 2000 --redis ...
+//! ```
+//!
+//! - `dispatch`: awaited dispatches of a plain job and of a unique one (each with its own unique
+//!   id, so every one is pushed), alternating in rounds of 1,000 so both see the same machine;
+//!   the mean time of each and their ratio.
+//! - `rate`: one rate limit of `--rate` jobs per second shared by `--workers` worker processes
+//!   with a backlog of jobs under it, for `--seconds`; the admitted rate against the limit, and
+//!   the most handler starts within any one second.
+//! - `funnel`: `--jobs` jobs of 20 ms under a funnel of `--slots`, run by `--workers` worker
+//!   processes of concurrency 10; the most handlers ever running at once, counted from inside
+//!   them.
+//!
+//! Worker processes are this program run again with `--scenario worker`.
+
+use clap::Parser;
+use jobs_core::middleware::{Funnel, Layer, Limit, RateLimited};
+use jobs_core::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
+use jobs_worker::{Worker, WorkerConfig};
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const QUEUE: &str = "rules";
+const STARTS: &str = "rules:starts";
+const RUNNING: &str = "rules:running";
+const ROUND: usize = 1000;
+
+#[derive(Debug, Clone, Parser)]
+struct Args {
+    #[arg(long, default_value = "dispatch")]
+    scenario: String,
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    redis: String,
+    #[arg(long, default_value_t = 10)]
+    rounds: usize,
+    #[arg(long, default_value_t = 100)]
+    rate: u32,
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+    #[arg(long, default_value_t = 5)]
+    slots: u32,
+    #[arg(long, default_value_t = 2000)]
+    jobs: usize,
+    #[arg(long, default_value_t = 10)]
+    concurrency: usize,
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+/// A plain job, for dispatch timing.
+#[derive(Serialize, Deserialize)]
+struct Plain {
+    n: u64,
+}
+
+#[job(name = "rules.plain")]
+impl Job for Plain {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        Ok(())
+    }
+}
+
+/// A unique job, one lock per `n`.
+#[derive(Serialize, Deserialize)]
+struct Unique {
+    n: u64,
+}
+
+#[job(name = "rules.unique", unique_for = 3600)]
+impl Job for Unique {
+    fn unique_id(&self) -> String {
+        self.n.to_string()
+    }
+
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        Ok(())
+    }
+}
+
+/// A job under a rate limit of `rate` per second; records when its handler starts.
+#[derive(Serialize, Deserialize)]
+struct Limited {
+    rate: u32,
+}
+
+#[job(name = "rules.limited", tries = 1)]
+impl Job for Limited {
+    fn middleware(&self) -> Vec<Layer> {
+        vec![RateLimited::new(Limit::per_second(self.rate).named("bench")).into()]
+    }
+
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        let at = wall_us();
+        let queue = RedisQueue::default_handle()?;
+        let mut conn = queue.connection();
+        queue.timed(conn.rpush::<_, _, ()>(STARTS, at)).await?;
+        Ok(())
+    }
+}
+
+/// A job of `ms` milliseconds under a funnel of `slots`; records how many ran at its start.
+#[derive(Serialize, Deserialize)]
+struct Funneled {
+    slots: u32,
+    ms: u64,
+}
+
+#[job(name = "rules.funneled", tries = 1)]
+impl Job for Funneled {
+    fn middleware(&self) -> Vec<Layer> {
+        let funnel = Funnel::named("bench").limit(self.slots);
+        vec![funnel.release_after(Duration::from_millis(20)).into()]
+    }
+
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        let queue = RedisQueue::default_handle()?;
+        let mut conn = queue.connection();
+        let running: i64 = queue.timed(conn.incr(RUNNING, 1)).await?;
+        queue.timed(conn.rpush::<_, _, ()>(STARTS, running)).await?;
+        tokio::time::sleep(Duration::from_millis(self.ms)).await;
+        queue.timed(conn.decr::<_, _, ()>(RUNNING, 1)).await?;
+        Ok(())
+    }
+}
+
+fn wall_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+async fn flush(queue: &RedisQueue) -> Result<(), String> {
+    let mut conn = queue.connection();
+    redis::cmd("FLUSHALL")
+        .query_async::<()>(&mut conn)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Mean microseconds per awaited dispatch of `ROUND` jobs made by `dispatch`.
+async fn time_round<F, Fut>(mut dispatch: F) -> Result<f64, String>
+where
+    F: FnMut(u64) -> Fut,
+    Fut: std::future::Future<Output = jobs_core::Result<uuid::Uuid>>,
+{
+    let start = Instant::now();
+    for n in 0..ROUND as u64 {
+        dispatch(n).await.map_err(|e| e.to_string())?;
+    }
+    Ok(start.elapsed().as_secs_f64() * 1e6 / ROUND as f64)
+}
+
+async fn dispatch(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let (mut plain, mut unique) = (Vec::new(), Vec::new());
+    for round in 0..args.rounds {
+        flush(queue).await?;
+        let base = (round * ROUND) as u64;
+        plain.push(
+            time_round(|n| Plain { n: base + n }.dispatch().on_queue(QUEUE).via(queue)).await?,
+        );
+        unique.push(
+            time_round(|n| Unique { n: base + n }.dispatch().on_queue(QUEUE).via(queue)).await?,
+        );
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let mut out = Map::new();
+    out.insert("dispatches".into(), json!(args.rounds * ROUND));
+    out.insert("plain_us".into(), json!(round2(mean(&plain))));
+    out.insert("unique_us".into(), json!(round2(mean(&unique))));
+    out.insert("ratio".into(), json!(round2(mean(&unique) / mean(&plain))));
+    out.insert(
+        "plain_rounds_us".into(),
+        json!(plain.iter().map(|v| round2(*v)).collect::<Vec<_>>()),
+    );
+    out.insert(
+        "unique_rounds_us".into(),
+        json!(unique.iter().map(|v| round2(*v)).collect::<Vec<_>>()),
+    );
+    Ok(out)
+}
+
+/// Starts `count` worker processes on the benchmark's queue.
+fn start_workers(args: &Args, count: usize) -> Vec<Child> {
+    (0..count)
+        .map(|_| {
+            Command::new(std::env::current_exe().expect("the benchmark's own path"))
+                .args(["--scenario", "worker", "--redis", &args.redis])
+                .args(["--concurrency", &args.concurrency.to_string()])
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("cannot start a worker process")
+        })
+        .collect()
+}
+
+fn stop_workers(workers: Vec<Child>) {
+    for mut worker in workers {
+        let _ = worker.kill();
+        let _ = worker.wait();
+    }
+}
+
+async fn push_all<J: Job>(queue: &RedisQueue, jobs: impl Iterator<Item = J>) -> Result<(), String> {
+    let mut bulk = Bulk::via(queue);
+    for job in jobs {
+        bulk.add(job.dispatch().on_queue(QUEUE))
+            .map_err(|e| e.to_string())?;
+        if bulk.len() == ROUND {
+            std::mem::replace(&mut bulk, Bulk::via(queue))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    bulk.send().await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+async fn starts(queue: &RedisQueue) -> Result<Vec<u64>, String> {
+    let mut conn = queue.connection();
+    conn.lrange(STARTS, 0, -1).await.map_err(|e| e.to_string())
+}
+
+async fn rate(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    flush(queue).await?;
+    // A backlog the limit never lets run dry.
+    let backlog = (args.rate as u64 * args.seconds * 5 / 4) as usize;
+    push_all(queue, (0..backlog).map(|_| Limited { rate: args.rate })).await?;
+    let workers = start_workers(args, args.workers);
+    let span = args.seconds * 1_000_000;
+    let first = loop {
+        if let Some(first) = starts(queue).await?.into_iter().min() {
+            break first;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    while wall_us() < first + span + 500_000 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop_workers(workers);
+    let mut all = starts(queue).await?;
+    all.sort_unstable();
+    let within: Vec<u64> = all.into_iter().filter(|t| *t < first + span).collect();
+    let most_in_a_second = (0..within.len())
+        .map(|i| {
+            within[i..]
+                .iter()
+                .take_while(|t| **t < within[i] + 1_000_000)
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    let expected = args.rate as f64 * args.seconds as f64;
+    let mut out = Map::new();
+    out.insert("rate".into(), json!(args.rate));
+    out.insert("workers".into(), json!(args.workers));
+    out.insert("seconds".into(), json!(args.seconds));
+    out.insert("admitted".into(), json!(within.len()));
+    out.insert(
+        "admitted_per_sec".into(),
+        json!(round2(within.len() as f64 / args.seconds as f64)),
+    );
+    out.insert(
+        "admitted_vs_rate".into(),
+        json!(round2(within.len() as f64 / expected * 100.0) / 100.0),
+    );
+    out.insert("most_starts_in_any_second".into(), json!(most_in_a_second));
+    Ok(out)
+}
+
+async fn funnel(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    flush(queue).await?;
+    let jobs = (0..args.jobs).map(|_| Funneled {
+        slots: args.slots,
+        ms: 20,
+    });
+    push_all(queue, jobs).await?;
+    let started = Instant::now();
+    let workers = start_workers(args, args.workers);
+    let mut conn = queue.connection();
+    while conn
+        .llen::<_, usize>(STARTS)
+        .await
+        .map_err(|e| e.to_string())?
+        < args.jobs
+    {
+        if started.elapsed() > Duration::from_secs(600) {
+            stop_workers(workers);
+            return Err("the funnel did not drain in 10 minutes".into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    stop_workers(workers);
+    let peak = starts(queue).await?.into_iter().max().unwrap_or(0);
+    let mut out = Map::new();
+    out.insert("slots".into(), json!(args.slots));
+    out.insert("workers".into(), json!(args.workers));
+    out.insert("jobs".into(), json!(args.jobs));
+    out.insert("most_running_at_once".into(), json!(peak));
+    out.insert(
+        "jobs_per_sec".into(),
+        json!(round2(args.jobs as f64 / secs)),
+    );
+    Ok(out)
+}
+
+async fn work(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let config = WorkerConfig {
+        queues: vec![QUEUE.to_owned()],
+        concurrency: args.concurrency,
+        retry_after: Duration::from_secs(30),
+        timeout: Some(Duration::from_secs(10)),
+        ..WorkerConfig::default()
+    };
+    let worker = Worker::new(config, queue.clone()).map_err(|e| e.to_string())?;
+    worker.run().await;
+    Ok(Map::new())
+}
+
+fn main() {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let result = runtime.block_on(async {
+        let queue = RedisQueue::open(&args.redis).map_err(|e| e.to_string())?;
+        match args.scenario.as_str() {
+            "dispatch" => dispatch(&args, &queue).await,
+            "rate" => rate(&args, &queue).await,
+            "funnel" => funnel(&args, &queue).await,
+            "worker" => work(&args, &queue).await,
+            other => Err(format!("unknown scenario {other:?}")),
+        }
+    });
+    if args.scenario == "worker" {
+        return;
+    }
+    let mut line = Map::new();
+    line.insert("system".into(), json!("ours"));
+    line.insert("scenario".into(), json!(args.scenario));
+    match result {
+        Ok(fields) => line.extend(fields),
+        Err(e) => {
+            line.insert("error".into(), json!(e));
+        }
+    }
+    println!("{}", Value::Object(line));
+}
