@@ -13,6 +13,9 @@ use crate::{append, now_ms};
 /// The list [`Guarded`] appends to.
 pub const GUARDED_KEY: &str = "examples:guarded";
 
+/// The list [`Guarded`] appends to when its handler ends.
+pub const GUARDED_FINISHED_KEY: &str = "examples:guarded:finished";
+
 /// The counter of [`Guarded`] handlers running at once, per group.
 pub fn running_key(group: &str) -> String {
     format!("examples:running:{group}")
@@ -21,7 +24,8 @@ pub fn running_key(group: &str) -> String {
 /// Runs through the middleware its fields ask for, then appends
 /// `{"n","uuid","attempt","started_ms","running"}` to [`GUARDED_KEY`], `running` being how many
 /// handlers of its `group` were running at that moment (itself included), counted in Redis.
-/// It then runs `ms` milliseconds, and fails when `fail` is set.
+/// It then runs `ms` milliseconds, appends `{"n","uuid","attempt","finished_ms"}` to
+/// [`GUARDED_FINISHED_KEY`], and fails when `fail` is set.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Guarded {
     /// Tells the jobs apart.
@@ -103,6 +107,13 @@ impl Job for Guarded {
                 &mut conn, &counter, 1,
             ))
             .await?;
+        let finished = serde_json::json!({
+            "n": self.n,
+            "uuid": ctx.uuid(),
+            "attempt": ctx.attempt(),
+            "finished_ms": now_ms(),
+        });
+        append(GUARDED_FINISHED_KEY, finished).await?;
         if self.fail {
             return Err(format!("guarded job {} failing on purpose", self.n).into());
         }

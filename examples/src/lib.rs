@@ -21,7 +21,7 @@
 mod guarded;
 mod unique;
 
-pub use guarded::{running_key, Guarded, GUARDED_KEY};
+pub use guarded::{running_key, Guarded, GUARDED_FINISHED_KEY, GUARDED_KEY};
 pub use unique::{RebuildIndex, RefreshCache, ReindexSearch, UNIQUE_KEY};
 
 use jobs_core::{job, FailedContext, Job, JobContext, JobResult, RedisQueue};

@@ -1,9 +1,9 @@
 //! The queue flow on a real Redis Cluster of three primaries: hash-tagged keys spread over the
 //! nodes, many jobs run exactly once by two worker processes, strict priority across slots, and
-//! releases, delays and failures each within their slots; and a Laravel key prefix, outside
-//! the hash tags.
+//! releases, delays and failures each within their slots; a Laravel key prefix, outside
+//! the hash tags; and rate limits, funnels, overlap locks and unique locks across slots.
 
-use examples::{Flaky, Noop, Panic};
+use examples::{Flaky, Guarded, Noop, Panic, RebuildIndex};
 use jobs_core::queue::keys::KeyLayout;
 use jobs_core::{Bulk, FailedJob, Job, QueueConfig};
 use redis::AsyncCommands;
@@ -401,4 +401,134 @@ async fn a_key_prefix_stands_outside_the_hash_tags() {
         "{keys:?}"
     );
     assert!(keys.iter().all(|key| key.starts_with("app_")), "{keys:?}");
+}
+
+/// What each run of a [`Guarded`] job recorded.
+#[derive(Debug, serde::Deserialize)]
+struct GuardedRun {
+    n: u64,
+    started_ms: u64,
+    running: i64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limiters_and_unique_locks_hold_across_slots() {
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+
+    // A unique job's lock is taken with the push, in its queue's slot.
+    let rebuild = RebuildIndex {
+        shop: 7,
+        ..Default::default()
+    };
+    let holder = rebuild
+        .clone()
+        .dispatch()
+        .on_queue("high")
+        .sent_via(&queue)
+        .await;
+    match rebuild
+        .clone()
+        .dispatch()
+        .on_queue("high")
+        .via(&queue)
+        .await
+    {
+        Err(jobs_core::Error::Duplicate(duplicate)) => assert_eq!(duplicate.holder, holder),
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    let keys = cluster.keys_by_node().await;
+    let node_of = |name: &str| {
+        keys.iter()
+            .find(|(_, key)| key == name)
+            .map(|(node, _)| *node)
+    };
+    let lock = "queues:{high}:unique:rebuild-index:7";
+    assert!(node_of(lock).is_some(), "{keys:?}");
+    assert_eq!(node_of(lock), node_of("queues:{high}"), "{keys:?}");
+
+    // Jobs under a funnel, an overlap lock and a rate limit, spread over three slots.
+    let mut bulk = Bulk::via(&queue);
+    for n in 0..12u64 {
+        let job = Guarded {
+            n,
+            group: "pdf".into(),
+            ms: 150,
+            funnel: Some(2),
+            ..Default::default()
+        };
+        bulk.add(job.dispatch().on_queue(QUEUES[n as usize % 3]))
+            .unwrap();
+    }
+    for n in 100..106u64 {
+        let job = Guarded {
+            n,
+            group: "account".into(),
+            ms: 100,
+            overlap: Some("account".into()),
+            ..Default::default()
+        };
+        bulk.add(job.dispatch().on_queue(QUEUES[n as usize % 3]))
+            .unwrap();
+    }
+    for n in 200..210u64 {
+        let job = Guarded {
+            n,
+            group: "api".into(),
+            rate: Some(5),
+            ..Default::default()
+        };
+        bulk.add(job.dispatch().on_queue(QUEUES[n as usize % 3]))
+            .unwrap();
+    }
+    bulk.send().await.unwrap();
+    let args = ["--queue", "high,normal,low", "--concurrency", "4"];
+    let (_a, _b) = (start_worker(&cluster, &args), start_worker(&cluster, &args));
+
+    let mut conn = queue.connection();
+    let runs: Vec<GuardedRun> = tests::wait_for(Duration::from_secs(60), "28 guarded runs", || {
+        let mut conn = conn.clone();
+        async move {
+            let entries: Vec<String> = conn.lrange(examples::GUARDED_KEY, 0, -1).await.unwrap();
+            (entries.len() >= 28).then(|| {
+                entries
+                    .iter()
+                    .map(|e| serde_json::from_str(e).unwrap())
+                    .collect()
+            })
+        }
+    })
+    .await;
+    let of = |range: std::ops::Range<u64>| runs.iter().filter(move |r| range.contains(&r.n));
+    assert_eq!(of(0..12).map(|r| r.running).max(), Some(2), "{runs:?}");
+    assert!(of(100..106).all(|r| r.running == 1), "{runs:?}");
+    let mut api: Vec<u64> = of(200..210).map(|r| r.started_ms).collect();
+    api.sort_unstable();
+    for (i, first) in api.iter().enumerate() {
+        let within = api[i..].iter().filter(|s| **s < first + 900).count();
+        assert!(
+            within <= 5,
+            "{within} rate-limited runs within 900 ms: {api:?}"
+        );
+    }
+
+    // Once everything settled, nothing is held: the rebuild's unique lock and every slot and
+    // lock are freed.
+    wait_until(Duration::from_secs(30), "every queue is empty", || async {
+        let mut total = 0;
+        for name in QUEUES {
+            total += queue.size(name).await.unwrap().total();
+        }
+        total == 0
+    })
+    .await;
+    let left: Vec<String> = cluster
+        .keys_by_node()
+        .await
+        .into_iter()
+        .map(|(_, key)| key)
+        .filter(|key| key.contains(":unique:") || key.contains("funnel") || key.contains("overlap"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+    let _ = conn.ping::<String>().await;
 }

@@ -1,6 +1,6 @@
-//! Fault injection: worker processes killed with SIGKILL in the middle of a load, many workers
-//! on the same queues, and Redis killed, restarted, stalled and cut off while producers and
-//! workers run. Each test counts the runs of every job it dispatched (the `record` job appends
+//! Fault injection: worker processes killed with SIGKILL in the middle of a load or while their
+//! jobs hold funnel slots and locks, many workers on the same queues, and Redis killed,
+//! restarted, stalled and cut off while producers and workers run. Each test counts the runs of every job it dispatched (the `record` job appends
 //! one entry per run to a Redis list) and prints its figures; see them with
 //! `cargo test -p tests --test fault_injection -- --nocapture`.
 
@@ -947,4 +947,174 @@ async fn a_worker_lives_through_a_redis_restart() {
 #[tokio::test]
 async fn a_worker_lives_through_a_long_redis_outage() {
     a_worker_lives_through(Trouble::LongOutage).await;
+}
+
+/// One handler run of a [`Guarded`] job: from its start to its end, or to the kill of its
+/// worker when it never ended.
+#[derive(Debug, Clone)]
+struct Interval {
+    n: u64,
+    start: u64,
+    end: u64,
+}
+
+/// The runs of `Guarded` jobs, from the starts and ends they recorded; a run without an end
+/// ends at the first kill after its start.
+async fn guarded_intervals(conn: &mut MultiplexedConnection, kills: &[u64]) -> Vec<Interval> {
+    let read = |entries: Vec<String>| -> Vec<serde_json::Value> {
+        entries
+            .iter()
+            .map(|e| serde_json::from_str(e).unwrap())
+            .collect()
+    };
+    let starts = read(conn.lrange(examples::GUARDED_KEY, 0, -1).await.unwrap());
+    let ends = read(
+        conn.lrange(examples::GUARDED_FINISHED_KEY, 0, -1)
+            .await
+            .unwrap(),
+    );
+    let key = |e: &serde_json::Value| (e["uuid"].to_string(), e["attempt"].as_u64().unwrap());
+    let ended: HashMap<_, u64> = ends
+        .iter()
+        .map(|e| (key(e), e["finished_ms"].as_u64().unwrap()))
+        .collect();
+    starts
+        .iter()
+        .map(|s| {
+            let start = s["started_ms"].as_u64().unwrap();
+            let end = ended.get(&key(s)).copied().unwrap_or_else(|| {
+                *kills
+                    .iter()
+                    .find(|k| **k >= start)
+                    .expect("a run without an end was killed")
+            });
+            Interval {
+                n: s["n"].as_u64().unwrap(),
+                start,
+                end,
+            }
+        })
+        .collect()
+}
+
+/// The most of `intervals` running at any one instant.
+fn most_at_once(intervals: &[&Interval]) -> usize {
+    intervals
+        .iter()
+        .map(|i| {
+            intervals
+                .iter()
+                .filter(|o| o.start <= i.start && i.start < o.end)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn workers_killed_while_holding_slots_and_locks_leave_nothing_stuck_or_doubled() {
+    use examples::{Guarded, RefreshCache};
+    const KILLS: usize = 3;
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    // Jobs 0-29 share a funnel of 2 slots; 100-114 an overlap lock; 200-209 are unique until
+    // processing (one shop each).
+    let mut bulk = Bulk::via(&queue);
+    for n in 0..30u64 {
+        let job = Guarded {
+            n,
+            group: "funnel".into(),
+            ms: 300,
+            funnel: Some(2),
+            ..Default::default()
+        };
+        bulk.add(job.dispatch().tries(10)).unwrap();
+    }
+    for n in 100..115u64 {
+        let job = Guarded {
+            n,
+            group: "overlap".into(),
+            ms: 300,
+            overlap: Some("k".into()),
+            ..Default::default()
+        };
+        bulk.add(job.dispatch().tries(10)).unwrap();
+    }
+    for shop in 200..210u64 {
+        bulk.add(RefreshCache { shop, ms: 300 }.dispatch().tries(10))
+            .unwrap();
+    }
+    bulk.send().await.unwrap();
+    let args = ["--retry-after", "2", "--concurrency", "4", "--sleep", "1"];
+    let mut workers: Vec<WorkerProcess> = (0..3).map(|_| start_worker(&redis, &args)).collect();
+    let mut kills = Vec::new();
+    // Each kill takes down the next worker, holding whatever its jobs hold at that moment.
+    for (kill, worker) in workers.iter_mut().enumerate().take(KILLS) {
+        let threshold = 8 * (kill + 1);
+        wait_until(LONG, format!("{threshold} guarded runs"), || async {
+            conn.clone()
+                .llen::<_, usize>(examples::GUARDED_KEY)
+                .await
+                .unwrap()
+                >= threshold
+        })
+        .await;
+        worker.kill();
+        kills.push(examples::now_ms());
+        *worker = start_worker(&redis, &args);
+    }
+    wait_until(LONG, "every guarded job finished", || {
+        let mut conn = conn.clone();
+        async move {
+            let ends: Vec<String> = conn
+                .lrange(examples::GUARDED_FINISHED_KEY, 0, -1)
+                .await
+                .unwrap();
+            let done: HashSet<u64> = ends
+                .iter()
+                .map(|e| {
+                    serde_json::from_str::<serde_json::Value>(e).unwrap()["n"]
+                        .as_u64()
+                        .unwrap()
+                })
+                .collect();
+            done.len() == 45
+        }
+    })
+    .await;
+    wait_settled(&queue, &["default"]).await;
+    let last_kill = *kills.last().unwrap();
+    let settled_after_kill = examples::now_ms() - last_kill;
+    for worker in &mut workers {
+        stop(worker).await;
+    }
+
+    let intervals = guarded_intervals(&mut conn, &kills).await;
+    let funnel: Vec<&Interval> = intervals.iter().filter(|i| i.n < 100).collect();
+    let overlap: Vec<&Interval> = intervals
+        .iter()
+        .filter(|i| (100..200).contains(&i.n))
+        .collect();
+    let killed_runs = intervals.iter().filter(|i| kills.contains(&i.end)).count();
+    println!(
+        "kill -9 x{KILLS} while holding: {} runs ({killed_runs} cut by a kill), funnel of 2 at most {} at once, \
+         overlap lock at most {} at once, settled {settled_after_kill} ms after the last kill",
+        intervals.len(),
+        most_at_once(&funnel),
+        most_at_once(&overlap),
+    );
+    assert!(most_at_once(&funnel) <= 2, "{funnel:?}");
+    assert!(most_at_once(&overlap) <= 1, "{overlap:?}");
+    let held: Vec<String> = conn.keys("jobs:*").await.unwrap();
+    let held: Vec<&String> = held
+        .iter()
+        .filter(|k| k.contains("funnel") || k.contains("overlap") || k.contains("unique"))
+        .collect();
+    assert!(
+        held.is_empty(),
+        "holds left after every job settled: {held:?}"
+    );
+    let refreshed: u64 = conn.llen(examples::UNIQUE_KEY).await.unwrap();
+    assert!(refreshed >= 10, "every unique job ran");
 }
