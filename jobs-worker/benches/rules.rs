@@ -156,7 +156,7 @@ async fn flush(queue: &RedisQueue) -> Result<(), String> {
 async fn time_round<F, Fut>(mut dispatch: F) -> Result<f64, String>
 where
     F: FnMut(u64) -> Fut,
-    Fut: std::future::Future<Output = jobs_core::Result<uuid::Uuid>>,
+    Fut: std::future::IntoFuture<Output = jobs_core::Result<uuid::Uuid>>,
 {
     let start = Instant::now();
     for n in 0..ROUND as u64 {
