@@ -7,8 +7,9 @@
 //! ```
 //!
 //! - `dispatch`: awaited dispatches of a plain job and of a unique one (each with its own unique
-//!   id, so every one is pushed), alternating in rounds of 1,000 so both see the same machine;
-//!   the mean time of each, their ratio, and the median of the rounds' ratios.
+//!   id, so every one is pushed), alternating one by one so both see the same machine, in
+//!   rounds of 1,000 pairs; the mean time of each, their ratio, and the median of the rounds'
+//!   ratios.
 //! - `rate`: one rate limit of `--rate` jobs per second shared by `--workers` worker processes
 //!   with a backlog of jobs under it, for `--seconds`; the admitted rate against the limit, and
 //!   the most admissions within any one window, both from the limit's own record of its
@@ -156,30 +157,36 @@ async fn flush(queue: &RedisQueue) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// Mean microseconds per awaited dispatch of `ROUND` jobs made by `dispatch`.
-async fn time_round<F, Fut>(mut dispatch: F) -> Result<f64, String>
+/// Awaits `dispatch`; returns the microseconds it took.
+async fn timed<F>(dispatch: F) -> Result<f64, String>
 where
-    F: FnMut(u64) -> Fut,
-    Fut: std::future::IntoFuture<Output = jobs_core::Result<uuid::Uuid>>,
+    F: std::future::IntoFuture<Output = jobs_core::Result<uuid::Uuid>>,
 {
     let start = Instant::now();
-    for n in 0..ROUND as u64 {
-        dispatch(n).await.map_err(|e| e.to_string())?;
-    }
-    Ok(start.elapsed().as_secs_f64() * 1e6 / ROUND as f64)
+    dispatch.await.map_err(|e| e.to_string())?;
+    Ok(start.elapsed().as_secs_f64() * 1e6)
 }
 
 async fn dispatch(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    // Plain and unique dispatches alternate one by one, each going first every other time, so
+    // that both see the same machine; a round's figures are the means of its dispatches.
     let (mut plain, mut unique) = (Vec::new(), Vec::new());
     for round in 0..args.rounds {
         flush(queue).await?;
-        let base = (round * ROUND) as u64;
-        plain.push(
-            time_round(|n| Plain { n: base + n }.dispatch().on_queue(QUEUE).via(queue)).await?,
-        );
-        unique.push(
-            time_round(|n| Unique { n: base + n }.dispatch().on_queue(QUEUE).via(queue)).await?,
-        );
+        let (mut plain_us, mut unique_us) = (0.0, 0.0);
+        for n in (round * ROUND) as u64..((round + 1) * ROUND) as u64 {
+            let plain_job = || Plain { n }.dispatch().on_queue(QUEUE).via(queue);
+            let unique_job = || Unique { n }.dispatch().on_queue(QUEUE).via(queue);
+            if n % 2 == 0 {
+                plain_us += timed(plain_job()).await?;
+                unique_us += timed(unique_job()).await?;
+            } else {
+                unique_us += timed(unique_job()).await?;
+                plain_us += timed(plain_job()).await?;
+            }
+        }
+        plain.push(plain_us / ROUND as f64);
+        unique.push(unique_us / ROUND as f64);
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let mut out = Map::new();

@@ -8,11 +8,11 @@
 -- ARGV[3]  the payload
 -- ARGV[4]  '' to push the job ready, else its due time as later.lua takes it
 -- Returns '' when pushed, else the uuid of the job that holds the lock.
-local holder = redis.call('get', KEYS[1])
+-- One command takes a free lock or reads the holder of a taken one.
+local holder = redis.call('set', KEYS[1], ARGV[1], 'nx', 'get', 'px', tonumber(ARGV[2]))
 if holder then
   return holder
 end
-redis.call('set', KEYS[1], ARGV[1], 'px', tonumber(ARGV[2]))
 if ARGV[4] == '' then
   redis.call('rpush', KEYS[2], ARGV[3])
   redis.call('rpush', KEYS[3], '1')
