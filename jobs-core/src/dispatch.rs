@@ -314,7 +314,7 @@ impl Bulk {
     }
 
     /// Pushes everything; returns what became of each dispatch, in the order added: queued
-    /// with its uuid, or refused as a [`Duplicate`] of a unique job already queued or running.
+    /// with its uuid, or refused as a [`Duplicate`](crate::Duplicate) of a unique job already queued or running.
     pub async fn send(self) -> Result<Vec<Dispatched>> {
         let queue = match self.connection {
             Some(queue) => queue,
