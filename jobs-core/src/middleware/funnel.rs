@@ -3,8 +3,7 @@
 use async_trait::async_trait;
 use std::time::Duration;
 
-use super::{redis, Middleware, Next, WhenBusy};
-use crate::queue::hold::{Hold, HoldUntil};
+use super::{redis, run_holding, Middleware, Next, WhenBusy};
 use crate::queue::scripts;
 use crate::{JobContext, JobResult};
 
@@ -66,17 +65,19 @@ impl Middleware for Funnel {
     async fn handle(&self, ctx: &JobContext, next: Next<'_>) -> JobResult {
         let redis = redis(ctx, "Funnel")?;
         let key = redis.keys().funnel(&self.name);
-        let owner = ctx.owner();
-        let mut call = scripts::FUNNEL.key(&key);
-        call.arg(&owner)
+        let mut take = scripts::FUNNEL.key(&key);
+        take.arg(ctx.owner())
             .arg(self.limit)
             .arg(ctx.lease().as_millis() as u64);
-        let taken: u64 = redis.invoke(&call).await?;
-        if taken == 0 {
-            self.when_busy.apply(ctx, self.release_after);
-            return Ok(());
-        }
-        ctx.holds().add(Hold { key, owner }, HoldUntil::Attempt);
-        next.run(ctx).await
+        run_holding(
+            ctx,
+            next,
+            redis,
+            key,
+            &take,
+            self.when_busy,
+            self.release_after,
+        )
+        .await
     }
 }

@@ -196,6 +196,33 @@ impl WhenBusy {
     }
 }
 
+/// Runs the rest of the job holding `key` for this attempt, when `take` (a script call that
+/// answers 1 once the attempt's owner token holds the key) succeeds; otherwise asks for
+/// `when_busy`, to try again after `retry_after`. What is taken is recorded as a hold of the
+/// attempt: renewed by the worker's heartbeat, freed when the job settles.
+pub(crate) async fn run_holding(
+    ctx: &JobContext,
+    next: Next<'_>,
+    redis: &crate::RedisQueue,
+    key: String,
+    take: &redis::ScriptInvocation<'_>,
+    when_busy: WhenBusy,
+    retry_after: Duration,
+) -> JobResult {
+    let taken: u64 = redis.invoke(take).await?;
+    if taken == 0 {
+        when_busy.apply(ctx, retry_after);
+        return Ok(());
+    }
+    let hold = crate::queue::hold::Hold {
+        key,
+        owner: ctx.owner(),
+    };
+    ctx.holds()
+        .add(hold, crate::queue::hold::HoldUntil::Attempt);
+    next.run(ctx).await
+}
+
 /// The worker's Redis handle, or the error a Redis-backed middleware ends the attempt with
 /// when the job runs without one.
 pub(crate) fn redis<'c>(

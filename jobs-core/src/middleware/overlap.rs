@@ -3,8 +3,7 @@
 use async_trait::async_trait;
 use std::time::Duration;
 
-use super::{redis, Middleware, Next, WhenBusy};
-use crate::queue::hold::{Hold, HoldUntil};
+use super::{redis, run_holding, Middleware, Next, WhenBusy};
 use crate::queue::scripts;
 use crate::{JobContext, JobResult};
 
@@ -77,15 +76,17 @@ impl Middleware for WithoutOverlapping {
             false => format!("{}:{}", ctx.job_name(), self.key),
         };
         let key = redis.keys().overlap(&scope);
-        let owner = ctx.owner();
-        let mut call = scripts::OVERLAP.key(&key);
-        call.arg(&owner).arg(ctx.lease().as_millis() as u64);
-        let taken: u64 = redis.invoke(&call).await?;
-        if taken == 0 {
-            self.when_busy.apply(ctx, self.release_after);
-            return Ok(());
-        }
-        ctx.holds().add(Hold { key, owner }, HoldUntil::Attempt);
-        next.run(ctx).await
+        let mut take = scripts::OVERLAP.key(&key);
+        take.arg(ctx.owner()).arg(ctx.lease().as_millis() as u64);
+        run_holding(
+            ctx,
+            next,
+            redis,
+            key,
+            &take,
+            self.when_busy,
+            self.release_after,
+        )
+        .await
     }
 }
