@@ -35,7 +35,7 @@ pub struct JobContext {
     queue: String,
     attempt: u32,
     request: Mutex<Option<Request>>,
-    redis: Option<RedisQueue>,
+    redis: Option<Arc<RedisQueue>>,
     lease: Duration,
     holds: Arc<Holds>,
 }
@@ -74,15 +74,22 @@ impl JobContext {
 
     /// This context with the worker's Redis handle, for middleware that keeps its state in
     /// Redis, and the worker's `retry_after`, the lease of what they hold.
-    pub fn with_redis(mut self, redis: RedisQueue, lease: Duration) -> Self {
-        self.redis = Some(redis);
+    pub fn with_redis(mut self, redis: impl Into<Arc<RedisQueue>>, lease: Duration) -> Self {
+        self.redis = Some(redis.into());
         self.lease = lease;
+        self
+    }
+
+    /// This context recording what the attempt holds in `holds` (the worker's heartbeat
+    /// renews what it finds there).
+    pub fn with_holds(mut self, holds: Arc<Holds>) -> Self {
+        self.holds = holds;
         self
     }
 
     /// The worker's Redis handle (`None` when the job runs outside a worker).
     pub fn redis(&self) -> Option<&RedisQueue> {
-        self.redis.as_ref()
+        self.redis.as_deref()
     }
 
     /// How long a hold taken for this attempt lasts unless the worker renews it: the

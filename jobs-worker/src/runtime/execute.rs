@@ -4,7 +4,7 @@
 
 use futures_util::FutureExt;
 use jobs_core::middleware::{panic_message, Layer, Middleware, Next, Panicked};
-use jobs_core::queue::hold::{Hold, HoldUntil};
+use jobs_core::queue::hold::{Hold, HoldUntil, Holds};
 use jobs_core::{JobContext, RedisQueue, Request, UniqueUntil};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use super::lease::Held;
 
 use super::reserved::Reserved;
 use super::rules::{AttemptError, Limits, Verdict};
-use super::time::sleep_for;
+use super::time::{sleep_for, unix_seconds};
 
 /// Why a job the worker stopped while it ran is back on its queue.
 pub(crate) const INTERRUPTED: &str = "interrupted by shutdown; back on its queue";
@@ -30,13 +30,15 @@ pub(crate) const INTERRUPTED: &str = "interrupted by shutdown; back on its queue
 pub(crate) struct Surroundings<'a> {
     pub(crate) config: &'a WorkerConfig,
     pub(crate) middleware: &'a [Layer],
-    pub(crate) redis: &'a RedisQueue,
+    pub(crate) redis: &'a Arc<RedisQueue>,
+    /// Where the attempt's holds go: the running job's entry, which the heartbeat renews.
+    pub(crate) holds: Arc<Holds>,
 }
 
 /// Checks the attempts, decodes the job and runs it through its middleware: the verdict, with
 /// the attempt's error if it failed, and the context whose holds the settling frees.
 pub(crate) async fn run(
-    around: &Surroundings<'_>,
+    around: Surroundings<'_>,
     decoded: &Decoded,
     job: &Reserved,
     held: &Held,
@@ -51,7 +53,8 @@ pub(crate) async fn run(
             &job.queue.name,
             payload.attempts,
         )
-        .with_redis(around.redis.clone(), around.config.retry_after),
+        .with_redis(around.redis.clone(), around.config.retry_after)
+        .with_holds(around.holds),
     );
     let unique_lock = payload.unique.as_ref().map(|unique| {
         let hold = Hold {
@@ -61,11 +64,10 @@ pub(crate) async fn run(
         ctx.holds().add(hold.clone(), HoldUntil::Job);
         (hold, unique.until)
     });
-    let now = chrono::Utc::now().timestamp();
+    let now = unix_seconds();
     if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts, now) {
         return (verdict, None, ctx);
     }
-    held.track(ctx.holds().clone());
     let through = match named_middleware(&payload.through) {
         Ok(through) => through,
         Err(reason) => return (Verdict::Fail(reason), None, ctx),
@@ -77,14 +79,18 @@ pub(crate) async fn run(
                 Some((hold, UniqueUntil::Processing)) => Some(FreeUniqueLock(hold).into()),
                 _ => None,
             };
-            let chain: Vec<Layer> = around
-                .middleware
-                .iter()
-                .cloned()
-                .chain(started.middleware)
-                .chain(through)
-                .chain(free_before_handler)
-                .collect();
+            let chain: Vec<Layer> = match (&free_before_handler, through.is_empty()) {
+                // Most jobs have no middleware: build nothing for them.
+                (None, true) if around.middleware.is_empty() => started.middleware,
+                _ => around
+                    .middleware
+                    .iter()
+                    .cloned()
+                    .chain(started.middleware)
+                    .chain(through)
+                    .chain(free_before_handler)
+                    .collect(),
+            };
             let attempt = Next::new(&chain, started.handler).run(&ctx);
             let display_name = &payload.display_name;
             execute(attempt, &ctx, &limits, display_name, held, interrupt).await
@@ -217,7 +223,7 @@ pub(crate) fn verdict(
         (Some(Request::Fail(message)), _) => Verdict::Fail(message),
         (Some(_) | None, Ok(())) => Verdict::Done,
         (Some(_) | None, Err(error)) => {
-            let now = chrono::Utc::now().timestamp();
+            let now = unix_seconds();
             limits.after_error(display_name, ctx.attempt(), &error, now)
         }
     };

@@ -35,7 +35,7 @@ struct Entry {
     /// processor leaves it alone.
     taken_over: bool,
     /// What the job's middleware holds, renewed with the reservation.
-    holds: Option<Arc<Holds>>,
+    holds: Arc<Holds>,
 }
 
 /// A running job's place in [`Running`]; dropping it takes the job out.
@@ -51,14 +51,15 @@ pub(crate) struct Watched<'a> {
 }
 
 impl Running {
-    /// Records `job` as running until the returned guard is dropped.
-    pub(crate) fn hold(self: &Arc<Self>, job: &Reserved) -> Held {
+    /// Records `job` as running, with what its middleware will hold in `holds`, until the
+    /// returned guard is dropped.
+    pub(crate) fn hold(self: &Arc<Self>, job: &Reserved, holds: Arc<Holds>) -> Held {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let entry = Entry {
             job: job.clone(),
             deadline: None,
             taken_over: false,
-            holds: None,
+            holds,
         };
         self.lock().insert(id, entry);
         Held {
@@ -129,8 +130,7 @@ impl Running {
         self.lock()
             .values()
             .filter(|entry| !entry.taken_over)
-            .filter_map(|entry| entry.holds.as_ref())
-            .flat_map(|holds| holds.leases())
+            .flat_map(|entry| entry.holds.leases())
             .collect()
     }
 
@@ -140,13 +140,6 @@ impl Running {
 }
 
 impl Held {
-    /// Renews what the job's middleware holds along with its reservation.
-    pub(crate) fn track(&self, holds: Arc<Holds>) {
-        if let Some(entry) = self.running.lock().get_mut(&self.id) {
-            entry.holds = Some(holds);
-        }
-    }
-
     /// Shows the job's handler to the watchdog until the returned guard ends.
     pub(crate) fn watch(&self, deadline: Deadline) -> Watched<'_> {
         if let Some(entry) = self.running.lock().get_mut(&self.id) {
@@ -265,7 +258,10 @@ mod tests {
     #[test]
     fn an_overdue_job_is_taken_over_once_and_left_out_of_the_heartbeat() {
         let running = Arc::new(Running::default());
-        let (late, on_time) = (running.hold(&job("late")), running.hold(&job("on time")));
+        let (late, on_time) = (
+            running.hold(&job("late"), Arc::default()),
+            running.hold(&job("on time"), Arc::default()),
+        );
         let late_watch = late.watch(deadline(Duration::ZERO));
         let on_time_watch = on_time.watch(deadline(Duration::from_secs(3600)));
         let margin = Duration::from_millis(1);
@@ -291,7 +287,7 @@ mod tests {
     #[test]
     fn a_handler_that_ended_in_time_is_not_taken_over() {
         let running = Arc::new(Running::default());
-        let held = running.hold(&job("quick"));
+        let held = running.hold(&job("quick"), Arc::default());
         assert!(held.watch(deadline(Duration::ZERO)).end());
         let later = Instant::now() + Duration::from_secs(10);
         assert!(running.take_over_overdue(later, Duration::ZERO).is_empty());

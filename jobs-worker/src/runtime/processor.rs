@@ -8,7 +8,7 @@
 use futures_util::FutureExt;
 use jobs_core::middleware::{panic_message, Layer};
 use jobs_core::queue::hold::Holds;
-use jobs_core::{FailedContext, JobContext};
+use jobs_core::{FailedContext, JobContext, RedisQueue};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,6 +37,8 @@ pub(crate) struct Processor {
     pub(crate) middleware: Arc<[Layer]>,
     /// The worker's listeners.
     pub(crate) listeners: Listeners,
+    /// The worker's Redis handle, shared by the contexts of the jobs it runs.
+    pub(crate) redis: Arc<RedisQueue>,
 }
 
 impl Processor {
@@ -109,7 +111,8 @@ impl Processor {
     /// stopped and the job is put back on its queue at once, its attempt counted.
     pub(crate) async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
         let started = Instant::now();
-        let held = self.running.hold(&job);
+        let holds = Arc::new(Holds::default());
+        let held = self.running.hold(&job, holds.clone());
         let _counted = crate::prometheus::running_job();
         let decoded = decode(&job, self.settler.queue.config());
         match decoded {
@@ -126,22 +129,27 @@ impl Processor {
                     let around = Surroundings {
                         config: &self.config,
                         middleware: &self.middleware,
-                        redis: &self.settler.queue,
+                        redis: &self.redis,
+                        holds,
                     };
-                    let event = JobEvent {
+                    // Listeners and hooks run boxed, so a worker without them carries none of
+                    // their state in every job's future.
+                    let event = (!self.listeners.is_empty()).then(|| JobEvent {
                         uuid: payload.uuid,
                         job: payload.job.clone(),
                         display_name: payload.display_name.clone(),
                         queue: job.queue.name.clone(),
                         attempt: payload.attempts,
-                    };
-                    self.listeners
-                        .emit("processing", |l| l.processing(&event))
-                        .await;
+                    });
+                    if let Some(event) = &event {
+                        let processing = self.listeners.emit("processing", |l| l.processing(event));
+                        Box::pin(processing).await;
+                    }
+                    // Boxed: the attempt's state is large, and this future is moved into its
+                    // task and polled often.
                     let (verdict, error, ctx) =
-                        execute::run(&around, &decoded, &job, &held, interrupt).await;
-                    let reported =
-                        (!self.listeners.is_empty()).then(|| (verdict.clone(), error.clone()));
+                        Box::pin(execute::run(around, &decoded, &job, &held, interrupt)).await;
+                    let reported = event.map(|event| (event, verdict.clone(), error.clone()));
                     let id = JobId {
                         uuid: &uuid,
                         job: &payload.job,
@@ -156,12 +164,11 @@ impl Processor {
                         .settler
                         .settle(job, id, verdict, error, started, ctx.holds())
                         .await;
-                    if let Some((verdict, error)) = reported {
-                        self.report(&event, &verdict, error.as_deref(), settled)
-                            .await;
+                    if let Some((event, verdict, error)) = reported {
+                        Box::pin(self.report(&event, &verdict, error.as_deref(), settled)).await;
                     }
                     if let (Settled::Failed { recorded: true }, Some(reason)) = (settled, failure) {
-                        self.failed_hook(&decoded, &ctx, reason).await;
+                        Box::pin(self.failed_hook(&decoded, &ctx, reason)).await;
                     }
                     settled
                 }

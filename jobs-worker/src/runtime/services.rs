@@ -90,6 +90,7 @@ impl Services {
             config: config.clone(),
             middleware: middleware.into(),
             listeners: listeners.clone(),
+            redis: Arc::new(queue.clone()),
         });
         let interrupt = CancellationToken::new();
         let watchdog = Watchdog::start(Guarded {

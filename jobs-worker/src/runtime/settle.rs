@@ -102,13 +102,13 @@ impl Settler {
                     Verdict::Skip => info!(status = "SKIPPED", duration_ms, "SKIPPED"),
                     _ => info!(status = "DONE", duration_ms, "DONE"),
                 }
-                let held = holds.to_free(true);
-                if held.is_empty() {
+                if holds.is_empty() {
                     self.acks.ack(job);
                 } else {
-                    self.apply(&job, "acknowledge the job", |q| {
+                    let held = holds.to_free(true);
+                    Box::pin(self.apply(&job, "acknowledge the job", |q| {
                         q.complete(&job.queue, &job.raw, &held)
-                    })
+                    }))
                     .await;
                 }
                 Settled::Done
@@ -134,9 +134,9 @@ impl Settler {
                     "{status}"
                 );
                 let held = holds.to_free(false);
-                self.apply(&job, "release the job", |q| {
+                Box::pin(self.apply(&job, "release the job", |q| {
                     q.release_with(&job.queue, &job.raw, delay, replacement.as_deref(), &held)
-                })
+                }))
                 .await;
                 Settled::Released
             }
@@ -152,11 +152,10 @@ impl Settler {
                 self.stats.record_failure();
                 let reserved = job.unreadable.as_deref().unwrap_or(job.raw.as_bytes());
                 let held = holds.to_free(true);
-                let recorded = self
-                    .apply(&job, "record the failed job", |q| {
-                        q.fail_with(&job.queue, reserved, &failed, &held)
-                    })
-                    .await;
+                let recorded = Box::pin(self.apply(&job, "record the failed job", |q| {
+                    q.fail_with(&job.queue, reserved, &failed, &held)
+                }))
+                .await;
                 Settled::Failed { recorded }
             }
         }
@@ -165,7 +164,8 @@ impl Settler {
     /// Runs a Redis change for a job, retrying through short outages. If Redis stays away
     /// longer than the reservation lasts, the job comes back after retry_after and nothing is
     /// lost. A change refused because the reservation is no longer held is logged. Returns
-    /// whether the change was made.
+    /// whether the change was made. Callers box it: a finished job, the common case, is
+    /// acknowledged without it, and its state would weigh on every job's future.
     async fn apply<'a, F, Fut>(&'a self, job: &Reserved, what: &str, op: F) -> bool
     where
         F: Fn(&'a RedisQueue) -> Fut,

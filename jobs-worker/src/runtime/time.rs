@@ -1,7 +1,15 @@
 //! Sleeps that wait forever when there is nothing to wait for, for `select!` arms that may
-//! have no deadline.
+//! have no deadline; and the Unix time the attempt rules compare `retryUntil` with.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Seconds since the Unix epoch, by this host's clock (as Laravel's worker compares
+/// `retryUntil` with its own). Read straight from the system clock: this runs for every job.
+pub(crate) fn unix_seconds() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() as i64)
+}
 
 /// Sleeps for `duration`, or forever when there is none.
 pub(crate) async fn sleep_for(duration: Option<Duration>) {
