@@ -311,7 +311,7 @@ async fn rate(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, Str
     out.insert("admitted_per_sec".into(), json!(per_sec(admitted.len())));
     out.insert(
         "admitted_vs_rate".into(),
-        json!(round2(admitted.len() as f64 / expected * 100.0) / 100.0),
+        json!((admitted.len() as f64 / expected * 10_000.0).round() / 10_000.0),
     );
     out.insert(
         "most_admitted_in_any_window".into(),
