@@ -5,7 +5,8 @@
 //! - [`Block`] blocks its thread for `ms` milliseconds, as a handler must not.
 //! - [`Flaky`] fails its first `fail_times` attempts, then succeeds.
 //! - [`Panic`] panics, every time.
-//! - Both record their final failure from their `failed()` hook in `examples:failed-hooks`.
+//! - Both record their final failure from their `failed()` hook in `examples:failed-hooks`, as
+//!   [`FailSlowly`] does after a pause.
 //! - [`Record`] appends `{"uuid","attempt","due_ms","started_ms"}` to the Redis list
 //!   `examples:records`, which shows when each job started against when it was due.
 //! - [`Shared`] appends `{"side":"rust","n","attempt","uuid"}` to `examples:shared`, under the
@@ -96,6 +97,26 @@ impl Job for Flaky {
             .into());
         }
         Ok(())
+    }
+}
+
+/// Fails, every time; its `failed()` hook takes `hook_ms` milliseconds before it records the
+/// failure.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FailSlowly {
+    /// How long the hook takes.
+    pub hook_ms: u64,
+}
+
+#[job(name = "fail-slowly", tries = 1)]
+impl Job for FailSlowly {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        Err("failing on purpose".into())
+    }
+
+    async fn failed(&self, ctx: &FailedContext) {
+        tokio::time::sleep(Duration::from_millis(self.hook_ms)).await;
+        record_failure(ctx).await;
     }
 }
 

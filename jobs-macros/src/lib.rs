@@ -200,6 +200,7 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
         item.items
             .push(syn::parse_quote!(const NAME: &'static str = #name;));
     }
+    let failed_hook = has(&item.items, "failed");
     if !has(&item.items, "options") {
         let some = |v: Option<proc_macro2::TokenStream>| match v {
             Some(v) => quote!(::core::option::Option::Some(#v)),
@@ -237,6 +238,7 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
                     max_wait: #max_wait,
                     unique_for: #unique_for,
                     unique_until: #unique_until,
+                    failed_hook: #failed_hook,
                 }
             }
         });

@@ -2,12 +2,12 @@
 //! attempts apart from tries, `retryUntil` replaces tries with a deadline, and a job's
 //! `failed()` hook runs once when it fails for good, whatever the reason.
 
-use examples::{Flaky, Panic, FAILED_HOOKS_KEY};
+use examples::{FailSlowly, Flaky, Panic, FAILED_HOOKS_KEY};
 use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, SentVia, TestRedis};
+use tests::{wait_for, wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -140,4 +140,49 @@ async fn the_failed_hook_runs_once_for_an_error_a_panic_and_too_many_attempts() 
         "flaky has been attempted too many times."
     );
     assert_eq!(queue.failed_jobs(10).await.unwrap().len(), 3);
+    let owed: u64 = redis.conn().await.zcard("failed_jobs:hooks").await.unwrap();
+    assert_eq!(owed, 0, "every hook reported done");
+}
+
+#[tokio::test]
+async fn a_failed_hook_whose_worker_was_killed_is_run_by_another_worker() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let uuid = FailSlowly { hook_ms: 3_000 }
+        .dispatch()
+        .sent_via(&queue)
+        .await;
+    let args = ["--retry-after", "1"];
+    let mut doomed = start_worker(redis.url(), &args);
+    let mut conn = redis.conn().await;
+    // The failure is recorded and its hook owed in one step; the hook is running.
+    wait_until(LONG, "the failure is recorded with its hook owed", || {
+        let mut conn = conn.clone();
+        async move {
+            let owed: Option<f64> = conn
+                .zscore("failed_jobs:hooks", uuid.to_string())
+                .await
+                .unwrap();
+            owed.is_some()
+        }
+    })
+    .await;
+    doomed.kill();
+    assert!(hook_calls(&redis, &uuid.to_string()).await.is_empty());
+
+    let _rescuer = start_worker(redis.url(), &args);
+    wait_until(LONG, "another worker ran the hook", || async {
+        !hook_calls(&redis, &uuid.to_string()).await.is_empty()
+    })
+    .await;
+    wait_until(LONG, "the hook is reported done", || {
+        let mut conn = conn.clone();
+        async move { conn.zcard::<_, u64>("failed_jobs:hooks").await.unwrap() == 0 }
+    })
+    .await;
+    let calls = hook_calls(&redis, &uuid.to_string()).await;
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["attempt"], 1);
+    assert_eq!(calls[0]["reason"], "failing on purpose");
+    let _ = conn.ping::<String>().await;
 }

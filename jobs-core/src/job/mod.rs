@@ -59,11 +59,13 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// retried after its backoff until its tries are used up, then recorded as failed.
     async fn handle(&self, ctx: &JobContext) -> JobResult;
 
-    /// Called once when the job has failed for good, for whatever reason (its last attempt's
-    /// error, a panic, a timeout, too many attempts, a middleware's verdict), after its
-    /// failed-job record is written (default: nothing). What it returns or panics with is
-    /// logged and changes nothing. It runs in the worker that failed the job, bounded by the
-    /// worker's `--timeout`; a job failed by the watchdog, which ends the process, gets no call.
+    /// Called when the job has failed for good, for whatever reason (its last attempt's error,
+    /// a panic, a timeout, too many attempts, a middleware's verdict), after its failed-job
+    /// record is written (default: nothing). What it returns or panics with is logged and
+    /// changes nothing; it is bounded by the worker's `--timeout`. The call is owed in Redis in
+    /// the step that writes the record, so a worker that dies before making it (or before
+    /// reporting it made) leaves it to another: it is never skipped, and runs again only after
+    /// such a death.
     async fn failed(&self, _ctx: &FailedContext) {}
 
     /// What makes two jobs of this type duplicates when it is unique (`#[job(unique_for =
@@ -133,6 +135,9 @@ pub struct JobOptions {
     pub unique_for: Option<u64>,
     /// Until when a unique job keeps its lock.
     pub unique_until: UniqueUntil,
+    /// The job type has a [`Job::failed`] hook (`#[job]` sees whether the `impl` block
+    /// defines one): its call is owed in the step that records the failure.
+    pub failed_hook: bool,
 }
 
 impl JobOptions {

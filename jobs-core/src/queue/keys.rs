@@ -15,6 +15,13 @@ pub const FAILED_JOBS: &str = "failed_jobs";
 /// Sorted set of failed jobs: uuid, scored by the time of failure (seconds since the epoch).
 pub const FAILED_JOBS_INDEX: &str = "failed_jobs:index";
 
+/// Sorted set of failed jobs whose `failed()` hook has not finished: uuid, scored by when a
+/// worker may run it (again).
+pub const FAILED_HOOKS: &str = "failed_jobs:hooks";
+
+/// [`FAILED_HOOKS`] on a Redis Cluster, in the slot of [`CLUSTER_FAILED_JOBS`].
+pub const CLUSTER_FAILED_HOOKS: &str = "{failed_jobs}:hooks";
+
 /// [`FAILED_JOBS`] on a Redis Cluster: the hash tag puts it in one slot with its index.
 pub const CLUSTER_FAILED_JOBS: &str = "{failed_jobs}";
 
@@ -62,6 +69,14 @@ impl KeyLayout {
         match self {
             KeyLayout::Standalone => FAILED_JOBS_INDEX,
             KeyLayout::Cluster => CLUSTER_FAILED_JOBS_INDEX,
+        }
+    }
+
+    /// The pending `failed()` hooks in this layout.
+    pub fn failed_hooks(self) -> &'static str {
+        match self {
+            KeyLayout::Standalone => FAILED_HOOKS,
+            KeyLayout::Cluster => CLUSTER_FAILED_HOOKS,
         }
     }
 }
@@ -303,6 +318,11 @@ impl Keys {
     /// The failed-job index.
     pub fn failed_jobs_index(&self) -> String {
         self.prefixed(self.layout.failed_jobs_index())
+    }
+
+    /// The failed jobs whose `failed()` hook has not finished ([`FAILED_HOOKS`]).
+    pub fn failed_hooks(&self) -> String {
+        self.prefixed(self.layout.failed_hooks())
     }
 
     /// The sorted set of live workers ([`WORKERS`]).

@@ -683,17 +683,20 @@ impl RedisQueue {
         reserved: &[u8],
         record: &FailedJob,
     ) -> Result<bool> {
-        self.fail_with(queue, reserved, record, &[]).await
+        self.fail_with(queue, reserved, record, &[], None).await
     }
 
-    /// [`RedisQueue::fail_bytes`] freeing `holds` too: in the same step on one server, before
-    /// the failure is recorded on a cluster.
+    /// [`RedisQueue::fail_bytes`] freeing `holds` too (in the same step on one server, before
+    /// the failure is recorded on a cluster), and, for a job with a `failed()` hook, owing its
+    /// call in the same step as the record (`hook_claim`: how long the worker failing it has
+    /// to run it before another one may; see [`RedisQueue::hook_done`]).
     pub async fn fail_with(
         &self,
         queue: &QueueKeys,
         reserved: &[u8],
         record: &FailedJob,
         holds: &[Hold],
+        hook_claim: Option<Duration>,
     ) -> Result<bool> {
         let layout = self.layout();
         let separate_removal = !reserved.is_empty() && layout == KeyLayout::Cluster;
@@ -707,7 +710,8 @@ impl RedisQueue {
         }
         let holds = self.free_apart(holds).await?;
         let mut call = scripts::FAIL.key(self.keys.failed_jobs());
-        call.key(self.keys.failed_jobs_index());
+        call.key(self.keys.failed_jobs_index())
+            .key(self.keys.failed_hooks());
         match layout {
             KeyLayout::Standalone => call.key(&queue.reserved).arg(reserved),
             KeyLayout::Cluster => call.arg(""),
@@ -715,7 +719,8 @@ impl RedisQueue {
         call.arg(&record.uuid)
             .arg(record.to_json())
             .arg(self.config.failed_max_jobs)
-            .arg(self.config.failed_max_age.as_secs());
+            .arg(self.config.failed_max_age.as_secs())
+            .arg(hook_claim.map_or(String::new(), seconds_arg));
         add_holds(&mut call, holds);
         let recorded: u64 = self.invoke(&call).await?;
         if separate_removal {
@@ -725,6 +730,37 @@ impl RedisQueue {
             .await?;
         }
         Ok(recorded == 1)
+    }
+
+    /// Reports the `failed()` hook of the failed job `uuid` done: no worker runs it again.
+    pub async fn hook_done(&self, uuid: &str) -> Result<()> {
+        let key = &self.keys.failed_hooks();
+        self.call(|mut conn| async move { conn.zrem::<_, _, ()>(key, uuid).await })
+            .await
+    }
+
+    /// Whether any owed `failed()` hook's time has come (one read, by Redis's clock).
+    pub async fn hooks_due(&self) -> Result<bool> {
+        let key = &self.keys.failed_hooks();
+        let first: Vec<(String, f64)> = self
+            .call(|mut conn| async move { conn.zrange_withscores(key, 0, 0).await })
+            .await?;
+        let Some((_, due)) = first.first() else {
+            return Ok(false);
+        };
+        let (seconds, micros): (u64, u64) = self
+            .call(|mut conn| async move { redis::cmd("TIME").query_async(&mut conn).await })
+            .await?;
+        Ok(*due <= seconds as f64 + micros as f64 / 1e6)
+    }
+
+    /// Takes up to `limit` `failed()` hooks that were owed and not reported done in time (their
+    /// worker died), each for `claim` before another worker may take it; returns the uuids of
+    /// their failed jobs.
+    pub async fn claim_hooks(&self, claim: Duration, limit: usize) -> Result<Vec<String>> {
+        let mut call = scripts::CLAIM_HOOKS.key(self.keys.failed_hooks());
+        call.arg(seconds_arg(claim)).arg(limit.max(1));
+        self.invoke(&call).await
     }
 
     /// The sizes of a queue.

@@ -57,6 +57,10 @@ script!(
     FAIL, "fail.lua", uses "time.lua", "forget_failed.lua", "holds.lua"
 );
 script!(
+    /// Take the failed() hooks their worker did not report done in time (`claim_hooks.lua`).
+    CLAIM_HOOKS, "claim_hooks.lua", uses "time.lua"
+);
+script!(
     /// Renew or free the holds of running jobs (`leases.lua`).
     LEASES, "leases.lua", uses "time.lua", "holds.lua"
 );

@@ -64,7 +64,7 @@ pub(crate) fn decode(job: &Reserved, config: &QueueConfig) -> Result<Decoded, Un
 }
 
 /// The payload of a readable reservation, checked against the signing key, with its job type.
-fn decode_payload(raw: &str, config: &QueueConfig) -> Result<Decoded, Undecodable> {
+pub(crate) fn decode_payload(raw: &str, config: &QueueConfig) -> Result<Decoded, Undecodable> {
     let payload = Payload::from_json(raw).map_err(|err| {
         let fields = RawFields::parse(raw);
         let uuid = fields

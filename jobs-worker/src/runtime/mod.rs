@@ -7,7 +7,7 @@
 //! - [`processor`] takes one reserved job through its steps: [`decode`] its payload,
 //!   [`execute`] its handler under the attempt rules of [`rules`] (the one place a job's code
 //!   runs), [`settle`] the outcome in Redis; [`acker`] deletes finished jobs' reservations in
-//!   batches.
+//!   batches; [`hooks`] runs failed jobs' `failed()` hooks, and those owed by dead workers.
 //! - [`lease`] keeps the registry of running jobs and extends their reservations while they
 //!   run; [`watchdog`] ends the process when a handler blocks its thread past its timeout.
 //! - [`control`] publishes the worker's heartbeat record and per-minute counters for
@@ -25,6 +25,7 @@ pub(crate) mod deadline;
 pub(crate) mod decode;
 pub(crate) mod execute;
 pub(crate) mod exit;
+pub(crate) mod hooks;
 pub(crate) mod job_loop;
 pub(crate) mod lease;
 pub(crate) mod outage;

@@ -5,21 +5,19 @@
 //! payload -> check attempts and [`execute`](super::execute) the handler -> verdict ->
 //! [`settle`](super::settle). Job middleware and lifecycle events hook in around `execute`.
 
-use futures_util::FutureExt;
-use jobs_core::middleware::{panic_message, Layer};
+use jobs_core::middleware::Layer;
 use jobs_core::queue::hold::Holds;
-use jobs_core::{FailedContext, JobContext, RedisQueue};
-use std::panic::AssertUnwindSafe;
+use jobs_core::{FailedContext, RedisQueue};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
 use tracing::Instrument;
 
 use crate::config::WorkerConfig;
 use crate::events::{Cause, JobEvent, Listeners};
-use crate::runtime::decode::{decode, Decoded};
+use crate::runtime::decode::decode;
 use crate::runtime::execute::{self, job_span, Surroundings};
+use crate::runtime::hooks;
 use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::Verdict;
@@ -83,30 +81,6 @@ impl Processor {
         }
     }
 
-    /// Calls the job's `failed()` hook once its failure is recorded, bounded by the worker's
-    /// timeout; its panic or overrun is logged.
-    async fn failed_hook(&self, decoded: &Decoded, ctx: &JobContext, reason: String) {
-        let failed = FailedContext::new(
-            ctx.uuid(),
-            ctx.job_name(),
-            ctx.queue(),
-            ctx.attempt(),
-            reason,
-        );
-        let Ok(hook) = decoded.registration.failed(decoded.data(), failed) else {
-            return;
-        };
-        let bound = self.config.timeout.unwrap_or(Duration::from_secs(60));
-        match tokio::time::timeout(bound, AssertUnwindSafe(hook).catch_unwind()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(panic)) => warn!(panic = %panic_message(&*panic), "the failed() hook panicked"),
-            Err(_) => warn!(
-                timeout_s = bound.as_secs_f64(),
-                "the failed() hook ran out of time"
-            ),
-        }
-    }
-
     /// Processes one reserved job to the end. When `interrupt` fires, a running handler is
     /// stopped and the job is put back on its queue at once, its attempt counted.
     pub(crate) async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
@@ -155,6 +129,8 @@ impl Processor {
                         job: &payload.job,
                         attempt: payload.attempts,
                         tags: &payload.tags,
+                        failed_hook: matches!(verdict, Verdict::Fail(_))
+                            && decoded.registration.options().failed_hook,
                     };
                     let failure = match &verdict {
                         Verdict::Fail(reason) => Some(reason.clone()),
@@ -168,7 +144,15 @@ impl Processor {
                         Box::pin(self.report(&event, &verdict, error.as_deref(), settled)).await;
                     }
                     if let (Settled::Failed { recorded: true }, Some(reason)) = (settled, failure) {
-                        Box::pin(self.failed_hook(&decoded, &ctx, reason)).await;
+                        let failed = FailedContext::new(
+                            ctx.uuid(),
+                            ctx.job_name(),
+                            ctx.queue(),
+                            ctx.attempt(),
+                            reason,
+                        );
+                        let queue = &self.settler.queue;
+                        Box::pin(hooks::run(queue, &self.config, &decoded, failed)).await;
                     }
                     settled
                 }
@@ -188,6 +172,7 @@ impl Processor {
                     job: &undecodable.job,
                     attempt: 0,
                     tags: &[],
+                    failed_hook: false,
                 };
                 self.settler
                     .settle(job, id, verdict, None, started, &Holds::default())

@@ -44,4 +44,6 @@ pub(crate) struct JobId<'a> {
     pub(crate) attempt: u32,
     /// The payload's tags.
     pub(crate) tags: &'a [String],
+    /// A failing job whose type has a `failed()` hook: the hook is owed with the record.
+    pub(crate) failed_hook: bool,
 }

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::WorkerConfig;
 use crate::runtime::acker::Acker;
 use crate::runtime::control::{self, Control, Publishing};
+use crate::runtime::hooks;
 use crate::runtime::lease::{self, Running};
 use crate::runtime::processor::Processor;
 use crate::runtime::reserve::Fetcher;
@@ -34,6 +35,8 @@ pub(crate) struct Services {
     pub(crate) interrupt: CancellationToken,
     acker: Acker,
     lease: JoinHandle<()>,
+    /// Looks for `failed()` hooks owed by dead workers.
+    hooks: JoinHandle<()>,
     watchdog: Watchdog,
     publishing: Publishing,
     queue_sizes: Option<JoinHandle<()>>,
@@ -77,6 +80,7 @@ impl Services {
         let waker = Waker::start(queue, &queues, config.sleep, control.clone());
         let acker = Acker::start(queue.clone(), config.retry_after);
         let lease = lease::start(queue.clone(), running.clone(), config.retry_after);
+        let hooks = hooks::start(queue.clone(), config.clone());
         let settler = Settler {
             queue: queue.clone(),
             acks: acker.sender(),
@@ -109,6 +113,7 @@ impl Services {
             interrupt,
             acker,
             lease,
+            hooks,
             watchdog,
             publishing,
             queue_sizes,
@@ -119,6 +124,7 @@ impl Services {
     /// then the last counts are published and the heartbeat record removed.
     pub(crate) async fn stop(self) {
         self.lease.abort();
+        self.hooks.abort();
         if let Some(queue_sizes) = self.queue_sizes {
             queue_sizes.abort();
         }

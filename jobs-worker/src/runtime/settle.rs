@@ -152,8 +152,9 @@ impl Settler {
                 self.stats.record_failure();
                 let reserved = job.unreadable.as_deref().unwrap_or(job.raw.as_bytes());
                 let held = holds.to_free(true);
+                let hook_claim = id.failed_hook.then_some(self.retry_after);
                 let recorded = Box::pin(self.apply(&job, "record the failed job", |q| {
-                    q.fail_with(&job.queue, reserved, &failed, &held)
+                    q.fail_with(&job.queue, reserved, &failed, &held, hook_claim)
                 }))
                 .await;
                 Settled::Failed { recorded }

@@ -190,6 +190,10 @@ impl Guarded {
                         job: ctx.job_name(),
                         attempt: ctx.attempt(),
                         tags: &[],
+                        // The process ends after this: the hook is owed, and another worker
+                        // runs it.
+                        failed_hook: jobs_core::job::registry::find(ctx.job_name())
+                            .is_some_and(|r| r.options().failed_hook),
                     };
                     settler
                         .settle(job, id, verdict, error, deadline.started, ctx.holds())

@@ -2,27 +2,36 @@
 -- KEYS[1]  failed_jobs         hash: uuid -> failed-job record (JSON)
 -- KEYS[2]  failed_jobs:index   set: uuid, score = failed_at (seconds, with microseconds, so
 --                               that failures within one second keep their order)
--- KEYS[3]  queues:<name>:reserved, optional. When given, the reservation ARGV[1] is removed
+-- KEYS[3]  failed_jobs:hooks   set: uuid of a job whose failed() hook is still to finish,
+--                               score = when a worker may run it (again)
+-- KEYS[4]  queues:<name>:reserved, optional. When given, the reservation ARGV[1] is removed
 --          in the same call, and nothing is recorded unless it was still held. On a Redis
 --          Cluster this set lives in another slot than the failed-job store, so the caller
 --          leaves it out: it checks the reservation before and removes it after this call.
--- KEYS[4..] keys the job holds (overlap lock, funnel slot, unique lock), freed here; only
---          with KEYS[3] (on a cluster the caller frees them in calls of their own)
+-- KEYS[5..] keys the job holds (overlap lock, funnel slot, unique lock), freed here; only
+--          with KEYS[4] (on a cluster the caller frees them in calls of their own)
 -- ARGV[1]  the reserved copy as pop returned it, or '' for a job that was never reserved (or
 --          whose reservation the caller handles)
 -- ARGV[2]  the job's uuid
 -- ARGV[3]  the failed-job record
 -- ARGV[4]  how many failed jobs to keep at most
 -- ARGV[5]  how long to keep failed jobs, in seconds
--- ARGV[6..] the owner of each held key, in the order of KEYS[4..]
+-- ARGV[6]  '' for a job without a failed() hook; else the seconds after which another worker
+--          runs its hook, should the one failing it not report it done by then
+-- ARGV[7..] the owner of each held key, in the order of KEYS[5..]
 -- Returns 1 when recorded, 0 when the reservation is no longer held: then nothing changes.
-if KEYS[3] and ARGV[1] ~= '' and redis.call('zrem', KEYS[3], ARGV[1]) == 0 then
+-- The hook is owed in the same step as the record, so it is never skipped: the worker that
+-- failed the job runs it and removes the entry; if it dies first, another one runs it.
+if KEYS[4] and ARGV[1] ~= '' and redis.call('zrem', KEYS[4], ARGV[1]) == 0 then
   return 0
 end
-free_holds(4, 6)
+free_holds(5, 7)
 local now = now_seconds_precise()
 redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
 redis.call('zadd', KEYS[2], now, ARGV[2])
+if ARGV[6] ~= '' then
+  redis.call('zadd', KEYS[3], now + tonumber(ARGV[6]), ARGV[2])
+end
 
 -- Pruning is bounded per call; every failure prunes a little more.
 forget_failed_before(KEYS[1], KEYS[2], now - tonumber(ARGV[5]), 1000)

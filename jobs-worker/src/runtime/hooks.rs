@@ -1,0 +1,117 @@
+//! Failed jobs' `failed()` hooks: run by the worker that failed the job, and owed in Redis
+//! until it reports them done, so that a hook whose worker died is run by another one.
+//!
+//! The script that records a failure also adds the job's uuid to `failed_jobs:hooks`, scored
+//! by when another worker may take the hook over (now + `--retry-after`). The failing worker
+//! runs the hook and removes the entry. Every worker looks for entries past their time every
+//! third of `--retry-after` (one read; nothing more while there are none), claims them in one
+//! script call (moving their time on by `--retry-after`), runs each from the failed-job
+//! record, and removes it. A hook is thus never skipped; it runs a second
+//! time only when a worker dies between running it and removing its entry.
+
+use futures_util::FutureExt;
+use jobs_core::middleware::panic_message;
+use jobs_core::payload::counters::{self, Counters};
+use jobs_core::{FailedContext, RedisQueue};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+
+use crate::config::WorkerConfig;
+
+use super::decode::{decode_payload, Decoded};
+
+/// Most owed hooks one worker takes at a time.
+const CLAIM: usize = 10;
+
+/// Runs a failed job's `failed()` hook, bounded by the worker's timeout; its panic or overrun
+/// is logged, then it reports the hook done.
+pub(crate) async fn run(
+    queue: &RedisQueue,
+    config: &WorkerConfig,
+    decoded: &Decoded,
+    ctx: FailedContext,
+) {
+    let uuid = ctx.uuid().to_string();
+    if let Ok(hook) = decoded.registration.failed(decoded.data(), ctx) {
+        let bound = config.timeout.unwrap_or(Duration::from_secs(60));
+        match tokio::time::timeout(bound, AssertUnwindSafe(hook).catch_unwind()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(panic)) => warn!(panic = %panic_message(&*panic), "the failed() hook panicked"),
+            Err(_) => warn!(
+                timeout_s = bound.as_secs_f64(),
+                "the failed() hook ran out of time"
+            ),
+        }
+    }
+    if let Err(err) = queue.hook_done(&uuid).await {
+        warn!(error = %err, uuid, "cannot report the failed() hook done; another worker may run it again");
+    }
+}
+
+/// Starts looking, every third of `--retry-after`, for hooks owed by workers that died before
+/// running them: an owed hook waits that long anyway before another worker may take it.
+pub(crate) fn start(queue: RedisQueue, config: Arc<WorkerConfig>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let every = (config.retry_after / 3).max(Duration::from_millis(50));
+        let first = tokio::time::Instant::now() + every;
+        let mut ticks = tokio::time::interval_at(first, every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            match queue.hooks_due().await {
+                Ok(false) => continue,
+                Ok(true) => {}
+                Err(err) => {
+                    debug!(error = %err, "cannot look for owed failed() hooks");
+                    continue;
+                }
+            }
+            match queue.claim_hooks(config.retry_after, CLAIM).await {
+                Ok(uuids) => {
+                    for uuid in uuids {
+                        run_owed(&queue, &config, &uuid).await;
+                    }
+                }
+                Err(err) => debug!(error = %err, "cannot look for owed failed() hooks"),
+            }
+        }
+    })
+}
+
+/// Runs the owed hook of the failed job `uuid` from its failed-job record; a record that is
+/// gone (retried, forgotten, pruned) owes nothing.
+async fn run_owed(queue: &RedisQueue, config: &WorkerConfig, uuid: &str) {
+    let record = match queue.failed_job(uuid).await {
+        Ok(record) => record,
+        Err(err) => return debug!(error = %err, uuid, "cannot read a failed job for its hook"),
+    };
+    // The record keeps the payload as it was before the failing reservation: raised by one
+    // again, it is the reserved copy the job failed with.
+    let decoded = record.as_ref().and_then(|record| {
+        let stored = counters::counters(&record.payload)?;
+        let attempts = stored.attempts + 1;
+        let reserved = counters::with_counters(&record.payload, Counters { attempts, ..stored })?;
+        decode_payload(&reserved, queue.config()).ok()
+    });
+    match (record, decoded) {
+        (Some(record), Some(decoded)) => {
+            let payload = &decoded.payload;
+            let ctx = FailedContext::new(
+                payload.uuid,
+                &payload.job,
+                &record.queue,
+                payload.attempts,
+                &record.exception,
+            );
+            run(queue, config, &decoded, ctx).await;
+        }
+        _ => {
+            if let Err(err) = queue.hook_done(uuid).await {
+                debug!(error = %err, uuid, "cannot drop an owed hook without a record");
+            }
+        }
+    }
+}
