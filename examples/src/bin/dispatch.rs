@@ -1,11 +1,11 @@
 //! Dispatches example jobs:
-//! `cargo run --bin dispatch -- <noop|sleep|block|flaky|panic|record> [--count N] [--delay SECS]
-//! [--queue Q] [--ms MS] [--fail-times K]`.
+//! `cargo run --bin dispatch -- <noop|sleep|block|flaky|panic|record|rebuild> [--count N]
+//! [--delay SECS] [--queue Q] [--ms MS] [--fail-times K] [--shop N]`.
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use examples::{now_ms, Block, Flaky, Noop, Panic, Record, Sleep};
-use jobs_core::{Bulk, Job, PendingDispatch, RedisQueue};
+use examples::{now_ms, Block, Flaky, Noop, Panic, RebuildIndex, Record, Sleep};
+use jobs_core::{Bulk, Dispatched, Job, PendingDispatch, RedisQueue};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -16,6 +16,9 @@ enum Kind {
     Flaky,
     Panic,
     Record,
+    /// A unique job, one per shop: a second dispatch for a shop is refused while one is queued
+    /// or running.
+    Rebuild,
 }
 
 /// Pushes example jobs onto a queue.
@@ -39,6 +42,9 @@ struct Args {
     /// Attempts the flaky job fails before it succeeds.
     #[arg(long, default_value_t = 2)]
     fail_times: u32,
+    /// The shop of a rebuild job (its unique id).
+    #[arg(long, default_value_t = 1)]
+    shop: u64,
     /// Attempts allowed (default: the worker's --tries).
     #[arg(long)]
     tries: Option<u32>,
@@ -72,6 +78,14 @@ async fn main() -> anyhow::Result<()> {
                 delay,
             )?,
             Kind::Panic => add(&mut bulk, Panic {}.dispatch(), &args, delay)?,
+            Kind::Rebuild => {
+                let job = RebuildIndex {
+                    shop: args.shop,
+                    ms: args.ms,
+                    fail_first: 0,
+                };
+                add(&mut bulk, job.dispatch(), &args, delay)?
+            }
             Kind::Record => {
                 let due_ms = now_ms() + delay.map_or(0, |d| d.as_millis() as u64);
                 add(&mut bulk, Record { due_ms }.dispatch(), &args, delay)?
@@ -83,13 +97,20 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot dispatch to {}", args.redis))?;
     for sent in &uuids {
-        println!("{}", sent.uuid());
+        match sent {
+            Dispatched::Queued(uuid) => println!("{uuid}"),
+            Dispatched::Duplicate(duplicate) => eprintln!("not dispatched: {duplicate}"),
+        }
     }
+    let queued = uuids.iter().filter(|sent| !sent.is_duplicate()).count();
     eprintln!(
-        "dispatched {} {:?} job(s) to queue {:?}",
-        uuids.len(),
+        "dispatched {queued} {:?} job(s) to queue {:?}{}",
         args.kind,
-        args.queue
+        args.queue,
+        match uuids.len() - queued {
+            0 => String::new(),
+            duplicates => format!(" ({duplicates} refused as duplicates)"),
+        }
     );
     Ok(())
 }
