@@ -1,6 +1,6 @@
-//! Running a job's handler: the attempt rules checked first, then the handler under its
+//! Running a job: the attempt rules checked first, then its middleware and handler under its
 //! timeout with panics caught, and what happened turned into a verdict. This is the one place
-//! a job's code runs: job middleware and lifecycle events hook in here.
+//! a job's code runs.
 
 use futures_util::FutureExt;
 use jobs_core::middleware::{panic_message, Layer, Middleware, Next, Panicked};

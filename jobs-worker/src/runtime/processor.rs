@@ -3,7 +3,8 @@
 //!
 //! `Processor::process` is the single path every job takes: [`decode`](super::decode) the
 //! payload -> check attempts and [`execute`](super::execute) the handler -> verdict ->
-//! [`settle`](super::settle). Job middleware and lifecycle events hook in around `execute`.
+//! [`settle`](super::settle) -> tell the listeners -> run a failed job's `failed()` hook
+//! ([`hooks`](super::hooks)).
 
 use jobs_core::middleware::Layer;
 use jobs_core::queue::hold::Holds;
