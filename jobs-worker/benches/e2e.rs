@@ -19,7 +19,10 @@
 //! `--queue`, `--concurrency` and `--sleep`; no log subscriber is installed, as a production
 //! worker logging at warning level would run.
 
+mod common;
+
 use clap::Parser;
+use common::round2;
 use jobs_core::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
 use jobs_worker::Stats;
 use jobs_worker::{Worker, WorkerConfig};
@@ -155,10 +158,6 @@ fn peak_rss_mb() -> Option<f64> {
         .parse()
         .ok()?;
     Some((kb / 1024.0 * 10.0).round() / 10.0)
-}
-
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }
 
 /// Nearest-rank percentiles, as the kit computes them.
@@ -578,15 +577,7 @@ fn main() {
         }
         return;
     }
-    let mut line = Map::new();
-    line.insert("system".into(), json!("ours"));
-    line.insert("scenario".into(), json!(args.scenario));
-    match result {
-        Ok(fields) => line.extend(fields),
-        Err(e) => {
-            line.insert("error".into(), json!(e));
-        }
-    }
+    let mut line = common::result_line(&args.scenario, result);
     line.insert(
         "config".into(),
         json!("real worker runtime, default options, no log subscriber; bulk dispatch in chunks of 1000"),

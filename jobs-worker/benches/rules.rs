@@ -21,7 +21,10 @@
 //!
 //! Worker processes are this program run again with `--scenario worker`.
 
+mod common;
+
 use clap::Parser;
+use common::round2;
 use jobs_core::middleware::{Funnel, Layer, Limit, RateLimited};
 use jobs_core::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
 use jobs_worker::{Worker, WorkerConfig};
@@ -143,10 +146,6 @@ fn wall_us() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0)
-}
-
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }
 
 async fn flush(queue: &RedisQueue) -> Result<(), String> {
@@ -404,14 +403,6 @@ fn main() {
     if args.scenario == "worker" {
         return;
     }
-    let mut line = Map::new();
-    line.insert("system".into(), json!("ours"));
-    line.insert("scenario".into(), json!(args.scenario));
-    match result {
-        Ok(fields) => line.extend(fields),
-        Err(e) => {
-            line.insert("error".into(), json!(e));
-        }
-    }
+    let line = common::result_line(&args.scenario, result);
     println!("{}", Value::Object(line));
 }
