@@ -89,6 +89,13 @@ async function main() {
     await text("#failed-matched", "1 of 1 match");
     await page.fill("#search-job", "");
     await page.fill("#search-text", "");
+    // By tag: the failed job carries order:7, shown beside its name.
+    await page.fill("#search-tag", "order:8");
+    await text("#failed tbody", "none");
+    await page.fill("#search-tag", "order:7");
+    await page.locator(row).waitFor({ timeout: TIMEOUT });
+    await text(`${row} span.tag`, "order:7");
+    await page.fill("#search-tag", "");
     await page.locator(`${row} td.exception`).click();
     await page.locator("#detail").waitFor({ state: "visible", timeout: TIMEOUT });
     const exception = await page.textContent("#detail-exception");

@@ -1,7 +1,8 @@
 //! The dashboard in a real browser: Debian's headless chromium, driven by Playwright
 //! (`tests/browser/dashboard.mjs`), against a real redis-server, worker and `jobsctl dashboard`
-//! behind basic auth. The script checks the counts the page shows, searches and opens the
-//! failed job, pauses a queue and retries the job with clicks; this test then checks Redis.
+//! behind basic auth. The script checks the counts the page shows, searches (by job, text and
+//! tag) and opens the failed job, pauses a queue and retries the job with clicks; this test then
+//! checks Redis.
 //!
 //! It needs `/usr/bin/chromium` (Debian's package `chromium`) and `npm ci` in
 //! `tests/browser`; `scripts/test` installs both. Without them it fails, saying what is missing.
@@ -61,6 +62,7 @@ async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click() 
         .dispatch()
         .on_queue("emails")
         .tries(1)
+        .tag("order:7")
         .sent_via(&queue)
         .await
         .to_string();
