@@ -3,6 +3,7 @@
 //! that outlive neither their job nor a killed worker, and requeues that cost no attempt.
 
 use examples::{Guarded, GUARDED_KEY};
+use jobs_core::middleware::{Limit, RateLimited};
 use jobs_core::{Bulk, Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
@@ -342,5 +343,48 @@ async fn holds_of_a_killed_worker_come_free_within_retry_after_and_long_jobs_kee
         short_run.started_ms < killed_at + 1_500 + 3_000,
         "the holds came free {} ms after the kill",
         short_run.started_ms - killed_at
+    );
+}
+
+#[tokio::test]
+async fn a_job_refused_by_one_of_its_limits_is_counted_by_none_of_them() {
+    use jobs_core::middleware::{Layer, Middleware, Next};
+    use jobs_core::{JobContext, Request};
+    use std::sync::Arc;
+
+    let redis = TestRedis::start();
+    let queue = Arc::new(redis.queue());
+    let limited = RateLimited::new(Limit::per_minute(1).named("tight"))
+        .and(Limit::per_minute(10).named("loose"));
+    let mut ran = 0;
+    let mut verdicts = Vec::new();
+    for attempt in 1..=3 {
+        let ctx = JobContext::new(uuid::Uuid::new_v4(), "limited", "default", attempt)
+            .with_redis(queue.clone(), Duration::from_secs(90));
+        let handler: jobs_core::job::registry::JobFuture = Box::pin(async { Ok(()) });
+        let chain: [Layer; 0] = [];
+        limited
+            .handle(&ctx, Next::new(&chain, handler))
+            .await
+            .unwrap();
+        match ctx.take_request() {
+            None => ran += 1,
+            Some(Request::Requeue(wait)) => verdicts.push(wait),
+            Some(other) => panic!("unexpected verdict {other:?}"),
+        }
+    }
+    assert_eq!(ran, 1, "only the first run is admitted");
+    assert_eq!(verdicts.len(), 2);
+    assert!(
+        verdicts.iter().all(|w| *w > Duration::from_secs(50)),
+        "{verdicts:?}"
+    );
+    let mut conn = redis.conn().await;
+    let tight: u64 = conn.zcard("jobs:limit:tight").await.unwrap();
+    let loose: u64 = conn.zcard("jobs:limit:loose").await.unwrap();
+    assert_eq!(
+        (tight, loose),
+        (1, 1),
+        "the refused runs were counted by neither limit"
     );
 }
