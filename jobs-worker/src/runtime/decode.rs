@@ -60,11 +60,24 @@ pub(crate) fn decode(job: &Reserved, config: &QueueConfig) -> Result<Decoded, Un
     if job.unreadable.is_some() {
         return Err(Undecodable::new("malformed payload: not valid UTF-8"));
     }
-    decode_payload(&job.raw, config)
+    decode_payload(&job.raw, PayloadCopy::Reserved, config)
 }
 
-/// The payload of a readable reservation, checked against the signing key, with its job type.
-pub(crate) fn decode_payload(raw: &str, config: &QueueConfig) -> Result<Decoded, Undecodable> {
+/// Which copy of a payload is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PayloadCopy {
+    /// A reserved copy, whose `attempts` the pop script raised: still 0 means it could not.
+    Reserved,
+    /// The copy a failed-job record keeps: as it was before its last reservation.
+    Stored,
+}
+
+/// A readable payload, checked against the signing key, with its job type.
+pub(crate) fn decode_payload(
+    raw: &str,
+    copy: PayloadCopy,
+    config: &QueueConfig,
+) -> Result<Decoded, Undecodable> {
     let payload = Payload::from_json(raw).map_err(|err| {
         let fields = RawFields::parse(raw);
         let uuid = fields
@@ -85,7 +98,7 @@ pub(crate) fn decode_payload(raw: &str, config: &QueueConfig) -> Result<Decoded,
             reason: mismatch.to_string(),
         })?;
     }
-    if payload.attempts == 0 {
+    if copy == PayloadCopy::Reserved && payload.attempts == 0 {
         return Err(Undecodable {
             uuid: payload.uuid.to_string(),
             job: payload.job,

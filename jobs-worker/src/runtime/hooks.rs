@@ -11,7 +11,6 @@
 
 use futures_util::FutureExt;
 use jobs_core::middleware::panic_message;
-use jobs_core::payload::counters::{self, Counters};
 use jobs_core::{FailedContext, RedisQueue};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -21,7 +20,7 @@ use tracing::{debug, warn};
 
 use crate::config::WorkerConfig;
 
-use super::decode::{decode_payload, Decoded};
+use super::decode::{decode_payload, Decoded, PayloadCopy};
 
 /// Most owed hooks one worker takes at a time.
 const CLAIM: usize = 10;
@@ -88,22 +87,18 @@ async fn run_owed(queue: &RedisQueue, config: &WorkerConfig, uuid: &str) {
         Ok(record) => record,
         Err(err) => return debug!(error = %err, uuid, "cannot read a failed job for its hook"),
     };
-    // The record keeps the payload as it was before the failing reservation: raised by one
-    // again, it is the reserved copy the job failed with.
     let decoded = record.as_ref().and_then(|record| {
-        let stored = counters::counters(&record.payload)?;
-        let attempts = stored.attempts + 1;
-        let reserved = counters::with_counters(&record.payload, Counters { attempts, ..stored })?;
-        decode_payload(&reserved, queue.config()).ok()
+        decode_payload(&record.payload, PayloadCopy::Stored, queue.config()).ok()
     });
     match (record, decoded) {
         (Some(record), Some(decoded)) => {
             let payload = &decoded.payload;
+            // The record keeps the payload as it was before the failing reservation.
             let ctx = FailedContext::new(
                 payload.uuid,
                 &payload.job,
                 &record.queue,
-                payload.attempts,
+                payload.attempts + 1,
                 &record.exception,
             );
             run(queue, config, &decoded, ctx).await;
