@@ -739,19 +739,21 @@ impl RedisQueue {
             .await
     }
 
-    /// Whether any owed `failed()` hook's time has come (one read, by Redis's clock).
+    /// Whether any owed `failed()` hook's time has come, by Redis's clock: the earliest entry
+    /// and the server's time, read in one round trip.
     pub async fn hooks_due(&self) -> Result<bool> {
-        let key = &self.keys.failed_hooks();
-        let first: Vec<(String, f64)> = self
-            .call(|mut conn| async move { conn.zrange_withscores(key, 0, 0).await })
+        let mut pipe = redis::pipe();
+        pipe.zrange_withscores(self.keys.failed_hooks(), 0, 0)
+            .cmd("TIME");
+        let (first, (seconds, micros)): (Vec<(String, f64)>, (u64, u64)) = self
+            .call(|mut conn| {
+                let pipe = &pipe;
+                async move { pipe.query_async(&mut conn).await }
+            })
             .await?;
-        let Some((_, due)) = first.first() else {
-            return Ok(false);
-        };
-        let (seconds, micros): (u64, u64) = self
-            .call(|mut conn| async move { redis::cmd("TIME").query_async(&mut conn).await })
-            .await?;
-        Ok(*due <= seconds as f64 + micros as f64 / 1e6)
+        Ok(first
+            .first()
+            .is_some_and(|(_, due)| *due <= seconds as f64 + micros as f64 / 1e6))
     }
 
     /// Takes up to `limit` `failed()` hooks that were owed and not reported done in time (their
