@@ -95,22 +95,14 @@ async fn a_worker_reports_each_attempt_after_it_is_settled_and_its_own_loop_and_
     )
     .unwrap();
     bulk.add(Noop {}.dispatch()).unwrap();
-    bulk.add(
-        RebuildIndex {
+    // The second of two unique jobs for one shop is a duplicate.
+    for _ in 0..2 {
+        let rebuild = RebuildIndex {
             shop: 1,
             ..Default::default()
-        }
-        .dispatch(),
-    )
-    .unwrap();
-    bulk.add(
-        RebuildIndex {
-            shop: 1,
-            ..Default::default()
-        }
-        .dispatch(),
-    )
-    .unwrap();
+        };
+        bulk.add(rebuild.dispatch()).unwrap();
+    }
     let sent = bulk.send().await.unwrap();
     let uuids: Vec<_> = sent.iter().map(|s| s.uuid()).collect();
     assert!(sent[5].is_duplicate());

@@ -70,30 +70,13 @@ async fn a_duplicate_dispatch_is_refused_naming_the_job_that_holds_the_lock() {
 
     // A bulk dispatch reports each item.
     let mut bulk = Bulk::via(&queue);
-    bulk.add(
-        RebuildIndex {
-            shop: 7,
+    for shop in [7, 8, 8] {
+        let job = RebuildIndex {
+            shop,
             ..Default::default()
-        }
-        .dispatch(),
-    )
-    .unwrap();
-    bulk.add(
-        RebuildIndex {
-            shop: 8,
-            ..Default::default()
-        }
-        .dispatch(),
-    )
-    .unwrap();
-    bulk.add(
-        RebuildIndex {
-            shop: 8,
-            ..Default::default()
-        }
-        .dispatch(),
-    )
-    .unwrap();
+        };
+        bulk.add(job.dispatch()).unwrap();
+    }
     let sent = bulk.send().await.unwrap();
     assert!(matches!(&sent[0], Dispatched::Duplicate(d) if d.holder == uuid));
     let Dispatched::Queued(eight) = sent[1] else {
