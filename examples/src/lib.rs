@@ -18,12 +18,16 @@
 //!   overlap lock, exception throttle, skip) and records how many of its group ran at once.
 //! - [`RebuildIndex`] and [`RefreshCache`] are unique per shop, until done and until they
 //!   start, and never run at once for one shop; [`ReindexSearch`] is debounced per shop.
+//! - [`Step`] is a link of a workflow that records when it ran in `examples:steps`, and can
+//!   fail, release itself, or add links to its chain; [`Caught`] is a catch job.
 
 mod guarded;
 mod unique;
+mod workflow;
 
 pub use guarded::{running_key, Guarded, GUARDED_FINISHED_KEY, GUARDED_KEY};
 pub use unique::{RebuildIndex, RefreshCache, ReindexSearch, UNIQUE_KEY};
+pub use workflow::{now_us, Caught, Step, STEPS_KEY};
 
 use jobs_core::{job, FailedContext, Job, JobContext, JobResult, RedisQueue};
 use serde::{Deserialize, Serialize};

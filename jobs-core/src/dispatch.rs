@@ -133,8 +133,23 @@ impl<J: Job> PendingDispatch<J> {
 
     /// The payload this dispatch will push, with its queue and delay.
     pub fn envelope(&self) -> Result<Envelope> {
+        self.envelope_in(&Placement::default())
+    }
+
+    /// The payload this dispatch pushes as a job of a workflow: a link of a chain.
+    pub(crate) fn envelope_in(&self, placement: &Placement) -> Result<Envelope> {
         let options = J::options();
-        let uuid = Uuid::new_v4();
+        if placement.chain.is_some() {
+            let kind = match (options.unique_for, options.debounce) {
+                (Some(_), _) => Some("unique"),
+                (None, Some(_)) => Some("debounced"),
+                (None, None) => None,
+            };
+            if let Some(kind) = kind {
+                return Err(Error::NotInWorkflow { job: J::NAME, kind });
+            }
+        }
+        let uuid = placement.uuid.unwrap_or_else(Uuid::new_v4);
         let serialize_error = |source| Error::Serialize {
             job: J::NAME,
             source,
@@ -180,7 +195,7 @@ impl<J: Job> PendingDispatch<J> {
         });
         let delay = match &debounce {
             Some(debounce) => Some(Delay::After(debounce.wait)),
-            None => self.delay,
+            None => self.delay.or(placement.delay),
         };
         let created_at = chrono::Utc::now().timestamp();
         let payload = Payload {
@@ -210,6 +225,7 @@ impl<J: Job> PendingDispatch<J> {
                 .into_iter()
                 .chain(self.tags.iter().cloned())
                 .collect(),
+            chain: placement.chain,
             id: uuid.simple().to_string(),
             signature: None,
             exceptions: 0,
@@ -222,8 +238,11 @@ impl<J: Job> PendingDispatch<J> {
             job: J::NAME.into(),
             queue: self
                 .queue
-                .clone()
-                .unwrap_or_else(|| options.queue.unwrap_or(DEFAULT_QUEUE).to_owned()),
+                .as_deref()
+                .or(options.queue)
+                .or(placement.queue.as_deref())
+                .unwrap_or(DEFAULT_QUEUE)
+                .to_owned(),
             payload: payload.to_json(),
             delay,
             unique,
@@ -247,6 +266,32 @@ impl<J: Job> PendingDispatch<J> {
                 _ => Ok(envelope.uuid),
             }
         }
+    }
+}
+
+/// Where a dispatch goes in a workflow: what its payload carries besides the job, and what it
+/// falls back on when neither the dispatch nor its job type says.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Placement {
+    /// The uuid to give the job (a chain's first job, whose uuid is the chain's id).
+    pub(crate) uuid: Option<Uuid>,
+    /// The chain the job is a link of.
+    pub(crate) chain: Option<Uuid>,
+    /// The queue of a job that names none.
+    pub(crate) queue: Option<String>,
+    /// The delay of a job dispatched without one.
+    pub(crate) delay: Option<Delay>,
+}
+
+/// A dispatch of any job type, for the workflows that hold dispatches of many types.
+pub(crate) trait AnyDispatch: Send + 'static {
+    /// The payload the dispatch pushes at `placement`.
+    fn envelope_in(&self, placement: &Placement) -> Result<Envelope>;
+}
+
+impl<J: Job> AnyDispatch for PendingDispatch<J> {
+    fn envelope_in(&self, placement: &Placement) -> Result<Envelope> {
+        PendingDispatch::envelope_in(self, placement)
     }
 }
 

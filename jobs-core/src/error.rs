@@ -73,6 +73,15 @@ pub enum Error {
     /// A unique job's lock is held by another job: nothing was pushed.
     #[error(transparent)]
     Duplicate(#[from] crate::job::unique::Duplicate),
+    /// A job that cannot be part of a chain or a batch: a unique or debounced job, whose
+    /// push may be refused or replaced.
+    #[error("job {job} cannot be part of a chain or a batch: it is {kind}")]
+    NotInWorkflow {
+        /// The job's registered name.
+        job: &'static str,
+        /// `"unique"` or `"debounced"`.
+        kind: &'static str,
+    },
     /// The payload is larger than the configured maximum.
     #[error("payload of job {job} is {size} bytes, over the limit of {limit} bytes")]
     PayloadTooLarge {

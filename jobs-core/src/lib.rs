@@ -35,6 +35,7 @@ pub mod job;
 pub mod middleware;
 pub mod payload;
 pub mod queue;
+pub mod workflow;
 
 pub use dispatch::{Bulk, PendingDispatch, DEFAULT_QUEUE};
 pub use error::{Error, Result};
@@ -49,7 +50,8 @@ pub use payload::failed::FailedJob;
 pub use payload::signing::SigningKey;
 pub use payload::Payload;
 pub use queue::connection::Connection;
-pub use queue::{QueueConfig, QueueSize, RedisQueue};
+pub use queue::{QueueConfig, QueueSize, RedisQueue, Settlement};
+pub use workflow::Chain;
 
 /// Marks an `impl Job for T` block as a job: names it, records its options and registers it.
 ///

@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use crate::queue::hold::Holds;
 use crate::queue::RedisQueue;
+use crate::workflow::{ChainEdits, Edits};
 
 /// The handler's view of the job it runs.
 ///
@@ -38,6 +39,8 @@ pub struct JobContext {
     redis: Option<Arc<RedisQueue>>,
     lease: Duration,
     holds: Arc<Holds>,
+    chain: Option<Uuid>,
+    chain_edits: Mutex<Edits>,
 }
 
 /// What a handler or a middleware asked for through its context, applied when the attempt
@@ -69,6 +72,59 @@ impl JobContext {
             redis: None,
             lease: Duration::from_secs(90),
             holds: Arc::default(),
+            chain: None,
+            chain_edits: Mutex::default(),
+        }
+    }
+
+    /// This context for a link of the chain `chain` (its first job's uuid).
+    pub fn with_chain(mut self, chain: Option<Uuid>) -> Self {
+        self.chain = chain;
+        self
+    }
+
+    /// The chain this job is a link of: add links to it, pushed once this job is done. A job
+    /// that is not a link starts a chain this way, whose id is its own uuid.
+    ///
+    /// ```
+    /// # use jobs_core::{job, Job, JobContext, JobResult};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize)] struct Audit { file: u64 }
+    /// # #[job] impl Job for Audit { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+    /// #[derive(Serialize, Deserialize)]
+    /// struct ImportFile { file: u64 }
+    ///
+    /// #[job]
+    /// impl Job for ImportFile {
+    ///     async fn handle(&self, ctx: &JobContext) -> JobResult {
+    ///         ctx.chain().append(Audit { file: self.file }.dispatch())?;
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn chain(&self) -> ChainEdits<'_> {
+        ChainEdits {
+            chain: self.chain.unwrap_or(self.uuid),
+            queue: &self.queue,
+            edits: &self.chain_edits,
+        }
+    }
+
+    /// The chain this job is a link of (its first job's uuid), if it is one.
+    pub fn chain_id(&self) -> Option<Uuid> {
+        self.chain
+    }
+
+    /// The chain this job is a link of, or that its handler started, with the links its
+    /// handler added (taken: a second call finds none); `None` for a job that is neither.
+    pub fn chain_progress(&self) -> Option<(Uuid, Edits)> {
+        let edits =
+            std::mem::take(&mut *self.chain_edits.lock().unwrap_or_else(|e| e.into_inner()));
+        let added = !edits.prepend.is_empty() || !edits.append.is_empty();
+        match self.chain {
+            Some(chain) => Some((chain, edits)),
+            None if added => Some((self.uuid, edits)),
+            None => None,
         }
     }
 

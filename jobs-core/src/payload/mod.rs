@@ -68,6 +68,10 @@ pub struct Payload {
     /// The job's tags, for operators to find it by; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The chain the job is a link of (see [`crate::workflow`]): the uuid of the chain's first
+    /// job; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<Uuid>,
     /// Redis-specific random id (32 hex digits).
     pub id: String,
     /// The HMAC-SHA256 signature of the payload, when it was pushed through a handle with a

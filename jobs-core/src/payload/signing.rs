@@ -11,10 +11,12 @@
 //! the signature itself: `uuid`, `displayName`, `job`, `maxTries`,
 //! `maxExceptions`, `failOnTimeout`, `backoff`, `timeout`, `retryUntil`, `createdAt`, `id`,
 //! `delay`, and `data` byte for byte, and, when a payload has any of them, `unique`, `through`
-//! and `tags` (message version 2). The version 1 message is the JSON array
+//! and `tags` (message version 2) and `chain` (version 3). The version 1 message is the JSON array
 //! `["jobs-payload-v1", uuid, displayName, job, maxTries, maxExceptions, failOnTimeout,
 //! backoff, timeout, retryUntil, createdAt, id, delay, data]`; version 2 is the same array
-//! tagged `"jobs-payload-v2"` with `[unique, through, tags]` appended. The signature is its
+//! tagged `"jobs-payload-v2"` with `[unique, through, tags]` appended; version 3, for a job of
+//! a workflow, is version 2's array tagged `"jobs-payload-v3"` with `[chain]` appended. The
+//! signature is its
 //! HMAC-SHA256 under the key, as 64 lowercase hex digits in the payload's `signature` field.
 //!
 //! ```
@@ -55,6 +57,10 @@ const MESSAGE_VERSION: &str = "jobs-payload-v1";
 /// v1's fields, then those. A payload without them is signed as v1, so v1 signatures still
 /// verify.
 const MESSAGE_VERSION_2: &str = "jobs-payload-v2";
+
+/// Tags the message of a payload that belongs to a workflow (`chain`): v2's message, then
+/// those fields.
+const MESSAGE_VERSION_3: &str = "jobs-payload-v3";
 
 /// A secret key for signing payloads with HMAC-SHA256. Dispatchers and workers must share it.
 /// Use at least 32 random bytes, for example the output of `openssl rand -hex 32`.
@@ -119,11 +125,13 @@ impl std::fmt::Debug for SigningKey {
 /// `signature`, in a fixed order, as one JSON array. `data` is kept byte for byte.
 fn signed_message(payload: &Payload) -> String {
     let data: &RawValue = &payload.data;
-    let v2 = payload.unique.is_some() || !payload.through.is_empty() || !payload.tags.is_empty();
-    let version = if v2 {
-        MESSAGE_VERSION_2
-    } else {
-        MESSAGE_VERSION
+    let v3 = payload.chain.is_some();
+    let v2 =
+        v3 || payload.unique.is_some() || !payload.through.is_empty() || !payload.tags.is_empty();
+    let version = match (v2, v3) {
+        (_, true) => MESSAGE_VERSION_3,
+        (true, false) => MESSAGE_VERSION_2,
+        (false, false) => MESSAGE_VERSION,
     };
     let fields = (
         version,
@@ -142,13 +150,20 @@ fn signed_message(payload: &Payload) -> String {
         data,
     );
     let mut message = serde_json::to_string(&fields).expect("payload fields always serialize");
-    if v2 {
-        // v2: v1's array, then the added fields, as one more array.
-        let added = (&payload.unique, &payload.through, &payload.tags);
+    // Each later version: the earlier one's array, then the fields it added, as one more array.
+    let mut append = |added: String| {
         message.pop();
         message.push(',');
-        message.push_str(&serde_json::to_string(&added).expect("fields always serialize"));
+        message.push_str(&added);
         message.push(']');
+    };
+    if v2 {
+        let added = (&payload.unique, &payload.through, &payload.tags);
+        append(serde_json::to_string(&added).expect("fields always serialize"));
+    }
+    if v3 {
+        let added = (&payload.chain,);
+        append(serde_json::to_string(&added).expect("fields always serialize"));
     }
     message
 }

@@ -429,6 +429,24 @@ impl Keys {
         }
     }
 
+    /// The links of the chain `id` still to run (`jobs:chain:<id>`, a LIST of
+    /// [links](crate::workflow)); on a cluster the id is the hash tag.
+    ///
+    /// ```
+    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(Keys::default().chain("7f3e"), "jobs:chain:7f3e");
+    /// assert_eq!(Keys::new(KeyLayout::Cluster, "").chain_catch("7f3e"), "jobs:chain:{7f3e}:catch");
+    /// ```
+    pub fn chain(&self, id: &str) -> String {
+        self.tagged("chain", id)
+    }
+
+    /// The catch job of the chain `id` (`jobs:chain:<id>:catch`, a STRING holding a link),
+    /// in the chain's slot.
+    pub fn chain_catch(&self, id: &str) -> String {
+        format!("{}:catch", self.chain(id))
+    }
+
     /// `jobs:<family>:<name>`, with `name` as the hash tag on a cluster.
     fn tagged(&self, family: &str, name: &str) -> String {
         match self.layout {

@@ -1,6 +1,7 @@
 //! `RedisQueue`: the connection to Redis and every queue operation of Laravel's flow.
 
 pub mod connection;
+pub(crate) mod effects;
 pub mod hold;
 pub mod keys;
 pub(crate) mod scripts;
@@ -22,8 +23,10 @@ use crate::payload::failed::FailedJob;
 use crate::payload::signing::SigningKey;
 use crate::payload::Payload;
 use crate::queue::connection::{Connection, Target};
+use crate::queue::effects::Effects;
 use crate::queue::hold::Hold;
 use crate::queue::keys::{check_queue_name, KeyLayout, Keys, QueueKeys};
+use crate::workflow::ChainProgress;
 
 /// Settings of a [`RedisQueue`].
 ///
@@ -174,6 +177,16 @@ pub struct UniqueDispatch {
     pub unique_id: String,
     /// How long the lock lasts at most.
     pub lasts: Duration,
+}
+
+/// What settling a job changes besides its reservation, applied in the same step.
+#[derive(Debug, Default, Clone)]
+pub struct Settlement {
+    /// What the job held: freed (when it comes back, only what it held for the attempt).
+    pub holds: Vec<Hold>,
+    /// The chain the job is a link of: when it is done its next link is pushed, when it fails
+    /// for good the chain's catch job.
+    pub chain: Option<ChainProgress>,
 }
 
 /// A handle to the queues on one Redis server or on a Redis Cluster. Cheap to clone: clones
@@ -364,24 +377,11 @@ impl RedisQueue {
     /// ([`Error::Unsignable`] when one is not a job payload). Nothing is pushed when any
     /// payload is larger than [`QueueConfig::max_payload_bytes`] ([`Error::PayloadTooLarge`]).
     pub async fn push_all(&self, envelopes: &[Envelope]) -> Result<Vec<Dispatched>> {
-        let signed;
-        let envelopes = match &self.config.signing_key {
-            Some(key) => {
-                signed = sign_all(key, envelopes)?;
-                &signed[..]
-            }
+        let sealed = self.seal(envelopes)?;
+        let envelopes = match &sealed {
+            Some(sealed) => &sealed[..],
             None => envelopes,
         };
-        for envelope in envelopes {
-            check_queue_name(&envelope.queue)?;
-            if envelope.payload.len() > self.config.max_payload_bytes {
-                return Err(Error::PayloadTooLarge {
-                    job: envelope.job.to_string(),
-                    size: envelope.payload.len(),
-                    limit: self.config.max_payload_bytes,
-                });
-            }
-        }
         // On a cluster each queue's calls go in a pipeline of their own, to the node that owns
         // the queue's slot; on one server every call goes in one pipeline. A unique job's call
         // is its own, and its reply says whether it was pushed.
@@ -483,6 +483,27 @@ impl RedisQueue {
             self.report_queued(envelopes, &outcomes);
         }
         Ok(outcomes)
+    }
+
+    /// Envelopes ready to push: signed with the handle's signing key (`None`: there is none,
+    /// and the envelopes are pushed as they are), each checked for its queue's name and its
+    /// size.
+    pub(crate) fn seal(&self, envelopes: &[Envelope]) -> Result<Option<Vec<Envelope>>> {
+        let signed = match &self.config.signing_key {
+            Some(key) => Some(sign_all(key, envelopes)?),
+            None => None,
+        };
+        for envelope in signed.as_deref().unwrap_or(envelopes) {
+            check_queue_name(&envelope.queue)?;
+            if envelope.payload.len() > self.config.max_payload_bytes {
+                return Err(Error::PayloadTooLarge {
+                    job: envelope.job.to_string(),
+                    size: envelope.payload.len(),
+                    limit: self.config.max_payload_bytes,
+                });
+            }
+        }
+        Ok(signed)
     }
 
     /// Reserves up to `count` jobs of `queue`, after migrating due delayed jobs and expired
@@ -590,8 +611,9 @@ impl RedisQueue {
         Ok(released == 1)
     }
 
-    /// Acknowledges a finished job and frees `holds` in the same step. Returns `false`,
-    /// changing nothing, when the reservation was no longer held.
+    /// Acknowledges a finished job and applies its `settlement` in the same step: frees what
+    /// it held and pushes its chain's next link. Returns `false`, changing nothing, when the
+    /// reservation was no longer held.
     ///
     /// On a cluster the holds live in other slots: they are freed first, each by its owner, and
     /// the reservation is removed last, so a crash between the two leaves a job that runs again
@@ -600,14 +622,27 @@ impl RedisQueue {
         &self,
         queue: &QueueKeys,
         reserved: &str,
-        holds: &[Hold],
+        settlement: &Settlement,
     ) -> Result<bool> {
-        let holds = self.free_apart(holds).await?;
+        let holds = self.free_apart(&settlement.holds).await?;
+        let mut effects = Effects::default();
+        effects.holds(holds);
+        if let Some(progress) = &settlement.chain {
+            if let Some(step) = self.chain_done(progress).await? {
+                effects.chain_done(step);
+            }
+        }
         let mut call = scripts::COMPLETE.key(&queue.reserved);
         call.arg(reserved);
-        add_holds(&mut call, holds);
+        effects.add_to(&mut call);
         let completed: u64 = self.invoke(&call).await?;
-        Ok(completed == 1)
+        if completed == 2 {
+            tracing::warn!(
+                queue = %queue.name,
+                "the chain's next link changed while this link ran; the chain was left as it is"
+            );
+        }
+        Ok(completed >= 1)
     }
 
     /// Renews the holds of running jobs for `lease` from now (Redis's clock); returns how many
@@ -683,19 +718,21 @@ impl RedisQueue {
         reserved: &[u8],
         record: &FailedJob,
     ) -> Result<bool> {
-        self.fail_with(queue, reserved, record, &[], None).await
+        self.fail_with(queue, reserved, record, &Settlement::default(), None)
+            .await
     }
 
-    /// [`RedisQueue::fail_bytes`] freeing `holds` too (in the same step on one server, before
-    /// the failure is recorded on a cluster), and, for a job with a `failed()` hook, owing its
-    /// call in the same step as the record (`hook_claim`: how long the worker failing it has
-    /// to run it before another one may; see [`RedisQueue::hook_done`]).
+    /// [`RedisQueue::fail_bytes`] applying the job's `settlement` too (in the same step on one
+    /// server; on a cluster its holds are freed before the failure is recorded): frees what
+    /// it held and pushes its chain's catch job. For a job with a `failed()` hook, its call is
+    /// owed in the same step as the record (`hook_claim`: how long the worker failing it has to
+    /// run it before another one may; see [`RedisQueue::hook_done`]).
     pub async fn fail_with(
         &self,
         queue: &QueueKeys,
         reserved: &[u8],
         record: &FailedJob,
-        holds: &[Hold],
+        settlement: &Settlement,
         hook_claim: Option<Duration>,
     ) -> Result<bool> {
         let layout = self.layout();
@@ -708,7 +745,18 @@ impl RedisQueue {
                 return Ok(false);
             }
         }
-        let holds = self.free_apart(holds).await?;
+        let holds = self.free_apart(&settlement.holds).await?;
+        let mut effects = Effects::default();
+        effects.holds(holds);
+        if let Some(progress) = &settlement.chain {
+            let id = progress.id.to_string();
+            effects.chain_failed(
+                self.keys.chain(&id),
+                self.keys.chain_catch(&id),
+                self.chain_catch(progress.id).await?,
+                self.config.failed_max_age,
+            );
+        }
         let mut call = scripts::FAIL.key(self.keys.failed_jobs());
         call.key(self.keys.failed_jobs_index())
             .key(self.keys.failed_hooks());
@@ -721,7 +769,7 @@ impl RedisQueue {
             .arg(self.config.failed_max_jobs)
             .arg(self.config.failed_max_age.as_secs())
             .arg(hook_claim.map_or(String::new(), seconds_arg));
-        add_holds(&mut call, holds);
+        effects.add_to(&mut call);
         let recorded: u64 = self.invoke(&call).await?;
         if separate_removal {
             self.call(
@@ -854,7 +902,7 @@ impl RedisQueue {
     /// Redis was down; that failure starts a new reconnection. Such a call is therefore made
     /// once more, on the new connection, within the same timeout, so that the first call after
     /// Redis came back succeeds. If that one does not answer in time, the refusal is reported.
-    async fn call<T, F, Fut>(&self, call: F) -> Result<T>
+    pub(crate) async fn call<T, F, Fut>(&self, call: F) -> Result<T>
     where
         F: Fn(Connection) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
@@ -928,7 +976,7 @@ fn seconds_arg(d: Duration) -> String {
 
 /// A delayed job's due argument for `later.lua`: a delay from the server's now, or `@` and
 /// the unix time of a job dispatched to run at a point in time.
-fn due_arg(delay: Option<Delay>) -> String {
+pub(crate) fn due_arg(delay: Option<Delay>) -> String {
     match delay {
         Some(Delay::At(at)) => format!("@{}.{:03}", at.timestamp(), at.timestamp_subsec_millis()),
         Some(Delay::After(delay)) => seconds_arg(delay),

@@ -4,7 +4,9 @@
 //! are. Snippets several scripts share live under `src/scripts/lib/` and are put in front of
 //! the scripts that use them at compile time: `time.lua` (Redis's clock in each precision the
 //! keys use), `forget_failed.lua` (deleting failed-job records by age), `holds.lua` (freeing
-//! what a settled job held) and `due.lua` (a delayed job's due time). `redis::Script`
+//! what a settled job held), `due.lua` (a delayed job's due time), `push_job.lua` (pushing one
+//! job, ready or delayed), `effects.lua` (reading the effects a settling script applies) and
+//! `chain.lua` (a chain's steps). `redis::Script`
 //! sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
 
 use redis::Script;
@@ -33,11 +35,15 @@ script!(
 script!(
     /// Take a unique job's lock and push the job, or return the lock's holder
     /// (`push_unique.lua`).
-    PUSH_UNIQUE, "push_unique.lua", uses "time.lua", "due.lua"
+    PUSH_UNIQUE, "push_unique.lua", uses "time.lua", "due.lua", "push_job.lua"
 );
 script!(
     /// Push a debounced job, replacing the one still waiting under its id (`debounce.lua`).
     DEBOUNCE, "debounce.lua", uses "time.lua"
+);
+script!(
+    /// Push a chain's first job and keep its other links and its catch job (`chain.lua`).
+    CHAIN, "chain.lua", uses "time.lua", "due.lua", "push_job.lua"
 );
 script!(
     /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).
@@ -49,12 +55,14 @@ script!(
     RELEASE, "release.lua", uses "time.lua", "holds.lua"
 );
 script!(
-    /// Acknowledge a finished job and free what it held (`complete.lua`).
-    COMPLETE, "complete.lua", uses "holds.lua"
+    /// Acknowledge a finished job, free what it held and push its chain's next link
+    /// (`complete.lua`).
+    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua"
 );
 script!(
-    /// Record a failed job, free what it held, and prune the failed-job store (`fail.lua`).
-    FAIL, "fail.lua", uses "time.lua", "forget_failed.lua", "holds.lua"
+    /// Record a failed job, free what it held, push its chain's catch job, and prune the
+    /// failed-job store (`fail.lua`).
+    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua"
 );
 script!(
     /// Take the failed() hooks their worker did not report done in time (`claim_hooks.lua`).

@@ -54,7 +54,8 @@ pub(crate) async fn run(
             payload.attempts,
         )
         .with_redis(around.redis.clone(), around.config.retry_after)
-        .with_holds(around.holds),
+        .with_holds(around.holds)
+        .with_chain(payload.chain),
     );
     let unique_lock = payload.unique.as_ref().map(|unique| {
         let hold = Hold {

@@ -8,7 +8,9 @@
 
 use jobs_core::middleware::Layer;
 use jobs_core::queue::hold::Holds;
-use jobs_core::{FailedContext, RedisQueue};
+use jobs_core::queue::Envelope;
+use jobs_core::workflow::{ChainProgress, Link};
+use jobs_core::{FailedContext, JobContext, RedisQueue};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -22,7 +24,7 @@ use crate::runtime::hooks;
 use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::Verdict;
-use crate::runtime::settle::{Settled, Settler};
+use crate::runtime::settle::{AttemptEffects, Settled, Settler};
 
 /// Runs jobs and settles them. One processor serves every job task of a worker.
 pub(crate) struct Processor {
@@ -124,6 +126,7 @@ impl Processor {
                     // task and polled often.
                     let (verdict, error, ctx) =
                         Box::pin(execute::run(around, &decoded, &job, &held, interrupt)).await;
+                    let (verdict, chain) = chain_progress(&self.settler.queue, &ctx, verdict);
                     let reported = event.map(|event| (event, verdict.clone(), error.clone()));
                     let id = JobId {
                         uuid: &uuid,
@@ -139,7 +142,17 @@ impl Processor {
                     };
                     let settled = self
                         .settler
-                        .settle(job, id, verdict, error, started, ctx.holds())
+                        .settle(
+                            job,
+                            id,
+                            verdict,
+                            error,
+                            started,
+                            AttemptEffects {
+                                holds: ctx.holds(),
+                                chain,
+                            },
+                        )
                         .await;
                     if let Some((event, verdict, error)) = reported {
                         Box::pin(self.report(&event, &verdict, error.as_deref(), settled)).await;
@@ -176,10 +189,54 @@ impl Processor {
                     failed_hook: false,
                 };
                 self.settler
-                    .settle(job, id, verdict, None, started, &Holds::default())
+                    .settle(
+                        job,
+                        id,
+                        verdict,
+                        None,
+                        started,
+                        AttemptEffects {
+                            holds: &Holds::default(),
+                            chain: None,
+                        },
+                    )
                     .instrument(span)
                     .await
             }
         }
+    }
+}
+
+/// The step an attempt makes its chain take, if the job is a link of one or its handler added
+/// links: a job that is done pushes the links its handler added, signed now; one that comes
+/// back or fails drops them. A link that cannot be pushed fails the job that added it.
+fn chain_progress(
+    queue: &RedisQueue,
+    ctx: &JobContext,
+    verdict: Verdict,
+) -> (Verdict, Option<ChainProgress>) {
+    let Some((id, edits)) = ctx.chain_progress() else {
+        return (verdict, None);
+    };
+    let done = matches!(verdict, Verdict::Done | Verdict::Skip);
+    if !done {
+        return (verdict, ctx.chain_id().map(ChainProgress::new));
+    }
+    let links = |envelopes: Vec<Envelope>| -> jobs_core::Result<Vec<Link>> {
+        envelopes.iter().map(|e| queue.link(e)).collect()
+    };
+    match (links(edits.prepend), links(edits.append)) {
+        (Ok(prepend), Ok(append)) => (
+            verdict,
+            Some(ChainProgress {
+                id,
+                prepend,
+                append,
+            }),
+        ),
+        (Err(err), _) | (_, Err(err)) => (
+            Verdict::Fail(format!("cannot add a link to its chain: {err}")),
+            ctx.chain_id().map(ChainProgress::new),
+        ),
     }
 }

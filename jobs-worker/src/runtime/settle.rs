@@ -4,7 +4,8 @@
 use jobs_core::admin::telemetry::Outcome;
 use jobs_core::payload::counters;
 use jobs_core::queue::hold::Holds;
-use jobs_core::{FailedJob, RedisQueue};
+use jobs_core::workflow::ChainProgress;
+use jobs_core::{FailedJob, RedisQueue, Settlement};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -30,6 +31,14 @@ pub(crate) enum Settled {
         /// The record was written.
         recorded: bool,
     },
+}
+
+/// What settling an attempt changes besides its reservation.
+pub(crate) struct AttemptEffects<'a> {
+    /// What the attempt holds.
+    pub(crate) holds: &'a Holds,
+    /// The chain the job is a link of, with the links its handler added.
+    pub(crate) chain: Option<ChainProgress>,
 }
 
 /// Settles attempts: one for every job task of a worker, and a copy with a connection of its
@@ -62,7 +71,8 @@ impl Settler {
     /// something, is acknowledged in the call that frees it); a released one back to
     /// `:delayed`; a failed one to the failed-job store with the payload as it was before this
     /// reservation. What the attempt held is freed in the same step; the unique lock only when
-    /// the job is finished. Every verdict is counted in the per-minute metrics under the job's
+    /// the job is finished. A link of a `chain` pushes the next link when it is done, the
+    /// chain's catch job when it fails, in the same step. Every verdict is counted in the per-minute metrics under the job's
     /// name (`?` when the payload has none).
     pub(crate) async fn settle(
         &self,
@@ -71,8 +81,9 @@ impl Settler {
         verdict: Verdict,
         error: Option<String>,
         started: Instant,
-        holds: &Holds,
+        effects: AttemptEffects<'_>,
     ) -> Settled {
+        let AttemptEffects { holds, chain } = effects;
         let uuid = id.uuid;
         let runtime = started.elapsed();
         let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
@@ -102,12 +113,15 @@ impl Settler {
                     Verdict::Skip => info!(status = "SKIPPED", duration_ms, "SKIPPED"),
                     _ => info!(status = "DONE", duration_ms, "DONE"),
                 }
-                if holds.is_empty() {
+                if holds.is_empty() && chain.is_none() {
                     self.acks.ack(job);
                 } else {
-                    let held = holds.to_free(true);
+                    let settlement = Settlement {
+                        holds: holds.to_free(true),
+                        chain,
+                    };
                     Box::pin(self.apply(&job, "acknowledge the job", |q| {
-                        q.complete(&job.queue, &job.raw, &held)
+                        q.complete(&job.queue, &job.raw, &settlement)
                     }))
                     .await;
                 }
@@ -151,10 +165,13 @@ impl Settler {
                 );
                 self.stats.record_failure();
                 let reserved = job.unreadable.as_deref().unwrap_or(job.raw.as_bytes());
-                let held = holds.to_free(true);
+                let settlement = Settlement {
+                    holds: holds.to_free(true),
+                    chain,
+                };
                 let hook_claim = id.failed_hook.then_some(self.retry_after);
                 let recorded = Box::pin(self.apply(&job, "record the failed job", |q| {
-                    q.fail_with(&job.queue, reserved, &failed, &held, hook_claim)
+                    q.fail_with(&job.queue, reserved, &failed, &settlement, hook_claim)
                 }))
                 .await;
                 Settled::Failed { recorded }

@@ -20,6 +20,7 @@
 //!    while its handler still blocks here);
 //! 4. ends the process with status [`EXIT_CODE`].
 
+use jobs_core::workflow::ChainProgress;
 use jobs_core::RedisQueue;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -33,7 +34,7 @@ use crate::runtime::execute::{job_span, verdict};
 use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::{AttemptError, Verdict};
-use crate::runtime::settle::Settler;
+use crate::runtime::settle::{AttemptEffects, Settler};
 
 /// The process exit status after the watchdog ended a worker: 1, as Laravel's worker exits
 /// when a job times out.
@@ -195,8 +196,12 @@ impl Guarded {
                         failed_hook: jobs_core::job::registry::find(ctx.job_name())
                             .is_some_and(|r| r.options().failed_hook),
                     };
+                    let effects = AttemptEffects {
+                        holds: ctx.holds(),
+                        chain: ctx.chain_id().map(ChainProgress::new),
+                    };
                     settler
-                        .settle(job, id, verdict, error, deadline.started, ctx.holds())
+                        .settle(job, id, verdict, error, deadline.started, effects)
                         .instrument(span)
                         .await;
                 }

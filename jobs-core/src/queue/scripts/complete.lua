@@ -1,13 +1,27 @@
--- complete: acknowledge a finished job and free its holds in one step (rule: a side effect of
--- finishing a job happens in the same atomic step as its acknowledgement, and only if the
--- reservation was still held).
+-- complete: acknowledge a finished job and apply what finishing it changes, in one step and
+-- only if its reservation was still held (rule: a side effect of finishing a job happens in the
+-- same atomic step as its acknowledgement).
 -- KEYS[1]  queues:<name>:reserved
--- KEYS[2..] keys the job holds (overlap lock, funnel slot, unique lock)
+-- KEYS[2..] the keys of the effects, in turn (lib/effects.lua)
 -- ARGV[1]  the reserved copy, byte for byte as pop returned it
--- ARGV[2..] the owner of each held key, in the order of KEYS[2..]
--- Returns 1 when acknowledged, 0 when the reservation is no longer held: then nothing changes.
+-- ARGV[2..] the effects, each its name and its arguments:
+--          'holds'  free what the job held (lib/holds.lua)
+--          'chain'  push the chain's next link (lib/chain.lua)
+-- Returns 1 when acknowledged, 0 when the reservation is no longer held: then nothing changes;
+-- 2 when acknowledged but the chain's list was not as the worker read it, and left alone.
 if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then
   return 0
 end
-free_holds(2, 2)
-return 1
+local reply = 1
+local at = effects_from(2, 2)
+while not at.done() do
+  local effect = at.next_arg()
+  if effect == 'holds' then
+    holds_freed(at)
+  elseif effect == 'chain' then
+    if not chain_done(at) then reply = 2 end
+  else
+    return redis.error_reply('complete: unknown effect ' .. effect)
+  end
+end
+return reply

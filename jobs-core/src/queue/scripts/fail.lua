@@ -8,8 +8,8 @@
 --          in the same call, and nothing is recorded unless it was still held. On a Redis
 --          Cluster this set lives in another slot than the failed-job store, so the caller
 --          leaves it out: it checks the reservation before and removes it after this call.
--- KEYS[5..] keys the job holds (overlap lock, funnel slot, unique lock), freed here; only
---          with KEYS[4] (on a cluster the caller frees them in calls of their own)
+-- KEYS[5..] the keys of the effects, in turn (lib/effects.lua); only with KEYS[4] (on a
+--          cluster the caller applies them in calls of their own)
 -- ARGV[1]  the reserved copy as pop returned it, or '' for a job that was never reserved (or
 --          whose reservation the caller handles)
 -- ARGV[2]  the job's uuid
@@ -18,14 +18,26 @@
 -- ARGV[5]  how long to keep failed jobs, in seconds
 -- ARGV[6]  '' for a job without a failed() hook; else the seconds after which another worker
 --          runs its hook, should the one failing it not report it done by then
--- ARGV[7..] the owner of each held key, in the order of KEYS[5..]
+-- ARGV[7..] the effects, each its name and its arguments:
+--          'holds'  free what the job held (lib/holds.lua)
+--          'chain'  push the chain's catch job (lib/chain.lua)
 -- Returns 1 when recorded, 0 when the reservation is no longer held: then nothing changes.
 -- The hook is owed in the same step as the record, so it is never skipped: the worker that
 -- failed the job runs it and removes the entry; if it dies first, another one runs it.
 if KEYS[4] and ARGV[1] ~= '' and redis.call('zrem', KEYS[4], ARGV[1]) == 0 then
   return 0
 end
-free_holds(5, 7)
+local at = effects_from(5, 7)
+while not at.done() do
+  local effect = at.next_arg()
+  if effect == 'holds' then
+    holds_freed(at)
+  elseif effect == 'chain' then
+    chain_failed(at)
+  else
+    return redis.error_reply('fail: unknown effect ' .. effect)
+  end
+end
 local now = now_seconds_precise()
 redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
 redis.call('zadd', KEYS[2], now, ARGV[2])

@@ -13,15 +13,5 @@ local holder = redis.call('set', KEYS[1], ARGV[1], 'nx', 'get', 'px', tonumber(A
 if holder then
   return holder
 end
-if ARGV[4] == '' then
-  redis.call('rpush', KEYS[2], ARGV[3])
-  redis.call('rpush', KEYS[3], '1')
-  return ''
-end
-local head = redis.call('zrange', KEYS[2], 0, 0)[1]
-redis.call('zadd', KEYS[2], due_at(ARGV[4], now_seconds()), ARGV[3])
--- As in later.lua: a job that becomes the earliest wakes an idle worker to re-arm its timer.
-if redis.call('zrange', KEYS[2], 0, 0)[1] ~= head then
-  redis.call('rpush', KEYS[3], '1')
-end
+push_job(KEYS[2], KEYS[3], ARGV[4], ARGV[3])
 return ''

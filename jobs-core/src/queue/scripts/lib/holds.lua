@@ -20,3 +20,12 @@ local function free_holds(first_key, first_arg)
     free_hold(KEYS[first_key + i], ARGV[first_arg + i])
   end
 end
+
+-- The holds effect of a settling job (lib/effects.lua): frees the held keys.
+--   keys: the held keys
+--   args: how many, then the owner of each, in the order of the keys
+local function holds_freed(at)
+  for _ = 1, tonumber(at.next_arg()) do
+    free_hold(at.next_key(), at.next_arg())
+  end
+end

@@ -1,0 +1,27 @@
+-- The effects of settling a job, applied by complete.lua and fail.lua in the call that
+-- removes its reservation: what the job held, the next link of its chain, its chain's catch
+-- job. The caller lists them after its own arguments, each as its name followed by its
+-- arguments; each effect takes the keys it needs from KEYS in turn, after the caller's own.
+
+-- A reader of KEYS and ARGV from the given positions on.
+local function effects_from(first_key, first_arg)
+  local at = { key = first_key, arg = first_arg }
+  function at.next_key()
+    at.key = at.key + 1
+    return KEYS[at.key - 1]
+  end
+  function at.next_arg()
+    at.arg = at.arg + 1
+    return ARGV[at.arg - 1]
+  end
+  -- The next `n` arguments, as a list.
+  function at.next_args(n)
+    local list = {}
+    for i = 1, n do list[i] = at.next_arg() end
+    return list
+  end
+  function at.done()
+    return at.arg > #ARGV
+  end
+  return at
+end

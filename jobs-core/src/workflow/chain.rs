@@ -1,0 +1,269 @@
+//! Chains: jobs run one after another, each pushed in the step that acknowledges the one
+//! before it.
+
+use std::future::Future;
+use uuid::Uuid;
+
+use crate::dispatch::{AnyDispatch, Placement};
+use crate::error::Result;
+use crate::job::delay::Delay;
+use crate::job::Job;
+use crate::queue::effects::{ChainDone, StoredLink};
+use crate::queue::{scripts, RedisQueue};
+use crate::workflow::Link;
+use crate::PendingDispatch;
+
+/// Jobs of any types that run one after another: each link is pushed when the one before it
+/// is done, in the same step that acknowledges it. A link that fails for good stops the chain
+/// and pushes the catch job, once; a link released to run again keeps its place.
+///
+/// ```no_run
+/// # use jobs_core::{job, Job, JobContext, JobResult};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Serialize, Deserialize)] struct ImportFile { file: u64 }
+/// # #[job] impl Job for ImportFile { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+/// # #[derive(Serialize, Deserialize)] struct IndexFile { file: u64 }
+/// # #[job] impl Job for IndexFile { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+/// # #[derive(Serialize, Deserialize)] struct MailOwner { file: u64 }
+/// # #[job] impl Job for MailOwner { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+/// # #[derive(Serialize, Deserialize)] struct ReportFailure { file: u64 }
+/// # #[job] impl Job for ReportFailure { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+/// # async fn demo() -> Result<(), jobs_core::Error> {
+/// use jobs_core::workflow::Chain;
+///
+/// let chain = Chain::new(ImportFile { file: 7 }.dispatch())
+///     .then(IndexFile { file: 7 }.dispatch())
+///     .then(MailOwner { file: 7 }.dispatch().delay(60).on_queue("mail"))
+///     .catch(ReportFailure { file: 7 }.dispatch())
+///     .on_queue("imports") // for the links whose dispatch and job type name no queue
+///     .dispatch()
+///     .await?; // the chain's id: its first job's uuid
+/// # Ok(()) }
+/// ```
+#[must_use = "a chain does nothing until it is dispatched"]
+pub struct Chain {
+    links: Vec<Box<dyn AnyDispatch>>,
+    catch: Option<Box<dyn AnyDispatch>>,
+    queue: Option<String>,
+    delay: Option<Delay>,
+    connection: Option<RedisQueue>,
+}
+
+impl Chain {
+    /// A chain that starts with `first`.
+    pub fn new<J: Job>(first: PendingDispatch<J>) -> Chain {
+        Chain {
+            links: vec![Box::new(first)],
+            catch: None,
+            queue: None,
+            delay: None,
+            connection: None,
+        }
+    }
+
+    /// Runs `next` once every link before it is done.
+    pub fn then<J: Job>(mut self, next: PendingDispatch<J>) -> Chain {
+        self.links.push(Box::new(next));
+        self
+    }
+
+    /// Pushes `job` when a link fails for good (after its last try), once; the links after the
+    /// failed one do not run.
+    pub fn catch<J: Job>(mut self, job: PendingDispatch<J>) -> Chain {
+        self.catch = Some(Box::new(job));
+        self
+    }
+
+    /// Puts the links whose dispatch and job type name no queue (and the catch job) on this
+    /// queue instead of `default`.
+    pub fn on_queue(mut self, queue: impl Into<String>) -> Chain {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// Starts the chain no earlier than after this delay (its first link's own delay wins).
+    pub fn delay(mut self, delay: impl Into<Delay>) -> Chain {
+        self.delay = Some(delay.into());
+        self
+    }
+
+    /// Pushes through this handle instead of the process-wide default.
+    pub fn via(mut self, queue: &RedisQueue) -> Chain {
+        self.connection = Some(queue.clone());
+        self
+    }
+
+    /// Pushes the first link and keeps the others, with the catch job, in Redis, in one step.
+    /// Returns the chain's id, which is its first job's uuid. A unique or debounced job cannot
+    /// be a link ([`Error::NotInWorkflow`]).
+    pub fn dispatch(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
+        let prepared = self.prepare();
+        async move {
+            let (queue, id, first, rest, catch) = prepared?;
+            queue.start_chain(&first, &rest, catch.as_ref()).await?;
+            Ok(id)
+        }
+    }
+
+    /// The handle, the chain's id, its first job, the other links and the catch link.
+    #[allow(clippy::type_complexity)]
+    fn prepare(self) -> Result<(RedisQueue, Uuid, Link, Vec<Link>, Option<Link>)> {
+        let queue = match self.connection {
+            Some(queue) => queue,
+            None => RedisQueue::default_handle()?,
+        };
+        let id = Uuid::new_v4();
+        let mut links = Vec::with_capacity(self.links.len());
+        for (at, dispatch) in self.links.iter().enumerate() {
+            let placement = Placement {
+                uuid: (at == 0).then_some(id),
+                chain: Some(id),
+                queue: self.queue.clone(),
+                delay: if at == 0 { self.delay } else { None },
+            };
+            links.push(queue.link(&dispatch.envelope_in(&placement)?)?);
+        }
+        let catch = match &self.catch {
+            Some(dispatch) => {
+                let placement = Placement {
+                    queue: self.queue.clone(),
+                    ..Placement::default()
+                };
+                Some(queue.link(&dispatch.envelope_in(&placement)?)?)
+            }
+            None => None,
+        };
+        let mut links = links.into_iter();
+        let first = links.next().expect("a chain has a first link");
+        Ok((queue, id, first, links.collect(), catch))
+    }
+}
+
+/// What a finished or failed link does to its chain: the chain's id, and the links its handler
+/// put in front of the rest ([`ChainEdits::prepend`](crate::workflow::ChainEdits::prepend)) or
+/// after it.
+#[derive(Debug, Clone)]
+pub struct ChainProgress {
+    /// The chain's id.
+    pub id: Uuid,
+    /// Links to run next, the last one prepended first, as Laravel's `prependToChain`.
+    pub prepend: Vec<Link>,
+    /// Links to run after the rest, in order.
+    pub append: Vec<Link>,
+}
+
+impl ChainProgress {
+    /// The progress of a link of the chain `id` that added no links.
+    pub fn new(id: Uuid) -> Self {
+        ChainProgress {
+            id,
+            prepend: Vec::new(),
+            append: Vec::new(),
+        }
+    }
+}
+
+impl RedisQueue {
+    /// Pushes a chain's first job and keeps the links after it and its catch job.
+    pub(crate) async fn start_chain(
+        &self,
+        first: &Link,
+        rest: &[Link],
+        catch: Option<&Link>,
+    ) -> Result<()> {
+        let id = first.uuid.to_string();
+        let first_keys = self.queue_keys(&first.queue);
+        let mut call = scripts::CHAIN.key(target(first, &first_keys));
+        call.key(&first_keys.notify)
+            .key(self.keys().chain(&id))
+            .key(self.keys().chain_catch(&id))
+            .arg(&first.due)
+            .arg(&first.payload)
+            .arg(catch.map_or(String::new(), Link::encode));
+        for link in rest {
+            call.arg(link.encode());
+        }
+        self.invoke::<u64>(&call).await?;
+        Ok(())
+    }
+
+    /// `envelope` signed (with a signing key), checked, and made a link.
+    pub fn link(&self, envelope: &crate::queue::Envelope) -> Result<Link> {
+        Ok(match self.seal(std::slice::from_ref(envelope))? {
+            Some(signed) => Link::from_envelope(&signed[0]),
+            None => Link::from_envelope(envelope),
+        })
+    }
+
+    /// The step a link that is done makes its chain take: the next link to push (one the
+    /// handler prepended, else the head of the list, else one it appended) and the rest.
+    /// `None` when the chain's list holds a link that does not decode: then the chain is left
+    /// as it is.
+    pub(crate) async fn chain_done(&self, progress: &ChainProgress) -> Result<Option<ChainDone>> {
+        let id = progress.id.to_string();
+        let list = self.keys().chain(&id);
+        let stored = |link: &Link| (link.encode(), link.clone(), self.queue_keys(&link.queue));
+        let mut front: Vec<StoredLink> = progress.prepend.iter().rev().map(stored).collect();
+        let mut back: Vec<StoredLink> = progress.append.iter().map(stored).collect();
+        let (head, next) = if front.is_empty() {
+            let list_key = &list;
+            let head: Option<String> = self
+                .call(|mut conn| async move {
+                    redis::cmd("LINDEX")
+                        .arg(list_key)
+                        .arg(0)
+                        .query_async(&mut conn)
+                        .await
+                })
+                .await?;
+            match head {
+                Some(head) => match Link::decode(&head) {
+                    Some(link) => {
+                        let keys = self.queue_keys(&link.queue);
+                        (Some(head.clone()), Some((head, link, keys)))
+                    }
+                    None => {
+                        tracing::warn!(chain = %id, "the chain's next link is not a link; the chain stops here");
+                        return Ok(None);
+                    }
+                },
+                None if back.is_empty() => (None, None),
+                None => (None, Some(back.remove(0))),
+            }
+        } else {
+            (None, Some(front.remove(0)))
+        };
+        Ok(Some(ChainDone {
+            catch: self.keys().chain_catch(&id),
+            list,
+            head,
+            next,
+            front: front.into_iter().map(|(stored, ..)| stored).collect(),
+            back: back.into_iter().map(|(stored, ..)| stored).collect(),
+        }))
+    }
+
+    /// The catch link of the chain `id`, as stored and decoded, if it has one.
+    pub(crate) async fn chain_catch(&self, id: Uuid) -> Result<Option<StoredLink>> {
+        let key = self.keys().chain_catch(&id.to_string());
+        let key = &key;
+        let stored: Option<String> = self
+            .call(|mut conn| async move { redis::cmd("GET").arg(key).query_async(&mut conn).await })
+            .await?;
+        Ok(stored.and_then(|stored| {
+            let link = Link::decode(&stored)?;
+            let keys = self.queue_keys(&link.queue);
+            Some((stored, link, keys))
+        }))
+    }
+}
+
+/// The key a link is pushed to: its queue's ready list, or its delayed set when it is due
+/// later.
+pub(crate) fn target(link: &Link, keys: &crate::queue::keys::QueueKeys) -> String {
+    if link.due.is_empty() {
+        keys.ready.clone()
+    } else {
+        keys.delayed.clone()
+    }
+}

@@ -1,0 +1,81 @@
+//! Links: jobs built and signed ahead of time and kept in Redis until a script pushes them (a
+//! chain's next links and its catch job).
+//!
+//! A link is stored as one string: a line of JSON saying where the job goes
+//! (`["queue","due","uuid","job"]`, `due` as `later.lua` takes it or `""` for a ready job), a
+//! newline, then the payload byte for byte. The worker reads the line to name the keys of the
+//! script call that pushes the link; the script pushes what follows the newline without
+//! decoding any JSON.
+
+use uuid::Uuid;
+
+use crate::queue::{due_arg, Envelope};
+
+/// A job kept in Redis until a script pushes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// The queue it goes to.
+    pub queue: String,
+    /// When it is due once pushed: `""` for at once, else a delay from the push or a point in
+    /// time, as `later.lua` reads them.
+    pub due: String,
+    /// The job's uuid.
+    pub uuid: Uuid,
+    /// The job's registered name.
+    pub job: String,
+    /// The payload, signed if the dispatching handle signs.
+    pub payload: String,
+}
+
+impl Link {
+    /// The link that pushes `envelope` (already signed, if it is to be).
+    pub fn from_envelope(envelope: &Envelope) -> Link {
+        Link {
+            queue: envelope.queue.clone(),
+            due: envelope.delay.map_or(String::new(), |d| due_arg(Some(d))),
+            uuid: envelope.uuid,
+            job: envelope.job.to_string(),
+            payload: envelope.payload.clone(),
+        }
+    }
+
+    /// The link as stored in Redis.
+    ///
+    /// ```
+    /// use jobs_core::workflow::Link;
+    /// let link = Link {
+    ///     queue: "mail".into(),
+    ///     due: "30.000".into(),
+    ///     uuid: uuid::Uuid::nil(),
+    ///     job: "Notify".into(),
+    ///     payload: r#"{"job":"Notify"}"#.into(),
+    /// };
+    /// let stored = link.encode();
+    /// assert_eq!(
+    ///     stored,
+    ///     "[\"mail\",\"30.000\",\"00000000-0000-0000-0000-000000000000\",\"Notify\"]\n{\"job\":\"Notify\"}"
+    /// );
+    /// assert_eq!(Link::decode(&stored), Some(link));
+    /// ```
+    pub fn encode(&self) -> String {
+        let header = (&self.queue, &self.due, &self.uuid, &self.job);
+        let mut stored = serde_json::to_string(&header).expect("a link's header serializes");
+        stored.push('\n');
+        stored.push_str(&self.payload);
+        stored
+    }
+
+    /// A link as stored in Redis, or `None` when `stored` is not one.
+    pub fn decode(stored: &str) -> Option<Link> {
+        let (header, payload) = stored.split_once('\n')?;
+        let (queue, due, uuid, job): (String, String, Uuid, String) =
+            serde_json::from_str(header).ok()?;
+        Some(Link {
+            queue,
+            due,
+            uuid,
+            job,
+            payload: payload.to_owned(),
+        })
+    }
+}
