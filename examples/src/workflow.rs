@@ -1,5 +1,5 @@
-//! Jobs for workflows: [`Step`], a link that records when it ran and can fail, release itself
-//! or add links to its chain, and [`Caught`], a catch job.
+//! Jobs for workflows: [`Step`], a link or batch job that records when it ran and can fail,
+//! release itself, or add jobs to its chain or batch, and [`Caught`], a callback job.
 
 use jobs_core::{job, Job, JobContext, JobResult};
 use serde::{Deserialize, Serialize};
@@ -10,7 +10,8 @@ use crate::append;
 /// The list [`Step`] and [`Caught`] append to.
 pub const STEPS_KEY: &str = "examples:steps";
 
-/// One step of a workflow. Appends `{"label","uuid","attempt","chain","started_us","ended_us"}`
+/// One step of a workflow. Appends
+/// `{"label","uuid","attempt","chain","batch","started_us","ended_us"}`
 /// to [`STEPS_KEY`] once it has run `ms` milliseconds, then does what its fields ask.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Step {
@@ -31,6 +32,9 @@ pub struct Step {
     /// Labels of steps it puts at the end of its chain.
     #[serde(default)]
     pub append: Vec<String>,
+    /// Labels of steps it adds to its batch.
+    #[serde(default)]
+    pub add_to_batch: Vec<String>,
 }
 
 impl Step {
@@ -55,6 +59,7 @@ impl Job for Step {
             "uuid": ctx.uuid(),
             "attempt": ctx.attempt(),
             "chain": ctx.chain_id(),
+            "batch": ctx.batch().map(|batch| batch.id()),
             "started_us": started_us,
             "ended_us": now_us(),
         });
@@ -69,6 +74,11 @@ impl Job for Step {
         }
         for label in &self.append {
             ctx.chain().append(Step::new(label.clone()).dispatch())?;
+        }
+        if let Some(batch) = ctx.batch() {
+            for label in &self.add_to_batch {
+                batch.add(Step::new(label.clone()).dispatch())?;
+            }
         }
         Ok(())
     }

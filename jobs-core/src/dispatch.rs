@@ -136,10 +136,11 @@ impl<J: Job> PendingDispatch<J> {
         self.envelope_in(&Placement::default())
     }
 
-    /// The payload this dispatch pushes as a job of a workflow: a link of a chain.
+    /// The payload this dispatch pushes as a job of a workflow: a link of a chain, a job of a
+    /// batch.
     pub(crate) fn envelope_in(&self, placement: &Placement) -> Result<Envelope> {
         let options = J::options();
-        if placement.chain.is_some() {
+        if placement.chain.is_some() || placement.batch.is_some() {
             let kind = match (options.unique_for, options.debounce) {
                 (Some(_), _) => Some("unique"),
                 (None, Some(_)) => Some("debounced"),
@@ -226,6 +227,7 @@ impl<J: Job> PendingDispatch<J> {
                 .chain(self.tags.iter().cloned())
                 .collect(),
             chain: placement.chain,
+            batch: placement.batch,
             id: uuid.simple().to_string(),
             signature: None,
             exceptions: 0,
@@ -277,6 +279,8 @@ pub(crate) struct Placement {
     pub(crate) uuid: Option<Uuid>,
     /// The chain the job is a link of.
     pub(crate) chain: Option<Uuid>,
+    /// The batch the job belongs to.
+    pub(crate) batch: Option<Uuid>,
     /// The queue of a job that names none.
     pub(crate) queue: Option<String>,
     /// The delay of a job dispatched without one.

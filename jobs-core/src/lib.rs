@@ -51,7 +51,7 @@ pub use payload::signing::SigningKey;
 pub use payload::Payload;
 pub use queue::connection::Connection;
 pub use queue::{QueueConfig, QueueSize, RedisQueue, Settlement};
-pub use workflow::Chain;
+pub use workflow::{Batch, Chain};
 
 /// Marks an `impl Job for T` block as a job: names it, records its options and registers it.
 ///

@@ -5,8 +5,9 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::queue::hold::Holds;
+use crate::queue::Envelope;
 use crate::queue::RedisQueue;
-use crate::workflow::{ChainEdits, Edits};
+use crate::workflow::{BatchEdits, ChainEdits, Edits};
 
 /// The handler's view of the job it runs.
 ///
@@ -41,6 +42,8 @@ pub struct JobContext {
     holds: Arc<Holds>,
     chain: Option<Uuid>,
     chain_edits: Mutex<Edits>,
+    batch: Option<Uuid>,
+    batch_added: Mutex<Vec<Envelope>>,
 }
 
 /// What a handler or a middleware asked for through its context, applied when the attempt
@@ -74,7 +77,51 @@ impl JobContext {
             holds: Arc::default(),
             chain: None,
             chain_edits: Mutex::default(),
+            batch: None,
+            batch_added: Mutex::default(),
         }
+    }
+
+    /// This context for a job of the batch `batch`.
+    pub fn with_batch(mut self, batch: Option<Uuid>) -> Self {
+        self.batch = batch;
+        self
+    }
+
+    /// The batch this job belongs to, if any: its id, and jobs to add to it once this job is
+    /// done. Read the batch's progress or cancel it through the worker's handle
+    /// ([`RedisQueue::batch`], [`RedisQueue::cancel_batch`]).
+    ///
+    /// ```
+    /// # use jobs_core::{job, Job, JobContext, JobResult};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Serialize, Deserialize)]
+    /// struct ImportPage { page: u64, last: u64 }
+    ///
+    /// #[job]
+    /// impl Job for ImportPage {
+    ///     async fn handle(&self, ctx: &JobContext) -> JobResult {
+    ///         if let (Some(batch), true) = (ctx.batch(), self.page < self.last) {
+    ///             batch.add(ImportPage { page: self.page + 1, last: self.last }.dispatch())?;
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn batch(&self) -> Option<BatchEdits<'_>> {
+        Some(BatchEdits {
+            batch: self.batch?,
+            queue: &self.queue,
+            added: &self.batch_added,
+        })
+    }
+
+    /// The batch this job belongs to and the jobs its handler added to it (taken: a second
+    /// call finds none); `None` for a job of no batch.
+    pub fn batch_progress(&self) -> Option<(Uuid, Vec<Envelope>)> {
+        let added =
+            std::mem::take(&mut *self.batch_added.lock().unwrap_or_else(|e| e.into_inner()));
+        Some((self.batch?, added))
     }
 
     /// This context for a link of the chain `chain` (its first job's uuid).

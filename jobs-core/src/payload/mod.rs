@@ -72,6 +72,9 @@ pub struct Payload {
     /// job; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<Uuid>,
+    /// The batch the job belongs to (see [`crate::workflow::Batch`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<Uuid>,
     /// Redis-specific random id (32 hex digits).
     pub id: String,
     /// The HMAC-SHA256 signature of the payload, when it was pushed through a handle with a

@@ -11,11 +11,11 @@
 //! the signature itself: `uuid`, `displayName`, `job`, `maxTries`,
 //! `maxExceptions`, `failOnTimeout`, `backoff`, `timeout`, `retryUntil`, `createdAt`, `id`,
 //! `delay`, and `data` byte for byte, and, when a payload has any of them, `unique`, `through`
-//! and `tags` (message version 2) and `chain` (version 3). The version 1 message is the JSON array
+//! and `tags` (message version 2) and `chain` and `batch` (version 3). The version 1 message is the JSON array
 //! `["jobs-payload-v1", uuid, displayName, job, maxTries, maxExceptions, failOnTimeout,
 //! backoff, timeout, retryUntil, createdAt, id, delay, data]`; version 2 is the same array
 //! tagged `"jobs-payload-v2"` with `[unique, through, tags]` appended; version 3, for a job of
-//! a workflow, is version 2's array tagged `"jobs-payload-v3"` with `[chain]` appended. The
+//! a workflow, is version 2's array tagged `"jobs-payload-v3"` with `[chain, batch]` appended. The
 //! signature is its
 //! HMAC-SHA256 under the key, as 64 lowercase hex digits in the payload's `signature` field.
 //!
@@ -58,8 +58,8 @@ const MESSAGE_VERSION: &str = "jobs-payload-v1";
 /// verify.
 const MESSAGE_VERSION_2: &str = "jobs-payload-v2";
 
-/// Tags the message of a payload that belongs to a workflow (`chain`): v2's message, then
-/// those fields.
+/// Tags the message of a payload that belongs to a workflow (`chain`, `batch`): v2's message,
+/// then those fields.
 const MESSAGE_VERSION_3: &str = "jobs-payload-v3";
 
 /// A secret key for signing payloads with HMAC-SHA256. Dispatchers and workers must share it.
@@ -125,7 +125,7 @@ impl std::fmt::Debug for SigningKey {
 /// `signature`, in a fixed order, as one JSON array. `data` is kept byte for byte.
 fn signed_message(payload: &Payload) -> String {
     let data: &RawValue = &payload.data;
-    let v3 = payload.chain.is_some();
+    let v3 = payload.chain.is_some() || payload.batch.is_some();
     let v2 =
         v3 || payload.unique.is_some() || !payload.through.is_empty() || !payload.tags.is_empty();
     let version = match (v2, v3) {
@@ -162,7 +162,7 @@ fn signed_message(payload: &Payload) -> String {
         append(serde_json::to_string(&added).expect("fields always serialize"));
     }
     if v3 {
-        let added = (&payload.chain,);
+        let added = (&payload.chain, &payload.batch);
         append(serde_json::to_string(&added).expect("fields always serialize"));
     }
     message

@@ -6,8 +6,10 @@ use redis::ScriptInvocation;
 
 use crate::queue::hold::Hold;
 use crate::queue::keys::QueueKeys;
+use crate::workflow::batch::BatchStep;
 use crate::workflow::chain::target;
-use crate::workflow::Link;
+use crate::workflow::{BatchProgress, Link};
+use uuid::Uuid;
 
 /// The effects of one settling call, in the order the script applies them.
 #[derive(Debug, Default)]
@@ -104,6 +106,46 @@ impl Effects {
             due,
             keep.as_secs().max(1).to_string(),
         ]);
+    }
+
+    /// Counts a job done in its batch, pushing the jobs its handler added to the batch and
+    /// counting the links it added to its chain (`joined`).
+    pub(crate) fn batch_done(
+        &mut self,
+        step: BatchStep,
+        progress: &BatchProgress,
+        added: Vec<StoredLink>,
+        joined: &[Uuid],
+    ) {
+        self.batch(&step, progress.job);
+        self.args.push(added.len().to_string());
+        for (stored, link, keys) in added {
+            self.keys.push(target(&link, &keys));
+            self.keys.push(keys.notify);
+            self.args.extend([link.uuid.to_string(), link.due, stored]);
+        }
+        self.args.push(joined.len().to_string());
+        self.args.extend(joined.iter().map(Uuid::to_string));
+    }
+
+    /// Counts a job failed in its batch; the links of its chain after it (`leaving`) leave the
+    /// batch.
+    pub(crate) fn batch_failed(
+        &mut self,
+        step: BatchStep,
+        progress: &BatchProgress,
+        leaving: &[Uuid],
+    ) {
+        self.batch(&step, progress.job);
+        self.args.push(leaving.len().to_string());
+        self.args.extend(leaving.iter().map(Uuid::to_string));
+    }
+
+    fn batch(&mut self, step: &BatchStep, job: Uuid) {
+        self.keys.extend(step.keys().map(str::to_owned));
+        self.args.push("batch".into());
+        self.args.extend(step.args());
+        self.args.push(job.to_string());
     }
 
     /// Adds the effects' keys and arguments to a settling script's call, after its own.

@@ -447,6 +447,42 @@ impl Keys {
         format!("{}:catch", self.chain(id))
     }
 
+    /// The record of the batch `id` (`jobs:batch:<id>`, a HASH: its name, counters, options
+    /// and the times it was created, cancelled and finished); on a cluster the id is the hash
+    /// tag, which the batch's other keys share.
+    ///
+    /// ```
+    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(Keys::default().batch("9a1c"), "jobs:batch:9a1c");
+    /// assert_eq!(Keys::new(KeyLayout::Cluster, "").batch_pending("9a1c"), "jobs:batch:{9a1c}:pending");
+    /// ```
+    pub fn batch(&self, id: &str) -> String {
+        self.tagged("batch", id)
+    }
+
+    /// The uuids of a batch's jobs that have not settled (`jobs:batch:<id>:pending`, a SET).
+    pub fn batch_pending(&self, id: &str) -> String {
+        format!("{}:pending", self.batch(id))
+    }
+
+    /// The uuids of a batch's jobs that failed, scored by when (`jobs:batch:<id>:failed`, a
+    /// ZSET).
+    pub fn batch_failed(&self, id: &str) -> String {
+        format!("{}:failed", self.batch(id))
+    }
+
+    /// A batch's callback jobs (`jobs:batch:<id>:callbacks`, a HASH: `then`, `catch`,
+    /// `finally` to a link).
+    pub fn batch_callbacks(&self, id: &str) -> String {
+        format!("{}:callbacks", self.batch(id))
+    }
+
+    /// Every batch's id, scored by when it was created (`jobs:batches`, a ZSET), for listing
+    /// and pruning.
+    pub fn batches(&self) -> String {
+        self.prefixed(&format!("{OPS_PREFIX}batches"))
+    }
+
     /// `jobs:<family>:<name>`, with `name` as the hash tag on a cluster.
     fn tagged(&self, family: &str, name: &str) -> String {
         match self.layout {

@@ -26,7 +26,8 @@ use crate::queue::connection::{Connection, Target};
 use crate::queue::effects::Effects;
 use crate::queue::hold::Hold;
 use crate::queue::keys::{check_queue_name, KeyLayout, Keys, QueueKeys};
-use crate::workflow::ChainProgress;
+use crate::workflow::batch::CallbackCache;
+use crate::workflow::{BatchProgress, ChainProgress};
 
 /// Settings of a [`RedisQueue`].
 ///
@@ -67,6 +68,9 @@ pub struct QueueConfig {
     /// encrypted (`ShouldBeEncrypted`). Default: the key in `APP_KEY`
     /// ([`crate::payload::encrypted::APP_KEY_ENV`]), or none.
     pub laravel_key: Option<LaravelKey>,
+    /// How long a finished batch's record is kept (default 7 days); `jobsctl batches prune`
+    /// deletes finished batches sooner.
+    pub batch_retention: Duration,
 }
 
 impl Default for QueueConfig {
@@ -85,6 +89,7 @@ impl Default for QueueConfig {
                 .map(PathBuf::from),
             prefix: std::env::var(keys::PREFIX_ENV).unwrap_or_default(),
             laravel_key: LaravelKey::from_env(),
+            batch_retention: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
@@ -187,6 +192,9 @@ pub struct Settlement {
     /// The chain the job is a link of: when it is done its next link is pushed, when it fails
     /// for good the chain's catch job.
     pub chain: Option<ChainProgress>,
+    /// The batch the job belongs to: it is counted there, done or failed, and the batch's
+    /// callbacks pushed when it is the one that finishes the batch.
+    pub batch: Option<BatchProgress>,
 }
 
 /// A handle to the queues on one Redis server or on a Redis Cluster. Cheap to clone: clones
@@ -213,6 +221,7 @@ pub struct RedisQueue {
     target: Arc<Target>,
     config: Arc<QueueConfig>,
     keys: Arc<Keys>,
+    callbacks: Arc<CallbackCache>,
 }
 
 impl std::fmt::Debug for RedisQueue {
@@ -278,6 +287,7 @@ impl RedisQueue {
             target,
             config,
             keys,
+            callbacks: Arc::default(),
         })
     }
 
@@ -340,6 +350,11 @@ impl RedisQueue {
                 }
             }
         }
+    }
+
+    /// The callback routes of the batches this handle settled jobs of.
+    pub(crate) fn callback_cache(&self) -> &CallbackCache {
+        &self.callbacks
     }
 
     /// The settings of this handle.
@@ -632,6 +647,27 @@ impl RedisQueue {
                 effects.chain_done(step);
             }
         }
+        if let Some(progress) = &settlement.batch {
+            // Links a link of the batch added to its chain join the batch; its chain pushes them.
+            let joined: Vec<uuid::Uuid> = settlement
+                .chain
+                .iter()
+                .flat_map(|chain| {
+                    chain
+                        .prepend
+                        .iter()
+                        .chain(&chain.append)
+                        .map(|link| link.uuid)
+                })
+                .collect();
+            let added = progress
+                .added
+                .iter()
+                .map(|link| (link.encode(), link.clone(), self.queue_keys(&link.queue)))
+                .collect();
+            let step = self.batch_step(progress.id).await?;
+            effects.batch_done(step, progress, added, &joined);
+        }
         let mut call = scripts::COMPLETE.key(&queue.reserved);
         call.arg(reserved);
         effects.add_to(&mut call);
@@ -756,6 +792,14 @@ impl RedisQueue {
                 self.chain_catch(progress.id).await?,
                 self.config.failed_max_age,
             );
+        }
+        if let Some(progress) = &settlement.batch {
+            // The links after a failed link of the batch's chain will not run: they leave it.
+            let leaving = match &settlement.chain {
+                Some(chain) => self.chain_rest(chain.id).await?,
+                None => Vec::new(),
+            };
+            effects.batch_failed(self.batch_step(progress.id).await?, progress, &leaving);
         }
         let mut call = scripts::FAIL.key(self.keys.failed_jobs());
         call.key(self.keys.failed_jobs_index())

@@ -5,8 +5,8 @@
 //! the scripts that use them at compile time: `time.lua` (Redis's clock in each precision the
 //! keys use), `forget_failed.lua` (deleting failed-job records by age), `holds.lua` (freeing
 //! what a settled job held), `due.lua` (a delayed job's due time), `push_job.lua` (pushing one
-//! job, ready or delayed), `effects.lua` (reading the effects a settling script applies) and
-//! `chain.lua` (a chain's steps). `redis::Script`
+//! job, ready or delayed), `effects.lua` (reading the effects a settling script applies),
+//! `chain.lua` (a chain's steps) and `batch.lua` (a batch's counts and callbacks). `redis::Script`
 //! sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
 
 use redis::Script;
@@ -46,6 +46,14 @@ script!(
     CHAIN, "chain.lua", uses "time.lua", "due.lua", "push_job.lua"
 );
 script!(
+    /// Create a batch or add jobs to one, pushing them (`batch.lua`).
+    BATCH, "batch.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "chain.lua", "batch.lua"
+);
+script!(
+    /// Cancel a batch (`cancel_batch.lua`).
+    CANCEL_BATCH, "cancel_batch.lua", uses "time.lua"
+);
+script!(
     /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).
     POP, "pop.lua", uses "time.lua"
 );
@@ -57,12 +65,12 @@ script!(
 script!(
     /// Acknowledge a finished job, free what it held and push its chain's next link
     /// (`complete.lua`).
-    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua"
+    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua"
 );
 script!(
     /// Record a failed job, free what it held, push its chain's catch job, and prune the
     /// failed-job store (`fail.lua`).
-    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua"
+    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua"
 );
 script!(
     /// Take the failed() hooks their worker did not report done in time (`claim_hooks.lua`).

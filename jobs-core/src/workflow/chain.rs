@@ -95,30 +95,43 @@ impl Chain {
 
     /// Pushes the first link and keeps the others, with the catch job, in Redis, in one step.
     /// Returns the chain's id, which is its first job's uuid. A unique or debounced job cannot
-    /// be a link ([`Error::NotInWorkflow`]).
+    /// be a link ([`Error::NotInWorkflow`](crate::Error::NotInWorkflow)).
     pub fn dispatch(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
-        let prepared = self.prepare();
+        let prepared = self.handle().and_then(|queue| {
+            let links = self.links_in(&queue, None, None)?;
+            Ok((queue, links))
+        });
         async move {
-            let (queue, id, first, rest, catch) = prepared?;
-            queue.start_chain(&first, &rest, catch.as_ref()).await?;
-            Ok(id)
+            let (queue, links) = prepared?;
+            queue.start_chain(&links).await?;
+            Ok(links.first.uuid)
         }
     }
 
-    /// The handle, the chain's id, its first job, the other links and the catch link.
-    #[allow(clippy::type_complexity)]
-    fn prepare(self) -> Result<(RedisQueue, Uuid, Link, Vec<Link>, Option<Link>)> {
-        let queue = match self.connection {
-            Some(queue) => queue,
-            None => RedisQueue::default_handle()?,
-        };
+    fn handle(&self) -> Result<RedisQueue> {
+        match &self.connection {
+            Some(queue) => Ok(queue.clone()),
+            None => RedisQueue::default_handle(),
+        }
+    }
+
+    /// The chain's links, built and sealed by `queue`, each carrying `batch` when the chain is
+    /// a job of a batch; links naming no queue go to the chain's, else to `queue_default`.
+    pub(crate) fn links_in(
+        &self,
+        queue: &RedisQueue,
+        batch: Option<Uuid>,
+        queue_default: Option<&str>,
+    ) -> Result<ChainLinks> {
         let id = Uuid::new_v4();
+        let default_queue = self.queue.clone().or(queue_default.map(str::to_owned));
         let mut links = Vec::with_capacity(self.links.len());
         for (at, dispatch) in self.links.iter().enumerate() {
             let placement = Placement {
                 uuid: (at == 0).then_some(id),
                 chain: Some(id),
-                queue: self.queue.clone(),
+                batch,
+                queue: default_queue.clone(),
                 delay: if at == 0 { self.delay } else { None },
             };
             links.push(queue.link(&dispatch.envelope_in(&placement)?)?);
@@ -126,7 +139,7 @@ impl Chain {
         let catch = match &self.catch {
             Some(dispatch) => {
                 let placement = Placement {
-                    queue: self.queue.clone(),
+                    queue: default_queue.clone(),
                     ..Placement::default()
                 };
                 Some(queue.link(&dispatch.envelope_in(&placement)?)?)
@@ -134,9 +147,21 @@ impl Chain {
             None => None,
         };
         let mut links = links.into_iter();
-        let first = links.next().expect("a chain has a first link");
-        Ok((queue, id, first, links.collect(), catch))
+        Ok(ChainLinks {
+            first: links.next().expect("a chain has a first link"),
+            rest: links.collect(),
+            catch,
+        })
     }
+}
+
+/// A chain's links as built for Redis: the first job, pushed at once; the others, kept in the
+/// chain's list; the catch job.
+#[derive(Debug, Clone)]
+pub(crate) struct ChainLinks {
+    pub(crate) first: Link,
+    pub(crate) rest: Vec<Link>,
+    pub(crate) catch: Option<Link>,
 }
 
 /// What a finished or failed link does to its chain: the chain's id, and the links its handler
@@ -165,12 +190,8 @@ impl ChainProgress {
 
 impl RedisQueue {
     /// Pushes a chain's first job and keeps the links after it and its catch job.
-    pub(crate) async fn start_chain(
-        &self,
-        first: &Link,
-        rest: &[Link],
-        catch: Option<&Link>,
-    ) -> Result<()> {
+    pub(crate) async fn start_chain(&self, links: &ChainLinks) -> Result<()> {
+        let first = &links.first;
         let id = first.uuid.to_string();
         let first_keys = self.queue_keys(&first.queue);
         let mut call = scripts::CHAIN.key(target(first, &first_keys));
@@ -179,8 +200,8 @@ impl RedisQueue {
             .key(self.keys().chain_catch(&id))
             .arg(&first.due)
             .arg(&first.payload)
-            .arg(catch.map_or(String::new(), Link::encode));
-        for link in rest {
+            .arg(links.catch.as_ref().map_or(String::new(), Link::encode));
+        for link in &links.rest {
             call.arg(link.encode());
         }
         self.invoke::<u64>(&call).await?;
@@ -241,6 +262,26 @@ impl RedisQueue {
             front: front.into_iter().map(|(stored, ..)| stored).collect(),
             back: back.into_iter().map(|(stored, ..)| stored).collect(),
         }))
+    }
+
+    /// The uuids of the links the chain `id` keeps, in order.
+    pub(crate) async fn chain_rest(&self, id: Uuid) -> Result<Vec<Uuid>> {
+        let key = self.keys().chain(&id.to_string());
+        let key = &key;
+        let stored: Vec<String> = self
+            .call(|mut conn| async move {
+                redis::cmd("LRANGE")
+                    .arg(key)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(&mut conn)
+                    .await
+            })
+            .await?;
+        Ok(stored
+            .iter()
+            .filter_map(|link| Link::decode(link).map(|link| link.uuid))
+            .collect())
     }
 
     /// The catch link of the chain `id`, as stored and decoded, if it has one.

@@ -1,8 +1,11 @@
-//! Workflows: chains of jobs, each link pushed in the step that acknowledges the one before it.
+//! Workflows: chains of jobs, each link pushed in the step that acknowledges the one before it,
+//! and batches of jobs, each counted in the step that settles it.
 //!
 //! Every step of a workflow happens in the script call that settles the job causing it: the
 //! next link is pushed in the call that acknowledges a finished link, a chain's catch job in
-//! the call that records a failed link, and only if that job's reservation was still held. So
+//! the call that records a failed link, a batch's job counted (and the batch's callbacks pushed
+//! when it is the last) in the call that settles it, and only if that job's reservation was
+//! still held. So
 //! a worker that dies at any moment never pushes a link twice and never loses one: the job it
 //! ran comes back after `retry_after` and takes the step then.
 //!
@@ -10,9 +13,11 @@
 //! once ([`Link`]), so the bytes written grow linearly with the chain's length (Laravel
 //! copies the whole remainder into every link). See `docs/workflows.md` in the repository.
 
+pub(crate) mod batch;
 pub(crate) mod chain;
 mod link;
 
+pub use batch::{Batch, BatchProgress, BatchStatus};
 pub use chain::{Chain, ChainProgress};
 pub use link::Link;
 
@@ -73,5 +78,37 @@ impl ChainEdits<'_> {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Edits> {
         self.edits.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The batch a running job belongs to: jobs added through it are pushed, and counted in the
+/// batch, once this job is done (in the step that acknowledges it), and dropped if it is
+/// released or fails. Get it from [`JobContext::batch`](crate::JobContext::batch).
+#[derive(Debug)]
+pub struct BatchEdits<'a> {
+    pub(crate) batch: Uuid,
+    pub(crate) queue: &'a str,
+    pub(crate) added: &'a Mutex<Vec<Envelope>>,
+}
+
+impl BatchEdits<'_> {
+    /// The batch's id.
+    pub fn id(&self) -> Uuid {
+        self.batch
+    }
+
+    /// Adds `job` to the batch once this job is done. A job that names no queue goes to this
+    /// job's.
+    pub fn add<J: Job>(&self, job: PendingDispatch<J>) -> Result<()> {
+        let envelope = job.envelope_in(&Placement {
+            batch: Some(self.batch),
+            queue: Some(self.queue.to_owned()),
+            ..Placement::default()
+        })?;
+        self.added
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(envelope);
+        Ok(())
     }
 }

@@ -55,7 +55,8 @@ pub(crate) async fn run(
         )
         .with_redis(around.redis.clone(), around.config.retry_after)
         .with_holds(around.holds)
-        .with_chain(payload.chain),
+        .with_chain(payload.chain)
+        .with_batch(payload.batch),
     );
     let unique_lock = payload.unique.as_ref().map(|unique| {
         let hold = Hold {
@@ -68,6 +69,20 @@ pub(crate) async fn run(
     let now = unix_seconds();
     if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts, now) {
         return (verdict, None, ctx);
+    }
+    if let Some(batch) = payload.batch {
+        match around.redis.batch_cancelled(batch).await {
+            Ok(true) => {
+                info!(status = "SKIPPED", batch = %batch, "its batch was cancelled");
+                return (Verdict::Skip, None, ctx);
+            }
+            Ok(false) => {}
+            // Run it later rather than run a job of a batch that may be cancelled.
+            Err(err) => {
+                let reason = format!("cannot read whether its batch was cancelled: {err}");
+                return (Verdict::Requeue(Duration::from_secs(1)), Some(reason), ctx);
+            }
+        }
     }
     let through = match named_middleware(&payload.through) {
         Ok(through) => through,

@@ -9,7 +9,7 @@
 use jobs_core::middleware::Layer;
 use jobs_core::queue::hold::Holds;
 use jobs_core::queue::Envelope;
-use jobs_core::workflow::{ChainProgress, Link};
+use jobs_core::workflow::{BatchProgress, ChainProgress, Link};
 use jobs_core::{FailedContext, JobContext, RedisQueue};
 use std::sync::Arc;
 use std::time::Instant;
@@ -126,7 +126,8 @@ impl Processor {
                     // task and polled often.
                     let (verdict, error, ctx) =
                         Box::pin(execute::run(around, &decoded, &job, &held, interrupt)).await;
-                    let (verdict, chain) = chain_progress(&self.settler.queue, &ctx, verdict);
+                    let (verdict, chain, batch) =
+                        workflow_progress(&self.settler.queue, &ctx, verdict);
                     let reported = event.map(|event| (event, verdict.clone(), error.clone()));
                     let id = JobId {
                         uuid: &uuid,
@@ -151,6 +152,7 @@ impl Processor {
                             AttemptEffects {
                                 holds: ctx.holds(),
                                 chain,
+                                batch,
                             },
                         )
                         .await;
@@ -198,6 +200,7 @@ impl Processor {
                         AttemptEffects {
                             holds: &Holds::default(),
                             chain: None,
+                            batch: None,
                         },
                     )
                     .instrument(span)
@@ -207,36 +210,57 @@ impl Processor {
     }
 }
 
-/// The step an attempt makes its chain take, if the job is a link of one or its handler added
-/// links: a job that is done pushes the links its handler added, signed now; one that comes
-/// back or fails drops them. A link that cannot be pushed fails the job that added it.
-fn chain_progress(
+/// The steps an attempt makes its chain and its batch take, for a link of a chain (or a job
+/// whose handler added links) and a job of a batch: a job that is done pushes the links and
+/// jobs its handler added, signed now; one that comes back or fails drops them. A link or job
+/// that cannot be pushed fails the job that added it.
+fn workflow_progress(
     queue: &RedisQueue,
     ctx: &JobContext,
     verdict: Verdict,
-) -> (Verdict, Option<ChainProgress>) {
-    let Some((id, edits)) = ctx.chain_progress() else {
-        return (verdict, None);
+) -> (Verdict, Option<ChainProgress>, Option<BatchProgress>) {
+    let chain = ctx.chain_progress();
+    let batch = ctx.batch_progress();
+    let unchanged = || {
+        (
+            ctx.chain_id().map(ChainProgress::new),
+            batch
+                .as_ref()
+                .map(|(id, _)| BatchProgress::new(*id, ctx.uuid())),
+        )
     };
-    let done = matches!(verdict, Verdict::Done | Verdict::Skip);
-    if !done {
-        return (verdict, ctx.chain_id().map(ChainProgress::new));
+    if !matches!(verdict, Verdict::Done | Verdict::Skip) {
+        let (chain, batch) = unchanged();
+        return (verdict, chain, batch);
     }
-    let links = |envelopes: Vec<Envelope>| -> jobs_core::Result<Vec<Link>> {
+    let links = |envelopes: &[Envelope]| -> jobs_core::Result<Vec<Link>> {
         envelopes.iter().map(|e| queue.link(e)).collect()
     };
-    match (links(edits.prepend), links(edits.append)) {
-        (Ok(prepend), Ok(append)) => (
-            verdict,
-            Some(ChainProgress {
-                id,
-                prepend,
-                append,
+    let built = (|| -> jobs_core::Result<_> {
+        let chain = match &chain {
+            Some((id, edits)) => Some(ChainProgress {
+                id: *id,
+                prepend: links(&edits.prepend)?,
+                append: links(&edits.append)?,
             }),
-        ),
-        (Err(err), _) | (_, Err(err)) => (
-            Verdict::Fail(format!("cannot add a link to its chain: {err}")),
-            ctx.chain_id().map(ChainProgress::new),
-        ),
+            None => None,
+        };
+        let batch = match &batch {
+            Some((id, added)) => Some(BatchProgress {
+                id: *id,
+                job: ctx.uuid(),
+                added: links(added)?,
+            }),
+            None => None,
+        };
+        Ok((chain, batch))
+    })();
+    match built {
+        Ok((chain, batch)) => (verdict, chain, batch),
+        Err(err) => {
+            let (chain, batch) = unchanged();
+            let reason = format!("cannot add a job to its workflow: {err}");
+            (Verdict::Fail(reason), chain, batch)
+        }
     }
 }

@@ -4,7 +4,7 @@
 use jobs_core::admin::telemetry::Outcome;
 use jobs_core::payload::counters;
 use jobs_core::queue::hold::Holds;
-use jobs_core::workflow::ChainProgress;
+use jobs_core::workflow::{BatchProgress, ChainProgress};
 use jobs_core::{FailedJob, RedisQueue, Settlement};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,6 +39,8 @@ pub(crate) struct AttemptEffects<'a> {
     pub(crate) holds: &'a Holds,
     /// The chain the job is a link of, with the links its handler added.
     pub(crate) chain: Option<ChainProgress>,
+    /// The batch the job belongs to, with the jobs its handler added.
+    pub(crate) batch: Option<BatchProgress>,
 }
 
 /// Settles attempts: one for every job task of a worker, and a copy with a connection of its
@@ -83,7 +85,11 @@ impl Settler {
         started: Instant,
         effects: AttemptEffects<'_>,
     ) -> Settled {
-        let AttemptEffects { holds, chain } = effects;
+        let AttemptEffects {
+            holds,
+            chain,
+            batch,
+        } = effects;
         let uuid = id.uuid;
         let runtime = started.elapsed();
         let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
@@ -113,12 +119,13 @@ impl Settler {
                     Verdict::Skip => info!(status = "SKIPPED", duration_ms, "SKIPPED"),
                     _ => info!(status = "DONE", duration_ms, "DONE"),
                 }
-                if holds.is_empty() && chain.is_none() {
+                if holds.is_empty() && chain.is_none() && batch.is_none() {
                     self.acks.ack(job);
                 } else {
                     let settlement = Settlement {
                         holds: holds.to_free(true),
                         chain,
+                        batch,
                     };
                     Box::pin(self.apply(&job, "acknowledge the job", |q| {
                         q.complete(&job.queue, &job.raw, &settlement)
@@ -168,6 +175,7 @@ impl Settler {
                 let settlement = Settlement {
                     holds: holds.to_free(true),
                     chain,
+                    batch,
                 };
                 let hook_claim = id.failed_hook.then_some(self.retry_after);
                 let recorded = Box::pin(self.apply(&job, "record the failed job", |q| {

@@ -20,7 +20,7 @@
 //!    while its handler still blocks here);
 //! 4. ends the process with status [`EXIT_CODE`].
 
-use jobs_core::workflow::ChainProgress;
+use jobs_core::workflow::{BatchProgress, ChainProgress};
 use jobs_core::RedisQueue;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -199,6 +199,9 @@ impl Guarded {
                     let effects = AttemptEffects {
                         holds: ctx.holds(),
                         chain: ctx.chain_id().map(ChainProgress::new),
+                        batch: ctx
+                            .batch()
+                            .map(|batch| BatchProgress::new(batch.id(), ctx.uuid())),
                     };
                     settler
                         .settle(job, id, verdict, error, deadline.started, effects)

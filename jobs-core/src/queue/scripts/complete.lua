@@ -7,6 +7,7 @@
 -- ARGV[2..] the effects, each its name and its arguments:
 --          'holds'  free what the job held (lib/holds.lua)
 --          'chain'  push the chain's next link (lib/chain.lua)
+--          'batch'  count the job done in its batch, with the jobs it added (lib/batch.lua)
 -- Returns 1 when acknowledged, 0 when the reservation is no longer held: then nothing changes;
 -- 2 when acknowledged but the chain's list was not as the worker read it, and left alone.
 if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then
@@ -20,6 +21,8 @@ while not at.done() do
     holds_freed(at)
   elseif effect == 'chain' then
     if not chain_done(at) then reply = 2 end
+  elseif effect == 'batch' then
+    batch_done(at)
   else
     return redis.error_reply('complete: unknown effect ' .. effect)
   end

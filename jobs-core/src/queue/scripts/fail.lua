@@ -21,6 +21,7 @@
 -- ARGV[7..] the effects, each its name and its arguments:
 --          'holds'  free what the job held (lib/holds.lua)
 --          'chain'  push the chain's catch job (lib/chain.lua)
+--          'batch'  count the job failed in its batch (lib/batch.lua)
 -- Returns 1 when recorded, 0 when the reservation is no longer held: then nothing changes.
 -- The hook is owed in the same step as the record, so it is never skipped: the worker that
 -- failed the job runs it and removes the entry; if it dies first, another one runs it.
@@ -34,6 +35,8 @@ while not at.done() do
     holds_freed(at)
   elseif effect == 'chain' then
     chain_failed(at)
+  elseif effect == 'batch' then
+    batch_failed(at)
   else
     return redis.error_reply('fail: unknown effect ' .. effect)
   end

@@ -1,0 +1,64 @@
+-- batch: create a batch, or add jobs to one, and push them, in one step: a job is counted in
+-- its batch in the call that pushes it. A dispatch of many jobs comes in parts; the batch
+-- cannot finish while a dispatch is under way (its `open` count), so jobs of its first part
+-- that finish early cannot fire its callbacks before the last part is in.
+-- KEYS[1..10] the batch's keys and its callbacks' routes (batch_from in lib/batch.lua)
+-- KEYS[11]    jobs:batches   zset: batch id -> created_at
+-- KEYS[12..]  for each job: its ready list (or delayed set when it has a due time), its
+--             queue's notify, and for the first link of a chain its chain's list and catch keys
+--             (for any other job, two keys of the batch that are not used)
+-- ARGV[1..4]  batch_from's: the callbacks' due times, how long to keep the finished batch
+-- ARGV[5]     'create' (this dispatch creates the batch), 'add' (it adds to a batch, which
+--             must be neither finished nor cancelled), or 'more' (a later part of either)
+-- ARGV[6]     '1' when this is the dispatch's last part, else '0'
+-- ARGV[7]     the batch id
+-- ARGV[8]     its name
+-- ARGV[9]     '1' when it allows failures, else '0'
+-- ARGV[10..12] its then, catch and finally links ('' for none)
+-- ARGV[13..]  for each job: how many uuids it adds (1, or its chain's links), those uuids, its
+--             due time ('' ready), its payload, how many links its chain keeps after it, those
+--             links, its chain's catch link ('' none)
+-- Returns 1, or 0 when 'add' found the batch finished, cancelled or gone: nothing changed.
+local at = effects_from(1, 1)
+local batch = batch_from(at)
+local batches = at.next_key()
+local mode, last, id = ARGV[5], ARGV[6], ARGV[7]
+if mode == 'create' then
+  local now = now_millis()
+  redis.call('hset', batch.record, 'name', ARGV[8], 'allow_failures', ARGV[9],
+    'created_at', now, 'total', 0, 'pending', 0, 'failed', 0, 'open', 1)
+  for i, name in ipairs({ 'then', 'catch', 'finally' }) do
+    if ARGV[9 + i] ~= '' then
+      redis.call('hset', batch.callbacks, name, ARGV[9 + i])
+    end
+  end
+  redis.call('zadd', batches, now, id)
+elseif mode == 'add' then
+  local state = redis.call('hmget', batch.record, 'created_at', 'cancelled_at', 'finished_at')
+  if not state[1] or state[2] or state[3] then
+    return 0
+  end
+  redis.call('hincrby', batch.record, 'open', 1)
+end
+at.arg = 13
+while not at.done() do
+  local target, notify, list, catch = at.next_key(), at.next_key(), at.next_key(), at.next_key()
+  for _, uuid in ipairs(at.next_args(tonumber(at.next_arg()))) do
+    batch_join(batch, uuid)
+  end
+  local due, payload = at.next_arg(), at.next_arg()
+  local links = at.next_args(tonumber(at.next_arg()))
+  local catch_link = at.next_arg()
+  if #links > 0 then
+    redis.call('rpush', list, unpack(links))
+  end
+  if catch_link ~= '' then
+    redis.call('set', catch, catch_link)
+  end
+  push_job(target, notify, due, payload)
+end
+if last == '1' then
+  redis.call('hincrby', batch.record, 'open', -1)
+  batch_check(batch)
+end
+return 1

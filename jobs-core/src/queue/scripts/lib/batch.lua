@@ -1,0 +1,152 @@
+-- Batches. A batch's record is the hash jobs:batch:<id> (name, allow_failures, created_at, and
+-- the counters total, pending, failed and open), with the set of its jobs still pending, the
+-- sorted set of its failed jobs and the hash of its callback links (then, catch, finally).
+-- Every count keys on a job's uuid (SREM, ZADD NX), so a job that runs twice counts once, and
+-- each callback is pushed once, guarded by the time it was pushed (HSETNX then_at, ...).
+-- `open` counts the dispatches adding jobs still under way: the batch cannot finish before
+-- they are done.
+
+-- The batch's keys and its callbacks' routes, read from the effects' reader (lib/effects.lua).
+--   keys: the record, the pending set, the failed set, the callbacks hash, then for then,
+--         catch and finally in turn the callback's ready list (or delayed set) and notify
+--   args: the due time of then, catch and finally ('' ready), how long to keep the batch once
+--         it is finished, in seconds
+local function batch_from(at)
+  local batch = {
+    record = at.next_key(), pending = at.next_key(), failed = at.next_key(),
+    callbacks = at.next_key(), targets = {},
+  }
+  for _, name in ipairs({ 'then', 'catch', 'finally' }) do
+    batch.targets[name] = { target = at.next_key(), notify = at.next_key() }
+  end
+  for _, name in ipairs({ 'then', 'catch', 'finally' }) do
+    batch.targets[name].due = at.next_arg()
+  end
+  batch.keep = tonumber(at.next_arg())
+  return batch
+end
+
+-- Pushes the callback `name` of the batch, if it has one.
+local function push_callback(batch, name)
+  local link = redis.call('hget', batch.callbacks, name)
+  if link then
+    local route = batch.targets[name]
+    push_job(route.target, route.notify, route.due, link_payload(link))
+  end
+end
+
+-- Adds the job `uuid` to the batch, once.
+local function batch_join(batch, uuid)
+  if redis.call('sadd', batch.pending, uuid) == 1 then
+    redis.call('hincrby', batch.record, 'total', 1)
+    redis.call('hincrby', batch.record, 'pending', 1)
+  end
+end
+
+-- Takes the job `uuid` out of the batch without counting it as run (a link after a failed one
+-- in a chain of the batch, which will not run).
+local function batch_leave(batch, uuid)
+  if redis.call('srem', batch.pending, uuid) == 1 then
+    redis.call('hincrby', batch.record, 'total', -1)
+    redis.call('hincrby', batch.record, 'pending', -1)
+  end
+end
+
+-- Once no job is pending and no dispatch is adding jobs: marks the batch finished, pushes
+-- `then` if none failed and it was not cancelled, and `finally`, each once, and lets the
+-- batch's keys expire.
+local function batch_check(batch)
+  local state = redis.call('hmget', batch.record, 'pending', 'failed', 'open', 'cancelled_at',
+    'finished_at')
+  if not state[1] or tonumber(state[1]) > 0 or tonumber(state[3] or '0') > 0 then
+    return
+  end
+  if not state[5] then
+    redis.call('hset', batch.record, 'finished_at', now_millis())
+  end
+  if tonumber(state[2]) == 0 and not state[4]
+      and redis.call('hsetnx', batch.record, 'then_at', now_millis()) == 1 then
+    push_callback(batch, 'then')
+  end
+  if redis.call('hsetnx', batch.record, 'finally_at', now_millis()) == 1 then
+    push_callback(batch, 'finally')
+  end
+  for _, key in ipairs({ batch.record, batch.pending, batch.failed, batch.callbacks }) do
+    redis.call('expire', key, batch.keep)
+  end
+end
+
+-- Jobs added to the batch: those to push, and those only to count (the links of its chains,
+-- which their chains push), read from the effects' reader.
+--   keys: for each job pushed, its ready list (or delayed set) and notify
+--   args: how many pushed, then for each its uuid, due time and link; how many only counted,
+--         then their uuids
+local function batch_additions_from(at)
+  local pushed = {}
+  for i = 1, tonumber(at.next_arg()) do
+    pushed[i] = {
+      target = at.next_key(), notify = at.next_key(),
+      uuid = at.next_arg(), due = at.next_arg(), link = at.next_arg(),
+    }
+  end
+  return { pushed = pushed, counted = at.next_args(tonumber(at.next_arg())) }
+end
+
+-- Adds jobs to the batch, each once, pushing those to push.
+local function batch_add(batch, additions)
+  for _, job in ipairs(additions.pushed) do
+    batch_join(batch, job.uuid)
+    push_job(job.target, job.notify, job.due, link_payload(job.link))
+  end
+  for _, uuid in ipairs(additions.counted) do
+    batch_join(batch, uuid)
+  end
+end
+
+-- A job of the batch is done: counts it (a failed job retried by hand that succeeds now
+-- leaves the failed set), after adding the jobs its handler added. A batch whose record is
+-- gone (pruned) counts nothing.
+--   keys and args: batch_from's, the job's uuid, then batch_additions_from's
+local function batch_done(at)
+  local batch = batch_from(at)
+  local uuid = at.next_arg()
+  local additions = batch_additions_from(at)
+  if redis.call('exists', batch.record) == 0 then
+    return
+  end
+  batch_add(batch, additions)
+  if redis.call('srem', batch.pending, uuid) == 1 then
+    redis.call('hincrby', batch.record, 'pending', -1)
+  elseif redis.call('zrem', batch.failed, uuid) == 1 then
+    redis.call('hincrby', batch.record, 'failed', -1)
+  end
+  batch_check(batch)
+end
+
+-- A job of the batch failed for good: counts it, once; the first failure pushes `catch` and,
+-- unless the batch allows failures, cancels it. Links of its chain that will not run now
+-- leave the batch.
+--   keys and args: batch_from's, the job's uuid, how many links leave, their uuids
+local function batch_failed(at)
+  local batch = batch_from(at)
+  local uuid = at.next_arg()
+  local leaving = at.next_args(tonumber(at.next_arg()))
+  if redis.call('exists', batch.record) == 0 then
+    return
+  end
+  if redis.call('srem', batch.pending, uuid) == 1 then
+    redis.call('hincrby', batch.record, 'pending', -1)
+    redis.call('zadd', batch.failed, now_seconds_precise(), uuid)
+    redis.call('hincrby', batch.record, 'failed', 1)
+    if redis.call('hsetnx', batch.record, 'catch_at', now_millis()) == 1 then
+      push_callback(batch, 'catch')
+    end
+    if redis.call('hget', batch.record, 'allow_failures') ~= '1' then
+      redis.call('hsetnx', batch.record, 'cancelled_at', now_millis())
+    end
+  end
+  for _, link in ipairs(leaving) do
+    batch_leave(batch, link)
+  end
+  batch_check(batch)
+end

@@ -1,0 +1,643 @@
+//! Batches: jobs that run independently, with callback jobs pushed once when they are all done,
+//! when the first one fails, and when all have settled.
+
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use uuid::Uuid;
+
+use crate::dispatch::{AnyDispatch, Placement};
+use crate::error::Result;
+use crate::job::Job;
+use crate::queue::keys::QueueKeys;
+use crate::queue::{scripts, RedisQueue};
+use crate::workflow::chain::{target, ChainLinks};
+use crate::workflow::{Chain, Link};
+use crate::PendingDispatch;
+
+/// Jobs of a batch pushed per script call; a larger batch is pushed in parts, and cannot
+/// finish before its last part is in.
+const PART: usize = 1000;
+
+/// Jobs of any types run independently as one batch, with jobs (not closures) as callbacks:
+/// `then` once every job succeeded, `catch` at the first job that fails for good, `finally`
+/// once every job has settled. Each job is counted in the script call that settles it, once
+/// per uuid however often it runs, so the counts are exact and each callback is pushed once.
+///
+/// A job that fails for good cancels its batch, unless the batch allows failures; the jobs of
+/// a cancelled batch that have not started are settled as done without running (skipped).
+///
+/// ```no_run
+/// # use jobs_core::{job, Job, JobContext, JobResult};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Serialize, Deserialize)] struct ImportRow { row: u64 }
+/// # #[job] impl Job for ImportRow { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+/// # #[derive(Serialize, Deserialize)] struct ImportDone { file: u64 }
+/// # #[job] impl Job for ImportDone { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+/// # #[derive(Serialize, Deserialize)] struct ImportFailed { file: u64 }
+/// # #[job] impl Job for ImportFailed { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+/// # async fn demo() -> Result<(), jobs_core::Error> {
+/// use jobs_core::workflow::Batch;
+///
+/// let id = Batch::new()
+///     .name("import file 42")
+///     .jobs((0..10_000).map(|row| ImportRow { row }.dispatch()))
+///     .then(ImportDone { file: 42 }.dispatch())
+///     .catch(ImportFailed { file: 42 }.dispatch())
+///     .on_queue("imports")
+///     .dispatch()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a batch does nothing until it is dispatched"]
+#[derive(Default)]
+pub struct Batch {
+    name: String,
+    members: Vec<Member>,
+    callbacks: [Option<Box<dyn AnyDispatch>>; 3],
+    allow_failures: bool,
+    queue: Option<String>,
+    connection: Option<RedisQueue>,
+}
+
+/// One job of a batch, or one chain whose links are all jobs of the batch.
+enum Member {
+    Job(Box<dyn AnyDispatch>),
+    Chain(Chain),
+}
+
+/// Which callback: the index into [`Batch::callbacks`] and the field of the callbacks hash.
+const CALLBACKS: [&str; 3] = ["then", "catch", "finally"];
+
+impl Batch {
+    /// An empty batch. Dispatched empty, it finishes at once: `then` and `finally` are pushed.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// Names the batch, for operators.
+    pub fn name(mut self, name: impl Into<String>) -> Batch {
+        self.name = name.into();
+        self
+    }
+
+    /// Adds a job.
+    pub fn job<J: Job>(mut self, job: PendingDispatch<J>) -> Batch {
+        self.members.push(Member::Job(Box::new(job)));
+        self
+    }
+
+    /// Adds jobs.
+    pub fn jobs<J: Job>(mut self, jobs: impl IntoIterator<Item = PendingDispatch<J>>) -> Batch {
+        for job in jobs {
+            self.members.push(Member::Job(Box::new(job)));
+        }
+        self
+    }
+
+    /// Adds a chain: each of its links is a job of the batch, run in the chain's order. When a
+    /// link fails for good, the links after it leave the batch (they will not run).
+    pub fn chain(mut self, chain: Chain) -> Batch {
+        self.members.push(Member::Chain(chain));
+        self
+    }
+
+    /// Pushes `job` once every job of the batch has succeeded (not when it was cancelled).
+    pub fn then<J: Job>(mut self, job: PendingDispatch<J>) -> Batch {
+        self.callbacks[0] = Some(Box::new(job));
+        self
+    }
+
+    /// Pushes `job` when the first job of the batch fails for good.
+    pub fn catch<J: Job>(mut self, job: PendingDispatch<J>) -> Batch {
+        self.callbacks[1] = Some(Box::new(job));
+        self
+    }
+
+    /// Pushes `job` once every job of the batch has settled, succeeded or failed (or skipped
+    /// because the batch was cancelled).
+    pub fn finally<J: Job>(mut self, job: PendingDispatch<J>) -> Batch {
+        self.callbacks[2] = Some(Box::new(job));
+        self
+    }
+
+    /// Lets the batch run on after a job fails for good; without this, the first failure
+    /// cancels it.
+    pub fn allow_failures(mut self) -> Batch {
+        self.allow_failures = true;
+        self
+    }
+
+    /// Puts the jobs and callbacks whose dispatch and job type name no queue on this queue
+    /// instead of `default`.
+    pub fn on_queue(mut self, queue: impl Into<String>) -> Batch {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// Pushes through this handle instead of the process-wide default.
+    pub fn via(mut self, queue: &RedisQueue) -> Batch {
+        self.connection = Some(queue.clone());
+        self
+    }
+
+    /// Creates the batch and pushes its jobs: at most a thousand per script call, each job
+    /// counted in the call that pushes it. Returns the batch's id. A unique or debounced job
+    /// cannot be in a batch ([`Error::NotInWorkflow`](crate::Error::NotInWorkflow)).
+    pub fn dispatch(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
+        let prepared = self.prepare();
+        async move {
+            let (queue, id, opening, members) = prepared?;
+            queue
+                .send_batch(id, BatchDispatch::Create(Box::new(opening)), &members)
+                .await?;
+            Ok(id)
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn prepare(self) -> Result<(RedisQueue, Uuid, Opening, Vec<Prepared>)> {
+        let queue = match &self.connection {
+            Some(queue) => queue.clone(),
+            None => RedisQueue::default_handle()?,
+        };
+        let id = Uuid::new_v4();
+        let members = prepare_members(&queue, id, self.queue.as_deref(), &self.members)?;
+        let mut callbacks: [Option<Link>; 3] = Default::default();
+        for (slot, dispatch) in callbacks.iter_mut().zip(&self.callbacks) {
+            if let Some(dispatch) = dispatch {
+                let placement = Placement {
+                    queue: self.queue.clone(),
+                    ..Placement::default()
+                };
+                *slot = Some(queue.link(&dispatch.envelope_in(&placement)?)?);
+            }
+        }
+        let opening = Opening {
+            name: self.name,
+            allow_failures: self.allow_failures,
+            callbacks: Callbacks { links: callbacks },
+        };
+        Ok((queue, id, opening, members))
+    }
+}
+
+/// The jobs `members` of the batch `id`, built and sealed by `queue`.
+fn prepare_members(
+    queue: &RedisQueue,
+    id: Uuid,
+    default_queue: Option<&str>,
+    members: &[Member],
+) -> Result<Vec<Prepared>> {
+    members
+        .iter()
+        .map(|member| match member {
+            Member::Job(dispatch) => {
+                let placement = Placement {
+                    batch: Some(id),
+                    queue: default_queue.map(str::to_owned),
+                    ..Placement::default()
+                };
+                let link = queue.link(&dispatch.envelope_in(&placement)?)?;
+                Ok(Prepared::from(ChainLinks {
+                    first: link,
+                    rest: Vec::new(),
+                    catch: None,
+                }))
+            }
+            Member::Chain(chain) => Ok(Prepared::from(chain.links_in(
+                queue,
+                Some(id),
+                default_queue,
+            )?)),
+        })
+        .collect()
+}
+
+/// A job of a batch as pushed: its first job and, for a chain, the links kept after it.
+struct Prepared {
+    uuids: Vec<Uuid>,
+    links: ChainLinks,
+}
+
+impl From<ChainLinks> for Prepared {
+    fn from(links: ChainLinks) -> Prepared {
+        let uuids = std::iter::once(&links.first)
+            .chain(&links.rest)
+            .map(|link| link.uuid)
+            .collect();
+        Prepared { uuids, links }
+    }
+}
+
+/// What a new batch is created with.
+struct Opening {
+    name: String,
+    allow_failures: bool,
+    callbacks: Callbacks,
+}
+
+/// Whether a dispatch creates its batch or adds to one.
+enum BatchDispatch {
+    Create(Box<Opening>),
+    Add,
+}
+
+/// A batch's callback links (`then`, `catch`, `finally`), from which a script call that may
+/// finish the batch takes the keys and due times of the queues they go to.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Callbacks {
+    links: [Option<Link>; 3],
+}
+
+impl Callbacks {
+    /// For each callback, the key it is pushed to and its queue's notify (for a missing one,
+    /// `placeholder` twice), then the due times.
+    pub(crate) fn routes(
+        &self,
+        queue: &RedisQueue,
+        placeholder: &str,
+    ) -> (Vec<String>, Vec<String>) {
+        let mut keys = Vec::with_capacity(6);
+        let mut dues = Vec::with_capacity(3);
+        for link in &self.links {
+            match link {
+                Some(link) => {
+                    let queue_keys = queue.queue_keys(&link.queue);
+                    keys.push(target(link, &queue_keys));
+                    keys.push(queue_keys.notify);
+                    dues.push(link.due.clone());
+                }
+                None => {
+                    keys.extend([placeholder.to_owned(), placeholder.to_owned()]);
+                    dues.push(String::new());
+                }
+            }
+        }
+        (keys, dues)
+    }
+}
+
+/// The keys of one batch.
+#[derive(Debug, Clone)]
+pub(crate) struct BatchKeys {
+    pub(crate) record: String,
+    pub(crate) pending: String,
+    pub(crate) failed: String,
+    pub(crate) callbacks: String,
+}
+
+impl BatchKeys {
+    fn all(&self) -> [&str; 4] {
+        [&self.record, &self.pending, &self.failed, &self.callbacks]
+    }
+}
+
+/// What a finished or failed job does to its batch: the batch's id, and the jobs its handler
+/// added to the batch ([`BatchEdits::add`](crate::workflow::BatchEdits::add)).
+#[derive(Debug, Clone)]
+pub struct BatchProgress {
+    /// The batch's id.
+    pub id: Uuid,
+    /// The job's uuid, by which the batch counts it once.
+    pub job: Uuid,
+    /// Jobs to push and count in the batch once this one is done.
+    pub added: Vec<Link>,
+}
+
+impl BatchProgress {
+    /// The progress of the job `job` of the batch `id` that added no jobs.
+    pub fn new(id: Uuid, job: Uuid) -> Self {
+        BatchProgress {
+            id,
+            job,
+            added: Vec::new(),
+        }
+    }
+}
+
+/// A batch as its record says, for operators and for the jobs that ask.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BatchStatus {
+    /// The batch's id.
+    pub id: Uuid,
+    /// Its name ("" when it has none).
+    pub name: String,
+    /// Jobs added to it.
+    pub total: u64,
+    /// Jobs not settled yet.
+    pub pending: u64,
+    /// Jobs that failed for good (and were not retried since).
+    pub failed: u64,
+    /// Whether a failure leaves it running.
+    pub allow_failures: bool,
+    /// When it was created.
+    pub created_at: Option<DateTime<Utc>>,
+    /// When it was cancelled.
+    pub cancelled_at: Option<DateTime<Utc>>,
+    /// When its last job settled.
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl BatchStatus {
+    /// Jobs settled: succeeded, failed, or skipped because the batch was cancelled.
+    pub fn processed(&self) -> u64 {
+        self.total.saturating_sub(self.pending)
+    }
+
+    /// Jobs settled as a share of all, in percent, rounded down (100 for an empty batch).
+    pub fn progress(&self) -> u8 {
+        (self.processed() * 100)
+            .checked_div(self.total)
+            .map_or(100, |p| p.min(100) as u8)
+    }
+
+    /// Whether every job has settled.
+    pub fn finished(&self) -> bool {
+        self.finished_at.is_some()
+    }
+
+    /// Whether it was cancelled.
+    pub fn cancelled(&self) -> bool {
+        self.cancelled_at.is_some()
+    }
+}
+
+/// Callback routes per batch, read once per batch by a worker: they never change.
+#[derive(Debug, Default)]
+pub(crate) struct CallbackCache {
+    known: Mutex<HashMap<Uuid, Arc<Callbacks>>>,
+}
+
+/// Batches whose callback routes a handle keeps at most; past it, it forgets them all.
+const CACHED_BATCHES: usize = 1024;
+
+impl RedisQueue {
+    /// The keys of the batch `id`.
+    pub(crate) fn batch_keys(&self, id: Uuid) -> BatchKeys {
+        let id = id.to_string();
+        BatchKeys {
+            record: self.keys().batch(&id),
+            pending: self.keys().batch_pending(&id),
+            failed: self.keys().batch_failed(&id),
+            callbacks: self.keys().batch_callbacks(&id),
+        }
+    }
+
+    /// The batch `id` as its record says, or `None` when there is no such batch (or it was
+    /// pruned).
+    pub async fn batch(&self, id: Uuid) -> Result<Option<BatchStatus>> {
+        let record = self.batch_keys(id).record;
+        let record = &record;
+        let fields: HashMap<String, String> = self
+            .call(|mut conn| async move {
+                redis::cmd("HGETALL")
+                    .arg(record)
+                    .query_async(&mut conn)
+                    .await
+            })
+            .await?;
+        Ok(status_from(id, &fields))
+    }
+
+    /// Cancels the batch `id`: its jobs that have not started are skipped. Returns `false`
+    /// when there is no such batch, or it was already cancelled.
+    pub async fn cancel_batch(&self, id: Uuid) -> Result<bool> {
+        let record = self.batch_keys(id).record;
+        let mut call = scripts::CANCEL_BATCH.key(&record);
+        call.arg(0);
+        let cancelled: u64 = self.invoke(&call).await?;
+        Ok(cancelled == 1)
+    }
+
+    /// Adds jobs to the batch `id` and pushes them. Returns `false`, pushing nothing, when the
+    /// batch is finished, cancelled or gone.
+    pub async fn add_to_batch<J: Job>(
+        &self,
+        id: Uuid,
+        jobs: impl IntoIterator<Item = PendingDispatch<J>>,
+    ) -> Result<bool> {
+        let members: Vec<Member> = jobs
+            .into_iter()
+            .map(|job| Member::Job(Box::new(job)))
+            .collect();
+        let members = prepare_members(self, id, None, &members)?;
+        self.send_batch(id, BatchDispatch::Add, &members).await
+    }
+
+    /// Whether the batch `id` was cancelled.
+    pub async fn batch_cancelled(&self, id: Uuid) -> Result<bool> {
+        let record = self.batch_keys(id).record;
+        let record = &record;
+        let cancelled: Option<String> = self
+            .call(|mut conn| async move {
+                redis::cmd("HGET")
+                    .arg(record)
+                    .arg("cancelled_at")
+                    .query_async(&mut conn)
+                    .await
+            })
+            .await?;
+        Ok(cancelled.is_some())
+    }
+
+    /// The callback links of the batch `id`, read once and kept.
+    pub(crate) async fn batch_callbacks(&self, id: Uuid) -> Result<Arc<Callbacks>> {
+        let cache = self.callback_cache();
+        if let Some(known) = cache
+            .known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+        {
+            return Ok(known.clone());
+        }
+        let key = self.batch_keys(id).callbacks;
+        let key = &key;
+        let stored: HashMap<String, String> =
+            self.call(|mut conn| async move {
+                redis::cmd("HGETALL").arg(key).query_async(&mut conn).await
+            })
+            .await?;
+        let mut callbacks = Callbacks::default();
+        for (slot, name) in callbacks.links.iter_mut().zip(CALLBACKS) {
+            *slot = stored.get(name).and_then(|link| Link::decode(link));
+        }
+        let callbacks = Arc::new(callbacks);
+        let mut known = cache.known.lock().unwrap_or_else(|e| e.into_inner());
+        if known.len() >= CACHED_BATCHES {
+            known.clear();
+        }
+        known.insert(id, callbacks.clone());
+        Ok(callbacks)
+    }
+
+    /// How long a finished batch's record is kept.
+    pub(crate) fn batch_retention(&self) -> Duration {
+        self.config().batch_retention
+    }
+
+    /// Sends a dispatch of `members` to the batch `id` in parts of [`PART`] jobs. Returns
+    /// `false` when adding to a batch that is finished, cancelled or gone.
+    async fn send_batch(
+        &self,
+        id: Uuid,
+        dispatch: BatchDispatch,
+        members: &[Prepared],
+    ) -> Result<bool> {
+        let keys = self.batch_keys(id);
+        let (callbacks, opening) = match &dispatch {
+            BatchDispatch::Create(opening) => {
+                (Arc::new(opening.callbacks.clone()), Some(&**opening))
+            }
+            BatchDispatch::Add => (self.batch_callbacks(id).await?, None),
+        };
+        let (routes, dues) = callbacks.routes(self, &keys.record);
+        let parts: Vec<&[Prepared]> = if members.is_empty() {
+            vec![&[]]
+        } else {
+            members.chunks(PART).collect()
+        };
+        let id_text = id.to_string();
+        for (at, part) in parts.iter().enumerate() {
+            let mode = match (at, &dispatch) {
+                (0, BatchDispatch::Create(_)) => "create",
+                (0, BatchDispatch::Add) => "add",
+                _ => "more",
+            };
+            let mut call = scripts::BATCH.prepare_invoke();
+            for key in keys.all() {
+                call.key(key);
+            }
+            for key in &routes {
+                call.key(key);
+            }
+            call.key(self.keys().batches());
+            for due in &dues {
+                call.arg(due);
+            }
+            call.arg(self.batch_retention().as_secs().max(1))
+                .arg(mode)
+                .arg(if at + 1 == parts.len() { "1" } else { "0" })
+                .arg(&id_text)
+                .arg(opening.map_or("", |o| o.name.as_str()))
+                .arg(if opening.is_some_and(|o| o.allow_failures) {
+                    "1"
+                } else {
+                    "0"
+                });
+            for link in &callbacks.links {
+                call.arg(link.as_ref().map_or(String::new(), Link::encode));
+            }
+            for member in part.iter() {
+                add_member(self, &mut call, member, &keys.record);
+            }
+            let sent: u64 = self.invoke(&call).await?;
+            if sent == 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Adds one job of a batch to a `batch.lua` call: its keys and its arguments.
+fn add_member(
+    queue: &RedisQueue,
+    call: &mut redis::ScriptInvocation<'_>,
+    member: &Prepared,
+    placeholder: &str,
+) {
+    let first = &member.links.first;
+    let first_keys: QueueKeys = queue.queue_keys(&first.queue);
+    call.key(target(first, &first_keys)).key(&first_keys.notify);
+    let chained = !member.links.rest.is_empty() || member.links.catch.is_some();
+    if chained {
+        let id = first.uuid.to_string();
+        call.key(queue.keys().chain(&id))
+            .key(queue.keys().chain_catch(&id));
+    } else {
+        call.key(placeholder).key(placeholder);
+    }
+    call.arg(member.uuids.len());
+    for uuid in &member.uuids {
+        call.arg(uuid.to_string());
+    }
+    call.arg(&first.due)
+        .arg(&first.payload)
+        .arg(member.links.rest.len());
+    for link in &member.links.rest {
+        call.arg(link.encode());
+    }
+    call.arg(
+        member
+            .links
+            .catch
+            .as_ref()
+            .map_or(String::new(), Link::encode),
+    );
+}
+
+/// A batch's status from its record's fields; `None` for a record that does not exist.
+fn status_from(id: Uuid, fields: &HashMap<String, String>) -> Option<BatchStatus> {
+    let number = |name: &str| fields.get(name).and_then(|v| v.parse::<i64>().ok());
+    let time = |name: &str| number(name).and_then(DateTime::from_timestamp_millis);
+    let count = |name: &str| number(name).map_or(0, |n| n.max(0) as u64);
+    fields.get("created_at")?;
+    Some(BatchStatus {
+        id,
+        name: fields.get("name").cloned().unwrap_or_default(),
+        total: count("total"),
+        pending: count("pending"),
+        failed: count("failed"),
+        allow_failures: fields.get("allow_failures").is_some_and(|v| v == "1"),
+        created_at: time("created_at"),
+        cancelled_at: time("cancelled_at"),
+        finished_at: time("finished_at"),
+    })
+}
+
+/// What a settling script needs to count a job in its batch: the batch's keys, its callbacks'
+/// routes, and how long to keep it once finished.
+#[derive(Debug)]
+pub(crate) struct BatchStep {
+    pub(crate) keys: BatchKeys,
+    pub(crate) routes: Vec<String>,
+    pub(crate) dues: Vec<String>,
+    pub(crate) keep: Duration,
+}
+
+impl BatchStep {
+    /// The keys of the step, in the order `batch_from` in `lib/batch.lua` reads them.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
+        self.keys
+            .all()
+            .into_iter()
+            .chain(self.routes.iter().map(String::as_str))
+    }
+
+    /// The arguments `batch_from` reads.
+    pub(crate) fn args(&self) -> impl Iterator<Item = String> + '_ {
+        self.dues
+            .iter()
+            .cloned()
+            .chain(std::iter::once(self.keep.as_secs().max(1).to_string()))
+    }
+}
+
+impl RedisQueue {
+    /// The step that counts a job of the batch `id`.
+    pub(crate) async fn batch_step(&self, id: Uuid) -> Result<BatchStep> {
+        let keys = self.batch_keys(id);
+        let callbacks = self.batch_callbacks(id).await?;
+        let (routes, dues) = callbacks.routes(self, &keys.record);
+        Ok(BatchStep {
+            keys,
+            routes,
+            dues,
+            keep: self.batch_retention(),
+        })
+    }
+}

@@ -1,0 +1,368 @@
+//! Batches against a real redis-server and worker processes: every job counted once in the
+//! step that settles it, `then`, `catch` and `finally` pushed once each, cancellation skipping
+//! the jobs not started, jobs added from inside the batch, chains as jobs of a batch.
+
+use examples::{Caught, Step, STEPS_KEY};
+use jobs_core::workflow::{Batch, BatchStatus, Chain};
+use jobs_core::{Job, Payload, RedisQueue, Settlement};
+use redis::AsyncCommands;
+use std::time::Duration;
+use tests::worker_process::WorkerProcess;
+use tests::{wait_for, wait_until, TestRedis};
+use uuid::Uuid;
+
+const LONG: Duration = Duration::from_secs(30);
+
+fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
+}
+
+/// The labels recorded so far, in the order the steps finished.
+async fn labels(redis: &TestRedis) -> Vec<String> {
+    let entries: Vec<String> = redis.conn().await.lrange(STEPS_KEY, 0, -1).await.unwrap();
+    entries
+        .iter()
+        .map(|entry| {
+            let step: serde_json::Value = serde_json::from_str(entry).unwrap();
+            step["label"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+fn count(labels: &[String], label: &str) -> usize {
+    labels.iter().filter(|l| *l == label).count()
+}
+
+/// Waits until the batch is finished, and returns it.
+async fn finished(queue: &RedisQueue, id: Uuid) -> BatchStatus {
+    wait_for(LONG, "the batch finishes", || async {
+        queue.batch(id).await.unwrap().filter(BatchStatus::finished)
+    })
+    .await
+}
+
+/// Waits until `label` is recorded, then a little longer, and returns every label: a
+/// callback pushed twice would show by then.
+async fn settled_with(redis: &TestRedis, label: &str) -> Vec<String> {
+    wait_until(LONG, format!("{label} recorded"), || async {
+        labels(redis).await.iter().any(|l| l == label)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    labels(redis).await
+}
+
+fn callbacks() -> Batch {
+    Batch::new()
+        .then(
+            Caught {
+                label: "then".into(),
+            }
+            .dispatch(),
+        )
+        .catch(
+            Caught {
+                label: "catch".into(),
+            }
+            .dispatch(),
+        )
+        .finally(
+            Caught {
+                label: "finally".into(),
+            }
+            .dispatch(),
+        )
+}
+
+#[tokio::test]
+async fn every_job_is_counted_once_and_then_and_finally_are_pushed_once() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let id = callbacks()
+        .name("import 42")
+        .jobs((0..1500).map(|n| Step::new(format!("row{n}")).dispatch()))
+        .on_queue("imports")
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+
+    // The record counts every job, pushed in two parts; each payload names its batch.
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert_eq!(
+        (status.name.as_str(), status.total, status.pending),
+        ("import 42", 1500, 1500)
+    );
+    assert_eq!(status.progress(), 0);
+    assert!(!status.finished() && !status.cancelled());
+    let mut conn = redis.conn().await;
+    let first: String = conn.lindex("queues:imports", 0).await.unwrap();
+    assert_eq!(Payload::from_json(&first).unwrap().batch, Some(id));
+    assert_eq!(queue.size("imports").await.unwrap().ready, 1500);
+
+    let _worker = start_worker(redis.url(), &["--queue", "imports", "--concurrency", "20"]);
+    let status = finished(&queue, id).await;
+    assert_eq!((status.total, status.pending, status.failed), (1500, 0, 0));
+    assert_eq!(status.progress(), 100);
+    let labels = settled_with(&redis, "caught:finally").await;
+    assert_eq!(count(&labels, "caught:then"), 1);
+    assert_eq!(count(&labels, "caught:finally"), 1);
+    assert_eq!(count(&labels, "caught:catch"), 0);
+    assert_eq!(labels.len(), 1502);
+    // A finished batch's keys expire.
+    let ttl: i64 = conn.ttl(format!("jobs:batch:{id}")).await.unwrap();
+    assert!(ttl > 6 * 24 * 3600, "kept for a week: {ttl}");
+}
+
+#[tokio::test]
+async fn the_first_failure_pushes_catch_once_and_cancels_the_rest() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let failing = Step {
+        label: "bad".into(),
+        fail: true,
+        ..Step::default()
+    };
+    let id = callbacks()
+        .job(failing.dispatch())
+        .jobs((0..10).map(|n| Step::new(format!("row{n}")).dispatch()))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    // One at a time: the failing job runs first, and cancels the batch.
+    let _worker = start_worker(redis.url(), &["--concurrency", "1"]);
+    let status = finished(&queue, id).await;
+    assert!(status.cancelled());
+    assert_eq!((status.total, status.pending, status.failed), (11, 0, 1));
+    let labels = settled_with(&redis, "caught:finally").await;
+    assert_eq!(
+        labels,
+        ["bad", "caught:catch", "caught:finally"],
+        "the rest were skipped"
+    );
+    let failed: Vec<String> = redis
+        .conn()
+        .await
+        .zrange(format!("jobs:batch:{id}:failed"), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(failed.len(), 1);
+}
+
+#[tokio::test]
+async fn a_batch_that_allows_failures_runs_every_job_and_skips_then() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let failing = |label: &str| Step {
+        label: label.into(),
+        fail: true,
+        ..Step::default()
+    };
+    let id = callbacks()
+        .job(failing("bad1").dispatch())
+        .jobs((0..8).map(|n| Step::new(format!("row{n}")).dispatch()))
+        .job(failing("bad2").dispatch())
+        .allow_failures()
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let _worker = start_worker(redis.url(), &["--concurrency", "1"]);
+    let status = finished(&queue, id).await;
+    assert!(!status.cancelled());
+    assert_eq!((status.total, status.pending, status.failed), (10, 0, 2));
+    let labels = settled_with(&redis, "caught:finally").await;
+    assert_eq!(
+        count(&labels, "caught:catch"),
+        1,
+        "catch at the first failure only"
+    );
+    assert_eq!(count(&labels, "caught:then"), 0, "not every job succeeded");
+    assert_eq!(labels.len(), 10 + 2);
+}
+
+#[tokio::test]
+async fn cancelling_a_batch_skips_the_jobs_not_started() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let id = callbacks()
+        .jobs((0..5).map(|n| Step::new(format!("row{n}")).dispatch()))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    assert!(queue.cancel_batch(id).await.unwrap());
+    assert!(!queue.cancel_batch(id).await.unwrap(), "cancelled once");
+    let _worker = start_worker(redis.url(), &[]);
+    let status = finished(&queue, id).await;
+    assert_eq!((status.total, status.pending, status.failed), (5, 0, 0));
+    let labels = settled_with(&redis, "caught:finally").await;
+    assert_eq!(labels, ["caught:finally"], "no job ran, no then");
+    // A finished or cancelled batch takes no more jobs.
+    let refused = queue
+        .add_to_batch(id, [Step::new("late").dispatch()])
+        .await
+        .unwrap();
+    assert!(!refused);
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+}
+
+#[tokio::test]
+async fn jobs_added_from_inside_the_batch_are_counted_before_it_can_finish() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let spawning = Step {
+        label: "parent".into(),
+        add_to_batch: vec!["child1".into(), "child2".into()],
+        ..Step::default()
+    };
+    let id = callbacks()
+        .job(spawning.dispatch())
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let added = queue
+        .add_to_batch(id, [Step::new("outside").dispatch()])
+        .await
+        .unwrap();
+    assert!(added, "a running batch takes jobs from outside too");
+    let _worker = start_worker(redis.url(), &["--concurrency", "1"]);
+    let status = finished(&queue, id).await;
+    assert_eq!((status.total, status.pending, status.failed), (4, 0, 0));
+    let labels = settled_with(&redis, "caught:finally").await;
+    let mut jobs: Vec<&str> = labels
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !l.starts_with("caught"))
+        .collect();
+    jobs.sort();
+    assert_eq!(jobs, ["child1", "child2", "outside", "parent"]);
+    assert_eq!(count(&labels, "caught:then"), 1);
+    let then_at = labels.iter().position(|l| l == "caught:then").unwrap();
+    assert_eq!(then_at, 4, "then came after every job: {labels:?}");
+}
+
+#[tokio::test]
+async fn chains_in_a_batch_count_each_link_and_a_failed_link_takes_the_rest_out() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let failing = Step {
+        label: "b2".into(),
+        fail: true,
+        ..Step::default()
+    };
+    let id = callbacks()
+        .chain(
+            Chain::new(Step::new("a1").dispatch())
+                .then(Step::new("a2").dispatch())
+                .then(Step::new("a3").dispatch()),
+        )
+        .chain(
+            Chain::new(Step::new("b1").dispatch())
+                .then(failing.dispatch())
+                .then(Step::new("b3").dispatch()),
+        )
+        .allow_failures()
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    assert_eq!(
+        queue.batch(id).await.unwrap().unwrap().total,
+        6,
+        "every link counts"
+    );
+    let _worker = start_worker(redis.url(), &["--concurrency", "4"]);
+    let status = finished(&queue, id).await;
+    assert_eq!(
+        (status.total, status.pending, status.failed),
+        (5, 0, 1),
+        "b3 left"
+    );
+    let labels = settled_with(&redis, "caught:finally").await;
+    let a: Vec<&String> = labels.iter().filter(|l| l.starts_with('a')).collect();
+    assert_eq!(a, ["a1", "a2", "a3"]);
+    assert_eq!(count(&labels, "b3"), 0);
+    assert_eq!(count(&labels, "caught:catch"), 1);
+    assert_eq!(count(&labels, "caught:then"), 0);
+}
+
+#[tokio::test]
+async fn an_empty_batch_finishes_at_once() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let id = callbacks().via(&queue).dispatch().await.unwrap();
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert!(status.finished());
+    assert_eq!(status.progress(), 100);
+    let mut conn = redis.conn().await;
+    let ready: Vec<String> = conn.lrange("queues:default", 0, -1).await.unwrap();
+    let jobs: Vec<String> = ready
+        .iter()
+        .map(|p| Payload::from_json(p).unwrap().job)
+        .collect();
+    assert_eq!(jobs, ["caught", "caught"], "then and finally");
+}
+
+#[tokio::test]
+async fn a_job_that_runs_twice_is_counted_once() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let id = Batch::new()
+        .then(
+            Caught {
+                label: "then".into(),
+            }
+            .dispatch(),
+        )
+        .job(Step::new("one").dispatch())
+        .job(Step::new("two").dispatch())
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let keys = queue.queue_keys("default");
+    let popped = queue
+        .pop(&keys, Duration::from_secs(60), 1, 10)
+        .await
+        .unwrap();
+    let reserved = &popped.jobs[0];
+    let payload = Payload::from_json(reserved).unwrap();
+    let settlement = |job: Uuid| Settlement {
+        batch: Some(jobs_core::workflow::BatchProgress::new(id, job)),
+        ..Settlement::default()
+    };
+    assert!(queue
+        .complete(&keys, reserved, &settlement(payload.uuid))
+        .await
+        .unwrap());
+    // The same job delivered again (its reservation had expired, say) and finished again.
+    let mut conn = redis.conn().await;
+    let _: () = conn
+        .lpush(
+            "queues:default",
+            jobs_core::payload::unreserved(reserved).as_ref(),
+        )
+        .await
+        .unwrap();
+    let again = queue
+        .pop(&keys, Duration::from_secs(60), 1, 10)
+        .await
+        .unwrap();
+    let again = &again.jobs[0];
+    assert_eq!(Payload::from_json(again).unwrap().uuid, payload.uuid);
+    assert!(queue
+        .complete(&keys, again, &settlement(payload.uuid))
+        .await
+        .unwrap());
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert_eq!((status.total, status.pending), (2, 1), "counted once");
+    assert!(!status.finished(), "then is not pushed early");
+    assert_eq!(
+        queue.size("default").await.unwrap().ready,
+        1,
+        "only the other job waits"
+    );
+}
