@@ -11,7 +11,9 @@
 //! same connection, the floor under one dispatch), `drain` (N queued no-op jobs, one worker of
 //! concurrency C, timed to the N-th handler call; peak RSS), `delayed` (2,000 jobs due over
 //! 5 s onto an idle worker; lateness = handler start - due), `pickup` (200 pushes, 20 ms apart,
-//! onto an idle worker). Our own: `backlog` (drain rate with 1,000,000 queued jobs against
+//! onto an idle worker), `batch` (one batch of N no-op jobs with a completion callback job,
+//! created untimed in a child; timed to the callback's start; `callback_ms` is the callback's
+//! start minus the last job's end). Our own: `backlog` (drain rate with 1,000,000 queued jobs against
 //! 20,000), `migrate` (1,000,000 jobs due at one instant: the slowest script call, from
 //! SLOWLOG), and `footprint` (Redis memory per queued job against the payload's length).
 //!
@@ -23,12 +25,12 @@ mod common;
 
 use clap::Parser;
 use common::round2;
-use jobs_core::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
+use jobs_core::{job, Batch, Bulk, Job, JobContext, JobResult, RedisQueue};
 use jobs_worker::Stats;
 use jobs_worker::{Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -124,6 +126,39 @@ impl Job for Noop {
     }
 }
 
+/// The batch scenario's no-op job: counted, and its end recorded (wall clock, microseconds),
+/// for the callback's delay after the last of them.
+#[derive(Serialize, Deserialize)]
+struct BatchNoop {
+    n: u64,
+}
+
+/// The latest end of a [`BatchNoop`] handler, and the start of the batch's callback (wall
+/// clock, microseconds; 0 until it starts).
+static LAST_CHILD_END_US: AtomicU64 = AtomicU64::new(0);
+static CALLBACK_START_US: AtomicU64 = AtomicU64::new(0);
+
+#[job(name = "peerkit.batch-noop")]
+impl Job for BatchNoop {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        tracker().count();
+        LAST_CHILD_END_US.fetch_max(wall_us(), Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// The batch scenario's completion callback: records when it started.
+#[derive(Serialize, Deserialize)]
+struct BatchDone {}
+
+#[job(name = "peerkit.batch-done")]
+impl Job for BatchDone {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        CALLBACK_START_US.store(wall_us(), Ordering::Release);
+        Ok(())
+    }
+}
+
 /// A job that records its lateness: handler start minus `due_ms` (wall clock, ms).
 #[derive(Serialize, Deserialize)]
 struct Timed {
@@ -138,6 +173,13 @@ impl Job for Timed {
         tracker().count();
         Ok(())
     }
+}
+
+fn wall_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
 }
 
 fn wall_ms() -> f64 {
@@ -203,12 +245,17 @@ async fn push_noops(queue: &RedisQueue, jobs: usize) -> jobs_core::Result<()> {
     Ok(())
 }
 
-/// Pre-fills the queue in a child process, so the worker's peak RSS is its own.
+/// Pre-fills the queue in a child process, so the worker's peak RSS is its own: with no-op
+/// jobs (`prep`) or one batch of them (`prep-batch`).
 fn prep_in_child(args: &Args, jobs: usize) {
+    prep_child(args, "prep", jobs)
+}
+
+fn prep_child(args: &Args, prep: &str, jobs: usize) {
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--scenario",
-            "prep",
+            prep,
             "--jobs",
             &jobs.to_string(),
             "--redis",
@@ -250,6 +297,54 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
     match args.scenario.as_str() {
         "prep" => {
             push_noops(queue, args.jobs).await.map_err(err)?;
+        }
+        "prep-batch" => {
+            Batch::new()
+                .name("peerkit")
+                .jobs((0..args.jobs as u64).map(|n| BatchNoop { n }.dispatch().on_queue(QUEUE)))
+                .then(BatchDone {}.dispatch().on_queue(QUEUE))
+                .via(queue)
+                .dispatch()
+                .await
+                .map_err(err)?;
+        }
+        "batch" => {
+            prep_child(args, "prep-batch", args.jobs);
+            tracker().reset(args.jobs);
+            CALLBACK_START_US.store(0, Ordering::Release);
+            let start = Instant::now();
+            let worker = worker(args, queue);
+            let stop = worker.stop_token();
+            let running = tokio::spawn(worker.run());
+            let deadline = start + Duration::from_secs_f64(args.timeout_s);
+            while CALLBACK_START_US.load(Ordering::Acquire) == 0 && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+            let secs = start.elapsed().as_secs_f64();
+            stop.cancel();
+            let _ = running.await;
+            let callback = CALLBACK_START_US.load(Ordering::Acquire);
+            if callback == 0 {
+                return Err(format!(
+                    "the callback did not run within {:?}; {} of {} jobs ran",
+                    deadline - start,
+                    tracker().done(),
+                    args.jobs
+                ));
+            }
+            let last_child = LAST_CHILD_END_US.load(Ordering::Acquire);
+            out.insert("jobs".into(), json!(args.jobs));
+            out.insert("concurrency".into(), json!(args.concurrency));
+            out.insert(
+                "jobs_per_sec".into(),
+                json!((args.jobs as f64 / secs).round()),
+            );
+            out.insert("elapsed_s".into(), json!(round2(secs)));
+            out.insert(
+                "callback_ms".into(),
+                json!(round2((callback as f64 - last_child as f64) / 1000.0)),
+            );
+            out.insert("rss_mb".into(), json!(peak_rss_mb()));
         }
         "enqueue" => {
             let start = Instant::now();
@@ -570,7 +665,7 @@ fn main() {
         let queue = RedisQueue::open(&args.redis).map_err(|e| e.to_string())?;
         scenario(&args, &queue).await
     });
-    if args.scenario == "prep" {
+    if args.scenario.starts_with("prep") {
         if let Err(e) = result {
             eprintln!("prep failed: {e}");
             std::process::exit(1);

@@ -68,6 +68,10 @@ script!(
     COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua"
 );
 script!(
+    /// Acknowledge finished jobs of one batch and count them there (`complete_batch.lua`).
+    COMPLETE_BATCH, "complete_batch.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "chain.lua", "batch.lua"
+);
+script!(
     /// Record a failed job, free what it held, push its chain's catch job, and prune the
     /// failed-job store (`fail.lua`).
     FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua"

@@ -641,3 +641,31 @@ impl RedisQueue {
         })
     }
 }
+
+impl RedisQueue {
+    /// Acknowledges finished jobs of the batch `id` taken from `queue`, each given as its
+    /// reserved copy and uuid, and counts them in the batch, in one step; returns how many
+    /// reservations were still held (only those are counted).
+    pub async fn complete_in_batch(
+        &self,
+        queue: &QueueKeys,
+        id: Uuid,
+        finished: &[(&str, Uuid)],
+    ) -> Result<u64> {
+        if finished.is_empty() {
+            return Ok(0);
+        }
+        let step = self.batch_step(id).await?;
+        let mut call = scripts::COMPLETE_BATCH.key(&queue.reserved);
+        for key in step.keys() {
+            call.key(key);
+        }
+        for arg in step.args() {
+            call.arg(arg);
+        }
+        for (reserved, uuid) in finished {
+            call.arg(*reserved).arg(uuid.to_string());
+        }
+        self.invoke(&call).await
+    }
+}

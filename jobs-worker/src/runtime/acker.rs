@@ -2,7 +2,8 @@
 //!
 //! A job is acknowledged only after its handler returned: the processor hands the finished
 //! job's reserved copy to the acker and frees its slot at once, and the acker removes the
-//! reserved copies it has collected with one `ZREM` per queue. If the worker dies before that,
+//! reserved copies it has collected with one `ZREM` per queue, and those of the jobs of a
+//! batch with one script call per queue and batch that counts them there in the same step. If the worker dies before that,
 //! the job comes back after retry_after, as it would had the worker died a moment earlier.
 //! Acknowledgements that cannot be delivered (Redis is unreachable) are kept and sent again,
 //! with whatever finished meanwhile, until Redis answers.
@@ -16,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::task::JoinHandle;
 use tracing::warn;
+use uuid::Uuid;
 
 use crate::runtime::outage::Pause;
 use crate::runtime::reserved::Reserved;
@@ -63,18 +65,37 @@ impl Acker {
     }
 }
 
+/// A finished job for the acker: its reservation, and for a job of a batch, the batch's id and
+/// the job's uuid, by which the batch counts it.
+pub(crate) struct Finished {
+    job: Reserved,
+    batch: Option<(Uuid, Uuid)>,
+}
+
 /// Sends finished jobs to the acker.
 #[derive(Clone)]
 pub(crate) struct AckSender {
-    sender: mpsc::UnboundedSender<Reserved>,
+    sender: mpsc::UnboundedSender<Finished>,
     unacknowledged: Arc<AtomicUsize>,
 }
 
 impl AckSender {
     /// Queues a finished job's reservation for deletion.
     pub(crate) fn ack(&self, job: Reserved) {
+        self.send(Finished { job, batch: None });
+    }
+
+    /// Queues a finished job of the batch `batch` for deletion and counting there.
+    pub(crate) fn ack_in_batch(&self, job: Reserved, batch: Uuid, uuid: Uuid) {
+        self.send(Finished {
+            job,
+            batch: Some((batch, uuid)),
+        });
+    }
+
+    fn send(&self, finished: Finished) {
         self.unacknowledged.fetch_add(1, Ordering::SeqCst);
-        if self.sender.send(job).is_err() {
+        if self.sender.send(finished).is_err() {
             self.unacknowledged.fetch_sub(1, Ordering::SeqCst);
             warn!("the acker has stopped; the job comes back after retry_after");
         }
@@ -89,11 +110,11 @@ impl AckSender {
 
 async fn run(
     queue: RedisQueue,
-    mut receiver: mpsc::UnboundedReceiver<Reserved>,
+    mut receiver: mpsc::UnboundedReceiver<Finished>,
     unacknowledged: Arc<AtomicUsize>,
     retry_after: Duration,
 ) {
-    let mut pending: Vec<Reserved> = Vec::with_capacity(MAX_BATCH);
+    let mut pending: Vec<Finished> = Vec::with_capacity(MAX_BATCH);
     let mut pause = Pause::new(Duration::from_millis(50), Duration::from_secs(2));
     let mut closed = false;
     let mut give_up_at: Option<Instant> = None;
@@ -140,8 +161,8 @@ async fn run(
 /// when none is pending. Returns whether the acker has been closed and everything sent to it
 /// taken.
 async fn take_arrived(
-    receiver: &mut mpsc::UnboundedReceiver<Reserved>,
-    pending: &mut Vec<Reserved>,
+    receiver: &mut mpsc::UnboundedReceiver<Finished>,
+    pending: &mut Vec<Finished>,
 ) -> bool {
     if pending.is_empty() {
         return receiver.recv_many(pending, MAX_BATCH).await == 0;
@@ -156,16 +177,24 @@ async fn take_arrived(
     false
 }
 
-/// Deletes the reservations of `pending` jobs with one `ZREM` per queue, and takes the jobs of
-/// every queue it reached out of `pending`. Stops at the first Redis error, which it returns.
-async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Reserved>) -> jobs_core::Result<()> {
-    let mut acknowledged: Vec<String> = Vec::new();
+/// Deletes the reservations of `pending` jobs with one `ZREM` per queue (one script call per
+/// queue and batch for jobs of a batch), and takes the jobs of every group it reached out of
+/// `pending`. Stops at the first Redis error, which it returns.
+async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> jobs_core::Result<()> {
+    let mut acknowledged: Vec<(String, Option<Uuid>)> = Vec::new();
     let mut outcome = Ok(());
-    for (keys, members) in Reserved::by_queue(pending) {
-        match queue.delete_many(keys, &members).await {
+    for (keys, batch, members) in groups(pending) {
+        let sent = match batch {
+            None => {
+                let reserved: Vec<&str> = members.iter().map(|(raw, _)| *raw).collect();
+                queue.delete_many(keys, &reserved).await
+            }
+            Some(batch) => queue.complete_in_batch(keys, batch, &members).await,
+        };
+        match sent {
             Ok(held) => {
                 warn_if_not_held(keys, members.len() as u64 - held);
-                acknowledged.push(keys.name.clone());
+                acknowledged.push((keys.name.clone(), batch));
             }
             Err(err) => {
                 outcome = Err(err);
@@ -173,8 +202,35 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Reserved>) -> jobs_co
             }
         }
     }
-    pending.retain(|job| !acknowledged.contains(&job.queue.name));
+    pending.retain(|finished| {
+        let group = (
+            finished.job.queue.name.clone(),
+            finished.batch.map(|(id, _)| id),
+        );
+        !acknowledged.contains(&group)
+    });
     outcome
+}
+
+/// The finished jobs grouped by queue and batch: each group's reserved copies with their uuids.
+type Group<'a> = (&'a QueueKeys, Option<Uuid>, Vec<(&'a str, Uuid)>);
+
+fn groups(pending: &[Finished]) -> Vec<Group<'_>> {
+    let mut groups: Vec<Group<'_>> = Vec::new();
+    for finished in pending {
+        let batch = finished.batch.map(|(id, _)| id);
+        let uuid = finished.batch.map_or(Uuid::nil(), |(_, uuid)| uuid);
+        let member = (finished.job.raw.as_str(), uuid);
+        let queue = &finished.job.queue;
+        match groups
+            .iter_mut()
+            .find(|(keys, group, _)| keys.name == queue.name && *group == batch)
+        {
+            Some((_, _, members)) => members.push(member),
+            None => groups.push((queue, batch, vec![member])),
+        }
+    }
+    groups
 }
 
 fn warn_if_not_held(keys: &QueueKeys, missing: u64) {

@@ -14,6 +14,7 @@ use tracing::info;
 
 use crate::config::WorkerConfig;
 
+use super::cancelled::CancelledBatches;
 use super::deadline::Deadline;
 use super::decode::Decoded;
 use super::lease::Held;
@@ -33,6 +34,10 @@ pub(crate) struct Surroundings<'a> {
     pub(crate) redis: &'a Arc<RedisQueue>,
     /// Where the attempt's holds go: the running job's entry, which the heartbeat renews.
     pub(crate) holds: Arc<Holds>,
+    /// Whether the batches of the worker's jobs were cancelled.
+    pub(crate) cancelled: &'a CancelledBatches,
+    /// When the worker began processing the job: a cancellation read before is too old.
+    pub(crate) started: std::time::Instant,
 }
 
 /// Checks the attempts, decodes the job and runs it through its middleware: the verdict, with
@@ -71,7 +76,11 @@ pub(crate) async fn run(
         return (verdict, None, ctx);
     }
     if let Some(batch) = payload.batch {
-        match around.redis.batch_cancelled(batch).await {
+        match around
+            .cancelled
+            .cancelled(around.redis, batch, around.started)
+            .await
+        {
             Ok(true) => {
                 info!(status = "SKIPPED", batch = %batch, "its batch was cancelled");
                 return (Verdict::Skip, None, ctx);

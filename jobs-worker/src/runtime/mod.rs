@@ -20,6 +20,7 @@
 //! with [`worker`] at its root and the shared types at its leaves.
 
 pub(crate) mod acker;
+pub(crate) mod cancelled;
 pub(crate) mod control;
 pub(crate) mod deadline;
 pub(crate) mod decode;

@@ -18,6 +18,7 @@ use tracing::Instrument;
 
 use crate::config::WorkerConfig;
 use crate::events::{Cause, JobEvent, Listeners};
+use crate::runtime::cancelled::CancelledBatches;
 use crate::runtime::decode::decode;
 use crate::runtime::execute::{self, job_span, Surroundings};
 use crate::runtime::hooks;
@@ -40,6 +41,8 @@ pub(crate) struct Processor {
     pub(crate) listeners: Listeners,
     /// The worker's Redis handle, shared by the contexts of the jobs it runs.
     pub(crate) redis: Arc<RedisQueue>,
+    /// Whether the batches of the jobs it runs were cancelled.
+    pub(crate) cancelled: CancelledBatches,
 }
 
 impl Processor {
@@ -108,6 +111,8 @@ impl Processor {
                         middleware: &self.middleware,
                         redis: &self.redis,
                         holds,
+                        cancelled: &self.cancelled,
+                        started,
                     };
                     // Listeners and hooks run boxed, so a worker without them carries none of
                     // their state in every job's future.
@@ -141,6 +146,9 @@ impl Processor {
                         Verdict::Fail(reason) => Some(reason.clone()),
                         _ => None,
                     };
+                    let failed_in_batch = matches!(verdict, Verdict::Fail(_))
+                        .then_some(payload.batch)
+                        .flatten();
                     let settled = self
                         .settler
                         .settle(
@@ -156,6 +164,10 @@ impl Processor {
                             },
                         )
                         .await;
+                    // The failure may have cancelled the batch: its next job here reads again.
+                    if let Some(batch) = failed_in_batch {
+                        self.cancelled.forget(batch);
+                    }
                     if let Some((event, verdict, error)) = reported {
                         Box::pin(self.report(&event, &verdict, error.as_deref(), settled)).await;
                     }

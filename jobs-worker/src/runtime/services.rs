@@ -95,6 +95,7 @@ impl Services {
             middleware: middleware.into(),
             listeners: listeners.clone(),
             redis: Arc::new(queue.clone()),
+            cancelled: Default::default(),
         });
         let interrupt = CancellationToken::new();
         let watchdog = Watchdog::start(Guarded {

@@ -119,8 +119,12 @@ impl Settler {
                     Verdict::Skip => info!(status = "SKIPPED", duration_ms, "SKIPPED"),
                     _ => info!(status = "DONE", duration_ms, "DONE"),
                 }
+                let counted_only = batch.as_ref().filter(|b| b.added.is_empty());
                 if holds.is_empty() && chain.is_none() && batch.is_none() {
                     self.acks.ack(job);
+                } else if let (true, None, Some(batch)) = (holds.is_empty(), &chain, counted_only) {
+                    // Counted in its batch by the acker, with the batch's other finished jobs.
+                    self.acks.ack_in_batch(job, batch.id, batch.job);
                 } else {
                     let settlement = Settlement {
                         holds: holds.to_free(true),

@@ -76,6 +76,16 @@ local function batch_check(batch)
   end
 end
 
+-- Counts the job `uuid` of the batch done, once: it leaves the pending set, or the failed set
+-- for a failed job retried by hand that succeeded.
+local function batch_count_done(batch, uuid)
+  if redis.call('srem', batch.pending, uuid) == 1 then
+    redis.call('hincrby', batch.record, 'pending', -1)
+  elseif redis.call('zrem', batch.failed, uuid) == 1 then
+    redis.call('hincrby', batch.record, 'failed', -1)
+  end
+end
+
 -- Jobs added to the batch: those to push, and those only to count (the links of its chains,
 -- which their chains push), read from the effects' reader.
 --   keys: for each job pushed, its ready list (or delayed set) and notify
@@ -115,11 +125,7 @@ local function batch_done(at)
     return
   end
   batch_add(batch, additions)
-  if redis.call('srem', batch.pending, uuid) == 1 then
-    redis.call('hincrby', batch.record, 'pending', -1)
-  elseif redis.call('zrem', batch.failed, uuid) == 1 then
-    redis.call('hincrby', batch.record, 'failed', -1)
-  end
+  batch_count_done(batch, uuid)
   batch_check(batch)
 end
 

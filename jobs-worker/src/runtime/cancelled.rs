@@ -1,0 +1,103 @@
+//! Whether a job's batch was cancelled: one read serves every job of the batch that starts
+//! within [`FRESH`] of it being sent, so a batch of many jobs running at once costs one read
+//! per batch every few tens of milliseconds, not one per job. A job of a batch cancelled more
+//! than that before it starts is skipped, on every worker; after a job of the batch failed in
+//! this worker (which may have cancelled it), the next job reads again.
+
+use jobs_core::RedisQueue;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+/// How old an answer a starting job takes: read at most this long before the job started.
+pub(crate) const FRESH: Duration = Duration::from_millis(50);
+
+/// Batches a worker keeps answers for at most; past it, it forgets those not being read.
+const KNOWN_BATCHES: usize = 1024;
+
+/// The worker's latest answers, per batch.
+#[derive(Default)]
+pub(crate) struct CancelledBatches {
+    batches: Mutex<HashMap<Uuid, Answers>>,
+}
+
+/// What a job asking about its batch does next.
+enum Next {
+    Answer(bool),
+    Read,
+    Wait(tokio::sync::futures::OwnedNotified),
+}
+
+#[derive(Default)]
+struct Answers {
+    /// The latest answer, with when its read was sent.
+    latest: Option<(Instant, bool)>,
+    /// A read is under way.
+    reading: bool,
+    /// Told when a read ends.
+    read: Arc<Notify>,
+}
+
+impl CancelledBatches {
+    /// Whether the batch `batch` was cancelled, by a read sent at most [`FRESH`] before
+    /// `since` (a batch once cancelled stays so, and needs no new read).
+    pub(crate) async fn cancelled(
+        &self,
+        queue: &RedisQueue,
+        batch: Uuid,
+        since: Instant,
+    ) -> jobs_core::Result<bool> {
+        loop {
+            let read_ended = match self.answer_or_wait(batch, since) {
+                Next::Answer(cancelled) => return Ok(cancelled),
+                Next::Read => return self.read(queue, batch).await,
+                Next::Wait(read_ended) => read_ended,
+            };
+            read_ended.await;
+        }
+    }
+
+    /// The answer if one read late enough is known; else a read to make, or to wait for.
+    fn answer_or_wait(&self, batch: Uuid, since: Instant) -> Next {
+        let mut batches = self.batches.lock().unwrap_or_else(|e| e.into_inner());
+        if batches.len() > KNOWN_BATCHES {
+            batches.retain(|_, answers| answers.reading);
+        }
+        let answers = batches.entry(batch).or_default();
+        match answers.latest {
+            Some((_, true)) => return Next::Answer(true),
+            Some((sent, cancelled)) if sent + FRESH >= since => return Next::Answer(cancelled),
+            _ => {}
+        }
+        if answers.reading {
+            // Created under the lock: it sees the end of the read under way.
+            Next::Wait(answers.read.clone().notified_owned())
+        } else {
+            answers.reading = true;
+            Next::Read
+        }
+    }
+
+    /// Forgets the answer about `batch`: the next job of it reads again.
+    pub(crate) fn forget(&self, batch: Uuid) {
+        let mut batches = self.batches.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(answers) = batches.get_mut(&batch) {
+            answers.latest = None;
+        }
+    }
+
+    async fn read(&self, queue: &RedisQueue, batch: Uuid) -> jobs_core::Result<bool> {
+        let sent = Instant::now();
+        let answer = queue.batch_cancelled(batch).await;
+        let mut batches = self.batches.lock().unwrap_or_else(|e| e.into_inner());
+        let answers = batches.entry(batch).or_default();
+        answers.reading = false;
+        if let Ok(cancelled) = answer {
+            answers.latest = Some((sent, cancelled));
+        }
+        answers.read.notify_waiters();
+        answer
+    }
+}
