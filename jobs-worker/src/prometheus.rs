@@ -32,6 +32,11 @@ pub(crate) const QUEUE_OLDEST_READY: &str = "jobs_queue_oldest_ready_seconds";
 /// Gauge that is 1 while a queue is paused, else 0.
 pub(crate) const QUEUE_PAUSED: &str = "jobs_queue_paused";
 
+/// Gauge of the batches not finished yet.
+pub(crate) const BATCHES_PENDING: &str = "jobs_batches_pending";
+/// Gauge of the jobs pending in the batches not finished yet.
+pub(crate) const BATCH_JOBS_PENDING: &str = "jobs_batch_jobs_pending";
+
 /// How often the queue gauges are read from Redis.
 pub(crate) const QUEUE_SIZES_EVERY: Duration = Duration::from_secs(5);
 
@@ -83,6 +88,11 @@ pub(crate) fn install(addr: SocketAddr, concurrency: usize) -> Result<(), Metric
         "Age of the oldest ready job of each of this worker's queues (0 when none is ready)."
     );
     describe_gauge!(QUEUE_PAUSED, "1 while the queue is paused, else 0.");
+    describe_gauge!(BATCHES_PENDING, "Batches not finished yet.");
+    describe_gauge!(
+        BATCH_JOBS_PENDING,
+        "Jobs not settled yet in the batches not finished yet."
+    );
     gauge!(CONCURRENCY).set(concurrency as f64);
     gauge!(RUNNING_JOBS).set(0.0);
     INSTALLED.store(true, Ordering::Relaxed);
@@ -149,6 +159,9 @@ pub(crate) fn refresh_queue_sizes(
                     for (name, reading) in queues.iter().zip(readings) {
                         reading.publish(name);
                     }
+                    if let Some(admin) = &admin {
+                        publish_batches(admin).await;
+                    }
                 }
                 Err(err) => {
                     if !failing {
@@ -159,6 +172,17 @@ pub(crate) fn refresh_queue_sizes(
             }
         }
     }))
+}
+
+/// Reads the pending batches into their gauges; a failed read leaves the last values.
+async fn publish_batches(admin: &Admin) {
+    match admin.pending_batches().await {
+        Ok(pending) => {
+            gauge!(BATCHES_PENDING).set(pending.batches as f64);
+            gauge!(BATCH_JOBS_PENDING).set(pending.jobs as f64);
+        }
+        Err(err) => warn!(error = %err, "cannot read the pending batches for the metrics"),
+    }
 }
 
 /// One queue's gauges, as last read.

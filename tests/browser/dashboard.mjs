@@ -70,9 +70,21 @@ async function main() {
     await text('#queues tr[data-queue="reports"] td.reserved', "1");
     await text('#queues tr[data-queue="emails"] td.state', "active");
 
+    // Batches: the half-done batch, with its progress bar.
+    const batch = `#batches tr[data-batch="${env("BATCH_ID")}"]`;
+    await page.locator(batch).waitFor({ timeout: TIMEOUT });
+    await text(`${batch} td:first-child`, "nightly");
+    await text(`${batch} td:nth-child(2)`, "50%");
+    const progress = await page.getAttribute(`${batch} .progress`, "aria-valuenow");
+    if (progress !== "50") throw new Error(`batch progress bar: ${progress}`);
+    const width = await page.evaluate((sel) => document.querySelector(`${sel} .progress .done`).getBoundingClientRect().width
+      / document.querySelector(`${sel} .progress`).getBoundingClientRect().width, batch);
+    if (Math.abs(width - 0.5) > 0.05) throw new Error(`batch progress bar is ${width} full`);
+    await text(`${batch} td:nth-child(6)`, "running");
+
     // Workers and the recent jobs of the first queue (emails).
     await text("#workers tbody tr td:first-child", "mailer");
-    await text("#recent-queue", "emailsreports");
+    await text("#recent-queue", "emailsidlereports");
     await page.waitForFunction(() => {
       const outcomes = [...document.querySelectorAll("#recent tbody tr td:nth-child(4)")].map((td) => td.textContent);
       return ["done", "failed", "released"].every((o) => outcomes.includes(o));

@@ -366,3 +366,84 @@ async fn a_job_that_runs_twice_is_counted_once() {
         "only the other job waits"
     );
 }
+
+#[tokio::test]
+async fn operators_list_show_cancel_retry_and_prune_batches() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let jobsctl =
+        tests::jobs_command::JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    let failing = Step {
+        label: "bad".into(),
+        fail: true,
+        ..Step::default()
+    };
+    let done = Batch::new()
+        .name("nightly import")
+        .job(failing.dispatch())
+        .job(Step::new("good").dispatch())
+        .allow_failures()
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--stop-when-empty"]);
+    assert!(worker.wait_exit(LONG).await.success());
+    // A second batch waits on a queue no worker serves.
+    let waiting = Batch::new()
+        .name("waiting")
+        .jobs((0..3).map(|n| Step::new(format!("w{n}")).dispatch().on_queue("idle")))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+
+    let listed = jobsctl.json(&["batches"]);
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["id"], waiting.to_string(), "newest first");
+    assert_eq!(
+        (listed[0]["total"].as_u64(), listed[0]["pending"].as_u64()),
+        (Some(3), Some(3))
+    );
+    let table = jobsctl.run(&["batches"]);
+    assert!(
+        table.stdout.contains("nightly import") && table.stdout.contains("finished with failures"),
+        "{}",
+        table.stdout
+    );
+    assert!(table.stdout.contains("running"), "{}", table.stdout);
+
+    let shown = jobsctl.json(&["batches", "show", &done.to_string()]);
+    assert_eq!(shown["failed"], 1);
+    let failed_uuid = shown["failed_jobs"][0].as_str().unwrap().to_owned();
+    assert_eq!(queue.failed_jobs(10).await.unwrap()[0].uuid, failed_uuid);
+    let text = jobsctl.run(&["batches", "show", &done.to_string()]).stdout;
+    assert!(
+        text.contains("Progress:  100%") && text.contains(&failed_uuid),
+        "{text}"
+    );
+
+    // Retrying the failed jobs pushes them back onto their queue.
+    let retried = jobsctl.json(&["batches", "retry", &done.to_string()]);
+    assert_eq!(retried["retried"][0]["uuid"], failed_uuid);
+    assert_eq!(queue.size("default").await.unwrap().ready, 1);
+
+    let cancelled = jobsctl.run(&["batches", "cancel", &waiting.to_string()]);
+    assert_eq!(cancelled.code(), Some(0), "{}", cancelled.stderr);
+    assert!(queue.batch(waiting).await.unwrap().unwrap().cancelled());
+    let missing = jobsctl.run(&["batches", "show", "0e0e0e0e-0000-0000-0000-000000000000"]);
+    assert_eq!(missing.code(), Some(1));
+    assert!(missing.stderr.contains("no batch"), "{}", missing.stderr);
+
+    // Pruning deletes finished batches older than the cutoff, and leaves running ones.
+    let kept = jobsctl.json(&["batches", "prune", "--hours", "1"]);
+    assert_eq!(kept["pruned"].as_array().unwrap().len(), 0);
+    let pruned = jobsctl.json(&["batches", "prune", "--hours", "0"]);
+    assert_eq!(pruned["pruned"], serde_json::json!([done.to_string()]));
+    assert!(queue.batch(done).await.unwrap().is_none());
+    let mut conn = redis.conn().await;
+    let left: Vec<String> = conn.keys(format!("jobs:batch:{done}*")).await.unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(jobsctl.json(&["batches"]).as_array().unwrap().len(), 1);
+}

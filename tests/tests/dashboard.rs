@@ -382,3 +382,58 @@ async fn an_unreachable_redis_is_a_json_error_the_page_can_show() {
     }
     assert_eq!(dash.send(Request::get("/")).status, 200);
 }
+
+#[tokio::test]
+async fn batches_are_listed_with_their_progress_and_failed_jobs_and_can_be_cancelled() {
+    use examples::Step;
+    use jobs_core::workflow::Batch;
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let failing = Step {
+        label: "bad".into(),
+        fail: true,
+        ..Step::default()
+    };
+    let finished = Batch::new()
+        .name("imports")
+        .job(failing.dispatch())
+        .jobs((0..3).map(|n| Step::new(format!("ok{n}")).dispatch()))
+        .allow_failures()
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    drain(&redis, "default").await;
+    let waiting = Batch::new()
+        .name("waiting")
+        .job(Step::new("later").dispatch().on_queue("idle"))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+
+    let dash = dashboard(&redis, &[], &[]);
+    let batches = dash.get_json("/api/batches");
+    let batches = batches.as_array().unwrap();
+    assert_eq!(batches.len(), 2);
+    assert_eq!(batches[0]["id"], waiting.to_string());
+    let done = &batches[1];
+    assert_eq!(done["id"], finished.to_string());
+    assert_eq!(
+        (
+            done["total"].as_u64(),
+            done["pending"].as_u64(),
+            done["failed"].as_u64()
+        ),
+        (Some(4), Some(0), Some(1))
+    );
+    assert_eq!(done["failed_jobs"].as_array().unwrap().len(), 1);
+    assert!(done["finished_at"].is_string());
+
+    let cancel = dash.send(dash.page_post(&format!("/api/batches/{waiting}/cancel"), "{}"));
+    assert_eq!(cancel.status, 200, "{}", cancel.body);
+    assert_eq!(cancel.json()["cancelled"], true);
+    assert!(queue.batch(waiting).await.unwrap().unwrap().cancelled());
+    let missing = dash.send(dash.page_post("/api/batches/nope/cancel", "{}"));
+    assert_eq!(missing.status, 404);
+}

@@ -78,6 +78,15 @@ async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click() 
         .on_queue("reports")
         .sent_via(&queue)
         .await;
+    // A batch half done: two jobs on emails, two on a queue no worker serves.
+    let batch = jobs_core::Batch::new()
+        .name("nightly")
+        .jobs((0..2).map(|_| Noop {}.dispatch().on_queue("emails")))
+        .jobs((0..2).map(|_| Noop {}.dispatch().on_queue("idle")))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
     let worker = WorkerProcess::start(
         env!("CARGO_BIN_EXE_test_worker"),
         redis.url(),
@@ -98,13 +107,13 @@ async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click() 
         &["--auth", &auth],
         &[],
     );
-    // Everything settled and published before the browser looks: 5 + 1 + 2 attempts.
+    // Everything settled and published before the browser looks: 5 + 1 + 2 + 2 attempts.
     let authorization = "Basic b3BlcmF0b3I6Y29ycmVjdCBob3JzZQ=="; // operator:correct horse
-    wait_until(LONG, "the worker published its 8 attempts", || {
+    wait_until(LONG, "the worker published its 10 attempts", || {
         let overview = dash
             .send(tests::http::Request::get("/api/overview").header("Authorization", authorization))
             .json();
-        async move { overview["processed_last_hour"] == 8 && overview["running"] == 1 }
+        async move { overview["processed_last_hour"] == 10 && overview["running"] == 1 }
     })
     .await;
 
@@ -121,7 +130,8 @@ async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click() 
                 .env("DASHBOARD_USER", user)
                 .env("DASHBOARD_PASSWORD", password)
                 .env("FAILED_UUID", failed)
-                .env("EXPECT_PROCESSED", "8")
+                .env("EXPECT_PROCESSED", "10")
+                .env("BATCH_ID", batch.to_string())
                 .env("EXPECT_FAILED", "1")
                 .env("SCREENSHOT", screenshot)
                 .output()

@@ -223,3 +223,42 @@ async fn a_metrics_address_in_use_stops_the_worker_with_a_clear_error() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_worker_exports_the_pending_batches() {
+    use examples::Step;
+    use jobs_core::workflow::Batch;
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // One batch finishes; one waits on a queue the worker does not serve.
+    Batch::new()
+        .jobs((0..2).map(|n| Step::new(format!("done{n}")).dispatch()))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    Batch::new()
+        .jobs((0..3).map(|n| Step::new(format!("idle{n}")).dispatch().on_queue("idle")))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _worker = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--metrics-addr", &addr],
+    );
+    wait_for(
+        LONG,
+        "the batch gauges count the waiting batch only",
+        || {
+            let scraped = scrape(&addr).filter(|(_, samples)| {
+                value(samples, "jobs_batches_pending", &[]) == Some(1.0)
+                    && value(samples, "jobs_batch_jobs_pending", &[]) == Some(3.0)
+            });
+            async move { scraped }
+        },
+    )
+    .await;
+}

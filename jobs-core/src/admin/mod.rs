@@ -1,5 +1,5 @@
 //! Operating the queues without the job types: failed jobs, queue sizes and contents, pause
-//! and resume, restart, live workers and per-minute metrics.
+//! and resume, restart, live workers and per-minute metrics, batches.
 //!
 //! Everything here works on raw payloads, so one tool serves any application. The `jobsctl`
 //! command and its dashboard are built on [`Admin`].
@@ -16,12 +16,14 @@
 //! # Ok(()) }
 //! ```
 
+mod batches;
 mod failed;
 mod queues;
 pub mod telemetry;
 mod unique;
 mod workers;
 
+pub use batches::{BatchDetail, PendingBatches};
 pub use failed::{FailedEntry, FailedFilter, FailedSelection, Retried, RetryReport};
 pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
 pub use unique::HeldLock;
@@ -51,6 +53,9 @@ pub enum AdminError {
     /// The failed-job store has no job with this uuid.
     #[error("no failed job with uuid {0}")]
     FailedJobNotFound(String),
+    /// No batch has this id (or it was pruned).
+    #[error("no batch {0}")]
+    BatchNotFound(String),
     /// No unique lock has this key.
     #[error("no unique lock {0}")]
     UniqueLockNotFound(String),

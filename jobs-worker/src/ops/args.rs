@@ -128,8 +128,44 @@ pub(super) enum Command {
         #[command(subcommand)]
         forget: Option<UniqueForget>,
     },
+    /// List batches with their progress, newest first, or show, cancel, retry or prune them
+    /// (`jobsctl batches show ID`).
+    Batches {
+        /// Show, cancel, retry or prune instead of listing.
+        #[command(subcommand)]
+        command: Option<BatchCommand>,
+        /// At most this many batches in the list.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
     /// Serve the live web dashboard (see docs/operations.md).
     Dashboard(super::dashboard::DashboardArgs),
+}
+
+/// `jobsctl batches ...`.
+#[derive(Debug, Subcommand)]
+pub(super) enum BatchCommand {
+    /// Show a batch: its counts, times and failed jobs.
+    Show {
+        /// The batch's id.
+        id: String,
+    },
+    /// Cancel a batch: its jobs not started yet are skipped.
+    Cancel {
+        /// The batch's id.
+        id: String,
+    },
+    /// Push a batch's failed jobs back onto their queues (as `jobsctl retry`).
+    Retry {
+        /// The batch's id.
+        id: String,
+    },
+    /// Delete the batches that finished more than --hours ago.
+    Prune {
+        /// Delete those that finished more than this many hours ago.
+        #[arg(long)]
+        hours: u64,
+    },
 }
 
 /// A queue name from the command line, refused by the rule workers and dispatch apply.

@@ -1,6 +1,8 @@
 //! `jobsctl failed`, `retry`, `forget`, `flush` and `prune-failed`: the failed-job store.
 
-use jobs_core::admin::{Admin, AdminError, FailedEntry, FailedFilter, FailedSelection};
+use jobs_core::admin::{
+    Admin, AdminError, FailedEntry, FailedFilter, FailedSelection, RetryReport,
+};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -34,7 +36,12 @@ pub(super) async fn list(admin: &Admin, json: bool, args: FailedArgs) -> Result<
 pub(super) async fn retry(admin: &Admin, json: bool, args: RetryArgs) -> Result<u8, CliError> {
     let selection = retry_selection(args)?;
     let report = admin.retry(&selection).await?;
-    print(json, &report, |report| {
+    print_retried(json, &report)
+}
+
+/// Prints what a retry pushed back; fails naming the jobs it could not retry.
+pub(super) fn print_retried(json: bool, report: &RetryReport) -> Result<u8, CliError> {
+    print(json, report, |report| {
         let mut out = String::new();
         for job in &report.retried {
             out.push_str(&format!(

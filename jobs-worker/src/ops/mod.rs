@@ -5,7 +5,8 @@
 //! command prints a table for people, or one JSON document with `--json`, and exits non-zero
 //! with a message on stderr when anything goes wrong; `docs/operations.md` is the operator's
 //! guide. Each family of commands has its file: `args` the command line, `failed` the
-//! failed-job store, `queues` the queues, `workers` the workers, `render` the tables and
+//! failed-job store, `queues` the queues, `workers` the workers, `batches` the batches,
+//! `unique` the unique locks, `render` the tables and
 //! times, [`dashboard`] the web page. The binary is one line:
 //!
 //! ```no_run
@@ -15,6 +16,7 @@
 //! ```
 
 mod args;
+mod batches;
 pub mod dashboard;
 mod error;
 mod failed;
@@ -91,6 +93,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         }
         Command::Restart => workers::restart(&admin, json).await,
         Command::Workers => workers::workers(&admin, json).await,
+        Command::Batches { command, limit } => batches::run(&admin, json, command, limit).await,
         Command::Unique { forget: None } => unique::list(&admin, json).await,
         Command::Unique {
             forget: Some(UniqueForget::Forget { keys }),

@@ -9,7 +9,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use jobs_core::admin::telemetry::{RecentJob, WorkerInfo};
-use jobs_core::admin::{Admin, AdminError, FailedEntry, FailedFilter, FailedSelection, QueueStats};
+use jobs_core::admin::{
+    Admin, AdminError, BatchDetail, FailedEntry, FailedFilter, FailedSelection, QueueStats,
+};
 use jobs_core::queue::keys::RECENT_LIMIT;
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +40,9 @@ pub(super) fn routes(admin: Admin) -> Router {
         .route("/api/failed/{uuid}", get(failed_job))
         .route("/api/failed/{uuid}/retry", post(retry_one))
         .route("/api/failed/{uuid}/forget", post(forget_one))
+        .route("/api/batches", get(batches))
+        .route("/api/batches/{id}/cancel", post(cancel_batch))
+        .route("/api/batches/{id}/retry", post(retry_batch))
         .route("/api/workers", get(workers))
         .route("/api/recent", get(recent))
         .with_state(admin)
@@ -77,7 +82,9 @@ impl From<AdminError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match self.0 {
-            AdminError::FailedJobNotFound(_) => StatusCode::NOT_FOUND,
+            AdminError::FailedJobNotFound(_) | AdminError::BatchNotFound(_) => {
+                StatusCode::NOT_FOUND
+            }
             AdminError::InvalidRange { .. } => StatusCode::BAD_REQUEST,
             _ => StatusCode::SERVICE_UNAVAILABLE,
         };
@@ -330,6 +337,40 @@ async fn forget_matching(
     let filter = search.map(|Json(s)| s).unwrap_or_default().filter();
     let forgotten = admin.forget_matching(&filter).await?;
     Ok(Json(serde_json::json!({ "forgotten": forgotten })))
+}
+
+/// Batches the dashboard shows, newest first.
+const BATCHES_SHOWN: usize = 20;
+
+/// `GET /api/batches`: the newest batches, each with its failed jobs.
+async fn batches(State(admin): State<Admin>) -> ApiResult<Vec<BatchDetail>> {
+    let mut details = Vec::new();
+    for status in admin.batches(BATCHES_SHOWN).await? {
+        match admin.batch(&status.id.to_string()).await {
+            Ok(detail) => details.push(detail),
+            // Pruned since it was listed.
+            Err(AdminError::BatchNotFound(_)) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(Json(details))
+}
+
+async fn cancel_batch(
+    State(admin): State<Admin>,
+    Path(id): Path<String>,
+) -> ApiResult<serde_json::Value> {
+    let cancelled = admin.cancel_batch(&id).await?;
+    Ok(Json(
+        serde_json::json!({ "id": id, "cancelled": cancelled }),
+    ))
+}
+
+async fn retry_batch(
+    State(admin): State<Admin>,
+    Path(id): Path<String>,
+) -> ApiResult<jobs_core::admin::RetryReport> {
+    Ok(Json(admin.retry_batch(&id).await?))
 }
 
 async fn workers(State(admin): State<Admin>) -> ApiResult<Vec<WorkerInfo>> {

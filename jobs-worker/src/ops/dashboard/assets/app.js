@@ -176,6 +176,41 @@ function renderFailed(list) {
   fill($("#failed tbody"), rows, 6);
 }
 
+function batchState(b) {
+  if (b.cancelled_at) return b.finished_at ? "cancelled" : "cancelling";
+  if (b.finished_at) return b.failed ? "finished with failures" : "finished";
+  return "running";
+}
+
+function renderBatches(batches) {
+  const rows = batches.flatMap((b) => {
+    const settled = b.total - b.pending;
+    const percent = b.total ? Math.floor((settled * 100) / b.total) : 100;
+    const failedShare = b.total ? (b.failed * 100) / b.total : 0;
+    // Widths through the CSSOM: the page's CSP refuses inline style attributes.
+    const part = (kind, width) => { const span = el("span", { class: kind }); span.style.width = `${width}%`; return span; };
+    const bar = el("div", { class: "progress", role: "progressbar", "aria-valuenow": String(percent), "aria-valuemin": "0", "aria-valuemax": "100", title: `${settled} of ${b.total} settled` },
+      part("done", percent - failedShare), part("failed", failedShare));
+    const row = el("tr", { dataset: { batch: b.id } },
+      el("td", { title: b.id }, b.name || b.id),
+      el("td", {}, bar, ` ${percent}%`),
+      el("td", { class: "num" }, String(b.total)), el("td", { class: "num" }, String(b.pending)),
+      el("td", { class: "num" }, String(b.failed)), el("td", {}, batchState(b)),
+      el("td", {}, b.created_at ? ago(b.created_at) : ""),
+      el("td", {},
+        b.failed_jobs.length ? el("button", { type: "button", class: "retry", onclick: () => act(post(`/api/batches/${b.id}/retry`), retried) }, "Retry failed") : "",
+        " ",
+        b.cancelled_at || b.finished_at ? "" : el("button", { type: "button", class: "danger", onclick: () => act(post(`/api/batches/${b.id}/cancel`), () => `Cancelled ${b.name || b.id}.`) }, "Cancel"),
+      ),
+    );
+    if (!b.failed_jobs.length) return [row];
+    const failed = el("tr", { class: "batch-failed" }, el("td", { colspan: 8 }, "Failed jobs: ",
+      ...b.failed_jobs.flatMap((uuid, i) => [i ? ", " : "", el("a", { href: "#", onclick: (event) => { event.preventDefault(); openDetail(uuid); } }, uuid)])));
+    return [row, failed];
+  });
+  fill($("#batches tbody"), rows, 8);
+}
+
 function renderWorkers(workers) {
   const rows = workers.map((w) => el("tr", {},
     el("td", {}, w.name), el("td", {}, w.host), el("td", { class: "num" }, String(w.pid)),
@@ -247,12 +282,13 @@ async function refresh() {
     const recent = state.recentQueue
       ? api(`/api/recent?queue=${encodeURIComponent(state.recentQueue)}`)
       : Promise.resolve([]);
-    const [overview, queues, failed, workers, recentJobs] = await Promise.all([
-      api("/api/overview"), api("/api/queues"), api(`/api/failed?${filterQuery()}`), api("/api/workers"), recent,
+    const [overview, queues, failed, batches, workers, recentJobs] = await Promise.all([
+      api("/api/overview"), api("/api/queues"), api(`/api/failed?${filterQuery()}`), api("/api/batches"), api("/api/workers"), recent,
     ]);
     renderOverview(overview);
     renderQueues(queues);
     renderFailed(failed);
+    renderBatches(batches);
     renderWorkers(workers);
     renderRecent(recentJobs);
     if (state.detail && !failed.jobs.some((j) => j.uuid === state.detail) && !Object.values(state.filter).some(Boolean)) closeDetail();
