@@ -1,7 +1,8 @@
 //! The queue flow on a real Redis Cluster of three primaries: hash-tagged keys spread over the
 //! nodes, many jobs run exactly once by two worker processes, strict priority across slots, and
 //! releases, delays and failures each within their slots; a Laravel key prefix, outside
-//! the hash tags; and rate limits, funnels, overlap locks and unique locks across slots.
+//! the hash tags; rate limits, funnels, overlap locks and unique locks across slots; and chains
+//! and batches whose steps and jobs are in different slots.
 
 use examples::{Flaky, Guarded, Noop, Panic, RebuildIndex};
 use jobs_core::queue::keys::KeyLayout;
@@ -531,4 +532,190 @@ async fn limiters_and_unique_locks_hold_across_slots() {
         .collect();
     assert_eq!(left, Vec::<String>::new());
     let _ = conn.ping::<String>().await;
+}
+
+/// The labels [`examples::Step`] recorded on the cluster, in order.
+async fn step_labels(queue: &jobs_core::RedisQueue) -> Vec<String> {
+    let mut conn = queue.connection();
+    let entries: Vec<String> = conn.lrange(examples::STEPS_KEY, 0, -1).await.unwrap();
+    entries
+        .iter()
+        .map(|e| {
+            serde_json::from_str::<serde_json::Value>(e).unwrap()["label"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chains_and_batches_take_each_step_once_across_slots() {
+    use examples::{Caught, Step};
+    use jobs_core::workflow::{Batch, Chain};
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+    let step = |label: &str, on: &str| Step::new(label).dispatch().on_queue(on.to_owned());
+    let failing = Step {
+        label: "c-fails".into(),
+        fail: true,
+        ..Step::default()
+    };
+    // A chain whose links hop across the three queues' slots, and one that fails.
+    let chain = Chain::new(step("a1", "high"))
+        .then(step("a2", "low"))
+        .then(step("a3", "normal"))
+        .catch(Caught { label: "a".into() }.dispatch().on_queue("low"))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    Chain::new(step("c1", "normal"))
+        .then(failing.dispatch().on_queue("high"))
+        .then(step("c3", "low"))
+        .catch(Caught { label: "c".into() }.dispatch().on_queue("low"))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    // A batch of jobs on every queue, with a chain in it, and callbacks on another queue.
+    let batch = Batch::new()
+        .jobs((0..300).map(|n| step(&format!("b{n}"), QUEUES[n % 3])))
+        .chain(Chain::new(step("bc1", "low")).then(step("bc2", "high")))
+        .then(
+            Caught {
+                label: "then".into(),
+            }
+            .dispatch()
+            .on_queue("normal"),
+        )
+        .finally(
+            Caught {
+                label: "finally".into(),
+            }
+            .dispatch()
+            .on_queue("high"),
+        )
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    assert_eq!(queue.batch(batch).await.unwrap().unwrap().total, 302);
+    // Every key of the chain and of the batch carries its id as the hash tag.
+    let keys: Vec<String> = cluster
+        .keys_by_node()
+        .await
+        .into_iter()
+        .map(|(_, k)| k)
+        .collect();
+    assert!(
+        keys.contains(&format!("jobs:chain:{{{chain}}}")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&format!("jobs:batch:{{{batch}}}:pending")),
+        "{keys:?}"
+    );
+
+    let list = QUEUES.join(",");
+    let _one = start_worker(&cluster, &["--queue", &list, "--concurrency", "4"]);
+    let _two = start_worker(&cluster, &["--queue", &list, "--concurrency", "4"]);
+    let wanted = ["a3", "caught:c", "bc2", "caught:then", "caught:finally"];
+    wait_until(
+        Duration::from_secs(60),
+        "every step and callback ran",
+        || async {
+            let labels = step_labels(&queue).await;
+            wanted.iter().all(|l| labels.iter().any(|x| x == l))
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let labels = step_labels(&queue).await;
+    let count = |wanted: &str| labels.iter().filter(|l| *l == wanted).count();
+    let position = |wanted: &str| labels.iter().position(|l| l == wanted);
+    assert!(
+        position("a1") < position("a2") && position("a2") < position("a3"),
+        "{labels:?}"
+    );
+    assert_eq!(count("caught:a"), 0, "the first chain did not fail");
+    assert_eq!(
+        (
+            count("c1"),
+            count("c-fails"),
+            count("c3"),
+            count("caught:c")
+        ),
+        (1, 1, 0, 1)
+    );
+    assert!(position("bc1") < position("bc2"));
+    assert_eq!((count("caught:then"), count("caught:finally")), (1, 1));
+    for n in 0..300 {
+        assert_eq!(count(&format!("b{n}")), 1, "b{n}");
+    }
+    let status = queue.batch(batch).await.unwrap().unwrap();
+    assert_eq!((status.total, status.pending, status.failed), (302, 0, 0));
+    assert!(status.finished());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_step_taken_again_after_a_crash_pushes_nothing_twice() {
+    use examples::Step;
+    use jobs_core::workflow::{Batch, BatchProgress, Chain, ChainProgress};
+    use jobs_core::{Payload, Settlement};
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+    let chain = Chain::new(Step::new("first").dispatch().on_queue("high"))
+        .then(Step::new("second").dispatch().on_queue("low"))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let batch = Batch::new()
+        .job(Step::new("only").dispatch().on_queue("normal"))
+        .then(Step::new("then").dispatch().on_queue("low"))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let retry_after = Duration::from_secs(60);
+
+    // The chain's link is done; its worker dies after the steps, before the reservation is
+    // removed, and the link runs and settles again: the next link is pushed once.
+    let high = queue.queue_keys("high");
+    let popped = queue.pop(&high, retry_after, 1, 10).await.unwrap();
+    let link = Payload::from_json(&popped.jobs[0]).unwrap();
+    let settlement = Settlement {
+        chain: Some(ChainProgress::new(chain, link.uuid)),
+        ..Settlement::default()
+    };
+    for _ in 0..2 {
+        queue
+            .complete(&high, &popped.jobs[0], &settlement)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        queue.size("low").await.unwrap().ready,
+        1,
+        "the second link, once"
+    );
+
+    // The batch's only job, counted twice: then is pushed once.
+    let normal = queue.queue_keys("normal");
+    let popped = queue.pop(&normal, retry_after, 1, 10).await.unwrap();
+    let job = Payload::from_json(&popped.jobs[0]).unwrap();
+    let settlement = Settlement {
+        batch: Some(BatchProgress::new(batch, job.uuid)),
+        ..Settlement::default()
+    };
+    for _ in 0..2 {
+        queue
+            .complete(&normal, &popped.jobs[0], &settlement)
+            .await
+            .unwrap();
+    }
+    let status = queue.batch(batch).await.unwrap().unwrap();
+    assert_eq!((status.total, status.pending), (1, 0));
+    assert_eq!(queue.size("low").await.unwrap().ready, 2, "then, once");
 }

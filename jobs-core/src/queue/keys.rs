@@ -447,6 +447,25 @@ impl Keys {
         format!("{}:catch", self.chain(id))
     }
 
+    /// The guard that a job built ahead of time (a chain's link, a batch's callback), whose
+    /// uuid is `uuid`, was pushed onto `queue` (`queues:<name>:pushed:<uuid>`), in the queue's
+    /// slot; used on a cluster, where the step that owes the push is in another slot.
+    pub fn pushed(&self, queue: &str, uuid: &str) -> String {
+        format!("{}:pushed:{uuid}", self.queue(queue).ready)
+    }
+
+    /// The links the settled links of the chain `id` owe, by link uuid, on a cluster
+    /// (`jobs:chain:<id>:owed`).
+    pub fn chain_owed(&self, id: &str) -> String {
+        format!("{}:owed", self.chain(id))
+    }
+
+    /// The jobs the settled jobs of the batch `id` owe, by job uuid, on a cluster
+    /// (`jobs:batch:<id>:owed`).
+    pub fn batch_owed(&self, id: &str) -> String {
+        format!("{}:owed", self.batch(id))
+    }
+
     /// The record of the batch `id` (`jobs:batch:<id>`, a HASH: its name, counters, options
     /// and the times it was created, cancelled and finished); on a cluster the id is the hash
     /// tag, which the batch's other keys share.

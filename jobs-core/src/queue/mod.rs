@@ -197,6 +197,16 @@ pub struct Settlement {
     pub batch: Option<BatchProgress>,
 }
 
+impl Settlement {
+    /// The uuid of the job whose workflow steps this settles, if it has any.
+    fn job(&self) -> Option<uuid::Uuid> {
+        self.chain
+            .as_ref()
+            .map(|chain| chain.link)
+            .or(self.batch.as_ref().map(|batch| batch.job))
+    }
+}
+
 /// A handle to the queues on one Redis server or on a Redis Cluster. Cheap to clone: clones
 /// share one multiplexed, self-reconnecting connection (one per node on a cluster).
 ///
@@ -642,6 +652,30 @@ impl RedisQueue {
         let holds = self.free_apart(&settlement.holds).await?;
         let mut effects = Effects::default();
         effects.holds(holds);
+        match self.layout() {
+            KeyLayout::Standalone => self.add_done_effects(settlement, &mut effects).await?,
+            KeyLayout::Cluster => {
+                if let Some(job) = settlement.job() {
+                    self.done_apart(job, settlement).await?;
+                }
+            }
+        }
+        let mut call = scripts::COMPLETE.key(&queue.reserved);
+        call.arg(reserved);
+        effects.add_to(&mut call);
+        let completed: u64 = self.invoke(&call).await?;
+        if completed == 2 {
+            tracing::warn!(
+                queue = %queue.name,
+                "the chain's next link changed while this link ran; the chain was left as it is"
+            );
+        }
+        Ok(completed >= 1)
+    }
+
+    /// The effects of a job that is done, for `complete.lua` on one server: its chain's next
+    /// link and its count in its batch.
+    async fn add_done_effects(&self, settlement: &Settlement, effects: &mut Effects) -> Result<()> {
         if let Some(progress) = &settlement.chain {
             if let Some(step) = self.chain_done(progress).await? {
                 effects.chain_done(step);
@@ -668,17 +702,34 @@ impl RedisQueue {
             let step = self.batch_step(progress.id).await?;
             effects.batch_done(step, progress, added, &joined);
         }
-        let mut call = scripts::COMPLETE.key(&queue.reserved);
-        call.arg(reserved);
-        effects.add_to(&mut call);
-        let completed: u64 = self.invoke(&call).await?;
-        if completed == 2 {
-            tracing::warn!(
-                queue = %queue.name,
-                "the chain's next link changed while this link ran; the chain was left as it is"
+        Ok(())
+    }
+
+    /// The effects of a job that failed for good, for `fail.lua` on one server: its chain's
+    /// catch job and its count in its batch.
+    async fn add_failed_effects(
+        &self,
+        settlement: &Settlement,
+        effects: &mut Effects,
+    ) -> Result<()> {
+        if let Some(progress) = &settlement.chain {
+            let id = progress.id.to_string();
+            effects.chain_failed(
+                self.keys.chain(&id),
+                self.keys.chain_catch(&id),
+                self.chain_catch(progress.id).await?,
+                self.config.failed_max_age,
             );
         }
-        Ok(completed >= 1)
+        if let Some(progress) = &settlement.batch {
+            // The links after a failed link of the batch's chain will not run: they leave it.
+            let leaving = match &settlement.chain {
+                Some(chain) => self.chain_rest(chain.id).await?,
+                None => Vec::new(),
+            };
+            effects.batch_failed(self.batch_step(progress.id).await?, progress, &leaving);
+        }
+        Ok(())
     }
 
     /// Renews the holds of running jobs for `lease` from now (Redis's clock); returns how many
@@ -784,22 +835,13 @@ impl RedisQueue {
         let holds = self.free_apart(&settlement.holds).await?;
         let mut effects = Effects::default();
         effects.holds(holds);
-        if let Some(progress) = &settlement.chain {
-            let id = progress.id.to_string();
-            effects.chain_failed(
-                self.keys.chain(&id),
-                self.keys.chain_catch(&id),
-                self.chain_catch(progress.id).await?,
-                self.config.failed_max_age,
-            );
-        }
-        if let Some(progress) = &settlement.batch {
-            // The links after a failed link of the batch's chain will not run: they leave it.
-            let leaving = match &settlement.chain {
-                Some(chain) => self.chain_rest(chain.id).await?,
-                None => Vec::new(),
-            };
-            effects.batch_failed(self.batch_step(progress.id).await?, progress, &leaving);
+        match layout {
+            KeyLayout::Standalone => self.add_failed_effects(settlement, &mut effects).await?,
+            KeyLayout::Cluster => {
+                if let Some(job) = settlement.job() {
+                    self.failed_apart(job, settlement).await?;
+                }
+            }
         }
         let mut call = scripts::FAIL.key(self.keys.failed_jobs());
         call.key(self.keys.failed_jobs_index())

@@ -54,6 +54,18 @@ script!(
     CANCEL_BATCH, "cancel_batch.lua", uses "time.lua"
 );
 script!(
+    /// Push a job built ahead of time unless it was pushed already (`push_once.lua`).
+    PUSH_ONCE, "push_once.lua", uses "time.lua", "due.lua", "push_job.lua"
+);
+script!(
+    /// Take a chain's step for a settled link, once per link, on a cluster (`chain_step.lua`).
+    CHAIN_STEP, "chain_step.lua", uses "effects.lua"
+);
+script!(
+    /// Count settled jobs in their batch, once each, on a cluster (`batch_settle.lua`).
+    BATCH_SETTLE, "batch_settle.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "chain.lua", "batch.lua"
+);
+script!(
     /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).
     POP, "pop.lua", uses "time.lua"
 );

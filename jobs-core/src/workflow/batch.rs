@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::dispatch::{AnyDispatch, Placement};
 use crate::error::Result;
 use crate::job::Job;
-use crate::queue::keys::QueueKeys;
+use crate::queue::keys::{KeyLayout, QueueKeys};
 use crate::queue::{scripts, RedisQueue};
 use crate::workflow::chain::{target, ChainLinks};
 use crate::workflow::{Chain, Link};
@@ -474,6 +474,23 @@ impl RedisQueue {
         Ok(callbacks)
     }
 
+    /// Adds the batch `id` to the index of batches, on a cluster (where it is in a slot of its
+    /// own).
+    async fn index_batch(&self, id: Uuid) -> Result<()> {
+        let index = self.keys().batches();
+        let (index, id) = (&index, id.to_string());
+        let id = &id;
+        self.call(|mut conn| async move {
+            redis::cmd("ZADD")
+                .arg(index)
+                .arg(chrono::Utc::now().timestamp_millis())
+                .arg(id)
+                .query_async::<()>(&mut conn)
+                .await
+        })
+        .await
+    }
+
     /// How long a finished batch's record is kept.
     pub(crate) fn batch_retention(&self) -> Duration {
         self.config().batch_retention
@@ -494,7 +511,13 @@ impl RedisQueue {
             }
             BatchDispatch::Add => (self.batch_callbacks(id).await?, None),
         };
-        let (routes, dues) = callbacks.routes(self, &keys.record);
+        // On a cluster the batch's calls only count: its jobs, its chains, its callbacks and
+        // the index of batches are in other slots, and written after.
+        let here = self.layout() == KeyLayout::Standalone;
+        let (routes, dues) = match here {
+            true => callbacks.routes(self, &keys.record),
+            false => (vec![keys.record.clone(); 6], vec![String::new(); 3]),
+        };
         let parts: Vec<&[Prepared]> = if members.is_empty() {
             vec![&[]]
         } else {
@@ -514,7 +537,10 @@ impl RedisQueue {
             for key in &routes {
                 call.key(key);
             }
-            call.key(self.keys().batches());
+            call.key(match here {
+                true => self.keys().batches(),
+                false => keys.record.clone(),
+            });
             for due in &dues {
                 call.arg(due);
             }
@@ -531,30 +557,50 @@ impl RedisQueue {
             for link in &callbacks.links {
                 call.arg(link.as_ref().map_or(String::new(), Link::encode));
             }
+            call.arg(if here { "1" } else { "0" });
             for member in part.iter() {
-                add_member(self, &mut call, member, &keys.record);
+                add_member(self, &mut call, member, &keys.record, here);
             }
-            let sent: u64 = self.invoke(&call).await?;
-            if sent == 0 {
+            let reply: Vec<String> = self.invoke(&call).await?;
+            if reply.first().map(String::as_str) != Some("1") {
                 return Ok(false);
+            }
+            if !here {
+                if at == 0 && opening.is_some() {
+                    self.index_batch(id).await?;
+                }
+                for member in part.iter() {
+                    self.start_chain(&member.links).await?;
+                }
+                for callback in &reply[1..] {
+                    if let Some(link) = Link::decode(callback) {
+                        self.push_once(&link).await?;
+                    }
+                }
             }
         }
         Ok(true)
     }
 }
 
-/// Adds one job of a batch to a `batch.lua` call: its keys and its arguments.
+/// Adds one job of a batch to a `batch.lua` call: its keys and its arguments. Unless the call
+/// pushes it (`here`, on one server), its keys are placeholders in the batch's slot.
 fn add_member(
     queue: &RedisQueue,
     call: &mut redis::ScriptInvocation<'_>,
     member: &Prepared,
     placeholder: &str,
+    here: bool,
 ) {
     let first = &member.links.first;
     let first_keys: QueueKeys = queue.queue_keys(&first.queue);
-    call.key(target(first, &first_keys)).key(&first_keys.notify);
     let chained = !member.links.rest.is_empty() || member.links.catch.is_some();
-    if chained {
+    if here {
+        call.key(target(first, &first_keys)).key(&first_keys.notify);
+    } else {
+        call.key(placeholder).key(placeholder);
+    }
+    if chained && here {
         let id = first.uuid.to_string();
         call.key(queue.keys().chain(&id))
             .key(queue.keys().chain_catch(&id));
@@ -632,7 +678,13 @@ impl RedisQueue {
     pub(crate) async fn batch_step(&self, id: Uuid) -> Result<BatchStep> {
         let keys = self.batch_keys(id);
         let callbacks = self.batch_callbacks(id).await?;
-        let (routes, dues) = callbacks.routes(self, &keys.record);
+        // On a cluster the batch's calls only count: its jobs, its chains, its callbacks and
+        // the index of batches are in other slots, and written after.
+        let here = self.layout() == KeyLayout::Standalone;
+        let (routes, dues) = match here {
+            true => callbacks.routes(self, &keys.record),
+            false => (vec![keys.record.clone(); 6], vec![String::new(); 3]),
+        };
         Ok(BatchStep {
             keys,
             routes,
@@ -654,6 +706,13 @@ impl RedisQueue {
     ) -> Result<u64> {
         if finished.is_empty() {
             return Ok(0);
+        }
+        if self.layout() == KeyLayout::Cluster {
+            // Counted in the batch's slot first, the reservations removed last.
+            let jobs: Vec<Uuid> = finished.iter().map(|(_, uuid)| *uuid).collect();
+            self.batch_done_apart(id, &jobs).await?;
+            let reserved: Vec<&str> = finished.iter().map(|(reserved, _)| *reserved).collect();
+            return self.delete_many(queue, &reserved).await;
         }
         let step = self.batch_step(id).await?;
         let mut call = scripts::COMPLETE_BATCH.key(&queue.reserved);

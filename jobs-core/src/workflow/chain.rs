@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::job::delay::Delay;
 use crate::job::Job;
 use crate::queue::effects::{ChainDone, StoredLink};
+use crate::queue::keys::KeyLayout;
 use crate::queue::{scripts, RedisQueue};
 use crate::workflow::Link;
 use crate::PendingDispatch;
@@ -171,6 +172,8 @@ pub(crate) struct ChainLinks {
 pub struct ChainProgress {
     /// The chain's id.
     pub id: Uuid,
+    /// The uuid of the link that settles, by which a step taken again after a crash is known.
+    pub link: Uuid,
     /// Links to run next, the last one prepended first, as Laravel's `prependToChain`.
     pub prepend: Vec<Link>,
     /// Links to run after the rest, in order.
@@ -178,10 +181,11 @@ pub struct ChainProgress {
 }
 
 impl ChainProgress {
-    /// The progress of a link of the chain `id` that added no links.
-    pub fn new(id: Uuid) -> Self {
+    /// The progress of the link `link` of the chain `id` that added no links.
+    pub fn new(id: Uuid, link: Uuid) -> Self {
         ChainProgress {
             id,
+            link,
             prepend: Vec::new(),
             append: Vec::new(),
         }
@@ -189,8 +193,13 @@ impl ChainProgress {
 }
 
 impl RedisQueue {
-    /// Pushes a chain's first job and keeps the links after it and its catch job.
+    /// Pushes a chain's first job and keeps the links after it and its catch job: in one step
+    /// on one server; on a cluster, the chain is kept first (in its slot) and its first job
+    /// pushed after, so a first job never runs without its chain.
     pub(crate) async fn start_chain(&self, links: &ChainLinks) -> Result<()> {
+        if self.layout() == KeyLayout::Cluster {
+            return self.start_chain_apart(links).await;
+        }
         let first = &links.first;
         let id = first.uuid.to_string();
         let first_keys = self.queue_keys(&first.queue);
@@ -205,6 +214,26 @@ impl RedisQueue {
             call.arg(link.encode());
         }
         self.invoke::<u64>(&call).await?;
+        Ok(())
+    }
+
+    async fn start_chain_apart(&self, links: &ChainLinks) -> Result<()> {
+        if !links.rest.is_empty() || links.catch.is_some() {
+            let id = links.first.uuid.to_string();
+            let mut pipe = redis::pipe();
+            if !links.rest.is_empty() {
+                let rest: Vec<String> = links.rest.iter().map(Link::encode).collect();
+                pipe.rpush(self.keys().chain(&id), rest).ignore();
+            }
+            if let Some(catch) = &links.catch {
+                pipe.set(self.keys().chain_catch(&id), catch.encode())
+                    .ignore();
+            }
+            let pipe = &pipe;
+            self.call(|mut conn| async move { pipe.query_async::<()>(&mut conn).await })
+                .await?;
+        }
+        self.push_once(&links.first).await?;
         Ok(())
     }
 

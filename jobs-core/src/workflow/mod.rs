@@ -13,6 +13,7 @@
 //! once ([`Link`]), so the bytes written grow linearly with the chain's length (Laravel
 //! copies the whole remainder into every link). See `docs/workflows.md` in the repository.
 
+mod apart;
 pub(crate) mod batch;
 pub(crate) mod chain;
 mod link;

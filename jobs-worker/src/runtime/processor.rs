@@ -235,7 +235,8 @@ fn workflow_progress(
     let batch = ctx.batch_progress();
     let unchanged = || {
         (
-            ctx.chain_id().map(ChainProgress::new),
+            ctx.chain_id()
+                .map(|chain| ChainProgress::new(chain, ctx.uuid())),
             batch
                 .as_ref()
                 .map(|(id, _)| BatchProgress::new(*id, ctx.uuid())),
@@ -252,6 +253,7 @@ fn workflow_progress(
         let chain = match &chain {
             Some((id, edits)) => Some(ChainProgress {
                 id: *id,
+                link: ctx.uuid(),
                 prepend: links(&edits.prepend)?,
                 append: links(&edits.append)?,
             }),

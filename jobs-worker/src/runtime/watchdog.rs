@@ -198,7 +198,9 @@ impl Guarded {
                     };
                     let effects = AttemptEffects {
                         holds: ctx.holds(),
-                        chain: ctx.chain_id().map(ChainProgress::new),
+                        chain: ctx
+                            .chain_id()
+                            .map(|chain| ChainProgress::new(chain, ctx.uuid())),
                         batch: ctx
                             .batch()
                             .map(|batch| BatchProgress::new(batch.id(), ctx.uuid())),

@@ -15,14 +15,27 @@
 -- ARGV[8]     its name
 -- ARGV[9]     '1' when it allows failures, else '0'
 -- ARGV[10..12] its then, catch and finally links ('' for none)
--- ARGV[13..]  for each job: how many uuids it adds (1, or its chain's links), those uuids, its
+-- ARGV[13]    '1' to push the jobs, keep their chains and index the batch here; '0' on a Redis
+--             Cluster, where those keys are in other slots: the jobs are only counted, and the
+--             caller does the rest (KEYS[5..] are then keys of the batch, unused)
+-- ARGV[14..]  for each job: how many uuids it adds (1, or its chain's links), those uuids, its
 --             due time ('' ready), its payload, how many links its chain keeps after it, those
 --             links, its chain's catch link ('' none)
--- Returns 1, or 0 when 'add' found the batch finished, cancelled or gone: nothing changed.
+-- Returns {1, callbacks owed...}: with ARGV[13] '0', the links of the callbacks that fell due,
+-- for the caller to push; or {0} when 'add' found the batch finished, cancelled or gone:
+-- nothing changed.
 local at = effects_from(1, 1)
 local batch = batch_from(at)
 local batches = at.next_key()
 local mode, last, id = ARGV[5], ARGV[6], ARGV[7]
+local here = ARGV[13] == '1'
+if not here then
+  batch.owed = {}
+  function batch.falls_due(name)
+    local link = redis.call('hget', batch.callbacks, name)
+    if link then table.insert(batch.owed, link) end
+  end
+end
 if mode == 'create' then
   local now = now_millis()
   redis.call('hset', batch.record, 'name', ARGV[8], 'allow_failures', ARGV[9],
@@ -32,15 +45,17 @@ if mode == 'create' then
       redis.call('hset', batch.callbacks, name, ARGV[9 + i])
     end
   end
-  redis.call('zadd', batches, now, id)
+  if here then
+    redis.call('zadd', batches, now, id)
+  end
 elseif mode == 'add' then
   local state = redis.call('hmget', batch.record, 'created_at', 'cancelled_at', 'finished_at')
   if not state[1] or state[2] or state[3] then
-    return 0
+    return { 0 }
   end
   redis.call('hincrby', batch.record, 'open', 1)
 end
-at.arg = 13
+at.arg = 14
 while not at.done() do
   local target, notify, list, catch = at.next_key(), at.next_key(), at.next_key(), at.next_key()
   for _, uuid in ipairs(at.next_args(tonumber(at.next_arg()))) do
@@ -49,16 +64,22 @@ while not at.done() do
   local due, payload = at.next_arg(), at.next_arg()
   local links = at.next_args(tonumber(at.next_arg()))
   local catch_link = at.next_arg()
-  if #links > 0 then
-    redis.call('rpush', list, unpack(links))
+  if here then
+    if #links > 0 then
+      redis.call('rpush', list, unpack(links))
+    end
+    if catch_link ~= '' then
+      redis.call('set', catch, catch_link)
+    end
+    push_job(target, notify, due, payload)
   end
-  if catch_link ~= '' then
-    redis.call('set', catch, catch_link)
-  end
-  push_job(target, notify, due, payload)
 end
 if last == '1' then
   redis.call('hincrby', batch.record, 'open', -1)
   batch_check(batch)
 end
-return 1
+local reply = { 1 }
+for _, link in ipairs(batch.owed or {}) do
+  table.insert(reply, link)
+end
+return reply

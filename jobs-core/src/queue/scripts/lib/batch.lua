@@ -6,7 +6,8 @@
 -- `open` counts the dispatches adding jobs still under way: the batch cannot finish before
 -- they are done.
 
--- The batch's keys and its callbacks' routes, read from the effects' reader (lib/effects.lua).
+-- The batch's keys and its callbacks' routes, read from the effects' reader (lib/effects.lua):
+-- a callback that falls due is pushed at once.
 --   keys: the record, the pending set, the failed set, the callbacks hash, then for then,
 --         catch and finally in turn the callback's ready list (or delayed set) and notify
 --   args: the due time of then, catch and finally ('' ready), how long to keep the batch once
@@ -23,16 +24,33 @@ local function batch_from(at)
     batch.targets[name].due = at.next_arg()
   end
   batch.keep = tonumber(at.next_arg())
+  function batch.falls_due(name)
+    local link = redis.call('hget', batch.callbacks, name)
+    if link then
+      local route = batch.targets[name]
+      push_job(route.target, route.notify, route.due, link_payload(link))
+    end
+  end
   return batch
 end
 
--- Pushes the callback `name` of the batch, if it has one.
-local function push_callback(batch, name)
-  local link = redis.call('hget', batch.callbacks, name)
-  if link then
-    local route = batch.targets[name]
-    push_job(route.target, route.notify, route.due, link_payload(link))
+-- The batch's keys alone, for a Redis Cluster, where its callbacks' queues are in other slots:
+-- a callback that falls due is added to `batch.owed`, for the caller to push.
+--   keys: the record, the pending set, the failed set, the callbacks hash
+--   args: how long to keep the batch once it is finished, in seconds
+local function batch_owing_from(at)
+  local batch = {
+    record = at.next_key(), pending = at.next_key(), failed = at.next_key(),
+    callbacks = at.next_key(), owed = {},
+  }
+  batch.keep = tonumber(at.next_arg())
+  function batch.falls_due(name)
+    local link = redis.call('hget', batch.callbacks, name)
+    if link then
+      table.insert(batch.owed, link)
+    end
   end
+  return batch
 end
 
 -- Adds the job `uuid` to the batch, once.
@@ -52,8 +70,8 @@ local function batch_leave(batch, uuid)
   end
 end
 
--- Once no job is pending and no dispatch is adding jobs: marks the batch finished, pushes
--- `then` if none failed and it was not cancelled, and `finally`, each once, and lets the
+-- Once no job is pending and no dispatch is adding jobs: marks the batch finished, lets `then`
+-- fall due if none failed and it was not cancelled, and `finally`, each once, and lets the
 -- batch's keys expire.
 local function batch_check(batch)
   local state = redis.call('hmget', batch.record, 'pending', 'failed', 'open', 'cancelled_at',
@@ -66,10 +84,10 @@ local function batch_check(batch)
   end
   if tonumber(state[2]) == 0 and not state[4]
       and redis.call('hsetnx', batch.record, 'then_at', now_millis()) == 1 then
-    push_callback(batch, 'then')
+    batch.falls_due('then')
   end
   if redis.call('hsetnx', batch.record, 'finally_at', now_millis()) == 1 then
-    push_callback(batch, 'finally')
+    batch.falls_due('finally')
   end
   for _, key in ipairs({ batch.record, batch.pending, batch.failed, batch.callbacks }) do
     redis.call('expire', key, batch.keep)
@@ -129,14 +147,10 @@ local function batch_done(at)
   batch_check(batch)
 end
 
--- A job of the batch failed for good: counts it, once; the first failure pushes `catch` and,
--- unless the batch allows failures, cancels it. Links of its chain that will not run now
--- leave the batch.
---   keys and args: batch_from's, the job's uuid, how many links leave, their uuids
-local function batch_failed(at)
-  local batch = batch_from(at)
-  local uuid = at.next_arg()
-  local leaving = at.next_args(tonumber(at.next_arg()))
+-- Counts the job `uuid` of the batch failed, once; the first failure lets `catch` fall due
+-- and, unless the batch allows failures, cancels it. The links of its chain that will not run
+-- now (`leaving`) leave the batch.
+local function batch_count_failed(batch, uuid, leaving)
   if redis.call('exists', batch.record) == 0 then
     return
   end
@@ -145,7 +159,7 @@ local function batch_failed(at)
     redis.call('zadd', batch.failed, now_seconds_precise(), uuid)
     redis.call('hincrby', batch.record, 'failed', 1)
     if redis.call('hsetnx', batch.record, 'catch_at', now_millis()) == 1 then
-      push_callback(batch, 'catch')
+      batch.falls_due('catch')
     end
     if redis.call('hget', batch.record, 'allow_failures') ~= '1' then
       redis.call('hsetnx', batch.record, 'cancelled_at', now_millis())
@@ -155,4 +169,13 @@ local function batch_failed(at)
     batch_leave(batch, link)
   end
   batch_check(batch)
+end
+
+-- A job of the batch failed for good (batch_count_failed).
+--   keys and args: batch_from's, the job's uuid, how many links leave, their uuids
+local function batch_failed(at)
+  local batch = batch_from(at)
+  local uuid = at.next_arg()
+  local leaving = at.next_args(tonumber(at.next_arg()))
+  batch_count_failed(batch, uuid, leaving)
 end

@@ -1,0 +1,15 @@
+-- push_once: push a job built ahead of time (a chain's next link, a catch job, a batch's
+-- callback) unless it was pushed already: on a Redis Cluster a workflow's step and the push it
+-- causes are in different slots, and a step taken again after a crash pushes again.
+-- KEYS[1]  the queue's ready list, or its delayed set when ARGV[1] is a due time
+-- KEYS[2]  the queue's notify
+-- KEYS[3]  queues:<name>:pushed:<uuid>, the guard of the job's uuid
+-- ARGV[1]  the due time as later.lua takes it, or '' to push the job ready
+-- ARGV[2]  the payload
+-- ARGV[3]  how long the guard lasts, in seconds
+-- Returns 1 when pushed, 0 when it had been.
+if not redis.call('set', KEYS[3], '1', 'nx', 'ex', tonumber(ARGV[3])) then
+  return 0
+end
+push_job(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+return 1

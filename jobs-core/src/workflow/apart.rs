@@ -1,0 +1,150 @@
+//! Workflow steps on a Redis Cluster, where a chain's or a batch's keys and the queues its
+//! jobs go to are in different slots, so no script can take a step and push what it causes in
+//! one call. Each step is recorded under the uuid of the job that caused it (`chain_step.lua`,
+//! `batch_settle.lua`), so taking it again returns the same jobs to push; each push is guarded
+//! by the pushed job's uuid (`push_once.lua`); and the settled job's reservation is removed
+//! last. A worker that dies between two calls leaves a job that runs again and takes the same
+//! steps, which push nothing twice.
+
+use std::time::Duration;
+use uuid::Uuid;
+
+use crate::error::Result;
+use crate::queue::{scripts, RedisQueue, Settlement};
+use crate::workflow::chain::target;
+use crate::workflow::Link;
+
+/// How long a push guard and a recorded step last: far longer than a job can wait to be run
+/// again after a crash.
+const GUARD: Duration = Duration::from_secs(86_400);
+
+impl RedisQueue {
+    /// Pushes `link` onto its queue unless it was pushed already; returns whether it was now.
+    pub(crate) async fn push_once(&self, link: &Link) -> Result<bool> {
+        let keys = self.queue_keys(&link.queue);
+        let mut call = scripts::PUSH_ONCE.key(target(link, &keys));
+        call.key(&keys.notify)
+            .key(self.keys().pushed(&link.queue, &link.uuid.to_string()))
+            .arg(&link.due)
+            .arg(&link.payload)
+            .arg(GUARD.as_secs());
+        let pushed: u64 = self.invoke(&call).await?;
+        Ok(pushed == 1)
+    }
+
+    /// Pushes the links stored as `stored` (as they are kept in Redis), each once.
+    async fn push_stored(&self, stored: &[String]) -> Result<()> {
+        for stored in stored {
+            match Link::decode(stored) {
+                Some(link) => {
+                    self.push_once(&link).await?;
+                }
+                None => tracing::warn!("a workflow owes a job that is not a link; it is dropped"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the workflow steps of a job that is done, on a cluster: its chain's next link and
+    /// its batch's count, each recorded under its uuid, then pushes what they owe.
+    pub(crate) async fn done_apart(&self, job: Uuid, settlement: &Settlement) -> Result<()> {
+        let mut owed = Vec::new();
+        if let Some(chain) = &settlement.chain {
+            let id = chain.id.to_string();
+            let mut prepend: Vec<String> = chain.prepend.iter().rev().map(Link::encode).collect();
+            let next = if prepend.is_empty() {
+                String::new()
+            } else {
+                prepend.remove(0)
+            };
+            let mut call = scripts::CHAIN_STEP.key(self.keys().chain(&id));
+            call.key(self.keys().chain_catch(&id))
+                .key(self.keys().chain_owed(&id))
+                .arg("done")
+                .arg(job.to_string())
+                .arg(next)
+                .arg(prepend.len());
+            for link in &prepend {
+                call.arg(link);
+            }
+            call.arg(chain.append.len());
+            for link in &chain.append {
+                call.arg(link.encode());
+            }
+            let next: String = self.invoke(&call).await?;
+            if !next.is_empty() {
+                owed.push(next);
+            }
+        }
+        if let Some(batch) = &settlement.batch {
+            let joined: Vec<Uuid> = settlement
+                .chain
+                .iter()
+                .flat_map(|chain| chain.prepend.iter().chain(&chain.append).map(|l| l.uuid))
+                .collect();
+            let mut entry = vec![job.to_string(), batch.added.len().to_string()];
+            for link in &batch.added {
+                entry.extend([link.uuid.to_string(), link.encode()]);
+            }
+            entry.push(joined.len().to_string());
+            entry.extend(joined.iter().map(Uuid::to_string));
+            owed.extend(self.batch_settle(batch.id, "done", &entry).await?);
+        }
+        self.push_stored(&owed).await
+    }
+
+    /// Takes the workflow steps of a job that failed for good, on a cluster: its chain's catch
+    /// job and its batch's count, each recorded under its uuid, then pushes what they owe.
+    pub(crate) async fn failed_apart(&self, job: Uuid, settlement: &Settlement) -> Result<()> {
+        let mut owed = Vec::new();
+        let mut leaving = Vec::new();
+        if let Some(chain) = &settlement.chain {
+            if settlement.batch.is_some() {
+                leaving = self.chain_rest(chain.id).await?;
+            }
+            let id = chain.id.to_string();
+            let mut call = scripts::CHAIN_STEP.key(self.keys().chain(&id));
+            call.key(self.keys().chain_catch(&id))
+                .key(self.keys().chain_owed(&id))
+                .arg("failed")
+                .arg(job.to_string())
+                .arg(self.config().failed_max_age.as_secs().max(1));
+            let catch: String = self.invoke(&call).await?;
+            if !catch.is_empty() {
+                owed.push(catch);
+            }
+        }
+        if let Some(batch) = &settlement.batch {
+            let mut entry = vec![job.to_string(), leaving.len().to_string()];
+            entry.extend(leaving.iter().map(Uuid::to_string));
+            owed.extend(self.batch_settle(batch.id, "failed", &entry).await?);
+        }
+        self.push_stored(&owed).await
+    }
+
+    /// Counts jobs of the batch `id` done, on a cluster, and pushes the callbacks that fell due.
+    pub(crate) async fn batch_done_apart(&self, id: Uuid, jobs: &[Uuid]) -> Result<()> {
+        let mut entries = Vec::with_capacity(jobs.len() * 3);
+        for job in jobs {
+            entries.extend([job.to_string(), "0".to_owned(), "0".to_owned()]);
+        }
+        let owed = self.batch_settle(id, "done", &entries).await?;
+        self.push_stored(&owed).await
+    }
+
+    /// Calls `batch_settle.lua` for the batch `id`; returns the links owed.
+    async fn batch_settle(&self, id: Uuid, mode: &str, entries: &[String]) -> Result<Vec<String>> {
+        let keys = self.batch_keys(id);
+        let mut call = scripts::BATCH_SETTLE.key(&keys.record);
+        call.key(&keys.pending)
+            .key(&keys.failed)
+            .key(&keys.callbacks)
+            .key(self.keys().batch_owed(&id.to_string()))
+            .arg(self.batch_retention().as_secs().max(1))
+            .arg(mode);
+        for entry in entries {
+            call.arg(entry);
+        }
+        self.invoke(&call).await
+    }
+}
