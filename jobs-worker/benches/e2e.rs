@@ -13,7 +13,8 @@
 //! 5 s onto an idle worker; lateness = handler start - due), `pickup` (200 pushes, 20 ms apart,
 //! onto an idle worker), `batch` (one batch of N no-op jobs with a completion callback job,
 //! created untimed in a child; timed to the callback's start; `callback_ms` is the callback's
-//! start minus the last job's end). Our own: `backlog` (drain rate with 1,000,000 queued jobs against
+//! start minus the last job's end). Our own: `chain` (a chain of N no-op links; the gaps from
+//! one link's end to the next one's start), `backlog` (drain rate with 1,000,000 queued jobs against
 //! 20,000), `migrate` (1,000,000 jobs due at one instant: the slowest script call, from
 //! SLOWLOG), and `footprint` (Redis memory per queued job against the payload's length).
 //!
@@ -25,7 +26,7 @@ mod common;
 
 use clap::Parser;
 use common::round2;
-use jobs_core::{job, Batch, Bulk, Job, JobContext, JobResult, RedisQueue};
+use jobs_core::{job, Batch, Bulk, Chain, Job, JobContext, JobResult, RedisQueue};
 use jobs_worker::Stats;
 use jobs_worker::{Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
@@ -143,6 +144,29 @@ impl Job for BatchNoop {
     async fn handle(&self, _ctx: &JobContext) -> JobResult {
         tracker().count();
         LAST_CHILD_END_US.fetch_max(wall_us(), Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// The chain scenario's link: records when it started and ended (wall clock, microseconds).
+#[derive(Serialize, Deserialize)]
+struct ChainLink {
+    n: usize,
+}
+
+/// Start and end of each [`ChainLink`], by its position.
+static LINK_TIMES: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+#[job(name = "peerkit.chain-link")]
+impl Job for ChainLink {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        let started = wall_us();
+        let mut times = LINK_TIMES.lock().unwrap();
+        if let Some(slot) = times.get_mut(self.n) {
+            *slot = (started, wall_us());
+        }
+        drop(times);
+        tracker().count();
         Ok(())
     }
 }
@@ -307,6 +331,40 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 .dispatch()
                 .await
                 .map_err(err)?;
+        }
+        "chain" => {
+            let links = args.jobs;
+            *LINK_TIMES.lock().unwrap() = vec![(0, 0); links];
+            let mut chain = Chain::new(ChainLink { n: 0 }.dispatch().on_queue(QUEUE));
+            for n in 1..links {
+                chain = chain.then(ChainLink { n }.dispatch().on_queue(QUEUE));
+            }
+            chain.via(queue).dispatch().await.map_err(err)?;
+            tracker().reset(links);
+            let worker = worker(args, queue);
+            let stop = worker.stop_token();
+            let stats = worker.stats();
+            let running = tokio::spawn(worker.run());
+            let finished = tracker()
+                .wait_until_done(Duration::from_secs_f64(args.timeout_s), &stats)
+                .await;
+            stop.cancel();
+            let _ = running.await;
+            if finished.is_none() {
+                return Err(format!("only {} of {links} links ran", tracker().done()));
+            }
+            let times = LINK_TIMES.lock().unwrap().clone();
+            // From one link's end to the next one's start, in milliseconds.
+            let gaps: Vec<f64> = times
+                .windows(2)
+                .map(|pair| (pair[1].0 as f64 - pair[0].1 as f64) / 1000.0)
+                .collect();
+            out.insert("jobs".into(), json!(links));
+            out.insert("concurrency".into(), json!(args.concurrency));
+            let fields = latency_fields(&gaps);
+            for (name, value) in fields {
+                out.insert(format!("gap_{name}"), value);
+            }
         }
         "batch" => {
             prep_child(args, "prep-batch", args.jobs);
