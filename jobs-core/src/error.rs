@@ -82,6 +82,9 @@ pub enum Error {
         /// `"unique"` or `"debounced"`.
         kind: &'static str,
     },
+    /// A chain or batch that cannot be built as asked.
+    #[error("invalid workflow: {0}")]
+    InvalidWorkflow(&'static str),
     /// The payload is larger than the configured maximum.
     #[error("payload of job {job} is {size} bytes, over the limit of {limit} bytes")]
     PayloadTooLarge {

@@ -323,3 +323,150 @@ async fn a_unique_job_cannot_be_a_link() {
         "nothing was pushed"
     );
 }
+
+#[tokio::test]
+async fn a_batch_as_a_link_runs_all_its_jobs_before_the_chain_goes_on() {
+    use jobs_core::workflow::Batch;
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let rows = (0..5).map(|n| Step::new(format!("row{n}")).dispatch());
+    let batch = Batch::new().name("rows").jobs(rows).finally(
+        Caught {
+            label: "rows".into(),
+        }
+        .dispatch(),
+    );
+    let own_then = Batch::new()
+        .job(Step::new("inner").dispatch())
+        .then(Step::new("inner-then").dispatch());
+    let id = Chain::new(Step::new("first").dispatch())
+        .then_batch(batch)
+        .then(Step::new("after").dispatch())
+        .then_batch(own_then)
+        .then(Step::new("last").dispatch())
+        .catch(
+            Caught {
+                label: "chain".into(),
+            }
+            .dispatch(),
+        )
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    // The batches exist with their jobs parked until the chain reaches them.
+    let mut conn = redis.conn().await;
+    let parked_keys: Vec<String> = conn.keys("jobs:batch:*:parked").await.unwrap();
+    let mut parked = Vec::new();
+    for key in &parked_keys {
+        parked.push(conn.llen::<_, u64>(key).await.unwrap());
+    }
+    parked.sort();
+    assert_eq!(parked, [1, 5]);
+    assert_eq!(
+        queue.size("default").await.unwrap().total(),
+        1,
+        "only the first link"
+    );
+
+    let _worker = start_worker(redis.url(), &["--concurrency", "4"]);
+    wait_for_steps(&redis, 11).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let steps = steps(&redis).await;
+    let labels = labels(&steps);
+    let at = |label: &str| {
+        labels
+            .iter()
+            .position(|l| l == label)
+            .unwrap_or_else(|| panic!("{label} missing: {labels:?}"))
+    };
+    let rows: Vec<usize> = (0..5).map(|n| at(&format!("row{n}"))).collect();
+    assert!(
+        rows.iter().all(|&r| r > at("first") && r < at("after")),
+        "{labels:?}"
+    );
+    assert!(at("caught:rows") > *rows.iter().max().unwrap());
+    assert!(
+        at("after") < at("inner")
+            && at("inner") < at("inner-then")
+            && at("inner-then") < at("last"),
+        "{labels:?}"
+    );
+    assert_eq!(labels.len(), 11, "{labels:?}");
+    assert!(!labels.iter().any(|l| l == "caught:chain"));
+    // `after` and `inner-then` carry the chain's id: they are its links.
+    let after = steps.iter().find(|s| s["label"] == "after").unwrap();
+    assert_eq!(after["chain"], id.to_string());
+}
+
+#[tokio::test]
+async fn a_failing_batch_in_a_chain_stops_it_and_runs_its_catch_once() {
+    use jobs_core::workflow::Batch;
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let failing = Step {
+        label: "bad-row".into(),
+        fail: true,
+        ..Step::default()
+    };
+    Chain::new(Step::new("first").dispatch())
+        .then_batch(
+            Batch::new()
+                .job(failing.dispatch())
+                .job(Step::new("row").dispatch()),
+        )
+        .then(Step::new("after").dispatch())
+        .catch(
+            Caught {
+                label: "chain".into(),
+            }
+            .dispatch(),
+        )
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let _worker = start_worker(redis.url(), &["--concurrency", "1"]);
+    wait_until(LONG, "the chain's catch ran", || async {
+        labels(&steps(&redis).await)
+            .iter()
+            .any(|l| l == "caught:chain")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let labels = labels(&steps(&redis).await);
+    assert_eq!(labels.iter().filter(|l| *l == "caught:chain").count(), 1);
+    assert!(!labels.iter().any(|l| l == "after"), "{labels:?}");
+}
+
+#[tokio::test]
+async fn a_chain_refuses_a_batch_where_it_cannot_run_one() {
+    use jobs_core::workflow::Batch;
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let two_batches = Chain::new(Step::new("first").dispatch())
+        .then_batch(Batch::new().job(Step::new("a").dispatch()))
+        .then_batch(Batch::new().job(Step::new("b").dispatch()))
+        .via(&queue)
+        .dispatch()
+        .await;
+    assert!(
+        matches!(two_batches, Err(Error::InvalidWorkflow(_))),
+        "{two_batches:?}"
+    );
+    let two_catches = Chain::new(Step::new("first").dispatch())
+        .then_batch(
+            Batch::new()
+                .job(Step::new("a").dispatch())
+                .catch(Caught::default().dispatch()),
+        )
+        .catch(Caught::default().dispatch())
+        .via(&queue)
+        .dispatch()
+        .await;
+    assert!(
+        matches!(two_catches, Err(Error::InvalidWorkflow(_))),
+        "{two_catches:?}"
+    );
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+}

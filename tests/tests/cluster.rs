@@ -578,6 +578,14 @@ async fn chains_and_batches_take_each_step_once_across_slots() {
         .dispatch()
         .await
         .unwrap();
+    // A chain with a batch as a link, whose jobs are parked in the batch's slot until then.
+    Chain::new(step("d1", "high"))
+        .then_batch(Batch::new().jobs((0..3).map(|n| step(&format!("d-row{n}"), QUEUES[n % 3]))))
+        .then(step("d2", "normal"))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
     // A batch of jobs on every queue, with a chain in it, and callbacks on another queue.
     let batch = Batch::new()
         .jobs((0..300).map(|n| step(&format!("b{n}"), QUEUES[n % 3])))
@@ -620,7 +628,14 @@ async fn chains_and_batches_take_each_step_once_across_slots() {
     let list = QUEUES.join(",");
     let _one = start_worker(&cluster, &["--queue", &list, "--concurrency", "4"]);
     let _two = start_worker(&cluster, &["--queue", &list, "--concurrency", "4"]);
-    let wanted = ["a3", "caught:c", "bc2", "caught:then", "caught:finally"];
+    let wanted = [
+        "a3",
+        "caught:c",
+        "bc2",
+        "caught:then",
+        "caught:finally",
+        "d2",
+    ];
     wait_until(
         Duration::from_secs(60),
         "every step and callback ran",
@@ -649,6 +664,11 @@ async fn chains_and_batches_take_each_step_once_across_slots() {
         (1, 1, 0, 1)
     );
     assert!(position("bc1") < position("bc2"));
+    for n in 0..3 {
+        let row = position(&format!("d-row{n}"));
+        assert!(position("d1") < row && row < position("d2"), "{labels:?}");
+    }
+    assert_eq!(count("d2"), 1);
     assert_eq!((count("caught:then"), count("caught:finally")), (1, 1));
     for n in 0..300 {
         assert_eq!(count(&format!("b{n}")), 1, "b{n}");

@@ -36,6 +36,8 @@ pub(crate) struct ChainDone {
     pub(crate) front: Vec<String>,
     /// Links appended to the list, in order.
     pub(crate) back: Vec<String>,
+    /// The batch the popped head is, which starts in the same call.
+    pub(crate) starts: Option<Uuid>,
 }
 
 impl Effects {
@@ -139,6 +141,21 @@ impl Effects {
         self.batch(&step, progress.job);
         self.args.push(leaving.len().to_string());
         self.args.extend(leaving.iter().map(Uuid::to_string));
+    }
+
+    /// Starts a batch its chain reached: pushes its parked jobs (`links`, in the order of the
+    /// `parked` list) and closes the dispatch that parked them.
+    pub(crate) fn batch_start(&mut self, step: BatchStep, parked: String, links: Vec<StoredLink>) {
+        self.keys.extend(step.keys().map(str::to_owned));
+        self.keys.push(parked);
+        self.args.push("batch_start".into());
+        self.args.extend(step.args());
+        self.args.push(links.len().to_string());
+        for (_, link, keys) in links {
+            self.keys.push(target(&link, &keys));
+            self.keys.push(keys.notify);
+            self.args.push(link.due);
+        }
     }
 
     fn batch(&mut self, step: &BatchStep, job: Uuid) {

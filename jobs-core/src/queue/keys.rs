@@ -496,6 +496,12 @@ impl Keys {
         format!("{}:callbacks", self.batch(id))
     }
 
+    /// The jobs of a batch that is a link of a chain, parked until the chain reaches it
+    /// (`jobs:batch:<id>:parked`, a LIST of links).
+    pub fn batch_parked(&self, id: &str) -> String {
+        format!("{}:parked", self.batch(id))
+    }
+
     /// Every batch's id, scored by when it was created (`jobs:batches`, a ZSET), for listing
     /// and pruning.
     pub fn batches(&self) -> String {

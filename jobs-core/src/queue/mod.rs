@@ -678,7 +678,16 @@ impl RedisQueue {
     async fn add_done_effects(&self, settlement: &Settlement, effects: &mut Effects) -> Result<()> {
         if let Some(progress) = &settlement.chain {
             if let Some(step) = self.chain_done(progress).await? {
+                let starts = step.starts;
                 effects.chain_done(step);
+                if let Some(batch) = starts {
+                    let (step, parked, links) = self.batch_start_step(batch).await?;
+                    let links = links
+                        .into_iter()
+                        .map(|link| (String::new(), link.clone(), self.queue_keys(&link.queue)))
+                        .collect();
+                    effects.batch_start(step, parked, links);
+                }
             }
         }
         if let Some(progress) = &settlement.batch {

@@ -72,8 +72,14 @@ impl RedisQueue {
                 call.arg(link.encode());
             }
             let next: String = self.invoke(&call).await?;
-            if !next.is_empty() {
-                owed.push(next);
+            match Link::decode(&next).and_then(|link| link.starts_batch()) {
+                // The chain reached a batch: it starts, recorded under this link's uuid too.
+                Some(batch) => {
+                    let entry = [job.to_string()];
+                    owed.extend(self.batch_settle(batch, "start", &entry).await?);
+                }
+                None if !next.is_empty() => owed.push(next),
+                None => {}
             }
         }
         if let Some(batch) = &settlement.batch {
@@ -140,6 +146,7 @@ impl RedisQueue {
             .key(&keys.failed)
             .key(&keys.callbacks)
             .key(self.keys().batch_owed(&id.to_string()))
+            .key(self.keys().batch_parked(&id.to_string()))
             .arg(self.batch_retention().as_secs().max(1))
             .arg(mode);
         for entry in entries {

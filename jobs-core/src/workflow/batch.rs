@@ -164,24 +164,72 @@ impl Batch {
             None => RedisQueue::default_handle()?,
         };
         let id = Uuid::new_v4();
-        let members = prepare_members(&queue, id, self.queue.as_deref(), &self.members)?;
+        let (opening, members) = self.parts(&queue, id, None, &InChain::default())?;
+        Ok((queue, id, opening, members))
+    }
+
+    /// The batch's record and jobs as the batch `id`, built and sealed by `queue`: for a batch
+    /// that is a link of a chain, its `then` (its own, else the chain's next link) and `catch`
+    /// (its own, else the chain's) as `in_chain` says, and the chain's queue for jobs naming none.
+    pub(crate) fn parts(
+        &self,
+        queue: &RedisQueue,
+        id: Uuid,
+        chain_queue: Option<&str>,
+        in_chain: &InChain,
+    ) -> Result<(Opening, Vec<Prepared>)> {
+        let default_queue = self.queue.as_deref().or(chain_queue);
+        let members = prepare_members(queue, id, default_queue, &self.members)?;
         let mut callbacks: [Option<Link>; 3] = Default::default();
-        for (slot, dispatch) in callbacks.iter_mut().zip(&self.callbacks) {
+        for (at, (slot, dispatch)) in callbacks.iter_mut().zip(&self.callbacks).enumerate() {
             if let Some(dispatch) = dispatch {
                 let placement = Placement {
-                    queue: self.queue.clone(),
+                    queue: default_queue.map(str::to_owned),
+                    // In a chain, the batch's own `then` is the chain's next link.
+                    chain: if at == 0 { in_chain.chain } else { None },
                     ..Placement::default()
                 };
                 *slot = Some(queue.link(&dispatch.envelope_in(&placement)?)?);
             }
         }
+        if callbacks[0].is_none() {
+            callbacks[0] = in_chain.then.clone();
+        }
+        if callbacks[1].is_none() {
+            callbacks[1] = in_chain.catch.clone();
+        } else if in_chain.catch.is_some() {
+            return Err(crate::Error::InvalidWorkflow(
+                "a batch in a chain that has a catch job cannot have a catch job of its own",
+            ));
+        }
         let opening = Opening {
-            name: self.name,
+            name: self.name.clone(),
             allow_failures: self.allow_failures,
             callbacks: Callbacks { links: callbacks },
         };
-        Ok((queue, id, opening, members))
+        Ok((opening, members))
     }
+
+    /// Whether the batch has a `then` job of its own.
+    pub(crate) fn has_then(&self) -> bool {
+        self.callbacks[0].is_some()
+    }
+
+    /// Whether any of its jobs is a chain.
+    pub(crate) fn has_chains(&self) -> bool {
+        self.members.iter().any(|m| matches!(m, Member::Chain(_)))
+    }
+}
+
+/// What a batch that is a link of a chain takes from its chain.
+#[derive(Debug, Default)]
+pub(crate) struct InChain {
+    /// The chain's id, carried by the batch's own `then`, which continues the chain.
+    pub(crate) chain: Option<Uuid>,
+    /// The chain's next link, pushed as the batch's `then` when it has none of its own.
+    pub(crate) then: Option<Link>,
+    /// The chain's catch job, pushed as the batch's `catch`.
+    pub(crate) catch: Option<Link>,
 }
 
 /// The jobs `members` of the batch `id`, built and sealed by `queue`.
@@ -205,6 +253,7 @@ fn prepare_members(
                     first: link,
                     rest: Vec::new(),
                     catch: None,
+                    batches: Vec::new(),
                 }))
             }
             Member::Chain(chain) => Ok(Prepared::from(chain.links_in(
@@ -217,7 +266,7 @@ fn prepare_members(
 }
 
 /// A job of a batch as pushed: its first job and, for a chain, the links kept after it.
-struct Prepared {
+pub(crate) struct Prepared {
     uuids: Vec<Uuid>,
     links: ChainLinks,
 }
@@ -233,15 +282,17 @@ impl From<ChainLinks> for Prepared {
 }
 
 /// What a new batch is created with.
-struct Opening {
+pub(crate) struct Opening {
     name: String,
     allow_failures: bool,
     callbacks: Callbacks,
 }
 
-/// Whether a dispatch creates its batch or adds to one.
+/// Whether a dispatch creates its batch (to start now, or parked until its chain reaches it)
+/// or adds to one.
 enum BatchDispatch {
     Create(Box<Opening>),
+    Park(Box<Opening>),
     Add,
 }
 
@@ -474,6 +525,45 @@ impl RedisQueue {
         Ok(callbacks)
     }
 
+    /// Creates the batch `id`, a link of a chain, with its jobs parked until the chain reaches
+    /// it (`batch_start` in `lib/batch.lua`).
+    pub(crate) async fn park_batch(
+        &self,
+        id: Uuid,
+        opening: Opening,
+        members: &[Prepared],
+    ) -> Result<()> {
+        self.send_batch(id, BatchDispatch::Park(Box::new(opening)), members)
+            .await?;
+        Ok(())
+    }
+
+    /// The step that starts the batch `id`, which its chain reached, on one server: its keys,
+    /// its callbacks' routes and its parked jobs' queues.
+    pub(crate) async fn batch_start_step(
+        &self,
+        id: Uuid,
+    ) -> Result<(BatchStep, String, Vec<Link>)> {
+        let step = self.batch_step(id).await?;
+        let parked = self.keys().batch_parked(&id.to_string());
+        let parked_key = &parked;
+        let stored: Vec<String> = self
+            .call(|mut conn| async move {
+                redis::cmd("LRANGE")
+                    .arg(parked_key)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(&mut conn)
+                    .await
+            })
+            .await?;
+        let links = stored
+            .iter()
+            .filter_map(|link| Link::decode(link))
+            .collect();
+        Ok((step, parked, links))
+    }
+
     /// Adds the batch `id` to the index of batches, on a cluster (where it is in a slot of its
     /// own).
     async fn index_batch(&self, id: Uuid) -> Result<()> {
@@ -506,7 +596,7 @@ impl RedisQueue {
     ) -> Result<bool> {
         let keys = self.batch_keys(id);
         let (callbacks, opening) = match &dispatch {
-            BatchDispatch::Create(opening) => {
+            BatchDispatch::Create(opening) | BatchDispatch::Park(opening) => {
                 (Arc::new(opening.callbacks.clone()), Some(&**opening))
             }
             BatchDispatch::Add => (self.batch_callbacks(id).await?, None),
@@ -526,7 +616,7 @@ impl RedisQueue {
         let id_text = id.to_string();
         for (at, part) in parts.iter().enumerate() {
             let mode = match (at, &dispatch) {
-                (0, BatchDispatch::Create(_)) => "create",
+                (0, BatchDispatch::Create(_) | BatchDispatch::Park(_)) => "create",
                 (0, BatchDispatch::Add) => "add",
                 _ => "more",
             };
@@ -541,6 +631,7 @@ impl RedisQueue {
                 true => self.keys().batches(),
                 false => keys.record.clone(),
             });
+            call.key(self.keys().batch_parked(&id_text));
             for due in &dues {
                 call.arg(due);
             }
@@ -557,9 +648,15 @@ impl RedisQueue {
             for link in &callbacks.links {
                 call.arg(link.as_ref().map_or(String::new(), Link::encode));
             }
-            call.arg(if here { "1" } else { "0" });
+            let parking = matches!(dispatch, BatchDispatch::Park(_));
+            call.arg(match (here, parking) {
+                (true, false) => "push",
+                (true, true) => "park",
+                (false, false) => "count",
+                (false, true) => "park-count",
+            });
             for member in part.iter() {
-                add_member(self, &mut call, member, &keys.record, here);
+                add_member(self, &mut call, member, &keys.record, here, parking);
             }
             let reply: Vec<String> = self.invoke(&call).await?;
             if reply.first().map(String::as_str) != Some("1") {
@@ -570,7 +667,10 @@ impl RedisQueue {
                     self.index_batch(id).await?;
                 }
                 for member in part.iter() {
-                    self.start_chain(&member.links).await?;
+                    match parking {
+                        true => self.keep_chain_apart(&member.links).await?,
+                        false => self.start_chain(&member.links).await?,
+                    }
                 }
                 for callback in &reply[1..] {
                     if let Some(link) = Link::decode(callback) {
@@ -584,18 +684,20 @@ impl RedisQueue {
 }
 
 /// Adds one job of a batch to a `batch.lua` call: its keys and its arguments. Unless the call
-/// pushes it (`here`, on one server), its keys are placeholders in the batch's slot.
+/// pushes it (`here`, on one server), its keys are placeholders in the batch's slot; a job
+/// `parking` is given as its link, kept until its batch starts.
 fn add_member(
     queue: &RedisQueue,
     call: &mut redis::ScriptInvocation<'_>,
     member: &Prepared,
     placeholder: &str,
     here: bool,
+    parking: bool,
 ) {
     let first = &member.links.first;
     let first_keys: QueueKeys = queue.queue_keys(&first.queue);
     let chained = !member.links.rest.is_empty() || member.links.catch.is_some();
-    if here {
+    if here && !parking {
         call.key(target(first, &first_keys)).key(&first_keys.notify);
     } else {
         call.key(placeholder).key(placeholder);
@@ -611,9 +713,12 @@ fn add_member(
     for uuid in &member.uuids {
         call.arg(uuid.to_string());
     }
-    call.arg(&first.due)
-        .arg(&first.payload)
-        .arg(member.links.rest.len());
+    call.arg(&first.due);
+    match parking {
+        true => call.arg(first.encode()),
+        false => call.arg(&first.payload),
+    };
+    call.arg(member.links.rest.len());
     for link in &member.links.rest {
         call.arg(link.encode());
     }

@@ -11,7 +11,8 @@ use crate::job::Job;
 use crate::queue::effects::{ChainDone, StoredLink};
 use crate::queue::keys::KeyLayout;
 use crate::queue::{scripts, RedisQueue};
-use crate::workflow::Link;
+use crate::workflow::batch::{InChain, Opening, Prepared};
+use crate::workflow::{Batch, Link};
 use crate::PendingDispatch;
 
 /// Jobs of any types that run one after another: each link is pushed when the one before it
@@ -43,18 +44,24 @@ use crate::PendingDispatch;
 /// ```
 #[must_use = "a chain does nothing until it is dispatched"]
 pub struct Chain {
-    links: Vec<Box<dyn AnyDispatch>>,
+    links: Vec<Step>,
     catch: Option<Box<dyn AnyDispatch>>,
     queue: Option<String>,
     delay: Option<Delay>,
     connection: Option<RedisQueue>,
 }
 
+/// One link of a chain: a job, or a batch whose jobs all run before the chain goes on.
+enum Step {
+    Job(Box<dyn AnyDispatch>),
+    Batch(Box<Batch>),
+}
+
 impl Chain {
     /// A chain that starts with `first`.
     pub fn new<J: Job>(first: PendingDispatch<J>) -> Chain {
         Chain {
-            links: vec![Box::new(first)],
+            links: vec![Step::Job(Box::new(first))],
             catch: None,
             queue: None,
             delay: None,
@@ -64,7 +71,19 @@ impl Chain {
 
     /// Runs `next` once every link before it is done.
     pub fn then<J: Job>(mut self, next: PendingDispatch<J>) -> Chain {
-        self.links.push(Box::new(next));
+        self.links.push(Step::Job(Box::new(next)));
+        self
+    }
+
+    /// Runs `batch` once every link before it is done, and goes on once every job of the batch
+    /// has succeeded: the link after it is the batch's `then` (after the batch's own `then`,
+    /// which becomes a link of the chain). When a job of the batch fails for good, the chain
+    /// stops and its catch job runs (the batch's `catch`; a batch in a chain with a catch job
+    /// cannot have one of its own). The batch is created with the chain, its jobs parked until
+    /// the chain reaches it. A batch cannot be the first link, follow another batch directly,
+    /// or hold chains of its own.
+    pub fn then_batch(mut self, batch: Batch) -> Chain {
+        self.links.push(Step::Batch(Box::new(batch)));
         self
     }
 
@@ -103,7 +122,12 @@ impl Chain {
             Ok((queue, links))
         });
         async move {
-            let (queue, links) = prepared?;
+            let (queue, mut links) = prepared?;
+            for parked in std::mem::take(&mut links.batches) {
+                queue
+                    .park_batch(parked.id, parked.opening, &parked.members)
+                    .await?;
+            }
             queue.start_chain(&links).await?;
             Ok(links.first.uuid)
         }
@@ -126,17 +150,6 @@ impl Chain {
     ) -> Result<ChainLinks> {
         let id = Uuid::new_v4();
         let default_queue = self.queue.clone().or(queue_default.map(str::to_owned));
-        let mut links = Vec::with_capacity(self.links.len());
-        for (at, dispatch) in self.links.iter().enumerate() {
-            let placement = Placement {
-                uuid: (at == 0).then_some(id),
-                chain: Some(id),
-                batch,
-                queue: default_queue.clone(),
-                delay: if at == 0 { self.delay } else { None },
-            };
-            links.push(queue.link(&dispatch.envelope_in(&placement)?)?);
-        }
         let catch = match &self.catch {
             Some(dispatch) => {
                 let placement = Placement {
@@ -147,22 +160,98 @@ impl Chain {
             }
             None => None,
         };
+        let job_link = |at: usize, dispatch: &dyn AnyDispatch| -> Result<Link> {
+            let placement = Placement {
+                uuid: (at == 0).then_some(id),
+                chain: Some(id),
+                batch,
+                queue: default_queue.clone(),
+                delay: if at == 0 { self.delay } else { None },
+            };
+            queue.link(&dispatch.envelope_in(&placement)?)
+        };
+        let mut links = Vec::with_capacity(self.links.len());
+        let mut batches = Vec::new();
+        let mut steps = self.links.iter().enumerate().peekable();
+        while let Some((at, step)) = steps.next() {
+            match step {
+                Step::Job(dispatch) => links.push(job_link(at, dispatch.as_ref())?),
+                Step::Batch(inner) => {
+                    let invalid = |why| Err(crate::Error::InvalidWorkflow(why));
+                    if at == 0 {
+                        return invalid("a chain starts with a job, not a batch");
+                    }
+                    if batch.is_some() || inner.has_chains() {
+                        return invalid(
+                            "a batch that is a link of a chain holds no chains and is in no batch",
+                        );
+                    }
+                    let batch_id = Uuid::new_v4();
+                    // Without a `then` of its own, the batch's `then` is the chain's next link.
+                    let mut in_chain = InChain {
+                        chain: Some(id),
+                        then: None,
+                        catch: catch.clone(),
+                    };
+                    if !inner.has_then() {
+                        match steps.peek() {
+                            Some((next_at, Step::Job(next))) => {
+                                in_chain.then = Some(job_link(*next_at, next.as_ref())?);
+                                steps.next();
+                            }
+                            Some((_, Step::Batch(_))) => {
+                                return invalid(
+                                    "a batch in a chain is followed by a job, not a batch",
+                                );
+                            }
+                            None => {}
+                        }
+                    } else if matches!(steps.peek(), Some((_, Step::Batch(_)))) {
+                        return invalid("a batch in a chain is followed by a job, not a batch");
+                    }
+                    let (opening, members) =
+                        inner.parts(queue, batch_id, default_queue.as_deref(), &in_chain)?;
+                    batches.push(ParkedBatch {
+                        id: batch_id,
+                        opening,
+                        members,
+                    });
+                    links.push(Link::batch_start(batch_id));
+                }
+            }
+        }
         let mut links = links.into_iter();
         Ok(ChainLinks {
             first: links.next().expect("a chain has a first link"),
             rest: links.collect(),
             catch,
+            batches,
         })
+    }
+}
+
+/// A batch that is a link of a chain, created with the chain and parked until it is reached.
+pub(crate) struct ParkedBatch {
+    id: Uuid,
+    opening: Opening,
+    members: Vec<Prepared>,
+}
+
+impl std::fmt::Debug for ParkedBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParkedBatch").field("id", &self.id).finish()
     }
 }
 
 /// A chain's links as built for Redis: the first job, pushed at once; the others, kept in the
 /// chain's list; the catch job.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct ChainLinks {
     pub(crate) first: Link,
     pub(crate) rest: Vec<Link>,
     pub(crate) catch: Option<Link>,
+    /// The batches that are links of the chain, to create before it starts.
+    pub(crate) batches: Vec<ParkedBatch>,
 }
 
 /// What a finished or failed link does to its chain: the chain's id, and the links its handler
@@ -218,6 +307,14 @@ impl RedisQueue {
     }
 
     async fn start_chain_apart(&self, links: &ChainLinks) -> Result<()> {
+        self.keep_chain_apart(links).await?;
+        self.push_once(&links.first).await?;
+        Ok(())
+    }
+
+    /// Keeps a chain's links after the first and its catch job, on a cluster (in the chain's
+    /// slot), without pushing its first job.
+    pub(crate) async fn keep_chain_apart(&self, links: &ChainLinks) -> Result<()> {
         if !links.rest.is_empty() || links.catch.is_some() {
             let id = links.first.uuid.to_string();
             let mut pipe = redis::pipe();
@@ -233,7 +330,6 @@ impl RedisQueue {
             self.call(|mut conn| async move { pipe.query_async::<()>(&mut conn).await })
                 .await?;
         }
-        self.push_once(&links.first).await?;
         Ok(())
     }
 
@@ -268,6 +364,18 @@ impl RedisQueue {
                 .await?;
             match head {
                 Some(head) => match Link::decode(&head) {
+                    Some(link) if link.starts_batch().is_some() => {
+                        // The batch starts in the same call; the chain waits for it.
+                        return Ok(Some(ChainDone {
+                            catch: self.keys().chain_catch(&id),
+                            list,
+                            head: Some(head),
+                            next: None,
+                            front: Vec::new(),
+                            back: back.into_iter().map(|(stored, ..)| stored).collect(),
+                            starts: link.starts_batch(),
+                        }));
+                    }
                     Some(link) => {
                         let keys = self.queue_keys(&link.queue);
                         (Some(head.clone()), Some((head, link, keys)))
@@ -290,6 +398,7 @@ impl RedisQueue {
             next,
             front: front.into_iter().map(|(stored, ..)| stored).collect(),
             back: back.into_iter().map(|(stored, ..)| stored).collect(),
+            starts: None,
         }))
     }
 

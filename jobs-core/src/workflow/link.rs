@@ -27,7 +27,27 @@ pub struct Link {
     pub payload: String,
 }
 
+/// The job name of the entry a chain keeps for a batch that is one of its links: not a job,
+/// but where the batch starts (its queue is empty, which no job's is).
+const BATCH_START: &str = "jobs:batch-start";
+
 impl Link {
+    /// The entry a chain keeps for the batch `batch`, one of its links.
+    pub(crate) fn batch_start(batch: Uuid) -> Link {
+        Link {
+            queue: String::new(),
+            due: String::new(),
+            uuid: batch,
+            job: BATCH_START.to_owned(),
+            payload: String::new(),
+        }
+    }
+
+    /// The batch this entry starts, when it is a chain's batch rather than a job.
+    pub fn starts_batch(&self) -> Option<Uuid> {
+        (self.queue.is_empty() && self.job == BATCH_START).then_some(self.uuid)
+    }
+
     /// The link that pushes `envelope` (already signed, if it is to be).
     pub fn from_envelope(envelope: &Envelope) -> Link {
         Link {

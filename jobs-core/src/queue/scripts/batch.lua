@@ -4,7 +4,9 @@
 -- that finish early cannot fire its callbacks before the last part is in.
 -- KEYS[1..10] the batch's keys and its callbacks' routes (batch_from in lib/batch.lua)
 -- KEYS[11]    jobs:batches   zset: batch id -> created_at
--- KEYS[12..]  for each job: its ready list (or delayed set when it has a due time), its
+-- KEYS[12]    jobs:batch:<id>:parked   list: the first links of a batch that is a link of a chain,
+--             kept until the chain reaches it (batch_start in lib/batch.lua)
+-- KEYS[13..]  for each job: its ready list (or delayed set when it has a due time), its
 --             queue's notify, and for the first link of a chain its chain's list and catch keys
 --             (for any other job, two keys of the batch that are not used)
 -- ARGV[1..4]  batch_from's: the callbacks' due times, how long to keep the finished batch
@@ -15,11 +17,16 @@
 -- ARGV[8]     its name
 -- ARGV[9]     '1' when it allows failures, else '0'
 -- ARGV[10..12] its then, catch and finally links ('' for none)
--- ARGV[13]    '1' to push the jobs, keep their chains and index the batch here; '0' on a Redis
---             Cluster, where those keys are in other slots: the jobs are only counted, and the
---             caller does the rest (KEYS[5..] are then keys of the batch, unused)
+-- ARGV[13]    'push': push the jobs, keep their chains and index the batch; 'park': keep
+--             their chains and index the batch, but park the jobs' links in KEYS[12] instead of
+--             pushing them, for a batch that is a link of a chain (the dispatch stays open
+--             until the chain starts it); on a Redis Cluster, where the queues, the chains and
+--             the index are in other slots, 'count' only counts the jobs and 'park-count' parks
+--             them too, and the caller does the rest (KEYS[5..11] and each job's keys are then
+--             keys of the batch, unused)
 -- ARGV[14..]  for each job: how many uuids it adds (1, or its chain's links), those uuids, its
---             due time ('' ready), its payload, how many links its chain keeps after it, those
+--             due time ('' ready), its payload (its link, when parked), how many links its
+--             chain keeps after it, those
 --             links, its chain's catch link ('' none)
 -- Returns {1, callbacks owed...}: with ARGV[13] '0', the links of the callbacks that fell due,
 -- for the caller to push; or {0} when 'add' found the batch finished, cancelled or gone:
@@ -27,9 +34,12 @@
 local at = effects_from(1, 1)
 local batch = batch_from(at)
 local batches = at.next_key()
+local parked = at.next_key()
 local mode, last, id = ARGV[5], ARGV[6], ARGV[7]
-local here = ARGV[13] == '1'
-if not here then
+local how = ARGV[13]
+local here = how == 'push' or how == 'park'
+local parking = how == 'park' or how == 'park-count'
+if how ~= 'push' then
   batch.owed = {}
   function batch.falls_due(name)
     local link = redis.call('hget', batch.callbacks, name)
@@ -71,10 +81,14 @@ while not at.done() do
     if catch_link ~= '' then
       redis.call('set', catch, catch_link)
     end
+  end
+  if how == 'push' then
     push_job(target, notify, due, payload)
+  elseif parking then
+    redis.call('rpush', parked, payload)
   end
 end
-if last == '1' then
+if last == '1' and not parking then
   redis.call('hincrby', batch.record, 'open', -1)
   batch_check(batch)
 end

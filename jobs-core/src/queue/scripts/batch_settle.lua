@@ -5,15 +5,19 @@
 -- KEYS[1..4] the batch's record, pending set, failed set and callbacks (batch_owing_from in
 --            lib/batch.lua)
 -- KEYS[5]    jobs:batch:<id>:owed   hash: job uuid -> the links it owes, joined by NUL bytes
+-- KEYS[6]    jobs:batch:<id>:parked list: the links of a batch that is a link of a chain
 -- ARGV[1]    how long to keep the finished batch, in seconds (batch_owing_from)
--- ARGV[2]    'done' or 'failed'
+-- ARGV[2]    'done', 'failed' or 'start'
 -- ARGV[3..]  done: for each job, its uuid, how many jobs its handler added and for each its
 --            uuid and link, how many links it added to its chain and their uuids
 --            failed: the job's uuid, how many links of its chain leave the batch, their uuids
+--            start: the uuid of the link before the batch in its chain, which reached it: the
+--            parked jobs are owed, and the dispatch that parked them closes
 -- Returns the links owed, in order.
 local at = effects_from(1, 1)
 local batch = batch_owing_from(at)
 local owed_key = at.next_key()
+local parked = at.next_key()
 local mode = ARGV[2]
 at.arg = 3
 local all = {}
@@ -47,6 +51,17 @@ while not at.done() do
       for _, link in ipairs(joined) do batch_join(batch, link) end
       batch_count_done(batch, uuid)
       batch_check(batch)
+    end)
+  elseif mode == 'start' then
+    owe(uuid, function()
+      for _, link in ipairs(redis.call('lrange', parked, 0, -1)) do
+        table.insert(batch.owed, link)
+      end
+      redis.call('del', parked)
+      if redis.call('exists', batch.record) == 1 then
+        redis.call('hincrby', batch.record, 'open', -1)
+        batch_check(batch)
+      end
     end)
   else
     local leaving = at.next_args(tonumber(at.next_arg()))

@@ -29,10 +29,10 @@ if ARGV[1] == 'done' then
   for i = #front, 1, -1 do
     redis.call('lpush', KEYS[1], front[i])
   end
-  if next == '' then
-    redis.call('del', KEYS[1], KEYS[2])
-  else
+  if next ~= '' then
     redis.call('persist', KEYS[1])
+  elseif redis.call('llen', KEYS[1]) == 0 then
+    redis.call('del', KEYS[1], KEYS[2])
   end
   owed = next
 else

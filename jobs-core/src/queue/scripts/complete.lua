@@ -8,6 +8,7 @@
 --          'holds'  free what the job held (lib/holds.lua)
 --          'chain'  push the chain's next link (lib/chain.lua)
 --          'batch'  count the job done in its batch, with the jobs it added (lib/batch.lua)
+--          'batch_start'  start the batch the chain reached (lib/batch.lua)
 -- Returns 1 when acknowledged, 0 when the reservation is no longer held: then nothing changes;
 -- 2 when acknowledged but the chain's list was not as the worker read it, and left alone.
 if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then
@@ -23,6 +24,8 @@ while not at.done() do
     if not chain_done(at) then reply = 2 end
   elseif effect == 'batch' then
     batch_done(at)
+  elseif effect == 'batch_start' then
+    batch_start(at)
   else
     return redis.error_reply('complete: unknown effect ' .. effect)
   end

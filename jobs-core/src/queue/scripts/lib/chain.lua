@@ -11,7 +11,8 @@ end
 --   keys: the chain's list, its catch, the next link's ready list (or delayed set when it has
 --         a due time), the next link's queue's notify
 --   args: the head of the list as the worker read it, to pop ('' to pop nothing: a prepended
---         link runs next), the link to push ('' when the chain is over), its due time ('' ready),
+--         link runs next), the link to push ('' when the chain is over, or when the head is a
+--         batch, which starts instead), its due time ('' ready),
 --         the number of links to put in front of the list, those links in order, the number
 --         to append, those links
 -- Returns false when the list's head is no longer the one the worker read: then the chain
@@ -33,13 +34,15 @@ local function chain_done(at)
   if #back > 0 then
     redis.call('rpush', list, unpack(back))
   end
-  if next == '' then
-    redis.call('del', list, catch)
-  else
+  if next ~= '' then
     -- A chain kept for a failed link that was retried runs on without expiring.
     redis.call('persist', list)
     push_job(target, notify, due, link_payload(next))
+  elseif redis.call('llen', list) == 0 then
+    redis.call('del', list, catch)
   end
+  -- (Nothing pushed with links left: the head popped was a batch, which the 'batch_start'
+  -- effect starts in the same call; the link after it follows the batch.)
   return true
 end
 
