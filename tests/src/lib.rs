@@ -27,6 +27,7 @@ pub mod dashboard;
 pub mod http;
 pub mod jobs_command;
 pub mod scenarios;
+pub mod steps;
 pub mod worker_process;
 
 pub use dispatch::SentVia;

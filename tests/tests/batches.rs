@@ -2,7 +2,7 @@
 //! step that settles it, `then`, `catch` and `finally` pushed once each, cancellation skipping
 //! the jobs not started, jobs added from inside the batch, chains as jobs of a batch.
 
-use examples::{Caught, Step, STEPS_KEY};
+use examples::{Caught, Step};
 use jobs_core::workflow::{Batch, BatchStatus, Chain};
 use jobs_core::{Job, Payload, RedisQueue, Settlement};
 use redis::AsyncCommands;
@@ -19,14 +19,7 @@ fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
 
 /// The labels recorded so far, in the order the steps finished.
 async fn labels(redis: &TestRedis) -> Vec<String> {
-    let entries: Vec<String> = redis.conn().await.lrange(STEPS_KEY, 0, -1).await.unwrap();
-    entries
-        .iter()
-        .map(|entry| {
-            let step: serde_json::Value = serde_json::from_str(entry).unwrap();
-            step["label"].as_str().unwrap().to_owned()
-        })
-        .collect()
+    tests::steps::recorded_labels(&mut redis.conn().await).await
 }
 
 fn count(labels: &[String], label: &str) -> usize {

@@ -3,11 +3,12 @@
 //! catch job once; a released link keeps its chain; links added from a handler run where they
 //! were put; stored bytes grow linearly with the chain; signing covers every link.
 
-use examples::{Caught, RebuildIndex, Step, STEPS_KEY};
+use examples::{Caught, RebuildIndex, Step};
 use jobs_core::workflow::{Chain, Link};
 use jobs_core::{Error, Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
+use tests::steps::labels;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_until, TestRedis};
 
@@ -19,18 +20,7 @@ fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
 
 /// The steps recorded so far, in the order they finished.
 async fn steps(redis: &TestRedis) -> Vec<serde_json::Value> {
-    let entries: Vec<String> = redis.conn().await.lrange(STEPS_KEY, 0, -1).await.unwrap();
-    entries
-        .iter()
-        .map(|entry| serde_json::from_str(entry).unwrap())
-        .collect()
-}
-
-fn labels(steps: &[serde_json::Value]) -> Vec<String> {
-    steps
-        .iter()
-        .map(|step| step["label"].as_str().unwrap().to_owned())
-        .collect()
+    tests::steps::recorded(&mut redis.conn().await).await
 }
 
 async fn wait_for_steps(redis: &TestRedis, count: usize) -> Vec<serde_json::Value> {

@@ -536,17 +536,7 @@ async fn limiters_and_unique_locks_hold_across_slots() {
 
 /// The labels [`examples::Step`] recorded on the cluster, in order.
 async fn step_labels(queue: &jobs_core::RedisQueue) -> Vec<String> {
-    let mut conn = queue.connection();
-    let entries: Vec<String> = conn.lrange(examples::STEPS_KEY, 0, -1).await.unwrap();
-    entries
-        .iter()
-        .map(|e| {
-            serde_json::from_str::<serde_json::Value>(e).unwrap()["label"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect()
+    tests::steps::recorded_labels(&mut queue.connection()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

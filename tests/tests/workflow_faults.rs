@@ -2,7 +2,7 @@
 //! 200-link chain. Every callback runs exactly once, the batch's counts equal what ran, no link
 //! is skipped, and a job runs twice only if it was in flight at a kill.
 
-use examples::{Caught, Step, STEPS_KEY};
+use examples::{Caught, Step};
 use jobs_core::workflow::{Batch, BatchStatus, Chain};
 use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
@@ -33,11 +33,7 @@ fn start_worker(redis: &TestRedis) -> WorkerProcess {
 
 /// Every step recorded: its label, uuid, start and end.
 async fn steps(redis: &TestRedis) -> Vec<serde_json::Value> {
-    let entries: Vec<String> = redis.conn().await.lrange(STEPS_KEY, 0, -1).await.unwrap();
-    entries
-        .iter()
-        .map(|entry| serde_json::from_str(entry).unwrap())
-        .collect()
+    tests::steps::recorded(&mut redis.conn().await).await
 }
 
 fn label(step: &serde_json::Value) -> &str {

@@ -39,15 +39,7 @@ impl Admin {
         let mut found = Vec::new();
         let mut start = 0;
         while found.len() < limit {
-            let ids: Vec<String> = self
-                .queue
-                .timed(redis::AsyncCommands::zrevrange(
-                    &mut conn,
-                    &index,
-                    start,
-                    start + PAGE - 1,
-                ))
-                .await?;
+            let ids = self.index_page(true, start).await?;
             if ids.is_empty() {
                 break;
             }
@@ -121,15 +113,7 @@ impl Admin {
         let mut pruned = Vec::new();
         let mut start = 0;
         loop {
-            let ids: Vec<String> = self
-                .queue
-                .timed(redis::AsyncCommands::zrange(
-                    &mut conn,
-                    &index,
-                    start,
-                    start + PAGE - 1,
-                ))
-                .await?;
+            let ids = self.index_page(false, start).await?;
             if ids.is_empty() {
                 return Ok(pruned);
             }
@@ -143,15 +127,9 @@ impl Admin {
                 if !old {
                     continue;
                 }
-                let keys = self.queue.keys();
                 let mut pipe = redis::pipe();
-                pipe.del(&[
-                    keys.batch(&id),
-                    keys.batch_pending(&id),
-                    keys.batch_failed(&id),
-                    keys.batch_callbacks(&id),
-                ])
-                .zrem(&index, &id);
+                pipe.del(&self.queue.keys().batch_family(&id))
+                    .zrem(&index, &id);
                 let _: () = self.queue.timed(pipe.query_async(&mut conn)).await?;
                 start -= 1;
                 if status.is_some() {
@@ -164,20 +142,11 @@ impl Admin {
     /// The batches not finished yet, and the jobs pending in them: one pipelined read of every
     /// batch's counters per page of the index.
     pub async fn pending_batches(&self) -> Result<PendingBatches, AdminError> {
-        let index = self.queue.keys().batches();
         let mut conn = self.queue.connection();
         let mut pending = PendingBatches::default();
         let mut start = 0;
         loop {
-            let ids: Vec<String> = self
-                .queue
-                .timed(redis::AsyncCommands::zrange(
-                    &mut conn,
-                    &index,
-                    start,
-                    start + PAGE - 1,
-                ))
-                .await?;
+            let ids = self.index_page(false, start).await?;
             if ids.is_empty() {
                 return Ok(pending);
             }
@@ -199,6 +168,32 @@ impl Admin {
                 }
             }
         }
+    }
+
+    /// One page of batch ids from the index, from position `start`, newest or oldest first.
+    async fn index_page(
+        &self,
+        newest_first: bool,
+        start: isize,
+    ) -> Result<Vec<String>, AdminError> {
+        let index = self.queue.keys().batches();
+        let mut conn = self.queue.connection();
+        let (first, last) = (start, start + PAGE - 1);
+        let page = match newest_first {
+            true => {
+                self.queue
+                    .timed(redis::AsyncCommands::zrevrange(
+                        &mut conn, &index, first, last,
+                    ))
+                    .await?
+            }
+            false => {
+                self.queue
+                    .timed(redis::AsyncCommands::zrange(&mut conn, &index, first, last))
+                    .await?
+            }
+        };
+        Ok(page)
     }
 
     async fn batch_by_text(&self, id: &str) -> Result<Option<BatchStatus>, AdminError> {

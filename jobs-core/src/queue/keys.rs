@@ -502,6 +502,19 @@ impl Keys {
         format!("{}:parked", self.batch(id))
     }
 
+    /// Every key of the batch `id`: its record, pending and failed sets, callbacks, parked
+    /// jobs, and the steps recorded on a cluster.
+    pub fn batch_family(&self, id: &str) -> [String; 6] {
+        [
+            self.batch(id),
+            self.batch_pending(id),
+            self.batch_failed(id),
+            self.batch_callbacks(id),
+            self.batch_parked(id),
+            self.batch_owed(id),
+        ]
+    }
+
     /// Every batch's id, scored by when it was created (`jobs:batches`, a ZSET), for listing
     /// and pruning.
     pub fn batches(&self) -> String {

@@ -54,13 +54,8 @@ while not at.done() do
     end)
   elseif mode == 'start' then
     owe(uuid, function()
-      for _, link in ipairs(redis.call('lrange', parked, 0, -1)) do
+      for _, link in ipairs(batch_unpark(batch, parked)) do
         table.insert(batch.owed, link)
-      end
-      redis.call('del', parked)
-      if redis.call('exists', batch.record) == 1 then
-        redis.call('hincrby', batch.record, 'open', -1)
-        batch_check(batch)
       end
     end)
   else

@@ -180,26 +180,34 @@ local function batch_failed(at)
   batch_count_failed(batch, uuid, leaving)
 end
 
+-- Takes the parked jobs of a batch its chain reached out of the list `parked`, and closes the
+-- dispatch that parked them (an empty batch finishes then); returns their links, in order.
+local function batch_unpark(batch, parked)
+  local links = redis.call('lrange', parked, 0, -1)
+  redis.call('del', parked)
+  if redis.call('exists', batch.record) == 1 then
+    redis.call('hincrby', batch.record, 'open', -1)
+    batch_check(batch)
+  end
+  return links
+end
+
 -- A batch that is a link of a chain starts: the chain reached it. Its jobs, counted when the
--- chain was dispatched and parked since, are pushed, and the dispatch that parked them closes
--- (an empty batch finishes at once).
+-- chain was dispatched and parked since, are pushed (batch_unpark).
 --   keys: batch_from's, the parked list (jobs:batch:<id>:parked), then for each parked job its
 --         ready list (or delayed set) and notify
 --   args: batch_from's, how many jobs are parked, then each one's due time ('' ready)
 local function batch_start(at)
   local batch = batch_from(at)
   local parked = at.next_key()
-  local links = redis.call('lrange', parked, 0, -1)
-  local count = tonumber(at.next_arg())
-  for i = 1, count do
-    local target, notify, due = at.next_key(), at.next_key(), at.next_arg()
-    if links[i] then
-      push_job(target, notify, due, link_payload(links[i]))
-    end
+  local routes = {}
+  for i = 1, tonumber(at.next_arg()) do
+    routes[i] = { target = at.next_key(), notify = at.next_key(), due = at.next_arg() }
   end
-  redis.call('del', parked)
-  if redis.call('exists', batch.record) == 1 then
-    redis.call('hincrby', batch.record, 'open', -1)
-    batch_check(batch)
+  for i, link in ipairs(batch_unpark(batch, parked)) do
+    local route = routes[i]
+    if route then
+      push_job(route.target, route.notify, route.due, link_payload(link))
+    end
   end
 end
