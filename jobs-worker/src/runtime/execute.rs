@@ -76,11 +76,11 @@ pub(crate) async fn run(
         return (verdict, None, ctx);
     }
     if let Some(batch) = payload.batch {
-        match around
+        // Boxed: jobs of no batch carry none of this state in their attempt's future.
+        let cancelled = around
             .cancelled
-            .cancelled(around.redis, batch, around.started)
-            .await
-        {
+            .cancelled(around.redis, batch, around.started);
+        match Box::pin(cancelled).await {
             Ok(true) => {
                 info!(status = "SKIPPED", batch = %batch, "its batch was cancelled");
                 return (Verdict::Skip, None, ctx);

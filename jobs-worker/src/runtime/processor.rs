@@ -25,7 +25,7 @@ use crate::runtime::hooks;
 use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::Verdict;
-use crate::runtime::settle::{AttemptEffects, Settled, Settler};
+use crate::runtime::settle::{AttemptEffects, Settled, Settler, Workflow};
 
 /// Runs jobs and settles them. One processor serves every job task of a worker.
 pub(crate) struct Processor {
@@ -131,8 +131,7 @@ impl Processor {
                     // task and polled often.
                     let (verdict, error, ctx) =
                         Box::pin(execute::run(around, &decoded, &job, &held, interrupt)).await;
-                    let (verdict, chain, batch) =
-                        workflow_progress(&self.settler.queue, &ctx, verdict);
+                    let (verdict, workflow) = workflow_progress(&self.settler.queue, &ctx, verdict);
                     let reported = event.map(|event| (event, verdict.clone(), error.clone()));
                     let id = JobId {
                         uuid: &uuid,
@@ -159,8 +158,7 @@ impl Processor {
                             started,
                             AttemptEffects {
                                 holds: ctx.holds(),
-                                chain,
-                                batch,
+                                workflow,
                             },
                         )
                         .await;
@@ -211,8 +209,7 @@ impl Processor {
                         started,
                         AttemptEffects {
                             holds: &Holds::default(),
-                            chain: None,
-                            batch: None,
+                            workflow: None,
                         },
                     )
                     .instrument(span)
@@ -230,7 +227,7 @@ fn workflow_progress(
     queue: &RedisQueue,
     ctx: &JobContext,
     verdict: Verdict,
-) -> (Verdict, Option<ChainProgress>, Option<BatchProgress>) {
+) -> (Verdict, Option<Box<Workflow>>) {
     let chain = ctx.chain_progress();
     let batch = ctx.batch_progress();
     let unchanged = || {
@@ -244,7 +241,7 @@ fn workflow_progress(
     };
     if !matches!(verdict, Verdict::Done | Verdict::Skip) {
         let (chain, batch) = unchanged();
-        return (verdict, chain, batch);
+        return (verdict, Workflow::of(chain, batch));
     }
     let links = |envelopes: &[Envelope]| -> jobs_core::Result<Vec<Link>> {
         envelopes.iter().map(|e| queue.link(e)).collect()
@@ -270,11 +267,11 @@ fn workflow_progress(
         Ok((chain, batch))
     })();
     match built {
-        Ok((chain, batch)) => (verdict, chain, batch),
+        Ok((chain, batch)) => (verdict, Workflow::of(chain, batch)),
         Err(err) => {
             let (chain, batch) = unchanged();
             let reason = format!("cannot add a job to its workflow: {err}");
-            (Verdict::Fail(reason), chain, batch)
+            (Verdict::Fail(reason), Workflow::of(chain, batch))
         }
     }
 }

@@ -37,10 +37,28 @@ pub(crate) enum Settled {
 pub(crate) struct AttemptEffects<'a> {
     /// What the attempt holds.
     pub(crate) holds: &'a Holds,
+    /// For a job of a workflow, its steps. Boxed: most jobs belong to none, and every job's
+    /// future would carry the space.
+    pub(crate) workflow: Option<Box<Workflow>>,
+}
+
+/// The workflow steps of an attempt.
+#[derive(Debug, Default)]
+pub(crate) struct Workflow {
     /// The chain the job is a link of, with the links its handler added.
     pub(crate) chain: Option<ChainProgress>,
     /// The batch the job belongs to, with the jobs its handler added.
     pub(crate) batch: Option<BatchProgress>,
+}
+
+impl Workflow {
+    /// The steps, boxed, or `None` when there are none.
+    pub(crate) fn of(
+        chain: Option<ChainProgress>,
+        batch: Option<BatchProgress>,
+    ) -> Option<Box<Workflow>> {
+        (chain.is_some() || batch.is_some()).then(|| Box::new(Workflow { chain, batch }))
+    }
 }
 
 /// Settles attempts: one for every job task of a worker, and a copy with a connection of its
@@ -85,11 +103,7 @@ impl Settler {
         started: Instant,
         effects: AttemptEffects<'_>,
     ) -> Settled {
-        let AttemptEffects {
-            holds,
-            chain,
-            batch,
-        } = effects;
+        let AttemptEffects { holds, workflow } = effects;
         let uuid = id.uuid;
         let runtime = started.elapsed();
         let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
@@ -119,6 +133,7 @@ impl Settler {
                     Verdict::Skip => info!(status = "SKIPPED", duration_ms, "SKIPPED"),
                     _ => info!(status = "DONE", duration_ms, "DONE"),
                 }
+                let Workflow { chain, batch } = workflow.map(|w| *w).unwrap_or_default();
                 let counted_only = batch.as_ref().filter(|b| b.added.is_empty());
                 if holds.is_empty() && chain.is_none() && batch.is_none() {
                     self.acks.ack(job);
@@ -126,11 +141,12 @@ impl Settler {
                     // Counted in its batch by the acker, with the batch's other finished jobs.
                     self.acks.ack_in_batch(job, batch.id, batch.job);
                 } else {
-                    let settlement = Settlement {
+                    // Boxed, as the call below: its space would weigh on every job's future.
+                    let settlement = Box::new(Settlement {
                         holds: holds.to_free(true),
                         chain,
                         batch,
-                    };
+                    });
                     Box::pin(self.apply(&job, "acknowledge the job", |q| {
                         q.complete(&job.queue, &job.raw, &settlement)
                     }))
@@ -176,11 +192,12 @@ impl Settler {
                 );
                 self.stats.record_failure();
                 let reserved = job.unreadable.as_deref().unwrap_or(job.raw.as_bytes());
-                let settlement = Settlement {
+                let Workflow { chain, batch } = workflow.map(|w| *w).unwrap_or_default();
+                let settlement = Box::new(Settlement {
                     holds: holds.to_free(true),
                     chain,
                     batch,
-                };
+                });
                 let hook_claim = id.failed_hook.then_some(self.retry_after);
                 let recorded = Box::pin(self.apply(&job, "record the failed job", |q| {
                     q.fail_with(&job.queue, reserved, &failed, &settlement, hook_claim)

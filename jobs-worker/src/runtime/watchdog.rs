@@ -34,7 +34,7 @@ use crate::runtime::execute::{job_span, verdict};
 use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::{AttemptError, Verdict};
-use crate::runtime::settle::{AttemptEffects, Settler};
+use crate::runtime::settle::{AttemptEffects, Settler, Workflow};
 
 /// The process exit status after the watchdog ended a worker: 1, as Laravel's worker exits
 /// when a job times out.
@@ -198,12 +198,12 @@ impl Guarded {
                     };
                     let effects = AttemptEffects {
                         holds: ctx.holds(),
-                        chain: ctx
-                            .chain_id()
-                            .map(|chain| ChainProgress::new(chain, ctx.uuid())),
-                        batch: ctx
-                            .batch()
-                            .map(|batch| BatchProgress::new(batch.id(), ctx.uuid())),
+                        workflow: Workflow::of(
+                            ctx.chain_id()
+                                .map(|chain| ChainProgress::new(chain, ctx.uuid())),
+                            ctx.batch()
+                                .map(|batch| BatchProgress::new(batch.id(), ctx.uuid())),
+                        ),
                     };
                     settler
                         .settle(job, id, verdict, error, deadline.started, effects)
