@@ -440,3 +440,33 @@ async fn operators_list_show_cancel_retry_and_prune_batches() {
     assert!(left.is_empty(), "{left:?}");
     assert_eq!(jobsctl.json(&["batches"]).as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn links_a_chain_of_the_batch_adds_join_the_batch() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let appending = Step {
+        label: "c1".into(),
+        append: vec!["c-appended".into()],
+        ..Step::default()
+    };
+    let id = callbacks()
+        .chain(Chain::new(appending.dispatch()).then(Step::new("c2").dispatch()))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let _worker = start_worker(redis.url(), &["--concurrency", "2"]);
+    let status = finished(&queue, id).await;
+    assert_eq!((status.total, status.pending, status.failed), (3, 0, 0));
+    let labels = settled_with(&redis, "caught:finally").await;
+    let at = |l: &str| labels.iter().position(|x| x == l).unwrap();
+    assert!(
+        at("c1") < at("c2") && at("c2") < at("c-appended"),
+        "{labels:?}"
+    );
+    assert!(
+        at("c-appended") < at("caught:then"),
+        "then after the appended link: {labels:?}"
+    );
+}

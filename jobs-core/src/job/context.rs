@@ -7,7 +7,7 @@ use uuid::Uuid;
 use crate::queue::hold::Holds;
 use crate::queue::Envelope;
 use crate::queue::RedisQueue;
-use crate::workflow::{BatchEdits, ChainEdits, Edits};
+use crate::workflow::{BatchEdits, ChainAdditions, ChainEdits};
 
 /// The handler's view of the job it runs.
 ///
@@ -41,7 +41,7 @@ pub struct JobContext {
     lease: Duration,
     holds: Arc<Holds>,
     chain: Option<Uuid>,
-    chain_edits: Mutex<Edits>,
+    chain_edits: Mutex<ChainAdditions>,
     batch: Option<Uuid>,
     batch_added: Mutex<Vec<Envelope>>,
 }
@@ -152,6 +152,7 @@ impl JobContext {
     pub fn chain(&self) -> ChainEdits<'_> {
         ChainEdits {
             chain: self.chain.unwrap_or(self.uuid),
+            batch: self.batch,
             queue: &self.queue,
             edits: &self.chain_edits,
         }
@@ -164,7 +165,7 @@ impl JobContext {
 
     /// The chain this job is a link of, or that its handler started, with the links its
     /// handler added (taken: a second call finds none); `None` for a job that is neither.
-    pub fn chain_progress(&self) -> Option<(Uuid, Edits)> {
+    pub fn chain_progress(&self) -> Option<(Uuid, ChainAdditions)> {
         let edits =
             std::mem::take(&mut *self.chain_edits.lock().unwrap_or_else(|e| e.into_inner()));
         let added = !edits.prepend.is_empty() || !edits.append.is_empty();

@@ -5,9 +5,8 @@
 //! next link is pushed in the call that acknowledges a finished link, a chain's catch job in
 //! the call that records a failed link, a batch's job counted (and the batch's callbacks pushed
 //! when it is the last) in the call that settles it, and only if that job's reservation was
-//! still held. So
-//! a worker that dies at any moment never pushes a link twice and never loses one: the job it
-//! ran comes back after `retry_after` and takes the step then.
+//! still held. So a worker that dies at any moment never pushes a link twice and never loses
+//! one: the job it ran comes back after `retry_after` and takes the step then.
 //!
 //! A chain's links are built and signed when the chain is dispatched and kept in Redis, each
 //! once ([`Link`]), so the bytes written grow linearly with the chain's length (Laravel
@@ -39,13 +38,15 @@ use crate::PendingDispatch;
 #[derive(Debug)]
 pub struct ChainEdits<'a> {
     pub(crate) chain: Uuid,
+    /// The batch the chain's links belong to, which the added links join.
+    pub(crate) batch: Option<Uuid>,
     pub(crate) queue: &'a str,
-    pub(crate) edits: &'a Mutex<Edits>,
+    pub(crate) edits: &'a Mutex<ChainAdditions>,
 }
 
 /// What a running job's handler added to its chain.
 #[derive(Debug, Default)]
-pub struct Edits {
+pub struct ChainAdditions {
     /// Links to run right after this one, in the order they were prepended.
     pub prepend: Vec<Envelope>,
     /// Links to run after the rest of the chain, in order.
@@ -72,12 +73,13 @@ impl ChainEdits<'_> {
     fn envelope(&self, job: &dyn AnyDispatch) -> Result<Envelope> {
         job.envelope_in(&Placement {
             chain: Some(self.chain),
+            batch: self.batch,
             queue: Some(self.queue.to_owned()),
             ..Placement::default()
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Edits> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ChainAdditions> {
         self.edits.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
