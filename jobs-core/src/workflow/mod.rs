@@ -16,10 +16,12 @@ mod apart;
 pub(crate) mod batch;
 pub(crate) mod chain;
 mod link;
+mod status;
 
-pub use batch::{Batch, BatchProgress, BatchStatus};
+pub use batch::{Batch, BatchProgress};
 pub use chain::{Chain, ChainProgress};
 pub use link::Link;
+pub use status::BatchStatus;
 
 use std::sync::Mutex;
 use uuid::Uuid;

@@ -1,0 +1,119 @@
+//! A batch's state as its record says, for operators and for the jobs that ask, and cancelling
+//! one.
+
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use uuid::Uuid;
+
+use crate::error::Result;
+use crate::queue::{scripts, RedisQueue};
+
+/// A batch as its record says, for operators and for the jobs that ask.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BatchStatus {
+    /// The batch's id.
+    pub id: Uuid,
+    /// Its name ("" when it has none).
+    pub name: String,
+    /// Jobs added to it.
+    pub total: u64,
+    /// Jobs not settled yet.
+    pub pending: u64,
+    /// Jobs that failed for good (and were not retried since).
+    pub failed: u64,
+    /// Whether a failure leaves it running.
+    pub allow_failures: bool,
+    /// When it was created.
+    pub created_at: Option<DateTime<Utc>>,
+    /// When it was cancelled.
+    pub cancelled_at: Option<DateTime<Utc>>,
+    /// When its last job settled.
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl BatchStatus {
+    /// Jobs settled: succeeded, failed, or skipped because the batch was cancelled.
+    pub fn processed(&self) -> u64 {
+        self.total.saturating_sub(self.pending)
+    }
+
+    /// Jobs settled as a share of all, in percent, rounded down (100 for an empty batch).
+    pub fn progress(&self) -> u8 {
+        (self.processed() * 100)
+            .checked_div(self.total)
+            .map_or(100, |p| p.min(100) as u8)
+    }
+
+    /// Whether every job has settled.
+    pub fn finished(&self) -> bool {
+        self.finished_at.is_some()
+    }
+
+    /// Whether it was cancelled.
+    pub fn cancelled(&self) -> bool {
+        self.cancelled_at.is_some()
+    }
+}
+
+impl RedisQueue {
+    /// The batch `id` as its record says, or `None` when there is no such batch (or it was
+    /// pruned).
+    pub async fn batch(&self, id: Uuid) -> Result<Option<BatchStatus>> {
+        let record = self.batch_keys(id).record;
+        let record = &record;
+        let fields: HashMap<String, String> = self
+            .call(|mut conn| async move {
+                redis::cmd("HGETALL")
+                    .arg(record)
+                    .query_async(&mut conn)
+                    .await
+            })
+            .await?;
+        Ok(status_from(id, &fields))
+    }
+
+    /// Cancels the batch `id`: its jobs that have not started are skipped. Returns `false`
+    /// when there is no such batch, or it was already cancelled.
+    pub async fn cancel_batch(&self, id: Uuid) -> Result<bool> {
+        let record = self.batch_keys(id).record;
+        let mut call = scripts::CANCEL_BATCH.key(&record);
+        call.arg(0);
+        let cancelled: u64 = self.invoke(&call).await?;
+        Ok(cancelled == 1)
+    }
+
+    /// Whether the batch `id` was cancelled.
+    pub async fn batch_cancelled(&self, id: Uuid) -> Result<bool> {
+        let record = self.batch_keys(id).record;
+        let record = &record;
+        let cancelled: Option<String> = self
+            .call(|mut conn| async move {
+                redis::cmd("HGET")
+                    .arg(record)
+                    .arg("cancelled_at")
+                    .query_async(&mut conn)
+                    .await
+            })
+            .await?;
+        Ok(cancelled.is_some())
+    }
+}
+
+/// A batch's status from its record's fields; `None` for a record that does not exist.
+fn status_from(id: Uuid, fields: &HashMap<String, String>) -> Option<BatchStatus> {
+    let number = |name: &str| fields.get(name).and_then(|v| v.parse::<i64>().ok());
+    let time = |name: &str| number(name).and_then(DateTime::from_timestamp_millis);
+    let count = |name: &str| number(name).map_or(0, |n| n.max(0) as u64);
+    fields.get("created_at")?;
+    Some(BatchStatus {
+        id,
+        name: fields.get("name").cloned().unwrap_or_default(),
+        total: count("total"),
+        pending: count("pending"),
+        failed: count("failed"),
+        allow_failures: fields.get("allow_failures").is_some_and(|v| v == "1"),
+        created_at: time("created_at"),
+        cancelled_at: time("cancelled_at"),
+        finished_at: time("finished_at"),
+    })
+}
