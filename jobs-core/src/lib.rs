@@ -35,6 +35,7 @@ pub mod job;
 pub mod middleware;
 pub mod payload;
 pub mod queue;
+pub mod schedule;
 pub mod workflow;
 
 pub use dispatch::{Bulk, PendingDispatch, DEFAULT_QUEUE};

@@ -63,6 +63,9 @@ pub struct WorkerConfig {
     /// its limit or lock busy); past that, a requeue counts as a release, so that a job
     /// cannot come back forever.
     pub max_requeues: u32,
+    /// Keep the schedules defined in this process ([`jobs_core::schedule::define`]): fire each
+    /// tick once between every worker that keeps them.
+    pub schedule: bool,
 }
 
 impl Default for WorkerConfig {
@@ -86,6 +89,7 @@ impl Default for WorkerConfig {
             grace: Some(Duration::from_secs(60)),
             metrics_retention: jobs_core::admin::telemetry::DEFAULT_METRICS_RETENTION,
             max_requeues: 1000,
+            schedule: false,
         }
     }
 }

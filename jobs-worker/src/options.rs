@@ -96,6 +96,10 @@ pub struct WorkerOptions {
     /// counting an attempt; past that, a requeue counts as a release.
     #[arg(long, default_value_t = 1000)]
     pub max_requeues: u32,
+    /// Keep the schedules this program defines: fire each tick once between every worker
+    /// started with --schedule (docs/schedules.md).
+    #[arg(long)]
+    pub schedule: bool,
 
     /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379); a Redis Cluster is
     /// redis+cluster://host:port,host:port/.
@@ -135,6 +139,7 @@ impl WorkerOptions {
             },
             metrics_retention: secs(self.metrics_retention * 3600.0),
             max_requeues: self.max_requeues,
+            schedule: self.schedule,
         }
     }
 }

@@ -447,6 +447,22 @@ impl Keys {
         format!("{}:catch", self.chain(id))
     }
 
+    /// The state of the schedule `name`, whose jobs go to `queue` (`jobs:schedule:<name>`, a
+    /// HASH; on a cluster under the queue's keys, to be claimed in the call that pushes the
+    /// tick's job).
+    ///
+    /// ```
+    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(Keys::default().schedule("mail", "digest"), "jobs:schedule:digest");
+    /// assert_eq!(Keys::new(KeyLayout::Cluster, "").schedule("mail", "digest"), "queues:{mail}:schedule:digest");
+    /// ```
+    pub fn schedule(&self, queue: &str, name: &str) -> String {
+        match self.layout {
+            KeyLayout::Standalone => self.prefixed(&format!("{OPS_PREFIX}schedule:{name}")),
+            KeyLayout::Cluster => format!("{}:schedule:{name}", self.queue(queue).ready),
+        }
+    }
+
     /// The guard that a job built ahead of time (a chain's link, a batch's callback), whose
     /// uuid is `uuid`, was pushed onto `queue` (`queues:<name>:pushed:<uuid>`), in the queue's
     /// slot; used on a cluster, where the step that owes the push is in another slot.

@@ -66,6 +66,10 @@ script!(
     BATCH_SETTLE, "batch_settle.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "chain.lua", "batch.lua"
 );
 script!(
+    /// Claim a schedule's tick and push its job (`schedule_fire.lua`).
+    SCHEDULE_FIRE, "schedule_fire.lua", uses "time.lua", "due.lua", "push_job.lua"
+);
+script!(
     /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).
     POP, "pop.lua", uses "time.lua"
 );

@@ -34,6 +34,7 @@ pub(crate) mod processor;
 pub(crate) mod reserve;
 pub(crate) mod reserved;
 pub(crate) mod rules;
+pub(crate) mod scheduler;
 pub(crate) mod services;
 pub(crate) mod settle;
 pub(crate) mod time;

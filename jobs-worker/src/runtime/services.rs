@@ -16,6 +16,7 @@ use crate::runtime::hooks;
 use crate::runtime::lease::{self, Running};
 use crate::runtime::processor::Processor;
 use crate::runtime::reserve::Fetcher;
+use crate::runtime::scheduler;
 use crate::runtime::settle::Settler;
 use crate::runtime::waker::Waker;
 use crate::runtime::watchdog::{Guarded, Watchdog};
@@ -40,6 +41,8 @@ pub(crate) struct Services {
     watchdog: Watchdog,
     publishing: Publishing,
     queue_sizes: Option<JoinHandle<()>>,
+    /// Fires the schedules' ticks, with --schedule.
+    scheduler: Option<JoinHandle<()>>,
 }
 
 impl Services {
@@ -106,7 +109,12 @@ impl Services {
             stop: stop.clone(),
             interrupt: interrupt.clone(),
         });
+        let scheduler = match config.schedule {
+            true => scheduler::start(queue.clone(), jobs_core::schedule::defined(), stop.clone()),
+            false => None,
+        };
         Services {
+            scheduler,
             control,
             fetcher,
             waker,
@@ -126,6 +134,9 @@ impl Services {
     pub(crate) async fn stop(self) {
         self.lease.abort();
         self.hooks.abort();
+        if let Some(scheduler) = self.scheduler {
+            scheduler.abort();
+        }
         if let Some(queue_sizes) = self.queue_sizes {
             queue_sizes.abort();
         }

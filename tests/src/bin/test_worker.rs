@@ -1,7 +1,41 @@
 //! The worker the end-to-end tests run: the example jobs, built by cargo with the tests so it
-//! is never stale.
+//! is never stale. `TEST_SCHEDULE=<name>:<every|cron>:<missed>` defines one schedule of a
+//! `Step` job labelled `<name>` on queue `sched` (for `--schedule`): `every` is a number of
+//! seconds or a cron expression, `missed` is `skip`, `last` or `all-N`.
+
+use jobs_core::schedule::{Missed, Schedule};
+use jobs_core::Job;
+use std::time::Duration;
 
 fn main() -> std::process::ExitCode {
     examples::link();
+    if let Ok(spec) = std::env::var("TEST_SCHEDULE") {
+        define(&spec);
+    }
     jobs_worker::main()
+}
+
+fn define(spec: &str) {
+    let mut parts = spec.splitn(3, ':');
+    let (name, when, missed) = (
+        parts.next().unwrap_or("tick"),
+        parts.next().unwrap_or("1"),
+        parts.next().unwrap_or("last"),
+    );
+    let job = examples::Step::new(name).dispatch().on_queue("sched");
+    let schedule = Schedule::new(name, job);
+    let schedule = match when.parse::<u64>() {
+        Ok(seconds) => schedule.every(Duration::from_secs(seconds)),
+        Err(_) => schedule
+            .cron(when)
+            .expect("TEST_SCHEDULE's cron expression"),
+    };
+    let missed = match missed {
+        "skip" => Missed::Skip,
+        "last" => Missed::RunLast,
+        all => Missed::RunAll {
+            max: all.trim_start_matches("all-").parse().unwrap_or(1),
+        },
+    };
+    jobs_core::schedule::define(schedule.missed(missed));
 }

@@ -1,0 +1,92 @@
+//! Firing a schedule's tick: one script call that claims it and pushes its job.
+
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+use uuid::Uuid;
+
+use super::Schedule;
+use crate::error::Result;
+use crate::job::unique::{UniqueLock, UniqueUntil};
+use crate::payload::Payload;
+use crate::queue::{scripts, RedisQueue};
+
+/// How long a schedule's overlap lock lasts at most: a job that never settles (lost by hand)
+/// blocks its schedule no longer than this.
+const OVERLAP_LOCK: Duration = Duration::from_secs(24 * 3600);
+
+/// What firing a tick did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fired {
+    /// Its job was pushed, with this uuid.
+    Pushed(Uuid),
+    /// It was claimed but its job skipped: the job of an earlier tick has not settled.
+    Skipped,
+    /// It (or a later tick) was fired already, by this worker or another.
+    Taken,
+}
+
+impl RedisQueue {
+    /// Fires the tick `tick` of `schedule`: claims it, if no tick as late was fired, and pushes
+    /// its job, in one step.
+    pub async fn fire(&self, schedule: &Schedule, tick: DateTime<Utc>) -> Result<Fired> {
+        let mut envelope = schedule.envelope(tick)?;
+        let lock_key = format!("schedule:{}", schedule.name());
+        if schedule.overlaps_guarded() {
+            // The job carries the lock as a unique job does, so its settle frees it.
+            if let Ok(mut payload) = Payload::from_json(&envelope.payload) {
+                payload.unique = Some(UniqueLock {
+                    key: lock_key.clone(),
+                    until: UniqueUntil::Done,
+                    lasts: OVERLAP_LOCK.as_secs(),
+                });
+                envelope.payload = payload.to_json();
+            }
+        }
+        let envelope = match self.seal(std::slice::from_ref(&envelope))? {
+            Some(mut signed) => signed.remove(0),
+            None => envelope,
+        };
+        let queue = self.queue_keys(&envelope.queue);
+        let state = self.keys().schedule(&envelope.queue, schedule.name());
+        let lock = self.keys().unique(&envelope.queue, &lock_key);
+        let mut call = scripts::SCHEDULE_FIRE.key(&state);
+        call.key(&queue.ready)
+            .key(&queue.notify)
+            .key(if schedule.overlaps_guarded() {
+                &lock
+            } else {
+                &state
+            })
+            .arg(tick.timestamp_millis())
+            .arg(&envelope.payload)
+            .arg(envelope.uuid.to_string())
+            .arg(schedule.when().describe())
+            .arg(match schedule.overlaps_guarded() {
+                true => OVERLAP_LOCK.as_millis().to_string(),
+                false => String::new(),
+            });
+        let fired: u64 = self.invoke(&call).await?;
+        Ok(match fired {
+            1 => Fired::Pushed(envelope.uuid),
+            2 => Fired::Skipped,
+            _ => Fired::Taken,
+        })
+    }
+
+    /// The last tick of `schedule` fired (or skipped), if any.
+    pub async fn last_tick(&self, schedule: &Schedule) -> Result<Option<DateTime<Utc>>> {
+        let queue = schedule.envelope(Utc::now())?.queue;
+        let state = self.keys().schedule(&queue, schedule.name());
+        let state = &state;
+        let last: Option<i64> = self
+            .call(|mut conn| async move {
+                redis::cmd("HGET")
+                    .arg(state)
+                    .arg("last_tick")
+                    .query_async(&mut conn)
+                    .await
+            })
+            .await?;
+        Ok(last.and_then(DateTime::from_timestamp_millis))
+    }
+}

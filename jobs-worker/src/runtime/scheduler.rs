@@ -1,0 +1,149 @@
+//! The scheduler: fires the ticks of the schedules defined in the process, in a worker started
+//! with `--schedule`. Each tick is claimed and its job pushed in one script call keyed by the
+//! tick's nominal time ([`RedisQueue::fire`]), so any number of workers may run it: each tick
+//! fires once between them. It sleeps until the earliest next tick by Redis's clock (the
+//! offset to the host's clock is measured at start and every minute), and on start fires the
+//! ticks missed while no worker ran, as each schedule's [`Missed`](jobs_core::schedule::Missed)
+//! policy says.
+
+use chrono::{DateTime, Utc};
+use jobs_core::schedule::{Fired, Schedule};
+use jobs_core::RedisQueue;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// How often the offset between Redis's clock and the host's is measured again.
+const CLOCK_EVERY: Duration = Duration::from_secs(60);
+
+/// How long to wait before trying again when Redis cannot be reached.
+const RETRY: Duration = Duration::from_millis(500);
+
+/// Starts the scheduler for `schedules` on `queue`; it stops when `stop` fires.
+pub(crate) fn start(
+    queue: RedisQueue,
+    schedules: Vec<Schedule>,
+    stop: CancellationToken,
+) -> Option<JoinHandle<()>> {
+    if schedules.is_empty() {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        tokio::select! {
+            _ = run(&queue, &schedules) => {}
+            _ = stop.cancelled() => {}
+        }
+    }))
+}
+
+async fn run(queue: &RedisQueue, schedules: &[Schedule]) {
+    let mut clock = Clock::default();
+    // The next tick of each schedule, by schedule index.
+    let mut next: BTreeMap<usize, DateTime<Utc>> = BTreeMap::new();
+    for (at, schedule) in schedules.iter().enumerate() {
+        loop {
+            match catch_up(queue, &mut clock, schedule).await {
+                Ok(after) => {
+                    if let Some(tick) = schedule.when().next_after(after) {
+                        next.insert(at, tick);
+                    }
+                    break;
+                }
+                Err(err) => {
+                    warn!(schedule = schedule.name(), error = %err, "cannot read the schedule's last tick yet; retrying");
+                    tokio::time::sleep(RETRY).await;
+                }
+            }
+        }
+    }
+    loop {
+        let Some((&at, &tick)) = next.iter().min_by_key(|(_, tick)| **tick) else {
+            return;
+        };
+        clock.refresh(queue).await;
+        clock.sleep_until(tick).await;
+        let schedule = &schedules[at];
+        match queue.fire(schedule, tick).await {
+            Ok(fired) => {
+                report(schedule, tick, fired);
+                match schedule.when().next_after(tick) {
+                    Some(following) => next.insert(at, following),
+                    None => next.remove(&at),
+                };
+            }
+            Err(err) => {
+                warn!(schedule = schedule.name(), error = %err, "cannot fire the tick yet; retrying");
+                tokio::time::sleep(RETRY).await;
+            }
+        }
+    }
+}
+
+/// Fires the ticks of `schedule` missed since its last tick, by its policy; returns the time
+/// after which its next tick is due.
+async fn catch_up(
+    queue: &RedisQueue,
+    clock: &mut Clock,
+    schedule: &Schedule,
+) -> jobs_core::Result<DateTime<Utc>> {
+    clock.refresh(queue).await;
+    let now = clock.now();
+    let last = queue.last_tick(schedule).await?;
+    for tick in schedule.missed_ticks(last, now) {
+        let fired = queue.fire(schedule, tick).await?;
+        report(schedule, tick, fired);
+    }
+    Ok(now)
+}
+
+fn report(schedule: &Schedule, tick: DateTime<Utc>, fired: Fired) {
+    match fired {
+        Fired::Pushed(uuid) => info!(schedule = schedule.name(), %tick, %uuid, "SCHEDULED"),
+        Fired::Skipped => info!(
+            schedule = schedule.name(),
+            %tick,
+            "the previous run has not settled; this tick is skipped"
+        ),
+        Fired::Taken => {}
+    }
+}
+
+/// Redis's clock, as an offset from the host's.
+#[derive(Default)]
+struct Clock {
+    offset_ms: i64,
+    measured: Option<tokio::time::Instant>,
+}
+
+impl Clock {
+    /// Measures the offset again when it is older than [`CLOCK_EVERY`].
+    async fn refresh(&mut self, queue: &RedisQueue) {
+        if self.measured.is_some_and(|at| at.elapsed() < CLOCK_EVERY) {
+            return;
+        }
+        let mut conn = queue.connection();
+        let before = Utc::now();
+        let time: Result<(i64, i64), _> =
+            queue.timed(redis::cmd("TIME").query_async(&mut conn)).await;
+        let after = Utc::now();
+        if let Ok((seconds, micros)) = time {
+            let redis_ms = seconds * 1000 + micros / 1000;
+            let host_ms = (before.timestamp_millis() + after.timestamp_millis()) / 2;
+            self.offset_ms = redis_ms - host_ms;
+            self.measured = Some(tokio::time::Instant::now());
+        }
+    }
+
+    /// Now, by Redis's clock.
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + chrono::Duration::milliseconds(self.offset_ms)
+    }
+
+    /// Sleeps until `tick` by Redis's clock.
+    async fn sleep_until(&self, tick: DateTime<Utc>) {
+        let wait = (tick - self.now()).to_std().unwrap_or_default();
+        tokio::time::sleep(wait).await;
+    }
+}
