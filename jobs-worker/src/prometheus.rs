@@ -37,6 +37,9 @@ pub(crate) const BATCHES_PENDING: &str = "jobs_batches_pending";
 /// Gauge of the jobs pending in the batches not finished yet.
 pub(crate) const BATCH_JOBS_PENDING: &str = "jobs_batch_jobs_pending";
 
+/// Gauge of how late a schedule's last tick fired, in seconds, by the worker that fired it.
+pub(crate) const SCHEDULE_LATENESS: &str = "jobs_schedule_lateness_seconds";
+
 /// How often the queue gauges are read from Redis.
 pub(crate) const QUEUE_SIZES_EVERY: Duration = Duration::from_secs(5);
 
@@ -90,6 +93,11 @@ pub(crate) fn install(addr: SocketAddr, concurrency: usize) -> Result<(), Metric
     describe_gauge!(QUEUE_PAUSED, "1 while the queue is paused, else 0.");
     describe_gauge!(BATCHES_PENDING, "Batches not finished yet.");
     describe_gauge!(
+        SCHEDULE_LATENESS,
+        metrics::Unit::Seconds,
+        "How late the last tick of each schedule this worker fired was pushed."
+    );
+    describe_gauge!(
         BATCH_JOBS_PENDING,
         "Jobs not settled yet in the batches not finished yet."
     );
@@ -113,6 +121,13 @@ pub(crate) fn record(queue: &str, job: &str, outcome: Outcome, runtime: Duration
     counter!(JOBS_PROCESSED, "queue" => queue.clone(), "job" => job.clone(), "outcome" => outcome.as_str())
         .increment(1);
     histogram!(JOB_RUNTIME, "queue" => queue, "job" => job).record(runtime.as_secs_f64());
+}
+
+/// Records how late a schedule's tick fired.
+pub(crate) fn record_schedule(schedule: &str, late: Duration) {
+    if installed() {
+        gauge!(SCHEDULE_LATENESS, "schedule" => schedule.to_owned()).set(late.as_secs_f64());
+    }
 }
 
 /// A job counted in [`RUNNING_JOBS`] until this is dropped.

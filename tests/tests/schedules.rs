@@ -21,10 +21,12 @@ fn start_worker(redis: &TestRedis, schedule: &str, args: &[&str]) -> WorkerProce
 
 #[tokio::test]
 async fn three_workers_fire_each_tick_of_a_per_second_schedule_once_and_on_time() {
+    // A cron expression with seconds, so the workers must agree on whole-second ticks however
+    // far apart they start.
     let redis = TestRedis::start();
     let args = ["--schedule", "--queue", "sched", "--concurrency", "4"];
     let mut workers: Vec<WorkerProcess> = (0..3)
-        .map(|_| start_worker(&redis, "tick:1:last", &args))
+        .map(|_| start_worker(&redis, "tick:* * * * * *:last", &args))
         .collect();
     let mut conn = redis.conn().await;
     wait_until(LONG, "six ticks ran", || async {
@@ -88,4 +90,136 @@ async fn missed_ticks_are_caught_up_as_the_policy_says() {
     assert_eq!(caught_up("all-5").await, 5, "the latest five of ten");
     assert_eq!(caught_up("last").await, 1, "the latest one");
     assert_eq!(caught_up("skip").await, 0, "none");
+}
+
+#[tokio::test]
+async fn operators_list_schedules_run_one_now_and_see_stale_ones() {
+    let redis = TestRedis::start();
+    let jobsctl =
+        tests::jobs_command::JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    // A schedule no worker keeps any more: recorded long ago.
+    let mut conn = redis.conn().await;
+    let _: () = conn.zadd("jobs:schedules", "removed", 1_000).await.unwrap();
+    let _: () = conn
+        .hset("jobs:schedule:removed", "when", "every 1 min")
+        .await
+        .unwrap();
+    let _worker = start_worker(
+        &redis,
+        "hourly:0 0 * * * *:last",
+        &["--schedule", "--queue", "other"],
+    );
+    wait_until(LONG, "the worker records its schedule", || async {
+        let listed = jobsctl.json(&["schedule"]);
+        listed
+            .as_array()
+            .is_some_and(|l| l.iter().any(|s| s["name"] == "hourly"))
+    })
+    .await;
+    let listed = jobsctl.json(&["schedule"]);
+    let by_name = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let hourly = by_name("hourly");
+    assert_eq!(hourly["stale"], false);
+    assert_eq!(hourly["queue"], "sched");
+    assert_eq!(hourly["when"], "0 0 * * * * (UTC)");
+    assert!(
+        hourly["next_tick"].as_str().unwrap().ends_with(":00:00Z"),
+        "{hourly}"
+    );
+    assert_eq!(by_name("removed")["stale"], true);
+    let table = jobsctl.run(&["schedule"]).stdout;
+    assert!(
+        table.contains("stale: no worker keeps it") && table.contains("hourly"),
+        "{table}"
+    );
+
+    // Run it now: a worker that keeps it pushes its job at once.
+    let ran = jobsctl.run(&["schedule", "run", "hourly"]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr);
+    wait_until(LONG, "the job is pushed", || async {
+        redis
+            .conn()
+            .await
+            .llen::<_, usize>("queues:sched")
+            .await
+            .unwrap()
+            == 1
+    })
+    .await;
+    let refused = jobsctl.run(&["schedule", "run", "removed"]);
+    assert_eq!(refused.code(), Some(1));
+    assert!(
+        refused.stderr.contains("no worker keeps schedule removed"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_changed_expression_takes_effect_without_firing_a_tick_twice() {
+    let redis = TestRedis::start();
+    let args = ["--schedule", "--queue", "sched"];
+    let mut first = start_worker(&redis, "tick:1:all-10", &args);
+    wait_until(LONG, "two ticks ran", || async {
+        tests::steps::recorded(&mut redis.conn().await).await.len() >= 2
+    })
+    .await;
+    first.signal("TERM");
+    assert!(first.wait_exit(LONG).await.success());
+    // The same schedule every two seconds now; it catches up what it missed, once each.
+    let _second = start_worker(&redis, "tick:2:all-10", &args);
+    let before = tests::steps::recorded(&mut redis.conn().await).await.len();
+    wait_until(LONG, "two more ticks ran", || async {
+        tests::steps::recorded(&mut redis.conn().await).await.len() >= before + 2
+    })
+    .await;
+    let steps = tests::steps::recorded(&mut redis.conn().await).await;
+    let mut uuids: Vec<&str> = steps.iter().map(|s| s["uuid"].as_str().unwrap()).collect();
+    let all = uuids.len();
+    uuids.sort();
+    uuids.dedup();
+    assert_eq!(uuids.len(), all, "no tick ran twice");
+}
+
+#[tokio::test]
+async fn a_schedule_without_overlapping_skips_ticks_while_its_job_has_not_settled() {
+    let redis = TestRedis::start();
+    // Every second, but its job waits on a queue no worker serves: it never settles.
+    let worker = WorkerProcess::start_with_env(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--schedule", "--queue", "other"],
+        &[
+            ("TEST_SCHEDULE", "guarded:1:last"),
+            ("TEST_SCHEDULE_OVERLAP", "1"),
+        ],
+    );
+    worker.wait_started().await;
+    wait_until(LONG, "a tick is skipped", || async {
+        let outcome: Option<String> = redis
+            .conn()
+            .await
+            .hget("jobs:schedule:guarded", "last_outcome")
+            .await
+            .unwrap();
+        outcome.as_deref() == Some("skipped")
+    })
+    .await;
+    let queued: usize = redis.conn().await.llen("queues:sched").await.unwrap();
+    assert_eq!(queued, 1, "one job, the others skipped");
+    let lock: Option<String> = redis
+        .conn()
+        .await
+        .get("jobs:unique:schedule:guarded")
+        .await
+        .unwrap();
+    assert!(lock.is_some(), "the waiting job holds the overlap lock");
 }

@@ -19,6 +19,7 @@
 mod batches;
 mod failed;
 mod queues;
+mod schedules;
 pub mod telemetry;
 mod unique;
 mod workers;
@@ -26,6 +27,7 @@ mod workers;
 pub use batches::{BatchDetail, PendingBatches};
 pub use failed::{FailedEntry, FailedFilter, FailedSelection, Retried, RetryReport};
 pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
+pub use schedules::{ScheduleInfo, STALE_AFTER};
 pub use unique::HeldLock;
 pub use workers::MinuteMetrics;
 
@@ -53,6 +55,9 @@ pub enum AdminError {
     /// The failed-job store has no job with this uuid.
     #[error("no failed job with uuid {0}")]
     FailedJobNotFound(String),
+    /// No worker keeps a schedule of this name (or none took the request to run it).
+    #[error("no worker keeps schedule {0} (start one with --schedule), or none took the request")]
+    ScheduleNotFound(String),
     /// No batch has this id (or it was pruned).
     #[error("no batch {0}")]
     BatchNotFound(String),

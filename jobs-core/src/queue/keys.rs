@@ -463,6 +463,18 @@ impl Keys {
         }
     }
 
+    /// Every schedule a worker keeps, scored by when one last said so (Unix ms, Redis's clock):
+    /// a schedule no worker has kept for a while is stale (`jobs:schedules`, a ZSET).
+    pub fn schedules(&self) -> String {
+        self.prefixed(&format!("{OPS_PREFIX}schedules"))
+    }
+
+    /// Names of schedules an operator asked to fire now (`jobs:schedules:run`, a LIST), taken
+    /// by a worker that keeps them.
+    pub fn schedule_runs(&self) -> String {
+        self.prefixed(&format!("{OPS_PREFIX}schedules:run"))
+    }
+
     /// The guard that a job built ahead of time (a chain's link, a batch's callback), whose
     /// uuid is `uuid`, was pushed onto `queue` (`queues:<name>:pushed:<uuid>`), in the queue's
     /// slot; used on a cluster, where the step that owes the push is in another slot.

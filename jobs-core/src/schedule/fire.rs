@@ -73,6 +73,72 @@ impl RedisQueue {
         })
     }
 
+    /// Pushes `schedule`'s job now, outside its ticks (an operator's `jobsctl schedule run`):
+    /// a job of its own uuid, which claims no tick and takes no overlap lock.
+    pub async fn fire_now(&self, schedule: &Schedule) -> Result<Uuid> {
+        let mut envelope = schedule.envelope(Utc::now())?;
+        envelope.uuid = Uuid::new_v4();
+        if let Ok(mut payload) = Payload::from_json(&envelope.payload) {
+            payload.uuid = envelope.uuid;
+            payload.id = envelope.uuid.simple().to_string();
+            envelope.payload = payload.to_json();
+        }
+        self.push_all(std::slice::from_ref(&envelope)).await?;
+        Ok(envelope.uuid)
+    }
+
+    /// Records that this process keeps `schedules`: each one's description, queue and next
+    /// tick in its state, and its name in the index of schedules, scored by Redis's time now,
+    /// so that operators see which are kept and which went stale.
+    pub async fn keep_schedules(&self, schedules: &[Schedule]) -> Result<()> {
+        let mut conn = self.connection();
+        let (seconds, micros): (i64, i64) = self
+            .timed(redis::cmd("TIME").query_async(&mut conn))
+            .await?;
+        let now_ms = seconds * 1000 + micros / 1000;
+        let now = DateTime::from_timestamp_millis(now_ms).unwrap_or_else(Utc::now);
+        for schedule in schedules {
+            let queue = schedule.envelope(now)?.queue;
+            let state = self.keys().schedule(&queue, schedule.name());
+            let next = schedule
+                .when()
+                .next_after(now)
+                .map_or(String::new(), |tick| tick.timestamp_millis().to_string());
+            let mut record = redis::pipe();
+            record
+                .hset_multiple(
+                    &state,
+                    &[
+                        ("when", schedule.when().describe()),
+                        ("queue", queue.clone()),
+                        ("next_tick", next),
+                        ("seen_at", now_ms.to_string()),
+                    ],
+                )
+                .ignore();
+            self.timed(record.query_async::<()>(&mut conn)).await?;
+            self.timed(redis::AsyncCommands::zadd::<_, _, _, ()>(
+                &mut conn,
+                self.keys().schedules(),
+                schedule.name(),
+                now_ms,
+            ))
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Takes one name an operator asked to fire now, if any.
+    pub async fn take_schedule_run(&self) -> Result<Option<String>> {
+        let mut conn = self.connection();
+        self.timed(redis::AsyncCommands::lpop(
+            &mut conn,
+            self.keys().schedule_runs(),
+            None,
+        ))
+        .await
+    }
+
     /// The last tick of `schedule` fired (or skipped), if any.
     pub async fn last_tick(&self, schedule: &Schedule) -> Result<Option<DateTime<Utc>>> {
         let queue = schedule.envelope(Utc::now())?.queue;

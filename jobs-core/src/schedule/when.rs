@@ -69,8 +69,10 @@ impl When {
     /// The first tick strictly after `after`, if there is one.
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
+            // Cron counts whole seconds: from the second `after` falls in, so that every
+            // process, whenever it asks, gets the same ticks.
             When::Cron { cron, zone, .. } => cron
-                .find_next_occurrence(&after.with_timezone(zone), false)
+                .find_next_occurrence(&whole_second(after, false).with_timezone(zone), false)
                 .ok()
                 .map(|next| next.with_timezone(&Utc)),
             When::Every(every) => {
@@ -85,7 +87,7 @@ impl When {
     pub fn previous_before(&self, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             When::Cron { cron, zone, .. } => cron
-                .find_previous_occurrence(&before.with_timezone(zone), false)
+                .find_previous_occurrence(&whole_second(before, true).with_timezone(zone), false)
                 .ok()
                 .map(|previous| previous.with_timezone(&Utc)),
             When::Every(every) => {
@@ -115,6 +117,15 @@ impl When {
             }
         }
         ticks
+    }
+}
+
+/// `at` rounded down (or, with `up`, up) to a whole second.
+fn whole_second(at: DateTime<Utc>, up: bool) -> DateTime<Utc> {
+    let floor = DateTime::from_timestamp(at.timestamp(), 0).unwrap_or(at);
+    match up && floor < at {
+        true => floor + chrono::Duration::seconds(1),
+        false => floor,
     }
 }
 
@@ -170,6 +181,19 @@ mod tests {
         let autumn =
             daily.ticks_between(utc(2026, 10, 24, 12, 0, 0), utc(2026, 10, 25, 12, 0, 0), 10);
         assert_eq!(autumn.len(), 1, "{autumn:?}");
+    }
+
+    #[test]
+    fn cron_ticks_are_whole_seconds_whenever_they_are_asked_for() {
+        let hourly = When::cron("0 0 * * * *").unwrap();
+        let at = utc(2026, 1, 1, 10, 3, 0) + chrono::Duration::milliseconds(44);
+        assert_eq!(hourly.next_after(at), Some(utc(2026, 1, 1, 11, 0, 0)));
+        let secondly = When::cron("* * * * * *").unwrap();
+        assert_eq!(secondly.next_after(at), Some(utc(2026, 1, 1, 10, 3, 1)));
+        assert_eq!(
+            secondly.previous_before(at),
+            Some(utc(2026, 1, 1, 10, 3, 0))
+        );
     }
 
     #[test]

@@ -138,8 +138,25 @@ pub(super) enum Command {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+    /// List the schedules workers keep (when, next tick, last fired, last outcome, stale), or
+    /// ask a worker to run one now (`jobsctl schedule run NAME`).
+    Schedule {
+        /// Run a schedule now instead of listing.
+        #[command(subcommand)]
+        command: Option<ScheduleCommand>,
+    },
     /// Serve the live web dashboard (see docs/operations.md).
     Dashboard(super::dashboard::DashboardArgs),
+}
+
+/// `jobsctl schedule run NAME`.
+#[derive(Debug, Subcommand)]
+pub(super) enum ScheduleCommand {
+    /// Push the schedule's job now, outside its ticks, through a worker that keeps it.
+    Run {
+        /// The schedule's name.
+        name: String,
+    },
 }
 
 /// `jobsctl batches ...`.

@@ -22,6 +22,7 @@ mod error;
 mod failed;
 mod queues;
 mod render;
+mod schedules;
 mod unique;
 mod workers;
 
@@ -94,6 +95,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Restart => workers::restart(&admin, json).await,
         Command::Workers => workers::workers(&admin, json).await,
         Command::Batches { command, limit } => batches::run(&admin, json, command, limit).await,
+        Command::Schedule { command } => schedules::run(&admin, json, command).await,
         Command::Unique { forget: None } => unique::list(&admin, json).await,
         Command::Unique {
             forget: Some(UniqueForget::Forget { keys }),

@@ -18,6 +18,12 @@ use tracing::{info, warn};
 /// How often the offset between Redis's clock and the host's is measured again.
 const CLOCK_EVERY: Duration = Duration::from_secs(60);
 
+/// How often operators' requests to run a schedule now are looked for.
+const RUNS_EVERY: Duration = Duration::from_secs(1);
+
+/// How often the schedules this worker keeps are recorded for the operators' tools.
+const KEEP_EVERY: Duration = Duration::from_secs(30);
+
 /// How long to wait before trying again when Redis cannot be reached.
 const RETRY: Duration = Duration::from_millis(500);
 
@@ -58,15 +64,33 @@ async fn run(queue: &RedisQueue, schedules: &[Schedule]) {
             }
         }
     }
+    let mut checks = tokio::time::interval(RUNS_EVERY);
+    checks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut kept_at = tokio::time::Instant::now();
+    keep(queue, schedules).await;
     loop {
         let Some((&at, &tick)) = next.iter().min_by_key(|(_, tick)| **tick) else {
             return;
         };
         clock.refresh(queue).await;
-        clock.sleep_until(tick).await;
+        tokio::select! {
+            _ = clock.sleep_until(tick) => {}
+            _ = checks.tick() => {
+                run_requested(queue, schedules).await;
+                if kept_at.elapsed() >= KEEP_EVERY {
+                    keep(queue, schedules).await;
+                    kept_at = tokio::time::Instant::now();
+                }
+                continue;
+            }
+        }
         let schedule = &schedules[at];
         match queue.fire(schedule, tick).await {
             Ok(fired) => {
+                if let Fired::Pushed(_) = fired {
+                    let late = (clock.now() - tick).to_std().unwrap_or_default();
+                    crate::prometheus::record_schedule(schedule.name(), late);
+                }
                 report(schedule, tick, fired);
                 match schedule.when().next_after(tick) {
                     Some(following) => next.insert(at, following),
@@ -78,6 +102,28 @@ async fn run(queue: &RedisQueue, schedules: &[Schedule]) {
                 tokio::time::sleep(RETRY).await;
             }
         }
+    }
+}
+
+/// Records in Redis that this worker keeps `schedules`, for the operators' tools.
+async fn keep(queue: &RedisQueue, schedules: &[Schedule]) {
+    if let Err(err) = queue.keep_schedules(schedules).await {
+        warn!(error = %err, "cannot record the schedules this worker keeps");
+    }
+}
+
+/// Fires the schedules an operator asked to run now (`jobsctl schedule run`) that this worker
+/// keeps; a name it does not keep is put back for a worker that does.
+async fn run_requested(queue: &RedisQueue, schedules: &[Schedule]) {
+    let Ok(Some(name)) = queue.take_schedule_run().await else {
+        return;
+    };
+    match schedules.iter().find(|s| s.name() == name) {
+        Some(schedule) => match queue.fire_now(schedule).await {
+            Ok(uuid) => info!(schedule = %name, %uuid, "SCHEDULED (run by an operator)"),
+            Err(err) => warn!(schedule = %name, error = %err, "cannot run the schedule"),
+        },
+        None => warn!(schedule = %name, "asked to run a schedule this worker does not keep"),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The worker the end-to-end tests run: the example jobs, built by cargo with the tests so it
 //! is never stale. `TEST_SCHEDULE=<name>:<every|cron>:<missed>` defines one schedule of a
 //! `Step` job labelled `<name>` on queue `sched` (for `--schedule`): `every` is a number of
-//! seconds or a cron expression, `missed` is `skip`, `last` or `all-N`.
+//! seconds or a cron expression, `missed` is `skip`, `last` or `all-N`;
+//! `TEST_SCHEDULE_OVERLAP=1` makes it `without_overlapping`.
 
 use jobs_core::schedule::{Missed, Schedule};
 use jobs_core::Job;
@@ -36,6 +37,10 @@ fn define(spec: &str) {
         all => Missed::RunAll {
             max: all.trim_start_matches("all-").parse().unwrap_or(1),
         },
+    };
+    let schedule = match std::env::var("TEST_SCHEDULE_OVERLAP").as_deref() {
+        Ok("1") => schedule.without_overlapping(),
+        _ => schedule,
     };
     jobs_core::schedule::define(schedule.missed(missed));
 }

@@ -43,6 +43,7 @@ pub(super) fn routes(admin: Admin) -> Router {
         .route("/api/batches", get(batches))
         .route("/api/batches/{id}/cancel", post(cancel_batch))
         .route("/api/batches/{id}/retry", post(retry_batch))
+        .route("/api/schedules", get(schedules))
         .route("/api/workers", get(workers))
         .route("/api/recent", get(recent))
         .with_state(admin)
@@ -82,9 +83,9 @@ impl From<AdminError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match self.0 {
-            AdminError::FailedJobNotFound(_) | AdminError::BatchNotFound(_) => {
-                StatusCode::NOT_FOUND
-            }
+            AdminError::FailedJobNotFound(_)
+            | AdminError::BatchNotFound(_)
+            | AdminError::ScheduleNotFound(_) => StatusCode::NOT_FOUND,
             AdminError::InvalidRange { .. } => StatusCode::BAD_REQUEST,
             _ => StatusCode::SERVICE_UNAVAILABLE,
         };
@@ -371,6 +372,10 @@ async fn retry_batch(
     Path(id): Path<String>,
 ) -> ApiResult<jobs_core::admin::RetryReport> {
     Ok(Json(admin.retry_batch(&id).await?))
+}
+
+async fn schedules(State(admin): State<Admin>) -> ApiResult<Vec<jobs_core::admin::ScheduleInfo>> {
+    Ok(Json(admin.schedules().await?))
 }
 
 async fn workers(State(admin): State<Admin>) -> ApiResult<Vec<WorkerInfo>> {

@@ -211,6 +211,21 @@ function renderBatches(batches) {
   fill($("#batches tbody"), rows, 8);
 }
 
+function renderSchedules(schedules) {
+  const when = (time) => {
+    if (!time) return "–";
+    const secs = (Date.parse(time) - Date.now()) / 1000;
+    return secs >= 0 ? `in ${duration(secs)}` : `${duration(-secs)} ago`;
+  };
+  const rows = schedules.map((s) => el("tr", { dataset: { schedule: s.name } },
+    el("td", {}, s.name), el("td", {}, s.when), el("td", {}, s.queue),
+    el("td", {}, when(s.next_tick)), el("td", {}, s.last_tick ? when(s.last_tick) : "never"),
+    el("td", {}, s.last_outcome ?? "–"),
+    el("td", { class: s.stale ? "stale" : "" }, s.stale ? "stale: no worker keeps it" : "kept"),
+  ));
+  fill($("#schedules tbody"), rows, 7);
+}
+
 function renderWorkers(workers) {
   const rows = workers.map((w) => el("tr", {},
     el("td", {}, w.name), el("td", {}, w.host), el("td", { class: "num" }, String(w.pid)),
@@ -282,13 +297,14 @@ async function refresh() {
     const recent = state.recentQueue
       ? api(`/api/recent?queue=${encodeURIComponent(state.recentQueue)}`)
       : Promise.resolve([]);
-    const [overview, queues, failed, batches, workers, recentJobs] = await Promise.all([
-      api("/api/overview"), api("/api/queues"), api(`/api/failed?${filterQuery()}`), api("/api/batches"), api("/api/workers"), recent,
+    const [overview, queues, failed, batches, schedules, workers, recentJobs] = await Promise.all([
+      api("/api/overview"), api("/api/queues"), api(`/api/failed?${filterQuery()}`), api("/api/batches"), api("/api/schedules"), api("/api/workers"), recent,
     ]);
     renderOverview(overview);
     renderQueues(queues);
     renderFailed(failed);
     renderBatches(batches);
+    renderSchedules(schedules);
     renderWorkers(workers);
     renderRecent(recentJobs);
     if (state.detail && !failed.jobs.some((j) => j.uuid === state.detail) && !Object.values(state.filter).some(Boolean)) closeDetail();
