@@ -729,3 +729,40 @@ async fn a_workflow_step_taken_again_after_a_crash_pushes_nothing_twice() {
     assert_eq!((status.total, status.pending), (1, 0));
     assert_eq!(queue.size("low").await.unwrap().ready, 2, "then, once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_fires_each_tick_once_on_a_cluster() {
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+    let start = |_: usize| {
+        WorkerProcess::start_with_env(
+            env!("CARGO_BIN_EXE_test_worker"),
+            cluster.url(),
+            &["--schedule", "--queue", "sched"],
+            &[("TEST_SCHEDULE", "tick:* * * * * *:last")],
+        )
+    };
+    let _workers: Vec<WorkerProcess> = (0..2).map(start).collect();
+    wait_until(Duration::from_secs(30), "four ticks ran", || async {
+        step_labels(&queue).await.len() >= 4
+    })
+    .await;
+    let mut conn = queue.connection();
+    let steps = tests::steps::recorded(&mut conn).await;
+    let mut uuids: Vec<&str> = steps.iter().map(|s| s["uuid"].as_str().unwrap()).collect();
+    let all = uuids.len();
+    uuids.sort();
+    uuids.dedup();
+    assert_eq!(uuids.len(), all, "no tick ran twice");
+    // The schedule's state is in its queue's slot, claimed in the call that pushes the job.
+    let keys: Vec<String> = cluster
+        .keys_by_node()
+        .await
+        .into_iter()
+        .map(|(_, k)| k)
+        .collect();
+    assert!(
+        keys.contains(&"queues:{sched}:schedule:tick".to_owned()),
+        "{keys:?}"
+    );
+}

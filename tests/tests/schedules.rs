@@ -223,3 +223,125 @@ async fn a_schedule_without_overlapping_skips_ticks_while_its_job_has_not_settle
         .unwrap();
     assert!(lock.is_some(), "the waiting job holds the overlap lock");
 }
+
+/// The ticks (Unix seconds) of the `tick` schedule whose jobs ran, found by their uuids, and
+/// the jobs that ran more than once.
+async fn ticks_run(redis: &TestRedis) -> (Vec<u64>, Vec<String>) {
+    let steps = tests::steps::recorded(&mut redis.conn().await).await;
+    let mut ran: HashMap<String, u64> = HashMap::new();
+    let mut doubled = Vec::new();
+    for step in &steps {
+        let uuid = step["uuid"].as_str().unwrap().to_owned();
+        let started = step["started_us"].as_u64().unwrap() / 1_000_000;
+        // A job runs within seconds of its tick (a killed worker's comes back after
+        // --retry-after): look its tick up among the seconds before it started.
+        let tick = (started.saturating_sub(30)..=started).find(|second| {
+            let at = chrono::DateTime::from_timestamp(*second as i64, 0).unwrap();
+            jobs_core::schedule::tick_uuid("tick", at).to_string() == uuid
+        });
+        let tick = tick.unwrap_or_else(|| panic!("job {uuid} is no tick's"));
+        if ran.insert(uuid.clone(), tick).is_some() {
+            doubled.push(uuid);
+        }
+    }
+    let mut ticks: Vec<u64> = ran.into_values().collect();
+    ticks.sort();
+    (ticks, doubled)
+}
+
+/// Asserts one job per second from the first tick to the last, none twice.
+fn assert_every_second_once(seconds: &[u64], doubled: &[String]) {
+    assert!(doubled.is_empty(), "ticks ran twice: {doubled:?}");
+    let span = seconds.last().unwrap() - seconds.first().unwrap() + 1;
+    assert_eq!(
+        seconds.len() as u64,
+        span,
+        "one job per second: {seconds:?}"
+    );
+}
+
+#[tokio::test]
+async fn all_workers_stopped_for_ten_seconds_catch_up_every_tick_they_missed() {
+    let redis = TestRedis::start();
+    let args = ["--schedule", "--queue", "sched", "--concurrency", "4"];
+    let spec = "tick:* * * * * *:all-100";
+    let mut workers: Vec<WorkerProcess> =
+        (0..2).map(|_| start_worker(&redis, spec, &args)).collect();
+    wait_until(LONG, "three ticks ran", || async {
+        ticks_run(&redis).await.0.len() >= 3
+    })
+    .await;
+    for worker in &mut workers {
+        worker.signal("TERM");
+        assert!(worker.wait_exit(LONG).await.success());
+    }
+    let before = ticks_run(&redis).await.0.len();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let _workers: Vec<WorkerProcess> = (0..2).map(|_| start_worker(&redis, spec, &args)).collect();
+    wait_until(LONG, "the missed ticks and two more ran", || async {
+        ticks_run(&redis).await.0.len() >= before + 12
+    })
+    .await;
+    let (seconds, doubled) = ticks_run(&redis).await;
+    assert_every_second_once(&seconds, &doubled);
+}
+
+#[tokio::test]
+async fn killing_the_worker_that_fired_a_tick_loses_and_doubles_no_tick() {
+    let redis = TestRedis::start();
+    let args = [
+        "--schedule",
+        "--queue",
+        "sched",
+        "--retry-after",
+        "2",
+        "--concurrency",
+        "4",
+    ];
+    let spec = "tick:* * * * * *:last";
+    let mut workers: Vec<WorkerProcess> =
+        (0..3).map(|_| start_worker(&redis, spec, &args)).collect();
+    for round in 0..3 {
+        // The worker that fires the next tick: the first whose log gains a SCHEDULED line.
+        let counts: Vec<usize> = workers.iter().map(scheduled_lines).collect();
+        let firer = tests::wait_for(LONG, format!("round {round}: a tick is fired"), || {
+            let firer = workers
+                .iter()
+                .zip(&counts)
+                .position(|(worker, before)| scheduled_lines(worker) > *before);
+            async move { firer }
+        })
+        .await;
+        workers[firer].kill();
+        workers[firer] = start_worker(&redis, spec, &args);
+    }
+    let fired = ticks_run(&redis).await.0.len();
+    wait_until(
+        LONG,
+        "three more ticks ran, and every pushed job",
+        || async {
+            let (seconds, _) = ticks_run(&redis).await;
+            seconds.len() >= fired + 3
+                && redis
+                    .conn()
+                    .await
+                    .llen::<_, usize>("queues:sched")
+                    .await
+                    .unwrap()
+                    == 0
+        },
+    )
+    .await;
+    // Jobs a killed worker had reserved come back after --retry-after.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (seconds, doubled) = ticks_run(&redis).await;
+    assert_every_second_once(&seconds, &doubled);
+}
+
+fn scheduled_lines(worker: &WorkerProcess) -> usize {
+    worker
+        .lines()
+        .iter()
+        .filter(|line| line.contains("\"SCHEDULED\""))
+        .count()
+}

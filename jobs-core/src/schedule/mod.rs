@@ -229,12 +229,8 @@ impl Schedule {
     /// The job of the tick `tick`: its uuid derived from the schedule's name and the tick, so
     /// every worker builds the same one.
     pub(crate) fn envelope(&self, tick: DateTime<Utc>) -> Result<Envelope> {
-        let uuid = uuid::Uuid::new_v5(
-            &uuid::Uuid::NAMESPACE_OID,
-            format!("jobs-schedule:{}:{}", self.name, tick.timestamp_millis()).as_bytes(),
-        );
         self.job.envelope_in(&Placement {
-            uuid: Some(uuid),
+            uuid: Some(tick_uuid(&self.name, tick)),
             ..Placement::default()
         })
     }
@@ -242,6 +238,15 @@ impl Schedule {
     pub(crate) fn overlaps_guarded(&self) -> bool {
         self.without_overlapping
     }
+}
+
+/// The uuid of the job of the schedule `name`'s tick `tick`: a v5 uuid of both, the same in
+/// every process, so a tick's job can be found by its tick.
+pub fn tick_uuid(name: &str, tick: DateTime<Utc>) -> uuid::Uuid {
+    uuid::Uuid::new_v5(
+        &uuid::Uuid::NAMESPACE_OID,
+        format!("jobs-schedule:{name}:{}", tick.timestamp_millis()).as_bytes(),
+    )
 }
 
 fn time_of_day(time: &str) -> std::result::Result<(u32, u32, u32), ScheduleError> {
