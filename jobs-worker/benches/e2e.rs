@@ -25,7 +25,7 @@
 mod common;
 
 use clap::Parser;
-use common::round2;
+use common::{own_cpu_seconds, round2};
 use jobs_core::{job, Batch, Bulk, Chain, Job, JobContext, JobResult, RedisQueue};
 use jobs_worker::Stats;
 use jobs_worker::{Worker, WorkerConfig};
@@ -647,20 +647,6 @@ async fn redis_cpu_seconds(queue: &RedisQueue) -> jobs_core::Result<f64> {
 }
 
 /// CPU time this process has used so far (user + system), from `/proc/self/stat`.
-fn own_cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks: f64 = [11, 12]
-        .iter()
-        .filter_map(|i| fields.get(*i).and_then(|v| v.parse::<f64>().ok()))
-        .sum();
-    ticks / 100.0
-}
-
 async fn flush(queue: &RedisQueue) -> jobs_core::Result<()> {
     let mut conn = queue.connection();
     queue

@@ -97,6 +97,10 @@ impl RedisQueue {
             .await?;
         let now_ms = seconds * 1000 + micros / 1000;
         let now = DateTime::from_timestamp_millis(now_ms).unwrap_or_else(Utc::now);
+        // One pipeline on one server; on a cluster each schedule's state is in its queue's
+        // slot and the index in its own, each written in a call of its own.
+        let cluster = self.layout() == crate::queue::keys::KeyLayout::Cluster;
+        let mut pipe = redis::pipe();
         for schedule in schedules {
             let queue = schedule.envelope(now)?.queue;
             let state = self.keys().schedule(&queue, schedule.name());
@@ -104,26 +108,26 @@ impl RedisQueue {
                 .when()
                 .next_after(now)
                 .map_or(String::new(), |tick| tick.timestamp_millis().to_string());
-            let mut record = redis::pipe();
-            record
-                .hset_multiple(
-                    &state,
-                    &[
-                        ("when", schedule.when().describe()),
-                        ("queue", queue.clone()),
-                        ("next_tick", next),
-                        ("seen_at", now_ms.to_string()),
-                    ],
-                )
+            let record = [
+                ("when", schedule.when().describe()),
+                ("queue", queue),
+                ("next_tick", next),
+                ("seen_at", now_ms.to_string()),
+            ];
+            pipe.hset_multiple(&state, &record).ignore();
+            if cluster {
+                self.timed(pipe.query_async::<()>(&mut conn)).await?;
+                pipe = redis::pipe();
+            }
+            pipe.zadd(self.keys().schedules(), schedule.name(), now_ms)
                 .ignore();
-            self.timed(record.query_async::<()>(&mut conn)).await?;
-            self.timed(redis::AsyncCommands::zadd::<_, _, _, ()>(
-                &mut conn,
-                self.keys().schedules(),
-                schedule.name(),
-                now_ms,
-            ))
-            .await?;
+            if cluster {
+                self.timed(pipe.query_async::<()>(&mut conn)).await?;
+                pipe = redis::pipe();
+            }
+        }
+        if !cluster {
+            self.timed(pipe.query_async::<()>(&mut conn)).await?;
         }
         Ok(())
     }

@@ -23,3 +23,19 @@ pub(crate) fn result_line(
 pub(crate) fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
+
+/// CPU time this process has used so far (user + system), in seconds.
+#[allow(dead_code)] // Each benchmark compiles this module; `rules` has no use for it.
+pub(crate) fn own_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i).and_then(|v| v.parse::<f64>().ok()))
+        .sum();
+    ticks / 100.0
+}
