@@ -20,12 +20,16 @@
 //!   start, and never run at once for one shop; [`ReindexSearch`] is debounced per shop.
 //! - [`Step`] is a link of a workflow that records when it ran in `examples:steps`, and can
 //!   fail, release itself, or add links to its chain; [`Caught`] is a catch job.
+//! - [`define_schedules`] defines the example schedules the `worker` program keeps with
+//!   `--schedule`.
 
 mod guarded;
+mod schedules;
 mod unique;
 mod workflow;
 
 pub use guarded::{running_key, Guarded, GUARDED_FINISHED_KEY, GUARDED_KEY};
+pub use schedules::define_schedules;
 pub use unique::{RebuildIndex, RefreshCache, ReindexSearch, UNIQUE_KEY};
 pub use workflow::{now_us, Caught, Step, STEPS_KEY};
 
