@@ -148,6 +148,7 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 .collect();
             let mut runs: HashMap<String, usize> = HashMap::new();
             let mut late_ms = Vec::new();
+            let mut late_by_tick: Vec<(i64, f64)> = Vec::new();
             for record in &records {
                 let (uuid, started_us) = record.split_once(' ').unwrap_or_default();
                 let Some(tick) = by_uuid.get(uuid) else {
@@ -155,7 +156,9 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 };
                 *runs.entry(uuid.to_owned()).or_default() += 1;
                 let started_us: i64 = started_us.parse().unwrap_or(0);
-                late_ms.push((started_us - tick.timestamp_micros()) as f64 / 1000.0);
+                let late = (started_us - tick.timestamp_micros()) as f64 / 1000.0;
+                late_ms.push(late);
+                late_by_tick.push((tick.timestamp(), late));
             }
             let first = runs.keys().filter_map(|u| by_uuid.get(u)).min().copied();
             let last = runs.keys().filter_map(|u| by_uuid.get(u)).max().copied();
@@ -164,6 +167,15 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 _ => 0,
             };
             late_ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            // The three latest jobs, as (seconds after the first tick, ms late).
+            let first_tick = late_by_tick.iter().map(|(t, _)| *t).min().unwrap_or(0);
+            late_by_tick.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap());
+            let worst: Vec<(i64, f64)> = late_by_tick
+                .iter()
+                .take(3)
+                .map(|(t, late)| (t - first_tick, round2(*late)))
+                .collect();
+            out.insert("latest_jobs".into(), json!(worst));
             let rank = |p: f64| late_ms[((p * late_ms.len() as f64).ceil() as usize).max(1) - 1];
             out.insert("workers".into(), json!(args.workers));
             out.insert("seconds".into(), json!(args.seconds));
