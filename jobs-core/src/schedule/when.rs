@@ -11,7 +11,8 @@ use super::ScheduleError;
 #[derive(Debug, Clone)]
 pub enum When {
     /// A cron expression: five fields (minute, hour, day of month, month, day of week) or six
-    /// (seconds first), read in a time zone, with daylight saving time handled as cron does.
+    /// (seconds first), read in a time zone, with daylight saving time handled as cron does (a
+    /// skipped local time fires at the end of the gap; a repeated one fires once).
     Cron {
         /// The expression as written.
         expression: String,
@@ -168,19 +169,29 @@ mod tests {
     }
 
     #[test]
-    fn a_zone_with_daylight_saving_time_fires_each_local_time_once() {
+    fn a_zone_with_daylight_saving_time_fires_each_day_once_as_cron_does() {
         // Europe/Paris moves from 02:00 to 03:00 on 2026-03-29 and back on 2026-10-25.
         let daily = When::cron("30 2 * * *")
             .unwrap()
             .in_zone(chrono_tz::Europe::Paris);
-        // The gap: 02:30 does not exist on 2026-03-29.
+        // The gap: 02:30 does not exist on 2026-03-29; it fires when the clocks reach 03:00.
         let spring =
-            daily.ticks_between(utc(2026, 3, 27, 12, 0, 0), utc(2026, 3, 31, 12, 0, 0), 10);
-        assert!(spring.len() >= 3, "{spring:?}");
-        // The repeated hour: 02:30 happens twice on 2026-10-25; cron fires it once.
+            daily.ticks_between(utc(2026, 3, 27, 12, 0, 0), utc(2026, 3, 30, 12, 0, 0), 10);
+        assert_eq!(
+            spring,
+            [
+                utc(2026, 3, 28, 1, 30, 0),
+                utc(2026, 3, 29, 1, 0, 0),
+                utc(2026, 3, 30, 0, 30, 0)
+            ]
+        );
+        // The repeated hour: 02:30 happens twice on 2026-10-25; it fires once, the first time.
         let autumn =
-            daily.ticks_between(utc(2026, 10, 24, 12, 0, 0), utc(2026, 10, 25, 12, 0, 0), 10);
-        assert_eq!(autumn.len(), 1, "{autumn:?}");
+            daily.ticks_between(utc(2026, 10, 24, 12, 0, 0), utc(2026, 10, 26, 12, 0, 0), 10);
+        assert_eq!(
+            autumn,
+            [utc(2026, 10, 25, 0, 30, 0), utc(2026, 10, 26, 1, 30, 0)]
+        );
     }
 
     #[test]
