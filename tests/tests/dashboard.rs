@@ -437,3 +437,30 @@ async fn batches_are_listed_with_their_progress_and_failed_jobs_and_can_be_cance
     let missing = dash.send(dash.page_post("/api/batches/nope/cancel", "{}"));
     assert_eq!(missing.status, 404);
 }
+
+#[tokio::test]
+async fn schedules_are_listed_with_their_next_tick() {
+    let redis = TestRedis::start();
+    let worker = WorkerProcess::start_with_env(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--schedule", "--queue", "other"],
+        &[("TEST_SCHEDULE", "nightly:0 0 3 * * *:last")],
+    );
+    worker.wait_started().await;
+    let dash = dashboard(&redis, &[], &[]);
+    let listed = wait_for(LONG, "the schedule is listed", || {
+        let listed = dash.get_json("/api/schedules");
+        async move { listed.as_array().filter(|l| !l.is_empty()).cloned() }
+    })
+    .await;
+    assert_eq!(listed[0]["name"], "nightly");
+    assert_eq!(listed[0]["stale"], false);
+    assert!(
+        listed[0]["next_tick"]
+            .as_str()
+            .unwrap()
+            .ends_with("T03:00:00Z"),
+        "{listed:?}"
+    );
+}

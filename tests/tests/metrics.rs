@@ -262,3 +262,27 @@ async fn the_worker_exports_the_pending_batches() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_worker_that_fires_a_schedule_exports_how_late_it_fired() {
+    let redis = TestRedis::start();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _worker = WorkerProcess::start_with_env(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--schedule", "--queue", "sched", "--metrics-addr", &addr],
+        &[("TEST_SCHEDULE", "tick:* * * * * *:last")],
+    );
+    let late = wait_for(LONG, "the lateness gauge is exported", || {
+        let late = scrape(&addr).and_then(|(_, samples)| {
+            value(
+                &samples,
+                "jobs_schedule_lateness_seconds",
+                &[("schedule", "tick")],
+            )
+        });
+        async move { late }
+    })
+    .await;
+    assert!((0.0..1.0).contains(&late), "fired {late} s late");
+}
