@@ -139,6 +139,15 @@ impl TestCluster {
         all.sort();
         all
     }
+
+    /// Every key of the cluster, without its node, as [`TestCluster::keys_by_node`] finds them.
+    pub async fn key_names(&self) -> Vec<String> {
+        self.keys_by_node()
+            .await
+            .into_iter()
+            .map(|(_, key)| key)
+            .collect()
+    }
 }
 
 /// The prefix of the keys the example jobs write their records under.

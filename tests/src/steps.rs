@@ -30,3 +30,13 @@ pub fn labels(steps: &[serde_json::Value]) -> Vec<String> {
 pub async fn recorded_labels(conn: &mut impl ConnectionLike) -> Vec<String> {
     labels(&recorded(conn).await)
 }
+
+/// Asserts that no job recorded in `steps` ran twice (by its uuid).
+#[track_caller]
+pub fn assert_each_ran_once(steps: &[serde_json::Value]) {
+    let mut uuids: Vec<&str> = steps.iter().filter_map(|s| s["uuid"].as_str()).collect();
+    let all = uuids.len();
+    uuids.sort();
+    uuids.dedup();
+    assert_eq!(uuids.len(), all, "a job ran twice");
+}

@@ -390,12 +390,7 @@ async fn a_key_prefix_stands_outside_the_hash_tags() {
         .await
         .unwrap()
         .is_some());
-    let keys: Vec<String> = cluster
-        .keys_by_node()
-        .await
-        .into_iter()
-        .map(|(_, key)| key)
-        .collect();
+    let keys = cluster.key_names().await;
     assert!(keys.contains(&"app_{failed_jobs}".to_owned()), "{keys:?}");
     assert!(
         keys.contains(&"app_{failed_jobs}:index".to_owned()),
@@ -524,10 +519,9 @@ async fn limiters_and_unique_locks_hold_across_slots() {
     })
     .await;
     let left: Vec<String> = cluster
-        .keys_by_node()
+        .key_names()
         .await
         .into_iter()
-        .map(|(_, key)| key)
         .filter(|key| key.contains(":unique:") || key.contains("funnel") || key.contains("overlap"))
         .collect();
     assert_eq!(left, Vec::<String>::new());
@@ -600,12 +594,7 @@ async fn chains_and_batches_take_each_step_once_across_slots() {
         .unwrap();
     assert_eq!(queue.batch(batch).await.unwrap().unwrap().total, 302);
     // Every key of the chain and of the batch carries its id as the hash tag.
-    let keys: Vec<String> = cluster
-        .keys_by_node()
-        .await
-        .into_iter()
-        .map(|(_, k)| k)
-        .collect();
+    let keys = cluster.key_names().await;
     assert!(
         keys.contains(&format!("jobs:chain:{{{chain}}}")),
         "{keys:?}"
@@ -749,18 +738,9 @@ async fn a_schedule_fires_each_tick_once_on_a_cluster() {
     .await;
     let mut conn = queue.connection();
     let steps = tests::steps::recorded(&mut conn).await;
-    let mut uuids: Vec<&str> = steps.iter().map(|s| s["uuid"].as_str().unwrap()).collect();
-    let all = uuids.len();
-    uuids.sort();
-    uuids.dedup();
-    assert_eq!(uuids.len(), all, "no tick ran twice");
+    tests::steps::assert_each_ran_once(&steps);
     // The schedule's state is in its queue's slot, claimed in the call that pushes the job.
-    let keys: Vec<String> = cluster
-        .keys_by_node()
-        .await
-        .into_iter()
-        .map(|(_, k)| k)
-        .collect();
+    let keys = cluster.key_names().await;
     assert!(
         keys.contains(&"queues:{sched}:schedule:tick".to_owned()),
         "{keys:?}"

@@ -182,11 +182,7 @@ async fn a_changed_expression_takes_effect_without_firing_a_tick_twice() {
     })
     .await;
     let steps = tests::steps::recorded(&mut redis.conn().await).await;
-    let mut uuids: Vec<&str> = steps.iter().map(|s| s["uuid"].as_str().unwrap()).collect();
-    let all = uuids.len();
-    uuids.sort();
-    uuids.dedup();
-    assert_eq!(uuids.len(), all, "no tick ran twice");
+    tests::steps::assert_each_ran_once(&steps);
 }
 
 #[tokio::test]
