@@ -15,6 +15,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+/// The last stretch before a tick, waited out by yielding rather than on the timer.
+const PRECISE: Duration = Duration::from_millis(2);
+
 /// How often the offset between Redis's clock and the host's is measured again.
 const CLOCK_EVERY: Duration = Duration::from_secs(60);
 
@@ -187,9 +190,15 @@ impl Clock {
         Utc::now() + chrono::Duration::milliseconds(self.offset_ms)
     }
 
-    /// Sleeps until `tick` by Redis's clock.
+    /// Sleeps until `tick` by Redis's clock: the timer's last millisecond, which it rounds up,
+    /// is waited out by yielding, so the tick fires within microseconds of its time.
     async fn sleep_until(&self, tick: DateTime<Utc>) {
         let wait = (tick - self.now()).to_std().unwrap_or_default();
-        tokio::time::sleep(wait).await;
+        if let Some(coarse) = wait.checked_sub(PRECISE) {
+            tokio::time::sleep(coarse).await;
+        }
+        while self.now() < tick {
+            tokio::task::yield_now().await;
+        }
     }
 }
