@@ -77,12 +77,39 @@ pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
         ..Default::default()
     };
     let queue = jobs_core::RedisQueue::with_config(&options.redis, config)?;
+    if options.schedule_only {
+        return Ok(keep_schedules_only(queue, options.metrics_addr).await?);
+    }
     let worker = Worker::new(options.config(), queue)?;
     if let Some(addr) = options.metrics_addr {
         prometheus::install(addr, options.concurrency)?;
     }
     tokio::spawn(stop_on_signals(worker.stop_token()));
     Ok(worker.run().await)
+}
+
+/// `--schedule-only`: keeps the schedules this program defines, taking no jobs, until a
+/// signal stops it.
+async fn keep_schedules_only(
+    queue: jobs_core::RedisQueue,
+    metrics_addr: Option<std::net::SocketAddr>,
+) -> Result<Exit, WorkerError> {
+    if let Some(addr) = metrics_addr {
+        prometheus::install(addr, 0)?;
+    }
+    let schedules = jobs_core::schedule::defined();
+    tracing::info!(
+        schedules = %schedules.iter().map(|s| s.name()).collect::<Vec<_>>().join(","),
+        "keeping the schedules, taking no jobs"
+    );
+    let stop = CancellationToken::new();
+    tokio::spawn(stop_on_signals(stop.clone()));
+    if let Some(scheduler) = runtime::scheduler::start(queue, schedules, stop.clone()) {
+        let _ = scheduler.await;
+    } else {
+        stop.cancelled().await;
+    }
+    Ok(Exit::Stopped)
 }
 
 async fn stop_on_signals(stop: CancellationToken) {

@@ -101,6 +101,10 @@ pub struct WorkerOptions {
     #[arg(long)]
     pub schedule: bool,
 
+    /// Only keep the schedules, taking no jobs: a process that schedules for workers elsewhere.
+    #[arg(long, conflicts_with = "schedule")]
+    pub schedule_only: bool,
+
     /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379); a Redis Cluster is
     /// redis+cluster://host:port,host:port/.
     #[arg(long, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]

@@ -341,3 +341,27 @@ fn scheduled_lines(worker: &WorkerProcess) -> usize {
         .filter(|line| line.contains("\"SCHEDULED\""))
         .count()
 }
+
+#[tokio::test]
+async fn a_schedule_only_process_fires_the_ticks_that_other_workers_run() {
+    let redis = TestRedis::start();
+    let mut scheduler = start_worker(&redis, "tick:* * * * * *:last", &["--schedule-only"]);
+    let _worker = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--queue", "sched"],
+    );
+    wait_until(LONG, "two ticks ran", || async {
+        tests::steps::recorded(&mut redis.conn().await).await.len() >= 2
+    })
+    .await;
+    assert!(
+        !scheduler
+            .lines()
+            .iter()
+            .any(|line| line.contains("\"RUNNING\"")),
+        "the schedule-only process ran no job"
+    );
+    scheduler.signal("TERM");
+    assert!(scheduler.wait_exit(LONG).await.success());
+}
