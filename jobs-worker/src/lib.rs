@@ -78,7 +78,7 @@ pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
     };
     let queue = jobs_core::RedisQueue::with_config(&options.redis, config)?;
     if options.schedule_only {
-        return Ok(keep_schedules_only(queue, options.metrics_addr).await?);
+        return keep_schedules_only(queue, options.metrics_addr).await;
     }
     let worker = Worker::new(options.config(), queue)?;
     if let Some(addr) = options.metrics_addr {
