@@ -268,6 +268,19 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// How the demo programs start: a handle to the Redis named by `REDIS_URL`, made the default,
+/// with the demo's queue and its record list emptied.
+pub async fn fresh_demo(queue_name: &str, records: &str) -> Result<RedisQueue, jobs_core::Error> {
+    let queue = RedisQueue::from_env()?;
+    RedisQueue::set_default(queue.clone());
+    queue.clear(queue_name).await?;
+    let mut conn = queue.connection();
+    queue
+        .timed(redis::AsyncCommands::del::<_, ()>(&mut conn, records))
+        .await?;
+    Ok(queue)
+}
+
 /// Makes sure this crate's job registrations are linked into a binary that uses nothing else
 /// from it.
 pub fn link() {}

@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Context};
 use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep, RECORDS_KEY};
-use jobs_core::{Job, RedisQueue};
+use jobs_core::Job;
 use jobs_worker::{Worker, WorkerConfig};
 use std::time::{Duration, Instant};
 
@@ -15,16 +15,10 @@ async fn main() -> anyhow::Result<()> {
     examples::link();
     jobs_worker::logging::init(false);
     let url = jobs_core::queue::redis_url_from_env();
-    let queue = RedisQueue::open(&url)?;
-    RedisQueue::set_default(queue.clone());
-    queue
-        .clear(QUEUE)
+    let queue = examples::fresh_demo(QUEUE, RECORDS_KEY)
         .await
         .with_context(|| format!("cannot reach Redis at {url}"))?;
     let mut conn = queue.connection();
-    queue
-        .timed(redis::AsyncCommands::del::<_, ()>(&mut conn, RECORDS_KEY))
-        .await?;
 
     println!("Dispatching to queue {QUEUE:?} on {url}:");
     let noop = Noop {}.dispatch().on_queue(QUEUE).await?;

@@ -6,7 +6,7 @@
 use anyhow::{bail, Context};
 use clap::Parser;
 use examples::{Caught, Step, STEPS_KEY};
-use jobs_core::{Batch, Chain, Job, RedisQueue};
+use jobs_core::{Batch, Chain, Job};
 use jobs_worker::{Worker, WorkerConfig};
 use std::time::{Duration, Instant};
 
@@ -29,16 +29,10 @@ async fn main() -> anyhow::Result<()> {
     examples::link();
     let args = Args::parse();
     let url = jobs_core::queue::redis_url_from_env();
-    let queue = RedisQueue::open(&url)?;
-    RedisQueue::set_default(queue.clone());
-    queue
-        .clear(QUEUE)
+    let queue = examples::fresh_demo(QUEUE, STEPS_KEY)
         .await
         .with_context(|| format!("cannot reach Redis at {url}"))?;
     let mut conn = queue.connection();
-    queue
-        .timed(redis::AsyncCommands::del::<_, ()>(&mut conn, STEPS_KEY))
-        .await?;
 
     let step = |label: &str, ms: u64| {
         Step {
