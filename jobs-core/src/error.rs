@@ -95,6 +95,9 @@ pub enum Error {
         /// The configured limit in bytes.
         limit: usize,
     },
+    /// No schedule of this name is defined in this process.
+    #[error("no schedule named {0:?} is defined")]
+    UnknownSchedule(String),
 }
 
 impl From<redis::RedisError> for Error {

@@ -36,6 +36,7 @@ pub mod middleware;
 pub mod payload;
 pub mod queue;
 pub mod schedule;
+pub mod testing;
 pub mod workflow;
 
 pub use dispatch::{Bulk, PendingDispatch, DEFAULT_QUEUE};

@@ -289,6 +289,7 @@ impl RedisQueue {
                     .set_response_timeout(config.command_timeout);
                 Connection::Cluster(client.get_pending_async_connection_with_config(cluster_config))
             }
+            Target::Fake(_) => Connection::Fake,
         };
         let keys = Arc::new(Keys::new(target.layout(), config.prefix.clone()));
         Ok(RedisQueue {
@@ -301,14 +302,51 @@ impl RedisQueue {
         })
     }
 
+    /// The handle of a fake queue: it records into `recorder` and talks to no Redis.
+    pub(crate) fn fake(recorder: Arc<crate::testing::Recorder>) -> Self {
+        let config = QueueConfig {
+            signing_key: None,
+            tls_ca_file: None,
+            laravel_key: None,
+            ..QueueConfig::default()
+        };
+        let keys = Arc::new(Keys::new(KeyLayout::Standalone, config.prefix.clone()));
+        RedisQueue {
+            on_queued: Arc::new([]),
+            conn: Connection::Fake,
+            target: Arc::new(Target::Fake(recorder)),
+            config: Arc::new(config),
+            keys,
+            callbacks: Arc::default(),
+        }
+    }
+
+    /// What records this handle's dispatches, when it is a fake queue's.
+    pub(crate) fn recorder(&self) -> Option<&crate::testing::Recorder> {
+        match &*self.target {
+            Target::Fake(recorder) => Some(recorder),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a fake queue's handle ([`crate::testing`]), which records dispatches and
+    /// talks to no Redis.
+    pub fn is_fake(&self) -> bool {
+        self.recorder().is_some()
+    }
+
     /// A handle to the Redis named by `REDIS_URL`, or [`DEFAULT_REDIS_URL`].
     pub fn from_env() -> Result<Self> {
         Self::open(&redis_url_from_env())
     }
 
-    /// The process-wide default handle that `.dispatch()` uses: the one given to
+    /// The default handle that `.dispatch()` uses: a fake queue installed on this thread or
+    /// scoped to this task ([`crate::testing`]), else the process-wide one given to
     /// [`RedisQueue::set_default`], else one opened from `REDIS_URL` on first use.
     pub fn default_handle() -> Result<Self> {
+        if let Some(fake) = crate::testing::current() {
+            return Ok(fake);
+        }
         if let Some(queue) = DEFAULT_QUEUE.get() {
             return Ok(queue.clone());
         }
@@ -407,6 +445,9 @@ impl RedisQueue {
             Some(sealed) => &sealed[..],
             None => envelopes,
         };
+        if let Some(recorder) = self.recorder() {
+            return Ok(recorder.push(self, envelopes).await);
+        }
         // On a cluster each queue's calls go in a pipeline of their own, to the node that owns
         // the queue's slot; on one server every call goes in one pipeline. A unique job's call
         // is its own, and its reply says whether it was pushed.
@@ -756,6 +797,10 @@ impl RedisQueue {
 
     /// Frees holds, each only if its owner still holds it.
     pub async fn free_holds(&self, holds: &[Hold]) -> Result<()> {
+        if let Some(recorder) = self.recorder() {
+            recorder.free(holds);
+            return Ok(());
+        }
         for group in self.hold_groups(holds) {
             let mut call = scripts::LEASES.prepare_invoke();
             call.arg("free").arg(0);
@@ -1076,6 +1121,21 @@ pub(crate) fn due_arg(delay: Option<Delay>) -> String {
         Some(Delay::At(at)) => format!("@{}.{:03}", at.timestamp(), at.timestamp_subsec_millis()),
         Some(Delay::After(delay)) => seconds_arg(delay),
         None => seconds_arg(Duration::ZERO),
+    }
+}
+
+/// The delay of a due argument of `later.lua` ([`due_arg`]); `None` for `""`, a ready job.
+pub(crate) fn delay_from_due(due: &str) -> Option<Delay> {
+    if due.is_empty() {
+        return None;
+    }
+    let seconds = |text: &str| text.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0);
+    match due.strip_prefix('@') {
+        Some(at) => {
+            let millis = (seconds(at)? * 1000.0).round() as i64;
+            Some(Delay::At(chrono::DateTime::from_timestamp_millis(millis)?))
+        }
+        None => Some(Delay::After(Duration::from_secs_f64(seconds(due)?))),
     }
 }
 

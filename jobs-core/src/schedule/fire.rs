@@ -46,9 +46,16 @@ impl RedisQueue {
             Some(mut signed) => signed.remove(0),
             None => envelope,
         };
+        let lock = self.keys().unique(&envelope.queue, &lock_key);
+        if let Some(recorder) = self.recorder() {
+            let overlap_lock = schedule.overlaps_guarded().then(|| (lock, OVERLAP_LOCK));
+            let name = schedule.name();
+            return Ok(recorder
+                .fire(self, name, tick, &envelope, overlap_lock)
+                .await);
+        }
         let queue = self.queue_keys(&envelope.queue);
         let state = self.keys().schedule(&envelope.queue, schedule.name());
-        let lock = self.keys().unique(&envelope.queue, &lock_key);
         let mut call = scripts::SCHEDULE_FIRE.key(&state);
         call.key(&queue.ready)
             .key(&queue.notify)

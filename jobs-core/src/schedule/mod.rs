@@ -9,7 +9,7 @@
 //! tick is kept in Redis (`jobs:schedule:<name>`), so ticks missed while no worker ran are
 //! caught up by the [`Missed`] policy when one starts again. See `docs/schedules.md`.
 
-mod fire;
+pub(crate) mod fire;
 mod when;
 
 pub use fire::Fired;

@@ -149,6 +149,10 @@ impl Batch {
         let prepared = self.prepare();
         async move {
             let (queue, id, opening, members) = prepared?;
+            if let Some(recorder) = queue.recorder() {
+                recorder.batch(&queue, id, &opening, &members).await;
+                return Ok(id);
+            }
             queue
                 .send_batch(id, BatchDispatch::Create(Box::new(opening)), &members)
                 .await?;
@@ -267,7 +271,7 @@ fn prepare_members(
 /// A job of a batch as pushed: its first job and, for a chain, the links kept after it.
 pub(crate) struct Prepared {
     uuids: Vec<Uuid>,
-    links: ChainLinks,
+    pub(crate) links: ChainLinks,
 }
 
 impl From<ChainLinks> for Prepared {
@@ -282,9 +286,9 @@ impl From<ChainLinks> for Prepared {
 
 /// What a new batch is created with.
 pub(crate) struct Opening {
-    name: String,
-    allow_failures: bool,
-    callbacks: Callbacks,
+    pub(crate) name: String,
+    pub(crate) allow_failures: bool,
+    pub(crate) callbacks: Callbacks,
 }
 
 /// Whether a dispatch creates its batch (to start now, or parked until its chain reaches it)
@@ -299,7 +303,7 @@ enum BatchDispatch {
 /// finish the batch takes the keys and due times of the queues they go to.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Callbacks {
-    links: [Option<Link>; 3],
+    pub(crate) links: [Option<Link>; 3],
 }
 
 impl Callbacks {
@@ -401,6 +405,9 @@ impl RedisQueue {
             .map(|job| Member::Job(Box::new(job)))
             .collect();
         let members = prepare_members(self, id, None, &members)?;
+        if let Some(recorder) = self.recorder() {
+            return Ok(recorder.add_to_batch(self, id, &members).await);
+        }
         self.send_batch(id, BatchDispatch::Add, &members).await
     }
 

@@ -123,6 +123,11 @@ impl Chain {
         });
         async move {
             let (queue, mut links) = prepared?;
+            if let Some(recorder) = queue.recorder() {
+                let id = links.first.uuid;
+                recorder.chain(&queue, links).await;
+                return Ok(id);
+            }
             for parked in std::mem::take(&mut links.batches) {
                 queue
                     .park_batch(parked.id, parked.opening, &parked.members)
@@ -232,9 +237,9 @@ impl Chain {
 
 /// A batch that is a link of a chain, created with the chain and parked until it is reached.
 pub(crate) struct ParkedBatch {
-    id: Uuid,
-    opening: Opening,
-    members: Vec<Prepared>,
+    pub(crate) id: Uuid,
+    pub(crate) opening: Opening,
+    pub(crate) members: Vec<Prepared>,
 }
 
 impl std::fmt::Debug for ParkedBatch {

@@ -1,0 +1,269 @@
+//! Testing code that dispatches jobs, without Redis: a fake queue that records every dispatch
+//! instead of pushing it (Laravel's `Queue::fake()`, Sidekiq's `Testing.fake!`).
+//!
+//! [`fake()`] installs a fake on the current thread until it is dropped: every dispatch on
+//! that thread that names no handle of its own (`.dispatch()`, [`Bulk`](crate::Bulk),
+//! [`Chain`](crate::Chain), [`Batch`](crate::Batch)) is recorded by it. Tests run on threads
+//! of their own, and `#[tokio::test]` runs a test and the tasks it spawns on the test's
+//! thread, so one test's fake never sees another's dispatches. For tasks on other threads (a
+//! multi-threaded runtime), wrap their futures in [`Fake::scope`], or hand the code under test
+//! [`Fake::handle`] where it takes a [`RedisQueue`].
+//!
+//! ```
+//! use jobs_core::{job, testing, Job, JobContext, JobResult};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct SendInvoice { id: u64 }
+//!
+//! #[job(queue = "billing")]
+//! impl Job for SendInvoice {
+//!     async fn handle(&self, _ctx: &JobContext) -> JobResult { Ok(()) }
+//! }
+//!
+//! // The code under test.
+//! async fn close_order(id: u64) -> Result<(), jobs_core::Error> {
+//!     SendInvoice { id }.dispatch().delay(30).await?;
+//!     Ok(())
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let fake = testing::fake();
+//! close_order(7).await.unwrap();
+//! fake.assert_pushed_with::<SendInvoice>(|invoice| invoice.id == 7);
+//! fake.assert_pushed_on::<SendInvoice>("billing");
+//! fake.assert_pushed_with_delay::<SendInvoice>(30);
+//! fake.assert_pushed_times::<SendInvoice>(1);
+//! # });
+//! ```
+//!
+//! Jobs themselves are run synchronously, through the worker's own path, by
+//! `jobs_worker::testing`, which also offers a fake that runs every dispatch inline.
+
+mod assertions;
+mod recorded;
+mod recorder;
+
+pub use recorded::{ChainLink, Origin, Recorded, RecordedBatch, RecordedChain};
+pub use recorder::Recorder;
+
+use chrono::{DateTime, Utc};
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::job::Job;
+use crate::queue::RedisQueue;
+use crate::schedule::fire::Fired;
+
+/// A fake queue: a [`RedisQueue`] handle that records what is dispatched through it and pushes
+/// nothing. Cheap to clone; clones share their records.
+///
+/// Dispatches reach it through [`Fake::handle`], or, when [installed](Fake::install) on a
+/// thread or [scoped](Fake::scope) to a future, as the default handle there. Every other
+/// operation of its handle (sizes, the failed-job store, ...) fails with an error that says it
+/// is a fake.
+#[derive(Clone, Debug)]
+pub struct Fake {
+    handle: RedisQueue,
+}
+
+/// Runs what a fake records, for a fake that runs dispatches inline (Laravel's `sync` driver).
+/// `jobs_worker::testing::inline` provides one that runs jobs as a worker does.
+pub trait RunInline: Send + Sync + 'static {
+    /// Runs `work`, recorded by the fake whose handle is `queue`. Dispatches it makes go to
+    /// the same fake when it runs in the dispatch's task.
+    fn run<'a>(&'a self, queue: &'a RedisQueue, work: Work) -> BoxFuture<'a>;
+}
+
+/// A boxed future of [`RunInline::run`].
+pub type BoxFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// What a fake that runs dispatches inline hands its runner.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Work {
+    /// A job pushed.
+    Job(Recorded),
+    /// A chain dispatched.
+    Chain(RecordedChain),
+    /// A batch dispatched.
+    Batch(RecordedBatch),
+}
+
+impl Default for Fake {
+    fn default() -> Self {
+        Fake::new()
+    }
+}
+
+impl Fake {
+    /// A fake that records, not yet installed anywhere.
+    pub fn new() -> Fake {
+        Fake::with_recorder(None)
+    }
+
+    /// A fake that records every dispatch and runs it with `runner`, before the dispatch
+    /// returns.
+    pub fn running_inline(runner: impl RunInline) -> Fake {
+        Fake::with_recorder(Some(Arc::new(runner)))
+    }
+
+    fn with_recorder(inline: Option<Arc<dyn RunInline>>) -> Fake {
+        Fake {
+            handle: RedisQueue::fake(Arc::new(Recorder::new(inline))),
+        }
+    }
+
+    /// Makes this fake the default handle of the current thread until the returned guard is
+    /// dropped (then the one installed before it, if any, is again).
+    pub fn install(&self) -> Installed {
+        INSTALLED.with(|installed| installed.borrow_mut().push(self.handle.clone()));
+        Installed {
+            fake: self.clone(),
+            _not_send: std::marker::PhantomData,
+        }
+    }
+
+    /// `future`, with this fake as the default handle while it runs, on whatever thread polls
+    /// it: for a task spawned onto a multi-threaded runtime.
+    pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
+        SCOPED.scope(self.handle.clone(), future)
+    }
+
+    /// The fake's handle, for code that takes a [`RedisQueue`] (`.via(&handle)`).
+    pub fn handle(&self) -> RedisQueue {
+        self.handle.clone()
+    }
+
+    fn recorder(&self) -> &Recorder {
+        self.handle
+            .recorder()
+            .expect("a fake's handle records")
+    }
+
+    /// Every job pushed, in order: jobs dispatched alone or in bulk, each chain's first link,
+    /// each batch's jobs, each schedule tick's job.
+    pub fn pushed(&self) -> Vec<Recorded> {
+        self.recorder().state().pushed.clone()
+    }
+
+    /// The jobs of type `J` pushed, with their values, in order.
+    pub fn pushed_of<J: Job>(&self) -> Vec<(J, Recorded)> {
+        self.recorder()
+            .state()
+            .pushed
+            .iter()
+            .filter_map(|recorded| Some((recorded.decode::<J>()?, recorded.clone())))
+            .collect()
+    }
+
+    /// The chains dispatched, in order.
+    pub fn chains(&self) -> Vec<RecordedChain> {
+        self.recorder().state().chains.clone()
+    }
+
+    /// The batches dispatched, in order (a batch that is a link of a chain, too).
+    pub fn batches(&self) -> Vec<RecordedBatch> {
+        self.recorder().state().batches.clone()
+    }
+
+    /// Forgets everything recorded, and every lock, debounce window and fired tick.
+    pub fn clear(&self) {
+        *self.recorder().state() = recorder::State::default();
+    }
+
+    /// Fires the defined schedule `name` ([`crate::schedule::define`]) for its tick `tick`,
+    /// as a worker keeping it would: its job is recorded unless a tick as late was fired
+    /// ([`Fired::Taken`]) or, without overlapping, an earlier tick's job still holds its lock
+    /// ([`Fired::Skipped`]).
+    pub async fn fire_schedule(&self, name: &str, tick: DateTime<Utc>) -> Result<Fired> {
+        let schedule = crate::schedule::defined()
+            .into_iter()
+            .find(|schedule| schedule.name() == name)
+            .ok_or_else(|| Error::UnknownSchedule(name.to_owned()))?;
+        self.handle.fire(&schedule, tick).await
+    }
+
+    /// Fires every defined schedule's ticks after `after` and until `until`, in time order,
+    /// as workers keeping them would have; returns each schedule's name, tick and what
+    /// firing it did.
+    pub async fn fire_schedules_between(
+        &self,
+        after: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<(String, DateTime<Utc>, Fired)>> {
+        let schedules = crate::schedule::defined();
+        let mut ticks: Vec<(DateTime<Utc>, usize)> = Vec::new();
+        for (at, schedule) in schedules.iter().enumerate() {
+            let between = schedule.when().ticks_between(after, until, usize::MAX);
+            ticks.extend(between.into_iter().map(|tick| (tick, at)));
+        }
+        ticks.sort();
+        let mut fired = Vec::with_capacity(ticks.len());
+        for (tick, at) in ticks {
+            let schedule = &schedules[at];
+            let outcome = self.handle.fire(schedule, tick).await?;
+            fired.push((schedule.name().to_owned(), tick, outcome));
+        }
+        Ok(fired)
+    }
+}
+
+/// A fake installed as the current thread's default handle ([`fake()`], [`Fake::install`]);
+/// dropping it uninstalls it. Derefs to the [`Fake`], for its records and assertions.
+#[derive(Debug)]
+#[must_use = "the fake is uninstalled when this guard is dropped"]
+pub struct Installed {
+    fake: Fake,
+    // Installed on one thread: uninstalled there.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl std::ops::Deref for Installed {
+    type Target = Fake;
+
+    fn deref(&self) -> &Fake {
+        &self.fake
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        let recorder = self.fake.recorder() as *const Recorder;
+        INSTALLED.with(|installed| {
+            let mut installed = installed.borrow_mut();
+            let mine = installed
+                .iter()
+                .rposition(|handle| handle.recorder().map(|r| r as *const Recorder) == Some(recorder));
+            if let Some(at) = mine {
+                installed.remove(at);
+            }
+        });
+    }
+}
+
+/// A new fake, installed as the current thread's default handle until the returned guard is
+/// dropped: Laravel's `Queue::fake()`.
+pub fn fake() -> Installed {
+    Fake::new().install()
+}
+
+thread_local! {
+    static INSTALLED: RefCell<Vec<RedisQueue>> = const { RefCell::new(Vec::new()) };
+}
+
+tokio::task_local! {
+    static SCOPED: RedisQueue;
+}
+
+/// The fake that is the default handle here, if any: the one scoped to the running future,
+/// else the one last installed on this thread.
+pub(crate) fn current() -> Option<RedisQueue> {
+    SCOPED
+        .try_with(RedisQueue::clone)
+        .ok()
+        .or_else(|| INSTALLED.with(|installed| installed.borrow().last().cloned()))
+}
