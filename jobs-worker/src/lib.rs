@@ -28,6 +28,7 @@ mod options;
 mod prometheus;
 mod runtime;
 mod stats;
+pub mod testing;
 
 pub use config::WorkerConfig;
 pub use options::WorkerOptions;

@@ -1129,7 +1129,11 @@ pub(crate) fn delay_from_due(due: &str) -> Option<Delay> {
     if due.is_empty() {
         return None;
     }
-    let seconds = |text: &str| text.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0);
+    let seconds = |text: &str| {
+        text.parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+    };
     match due.strip_prefix('@') {
         Some(at) => {
             let millis = (seconds(at)? * 1000.0).round() as i64;

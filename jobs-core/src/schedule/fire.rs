@@ -48,7 +48,7 @@ impl RedisQueue {
         };
         let lock = self.keys().unique(&envelope.queue, &lock_key);
         if let Some(recorder) = self.recorder() {
-            let overlap_lock = schedule.overlaps_guarded().then(|| (lock, OVERLAP_LOCK));
+            let overlap_lock = schedule.overlaps_guarded().then_some((lock, OVERLAP_LOCK));
             let name = schedule.name();
             return Ok(recorder
                 .fire(self, name, tick, &envelope, overlap_lock)

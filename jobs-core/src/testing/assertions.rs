@@ -99,10 +99,7 @@ impl Fake {
     pub fn assert_chained(&self, names: &[&str]) {
         let chains = self.chains();
         if !chains.iter().any(|chain| chain.names() == names) {
-            panic!(
-                "expected a chain of {names:?}{}",
-                chain_listing(&chains)
-            );
+            panic!("expected a chain of {names:?}{}", chain_listing(&chains));
         }
     }
 
@@ -148,9 +145,11 @@ impl Fake {
     #[track_caller]
     fn assert_pushed_where<J: Job>(&self, wanted: &str, check: impl Fn(&J, &Recorded) -> bool) {
         let pushed = self.pushed();
-        let found = pushed
-            .iter()
-            .any(|recorded| recorded.decode::<J>().is_some_and(|job| check(&job, recorded)));
+        let found = pushed.iter().any(|recorded| {
+            recorded
+                .decode::<J>()
+                .is_some_and(|job| check(&job, recorded))
+        });
         if !found {
             panic!("expected {} pushed{wanted}{}", J::NAME, listing(&pushed));
         }

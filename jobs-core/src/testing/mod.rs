@@ -82,6 +82,8 @@ pub trait RunInline: Send + Sync + 'static {
 pub type BoxFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// What a fake that runs dispatches inline hands its runner.
+// Records of a test, built once and read: the size of their variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Work {
@@ -139,9 +141,7 @@ impl Fake {
     }
 
     fn recorder(&self) -> &Recorder {
-        self.handle
-            .recorder()
-            .expect("a fake's handle records")
+        self.handle.recorder().expect("a fake's handle records")
     }
 
     /// Every job pushed, in order: jobs dispatched alone or in bulk, each chain's first link,
@@ -235,9 +235,9 @@ impl Drop for Installed {
         let recorder = self.fake.recorder() as *const Recorder;
         INSTALLED.with(|installed| {
             let mut installed = installed.borrow_mut();
-            let mine = installed
-                .iter()
-                .rposition(|handle| handle.recorder().map(|r| r as *const Recorder) == Some(recorder));
+            let mine = installed.iter().rposition(|handle| {
+                handle.recorder().map(|r| r as *const Recorder) == Some(recorder)
+            });
             if let Some(at) = mine {
                 installed.remove(at);
             }
@@ -261,7 +261,7 @@ tokio::task_local! {
 
 /// The fake that is the default handle here, if any: the one scoped to the running future,
 /// else the one last installed on this thread.
-pub(crate) fn current() -> Option<RedisQueue> {
+pub fn current() -> Option<RedisQueue> {
     SCOPED
         .try_with(RedisQueue::clone)
         .ok()

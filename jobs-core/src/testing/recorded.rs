@@ -55,7 +55,8 @@ pub enum Origin {
 }
 
 impl Recorded {
-    pub(crate) fn from_envelope(envelope: &Envelope, origin: Origin) -> Option<Recorded> {
+    /// The record of `envelope`, pushed by `origin`; `None` when its payload is not a job payload.
+    pub fn from_envelope(envelope: &Envelope, origin: Origin) -> Option<Recorded> {
         Some(Recorded {
             uuid: envelope.uuid,
             job: envelope.job.to_string(),
@@ -144,6 +145,8 @@ pub struct RecordedChain {
 }
 
 /// One link of a recorded chain.
+// Records of a test, built once and read: the size of their variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum ChainLink {
     /// A job.

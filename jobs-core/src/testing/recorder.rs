@@ -239,7 +239,9 @@ fn recorded_chain(links: &ChainLinks, id: Uuid, parked: &[ParkedBatch]) -> Recor
                 recorded.push(ChainLink::Batch(Box::new(batch)));
                 recorded.extend(then.map(ChainLink::Job));
             }
-            None => recorded.extend(Recorded::from_link(link, Origin::Chain { id }).map(ChainLink::Job)),
+            None => {
+                recorded.extend(Recorded::from_link(link, Origin::Chain { id }).map(ChainLink::Job))
+            }
         }
     }
     RecordedChain {

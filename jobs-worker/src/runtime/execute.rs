@@ -19,7 +19,6 @@ use super::deadline::Deadline;
 use super::decode::Decoded;
 use super::lease::Held;
 
-use super::reserved::Reserved;
 use super::rules::{AttemptError, Limits, Verdict};
 use super::time::{sleep_for, unix_seconds};
 
@@ -34,38 +33,36 @@ pub(crate) struct Surroundings<'a> {
     pub(crate) redis: &'a Arc<RedisQueue>,
     /// Where the attempt's holds go: the running job's entry, which the heartbeat renews.
     pub(crate) holds: Arc<Holds>,
-    /// Whether the batches of the worker's jobs were cancelled.
-    pub(crate) cancelled: &'a CancelledBatches,
+    /// Whether the batches of the worker's jobs were cancelled (`None`: a synchronous run,
+    /// which runs them whatever their batch).
+    pub(crate) cancelled: Option<&'a CancelledBatches>,
     /// When the worker began processing the job: a cancellation read before is too old.
     pub(crate) started: std::time::Instant,
 }
 
-/// Checks the attempts, decodes the job and runs it through its middleware: the verdict, with
-/// the attempt's error if it failed, and the context whose holds the settling frees.
+/// Checks the attempts, decodes the job taken from `queue` and runs it through its middleware:
+/// the verdict, with the attempt's error if it failed, and the context whose holds the
+/// settling frees. A worker's job is `held` in its registry of running jobs, whose watchdog
+/// sees a handler that blocks its thread; a synchronous run has none.
 pub(crate) async fn run(
     around: Surroundings<'_>,
     decoded: &Decoded,
-    job: &Reserved,
-    held: &Held,
+    queue: &str,
+    held: Option<&Held>,
     interrupt: CancellationToken,
 ) -> (Verdict, Option<String>, Arc<JobContext>) {
     let payload = &decoded.payload;
     let limits = limits(around.config, decoded);
     let ctx = Arc::new(
-        JobContext::new(
-            payload.uuid,
-            &payload.job,
-            &job.queue.name,
-            payload.attempts,
-        )
-        .with_redis(around.redis.clone(), around.config.retry_after)
-        .with_holds(around.holds)
-        .with_chain(payload.chain)
-        .with_batch(payload.batch),
+        JobContext::new(payload.uuid, &payload.job, queue, payload.attempts)
+            .with_redis(around.redis.clone(), around.config.retry_after)
+            .with_holds(around.holds)
+            .with_chain(payload.chain)
+            .with_batch(payload.batch),
     );
     let unique_lock = payload.unique.as_ref().map(|unique| {
         let hold = Hold {
-            key: around.redis.keys().unique(&job.queue.name, &unique.key),
+            key: around.redis.keys().unique(queue, &unique.key),
             owner: payload.uuid.to_string(),
         };
         ctx.holds().add(hold.clone(), HoldUntil::Job);
@@ -75,11 +72,9 @@ pub(crate) async fn run(
     if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts, now) {
         return (verdict, None, ctx);
     }
-    if let Some(batch) = payload.batch {
+    if let (Some(batch), Some(cancelled)) = (payload.batch, around.cancelled) {
         // Boxed: jobs of no batch carry none of this state in their attempt's future.
-        let cancelled = around
-            .cancelled
-            .cancelled(around.redis, batch, around.started);
+        let cancelled = cancelled.cancelled(around.redis, batch, around.started);
         match Box::pin(cancelled).await {
             Ok(true) => {
                 info!(status = "SKIPPED", batch = %batch, "its batch was cancelled");
@@ -135,14 +130,14 @@ async fn execute(
     ctx: &Arc<JobContext>,
     limits: &Limits,
     display_name: &str,
-    held: &Held,
+    held: Option<&Held>,
     interrupt: CancellationToken,
 ) -> (Verdict, Option<String>) {
     // The attempt runs inside this task: a panic is caught where it happens, and stopping
     // it (timeout, shutdown) drops its future at its next `.await`. A handler that blocks
     // its thread never reaches an `.await`; the watchdog sees its deadline.
     let handler = AssertUnwindSafe(attempt).catch_unwind();
-    let watched = limits.timeout.map(|timeout| {
+    let watched = held.zip(limits.timeout).map(|(held, timeout)| {
         held.watch(Deadline::new(
             timeout,
             ctx.clone(),

@@ -25,8 +25,7 @@ use super::decode::{decode_payload, Decoded, PayloadCopy};
 /// Most owed hooks one worker takes at a time.
 const CLAIM: usize = 10;
 
-/// Runs a failed job's `failed()` hook, bounded by the worker's timeout; its panic or overrun
-/// is logged, then it reports the hook done.
+/// Runs a failed job's `failed()` hook ([`call`]), then reports the hook done.
 pub(crate) async fn run(
     queue: &RedisQueue,
     config: &WorkerConfig,
@@ -34,19 +33,32 @@ pub(crate) async fn run(
     ctx: FailedContext,
 ) {
     let uuid = ctx.uuid().to_string();
-    if let Ok(hook) = decoded.registration.failed(decoded.data(), ctx) {
-        let bound = config.timeout.unwrap_or(Duration::from_secs(60));
-        match tokio::time::timeout(bound, AssertUnwindSafe(hook).catch_unwind()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(panic)) => warn!(panic = %panic_message(&*panic), "the failed() hook panicked"),
-            Err(_) => warn!(
-                timeout_s = bound.as_secs_f64(),
-                "the failed() hook ran out of time"
-            ),
-        }
-    }
+    call(config, decoded, ctx).await;
     if let Err(err) = queue.hook_done(&uuid).await {
         warn!(error = %err, uuid, "cannot report the failed() hook done; another worker may run it again");
+    }
+}
+
+/// Runs a failed job's `failed()` hook, bounded by the worker's timeout; its panic or overrun
+/// is logged. Returns whether it ran to its end.
+pub(crate) async fn call(config: &WorkerConfig, decoded: &Decoded, ctx: FailedContext) -> bool {
+    let Ok(hook) = decoded.registration.failed(decoded.data(), ctx) else {
+        return false;
+    };
+    let bound = config.timeout.unwrap_or(Duration::from_secs(60));
+    match tokio::time::timeout(bound, AssertUnwindSafe(hook).catch_unwind()).await {
+        Ok(Ok(())) => true,
+        Ok(Err(panic)) => {
+            warn!(panic = %panic_message(&*panic), "the failed() hook panicked");
+            false
+        }
+        Err(_) => {
+            warn!(
+                timeout_s = bound.as_secs_f64(),
+                "the failed() hook ran out of time"
+            );
+            false
+        }
     }
 }
 

@@ -111,7 +111,7 @@ impl Processor {
                         middleware: &self.middleware,
                         redis: &self.redis,
                         holds,
-                        cancelled: &self.cancelled,
+                        cancelled: Some(&self.cancelled),
                         started,
                     };
                     // Listeners and hooks run boxed, so a worker without them carries none of
@@ -129,8 +129,14 @@ impl Processor {
                     }
                     // Boxed: the attempt's state is large, and this future is moved into its
                     // task and polled often.
-                    let (verdict, error, ctx) =
-                        Box::pin(execute::run(around, &decoded, &job, &held, interrupt)).await;
+                    let (verdict, error, ctx) = Box::pin(execute::run(
+                        around,
+                        &decoded,
+                        &job.queue.name,
+                        Some(&held),
+                        interrupt,
+                    ))
+                    .await;
                     let (verdict, workflow) = workflow_progress(&self.settler.queue, &ctx, verdict);
                     let reported = event.map(|event| (event, verdict.clone(), error.clone()));
                     let id = JobId {

@@ -1,0 +1,357 @@
+//! Running a job synchronously, through the path a worker's attempt takes.
+
+use jobs_core::middleware::Layer;
+use jobs_core::payload::counters::{self, counters};
+use jobs_core::payload::with_attempts;
+use jobs_core::queue::hold::Holds;
+use jobs_core::queue::Envelope;
+use jobs_core::testing::{Fake, Origin, Recorded};
+use jobs_core::{FailedContext, Job, PendingDispatch, QueueConfig, RedisQueue};
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use tracing::{warn, Instrument};
+
+use crate::config::WorkerConfig;
+use crate::runtime::decode::{decode_payload, PayloadCopy};
+use crate::runtime::execute::{self, job_span, Surroundings};
+use crate::runtime::hooks;
+use crate::runtime::rules::Verdict;
+
+/// How many attempts [`Run::to_end`] makes at most, by default: Sidekiq's retry count.
+pub const MAX_ATTEMPTS: usize = 25;
+
+/// A synchronous run of a job being prepared: await it for one attempt, or call
+/// [`Run::to_end`] for every attempt until the job is done or failed.
+///
+/// The attempt takes the worker's path: the attempt rules (tries, `retry_until`), the
+/// worker's middleware then the job's and the dispatch's, the timeout, panics caught, the
+/// release, retry and fail verdicts with the job's backoff, and the `failed()` hook of a job
+/// that failed for good. Backoffs are reported, not waited.
+#[must_use = "a run does nothing until it is awaited"]
+pub struct Run {
+    /// The payload as pushed, or why the dispatch could not build one.
+    payload: Result<String, String>,
+    queue: String,
+    config: WorkerConfig,
+    middleware: Vec<Layer>,
+    redis: Option<RedisQueue>,
+    attempt: u32,
+    max_attempts: usize,
+}
+
+/// A synchronous run of `job`, with its type's options.
+pub fn run<J: Job>(job: J) -> Run {
+    Run::dispatch(job.dispatch())
+}
+
+impl Run {
+    /// A synchronous run of the job `dispatch` would push, with its options (tries, backoff,
+    /// timeout, middleware by name, queue).
+    pub fn dispatch<J: Job>(dispatch: PendingDispatch<J>) -> Run {
+        match dispatch.envelope() {
+            Ok(envelope) => Run::payload(envelope.queue, envelope.payload),
+            Err(err) => Run {
+                payload: Err(err.to_string()),
+                ..Run::payload(String::new(), String::new())
+            },
+        }
+    }
+
+    /// A synchronous run of a job a fake queue recorded.
+    pub fn recorded(job: &Recorded) -> Run {
+        Run::payload(job.queue.clone(), job.payload.to_json())
+    }
+
+    fn payload(queue: String, payload: String) -> Run {
+        Run {
+            payload: Ok(payload),
+            queue,
+            config: WorkerConfig::default(),
+            middleware: Vec::new(),
+            redis: None,
+            attempt: 1,
+            max_attempts: MAX_ATTEMPTS,
+        }
+    }
+
+    /// Runs it as its `attempt`th attempt (default 1): to see what its last try does.
+    pub fn attempt(mut self, attempt: u32) -> Run {
+        self.attempt = attempt.max(1);
+        self
+    }
+
+    /// Runs it as a worker with this configuration would (default: [`WorkerConfig::default`],
+    /// one try, no backoff, a 60 s timeout): the tries, backoff and timeout of a job that
+    /// sets none.
+    pub fn config(mut self, config: WorkerConfig) -> Run {
+        self.config = config;
+        self
+    }
+
+    /// Runs it through this worker middleware, outside the job's own (as `Worker::middleware`).
+    pub fn middleware(mut self, layer: impl Into<Layer>) -> Run {
+        self.middleware.push(layer.into());
+        self
+    }
+
+    /// Gives the run this Redis handle: middleware that keeps its state in Redis (rate limits,
+    /// funnels, overlap locks, throttles) use it, and what the job dispatches goes there when
+    /// it dispatches through its context's handle. Without one, the run uses the fake queue
+    /// installed here, if any, else a fake of its own; such middleware then fails the attempt,
+    /// saying it needs a real Redis.
+    pub fn via(mut self, queue: &RedisQueue) -> Run {
+        self.redis = Some(queue.clone());
+        self
+    }
+
+    /// [`Run::to_end`] makes at most this many attempts (default [`MAX_ATTEMPTS`]), for a job
+    /// with unlimited tries that keeps coming back.
+    pub fn max_attempts(mut self, attempts: usize) -> Run {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// Runs one attempt.
+    pub async fn once(self) -> Attempt {
+        let reserved = self.with_attempts(self.attempt);
+        let redis = self.handle();
+        self.attempt_with(&reserved, &redis).await
+    }
+
+    /// Runs attempts until the job is done, skipped or failed (or [`Run::max_attempts`] were
+    /// made), each after the one before without waiting its backoff, with its counters
+    /// carried as Redis would carry them: a release counts an attempt, a retry an exception,
+    /// a requeue neither.
+    pub async fn to_end(self) -> Runs {
+        let redis = self.handle();
+        let mut pushed = self.with_attempts(self.attempt - 1);
+        let mut attempts = Vec::new();
+        while attempts.len() < self.max_attempts {
+            let made = counters(&pushed).map_or(0, |c| c.attempts);
+            let reserved = with_attempts(&pushed, made + 1).unwrap_or_else(|| pushed.clone());
+            let attempt = self.attempt_with(&reserved, &redis).await;
+            let next = match attempt.outcome {
+                Outcome::Released(_) => Some(reserved.clone()),
+                Outcome::Retried(_) => counters::after_exception(&reserved),
+                Outcome::Requeued(_) => counters::requeued(&reserved),
+                Outcome::Done | Outcome::Skipped | Outcome::Failed(_) => None,
+            };
+            attempts.push(attempt);
+            match next {
+                Some(next) => pushed = next,
+                None => break,
+            }
+        }
+        Runs { attempts }
+    }
+
+    /// The payload with its attempts counter at `attempts`.
+    fn with_attempts(&self, attempts: u32) -> String {
+        let payload = self.payload.as_deref().unwrap_or_default();
+        with_attempts(payload, attempts).unwrap_or_else(|| payload.to_owned())
+    }
+
+    fn handle(&self) -> Arc<RedisQueue> {
+        let handle = self
+            .redis
+            .clone()
+            .or_else(jobs_core::testing::current)
+            .unwrap_or_else(|| Fake::new().handle());
+        Arc::new(handle)
+    }
+
+    /// One attempt of the reserved copy `reserved`, settled as a worker would settle it but
+    /// for the queue: what it holds is freed, the `failed()` hook of a failed job called.
+    async fn attempt_with(&self, reserved: &str, redis: &Arc<RedisQueue>) -> Attempt {
+        let number = counters(reserved).map_or(self.attempt, |c| c.attempts);
+        let payload = match &self.payload {
+            Ok(_) => reserved,
+            Err(why) => return Attempt::failed(number, why.clone()),
+        };
+        // Synchronous runs check no signature: the payload was built here.
+        let unsigned = QueueConfig {
+            signing_key: None,
+            ..redis.config().clone()
+        };
+        let decoded = match decode_payload(payload, PayloadCopy::Reserved, &unsigned) {
+            Ok(decoded) => decoded,
+            Err(undecodable) => return Attempt::failed(number, undecodable.reason),
+        };
+        let uuid = decoded.payload.uuid;
+        let span = job_span(
+            &decoded.payload.display_name,
+            &uuid.to_string(),
+            &self.queue,
+            number,
+        );
+        async {
+            let around = Surroundings {
+                config: &self.config,
+                middleware: &self.middleware,
+                redis,
+                holds: Arc::new(Holds::default()),
+                cancelled: None,
+                started: Instant::now(),
+            };
+            let interrupt = CancellationToken::new();
+            let (verdict, error, ctx) =
+                execute::run(around, &decoded, &self.queue, None, interrupt).await;
+            let settled = matches!(verdict, Verdict::Done | Verdict::Skip | Verdict::Fail(_));
+            if let Err(err) = redis.free_holds(&ctx.holds().to_free(settled)).await {
+                warn!(error = %err, "cannot free what the job held");
+            }
+            let mut attempt = Attempt {
+                number,
+                outcome: Outcome::from(verdict),
+                error,
+                failed_hook_ran: false,
+                chain_prepended: Vec::new(),
+                chain_appended: Vec::new(),
+                batch_added: Vec::new(),
+            };
+            let chain = ctx.chain_progress();
+            let batch = ctx.batch_progress();
+            if matches!(attempt.outcome, Outcome::Done | Outcome::Skipped) {
+                if let Some((id, edits)) = chain {
+                    attempt.chain_prepended = records(&edits.prepend, Origin::Chain { id });
+                    attempt.chain_appended = records(&edits.append, Origin::Chain { id });
+                }
+                if let Some((id, added)) = batch {
+                    attempt.batch_added = records(&added, Origin::Batch { id });
+                }
+            }
+            if let Outcome::Failed(reason) = &attempt.outcome {
+                if decoded.registration.options().failed_hook {
+                    let failed =
+                        FailedContext::new(uuid, ctx.job_name(), &self.queue, number, reason);
+                    attempt.failed_hook_ran = hooks::call(&self.config, &decoded, failed).await;
+                }
+            }
+            attempt
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+impl IntoFuture for Run {
+    type Output = Attempt;
+    type IntoFuture = Pin<Box<dyn Future<Output = Attempt> + Send>>;
+
+    /// One attempt, as [`Run::once`].
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.once())
+    }
+}
+
+fn records(envelopes: &[Envelope], origin: Origin) -> Vec<Recorded> {
+    envelopes
+        .iter()
+        .filter_map(|envelope| Recorded::from_envelope(envelope, origin.clone()))
+        .collect()
+}
+
+/// What became of a job after an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// It finished.
+    Done,
+    /// A middleware (or the handler) skipped it: settled as done without running the rest.
+    Skipped,
+    /// The handler or a middleware released it, to run again after this delay; the attempt
+    /// counts towards its tries.
+    Released(Duration),
+    /// The attempt failed (an error, a panic, a timeout) with tries left: it runs again after
+    /// this backoff.
+    Retried(Duration),
+    /// A middleware put it back, to run again after this delay without counting the attempt
+    /// (a limit or a lock that was busy).
+    Requeued(Duration),
+    /// It failed for good, for this reason; a worker would record it in the failed-job store.
+    Failed(String),
+}
+
+impl From<Verdict> for Outcome {
+    fn from(verdict: Verdict) -> Outcome {
+        match verdict {
+            Verdict::Done => Outcome::Done,
+            Verdict::Skip => Outcome::Skipped,
+            Verdict::Release(after) => Outcome::Released(after),
+            Verdict::Retry(after) => Outcome::Retried(after),
+            Verdict::Requeue(after) => Outcome::Requeued(after),
+            Verdict::Fail(reason) => Outcome::Failed(reason),
+        }
+    }
+}
+
+/// What one attempt of a synchronous run did.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Attempt {
+    /// Its number: 1 for the first.
+    pub number: u32,
+    /// What became of the job.
+    pub outcome: Outcome,
+    /// The error the attempt ended with, its panic or its timeout, if it failed.
+    pub error: Option<String>,
+    /// Whether the job's `failed()` hook ran to its end (a job that failed for good).
+    pub failed_hook_ran: bool,
+    /// The links its handler put in front of the rest of its chain
+    /// ([`ChainEdits::prepend`](jobs_core::workflow::ChainEdits::prepend)), as they were
+    /// prepended, once it is done.
+    pub chain_prepended: Vec<Recorded>,
+    /// The links its handler added at the end of its chain, once it is done.
+    pub chain_appended: Vec<Recorded>,
+    /// The jobs its handler added to its batch, once it is done.
+    pub batch_added: Vec<Recorded>,
+}
+
+impl Attempt {
+    fn failed(number: u32, reason: String) -> Attempt {
+        Attempt {
+            number,
+            outcome: Outcome::Failed(reason),
+            error: None,
+            failed_hook_ran: false,
+            chain_prepended: Vec::new(),
+            chain_appended: Vec::new(),
+            batch_added: Vec::new(),
+        }
+    }
+}
+
+/// Every attempt of [`Run::to_end`], in order.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Runs {
+    /// The attempts made.
+    pub attempts: Vec<Attempt>,
+}
+
+impl Runs {
+    /// The last attempt.
+    pub fn last(&self) -> &Attempt {
+        self.attempts
+            .last()
+            .expect("a run makes one attempt at least")
+    }
+
+    /// What became of the job in the end.
+    pub fn outcome(&self) -> &Outcome {
+        &self.last().outcome
+    }
+
+    /// Whether it was done (or skipped) in the end.
+    pub fn succeeded(&self) -> bool {
+        matches!(self.outcome(), Outcome::Done | Outcome::Skipped)
+    }
+
+    /// Whether it failed for good in the end.
+    pub fn failed(&self) -> bool {
+        matches!(self.outcome(), Outcome::Failed(_))
+    }
+}
