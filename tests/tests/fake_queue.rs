@@ -228,24 +228,16 @@ fn fakes_of_tests_running_at_once_stay_apart() {
     assert_eq!((one_audits, two_audits), (100, 100));
 }
 
-/// Turns a dispatch into a `'static` future, to spawn.
-trait IntoTask {
-    fn into_future_task(self) -> impl std::future::Future<Output = ()> + Send + 'static;
-}
-
-impl<J: Job> IntoTask for jobs_core::PendingDispatch<J> {
-    fn into_future_task(self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        async move {
-            self.await.unwrap();
-        }
-    }
+/// A dispatch as a task to spawn.
+async fn task<J: Job>(dispatch: jobs_core::PendingDispatch<J>) {
+    dispatch.await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scoped_fake_records_tasks_on_other_threads_and_a_fake_uninstalls_when_dropped() {
     let fake = Fake::new();
     let tasks: Vec<_> = (0..20)
-        .map(|id| tokio::spawn(fake.scope(SendInvoice { id }.dispatch().into_future_task())))
+        .map(|id| tokio::spawn(fake.scope(task(SendInvoice { id }.dispatch()))))
         .collect();
     for task in tasks {
         task.await.unwrap();
