@@ -199,15 +199,8 @@ fn fakes_of_tests_running_at_once_stay_apart() {
                 for id in first_id..first_id + 100 {
                     SendInvoice { id }.dispatch().await.unwrap();
                     // Spawned tasks of a current-thread runtime run on the test's thread.
-                    tokio::spawn(
-                        Audit {
-                            note: id.to_string(),
-                        }
-                        .dispatch()
-                        .into_future_task(),
-                    )
-                    .await
-                    .unwrap();
+                    let note = id.to_string();
+                    tokio::spawn(task(Audit { note }.dispatch())).await.unwrap();
                     tokio::task::yield_now().await;
                 }
                 together.wait();
