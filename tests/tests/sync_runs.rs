@@ -238,7 +238,8 @@ async fn middleware_runs_as_in_a_worker() {
     let Outcome::Failed(reason) = &limited.outcome else {
         panic!("expected a failure, got {:?}", limited.outcome);
     };
-    assert!(reason.contains("fake queue"), "{reason}");
+    assert!(reason.contains("keeps its state in Redis"), "{reason}");
+    assert!(reason.contains("Run::via"), "{reason}");
 
     static SEEN: AtomicU32 = AtomicU32::new(0);
     let runs = run(Flaky { succeeds_on: 1 })
@@ -505,4 +506,29 @@ async fn an_inline_unique_job_frees_its_lock_when_it_is_done() {
     RefreshAccount { account: 2 }.dispatch().await.unwrap();
     assert!(RefreshAccount { account: 2 }.dispatch().await.is_err());
     fake.assert_pushed_times::<RefreshAccount>(1);
+}
+
+#[tokio::test]
+async fn a_run_given_a_real_redis_runs_the_middleware_that_keeps_state_there() {
+    let redis = tests::TestRedis::start();
+    let queue = redis.queue();
+    let limited = || {
+        Run::dispatch(
+            Guarded {
+                skip: false,
+                limited: true,
+            }
+            .dispatch(),
+        )
+        .via(&queue)
+    };
+    assert_eq!(limited().await.outcome, Outcome::Done);
+    // One a minute: the second run finds the limit spent and is put back until it frees.
+    let Outcome::Requeued(after) = limited().await.outcome else {
+        panic!("expected the second run to be requeued");
+    };
+    assert!(
+        after > Duration::from_secs(50) && after <= Duration::from_secs(60),
+        "{after:?}"
+    );
 }

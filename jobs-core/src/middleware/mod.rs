@@ -224,14 +224,15 @@ pub(crate) async fn run_holding(
 }
 
 /// The worker's Redis handle, or the error a Redis-backed middleware ends the attempt with
-/// when the job runs without one.
+/// when the job runs without one (or with a fake queue's, in a test).
 pub(crate) fn redis<'c>(
     ctx: &'c JobContext,
     what: &str,
 ) -> Result<&'c crate::RedisQueue, JobError> {
-    ctx.redis().ok_or_else(|| {
+    ctx.redis().filter(|redis| !redis.is_fake()).ok_or_else(|| {
         JobError::msg(format!(
-            "{what} keeps its state in Redis and needs the job to run in a worker"
+            "{what} keeps its state in Redis: run the job in a worker, or synchronously with a \
+             real Redis handle (jobs_worker::testing::Run::via)"
         ))
     })
 }
