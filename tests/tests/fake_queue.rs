@@ -11,36 +11,36 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 #[derive(Serialize, Deserialize, Debug, PartialEq)]
-struct SendInvoice {
+struct Invoice {
     id: u64,
 }
 
 #[job(queue = "billing", tries = 4)]
-impl Job for SendInvoice {
+impl Job for Invoice {
     async fn handle(&self, _: &JobContext) -> JobResult {
         Ok(())
     }
 }
 
 #[derive(Serialize, Deserialize)]
-struct Audit {
+struct AuditNote {
     note: String,
 }
 
 #[job]
-impl Job for Audit {
+impl Job for AuditNote {
     async fn handle(&self, _: &JobContext) -> JobResult {
         Ok(())
     }
 }
 
 #[derive(Serialize, Deserialize)]
-struct RefreshAccount {
+struct AccountRefresh {
     account: u64,
 }
 
 #[job(unique_for = 60)]
-impl Job for RefreshAccount {
+impl Job for AccountRefresh {
     async fn handle(&self, _: &JobContext) -> JobResult {
         Ok(())
     }
@@ -51,13 +51,13 @@ impl Job for RefreshAccount {
 }
 
 #[derive(Serialize, Deserialize)]
-struct Reindex {
+struct ShopReindex {
     shop: u64,
     version: u64,
 }
 
 #[job(debounce = 30)]
-impl Job for Reindex {
+impl Job for ShopReindex {
     async fn handle(&self, _: &JobContext) -> JobResult {
         Ok(())
     }
@@ -86,8 +86,8 @@ fn runtime() -> tokio::runtime::Runtime {
 #[tokio::test]
 async fn a_dispatch_is_recorded_with_its_queue_delay_and_options_and_nothing_is_pushed() {
     let fake = testing::fake();
-    let uuid = SendInvoice { id: 7 }.dispatch().delay(30).await.unwrap();
-    Audit { note: "x".into() }
+    let uuid = Invoice { id: 7 }.dispatch().delay(30).await.unwrap();
+    AuditNote { note: "x".into() }
         .dispatch()
         .on_queue("audit")
         .tag("order:7")
@@ -97,30 +97,30 @@ async fn a_dispatch_is_recorded_with_its_queue_delay_and_options_and_nothing_is_
     let pushed = fake.pushed();
     assert_eq!(pushed.len(), 2);
     assert_eq!(pushed[0].uuid, uuid);
-    assert_eq!(pushed[0].job, "SendInvoice");
+    assert_eq!(pushed[0].job, "Invoice");
     assert_eq!(pushed[0].queue, "billing");
     assert_eq!(pushed[0].delay, Some(Delay::After(Duration::from_secs(30))));
     assert_eq!(pushed[0].payload.max_tries, Some(4));
     assert_eq!(pushed[0].origin, Origin::Dispatch);
     assert_eq!(pushed[1].payload.tags, ["order:7"]);
     assert_eq!(
-        fake.pushed_of::<SendInvoice>()
+        fake.pushed_of::<Invoice>()
             .into_iter()
             .map(|(job, _)| job)
             .collect::<Vec<_>>(),
-        [SendInvoice { id: 7 }]
+        [Invoice { id: 7 }]
     );
 
-    fake.assert_pushed::<SendInvoice>();
-    fake.assert_pushed_with::<SendInvoice>(|invoice| invoice.id == 7);
-    fake.assert_pushed_on::<SendInvoice>("billing");
-    fake.assert_pushed_on::<Audit>("audit");
-    fake.assert_pushed_with_delay::<SendInvoice>(30);
-    fake.assert_pushed_times::<SendInvoice>(1);
-    fake.assert_pushed_matching::<Audit>(|audit, record| {
+    fake.assert_pushed::<Invoice>();
+    fake.assert_pushed_with::<Invoice>(|invoice| invoice.id == 7);
+    fake.assert_pushed_on::<Invoice>("billing");
+    fake.assert_pushed_on::<AuditNote>("audit");
+    fake.assert_pushed_with_delay::<Invoice>(30);
+    fake.assert_pushed_times::<Invoice>(1);
+    fake.assert_pushed_matching::<AuditNote>(|audit, record| {
         audit.note == "x" && record.payload.tags == ["order:7"]
     });
-    fake.assert_not_pushed::<RefreshAccount>();
+    fake.assert_not_pushed::<AccountRefresh>();
     // Every other operation of the fake's handle says it is a fake.
     let error = fake.handle().size("billing").await.unwrap_err().to_string();
     assert!(error.contains("fake queue"), "{error}");
@@ -129,44 +129,44 @@ async fn a_dispatch_is_recorded_with_its_queue_delay_and_options_and_nothing_is_
 #[tokio::test]
 async fn each_assertion_fails_when_it_does_not_hold_listing_what_was_pushed() {
     let fake = testing::fake();
-    let nothing = failure(|| fake.assert_pushed::<SendInvoice>()).unwrap();
+    let nothing = failure(|| fake.assert_pushed::<Invoice>()).unwrap();
     assert!(
-        nothing.contains("expected SendInvoice pushed; nothing was pushed"),
+        nothing.contains("expected Invoice pushed; nothing was pushed"),
         "{nothing}"
     );
     fake.assert_nothing_pushed();
 
-    SendInvoice { id: 7 }.dispatch().delay(30).await.unwrap();
-    SendInvoice { id: 8 }.dispatch().await.unwrap();
-    let listing = "2 job(s) pushed:\n  1. SendInvoice on \"billing\", delayed 30s: {\"id\":7}\n  2. SendInvoice on \"billing\": {\"id\":8}";
+    Invoice { id: 7 }.dispatch().delay(30).await.unwrap();
+    Invoice { id: 8 }.dispatch().await.unwrap();
+    let listing = "2 job(s) pushed:\n  1. Invoice on \"billing\", delayed 30s: {\"id\":7}\n  2. Invoice on \"billing\": {\"id\":8}";
     let cases: Vec<(Option<String>, &str)> = vec![
         (
-            failure(|| fake.assert_pushed_with::<SendInvoice>(|i| i.id == 9)),
-            "expected SendInvoice pushed matching the check",
+            failure(|| fake.assert_pushed_with::<Invoice>(|i| i.id == 9)),
+            "expected Invoice pushed matching the check",
         ),
         (
-            failure(|| fake.assert_pushed_on::<SendInvoice>("default")),
-            "expected SendInvoice pushed on queue \"default\"",
+            failure(|| fake.assert_pushed_on::<Invoice>("default")),
+            "expected Invoice pushed on queue \"default\"",
         ),
         (
-            failure(|| fake.assert_pushed_with_delay::<SendInvoice>(60)),
-            "expected SendInvoice pushed with delay After(60s)",
+            failure(|| fake.assert_pushed_with_delay::<Invoice>(60)),
+            "expected Invoice pushed with delay After(60s)",
         ),
         (
-            failure(|| fake.assert_pushed_times::<SendInvoice>(3)),
-            "expected SendInvoice pushed 3 time(s), found 2",
+            failure(|| fake.assert_pushed_times::<Invoice>(3)),
+            "expected Invoice pushed 3 time(s), found 2",
         ),
         (
-            failure(|| fake.assert_not_pushed::<SendInvoice>()),
-            "expected SendInvoice pushed 0 time(s), found 2",
+            failure(|| fake.assert_not_pushed::<Invoice>()),
+            "expected Invoice pushed 0 time(s), found 2",
         ),
         (
             failure(|| fake.assert_nothing_pushed()),
             "expected nothing pushed",
         ),
         (
-            failure(|| fake.assert_pushed::<Audit>()),
-            "expected Audit pushed",
+            failure(|| fake.assert_pushed::<AuditNote>()),
+            "expected AuditNote pushed",
         ),
     ];
     for (message, expected) in cases {
@@ -174,10 +174,10 @@ async fn each_assertion_fails_when_it_does_not_hold_listing_what_was_pushed() {
         assert!(message.starts_with(expected), "{message}");
         assert!(message.ends_with(listing), "{message}");
     }
-    let chained = failure(|| fake.assert_chained(&["SendInvoice"])).unwrap();
+    let chained = failure(|| fake.assert_chained(&["Invoice"])).unwrap();
     assert_eq!(
         chained,
-        "expected a chain of [\"SendInvoice\"]; no chain was dispatched"
+        "expected a chain of [\"Invoice\"]; no chain was dispatched"
     );
     let batched = failure(|| fake.assert_batched(|_| true)).unwrap();
     assert_eq!(
@@ -197,19 +197,21 @@ fn fakes_of_tests_running_at_once_stay_apart() {
                 let fake = testing::fake();
                 together.wait();
                 for id in first_id..first_id + 100 {
-                    SendInvoice { id }.dispatch().await.unwrap();
+                    Invoice { id }.dispatch().await.unwrap();
                     // Spawned tasks of a current-thread runtime run on the test's thread.
                     let note = id.to_string();
-                    tokio::spawn(task(Audit { note }.dispatch())).await.unwrap();
+                    tokio::spawn(task(AuditNote { note }.dispatch()))
+                        .await
+                        .unwrap();
                     tokio::task::yield_now().await;
                 }
                 together.wait();
                 let ids: Vec<u64> = fake
-                    .pushed_of::<SendInvoice>()
+                    .pushed_of::<Invoice>()
                     .into_iter()
                     .map(|(job, _)| job.id)
                     .collect();
-                (ids, fake.pushed_of::<Audit>().len())
+                (ids, fake.pushed_of::<AuditNote>().len())
             })
         })
     };
@@ -230,65 +232,65 @@ async fn task<J: Job>(dispatch: jobs_core::PendingDispatch<J>) {
 async fn a_scoped_fake_records_tasks_on_other_threads_and_a_fake_uninstalls_when_dropped() {
     let fake = Fake::new();
     let tasks: Vec<_> = (0..20)
-        .map(|id| tokio::spawn(fake.scope(task(SendInvoice { id }.dispatch()))))
+        .map(|id| tokio::spawn(fake.scope(task(Invoice { id }.dispatch()))))
         .collect();
     for task in tasks {
         task.await.unwrap();
     }
-    fake.assert_pushed_times::<SendInvoice>(20);
+    fake.assert_pushed_times::<Invoice>(20);
 
     // Installed fakes nest: the inner one records until dropped, then the outer one again.
     let outer = testing::fake();
     {
         let inner = testing::fake();
-        Audit {
+        AuditNote {
             note: "inner".into(),
         }
         .dispatch()
         .await
         .unwrap();
-        inner.assert_pushed_times::<Audit>(1);
+        inner.assert_pushed_times::<AuditNote>(1);
     }
-    Audit {
+    AuditNote {
         note: "outer".into(),
     }
     .dispatch()
     .await
     .unwrap();
-    outer.assert_pushed_with::<Audit>(|audit| audit.note == "outer");
-    outer.assert_pushed_times::<Audit>(1);
+    outer.assert_pushed_with::<AuditNote>(|audit| audit.note == "outer");
+    outer.assert_pushed_times::<AuditNote>(1);
     // A handle given to the code under test records without being installed.
     let apart = Fake::new();
-    SendInvoice { id: 1 }
+    Invoice { id: 1 }
         .dispatch()
         .via(&apart.handle())
         .await
         .unwrap();
-    apart.assert_pushed_times::<SendInvoice>(1);
-    outer.assert_not_pushed::<SendInvoice>();
+    apart.assert_pushed_times::<Invoice>(1);
+    outer.assert_not_pushed::<Invoice>();
 }
 
 #[tokio::test]
 async fn bulk_unique_and_debounced_dispatches_are_recorded_as_redis_would_keep_them() {
     let fake = testing::fake();
     let mut bulk = Bulk::new();
-    bulk.add(SendInvoice { id: 1 }.dispatch()).unwrap();
-    bulk.add(RefreshAccount { account: 5 }.dispatch()).unwrap();
-    bulk.add(RefreshAccount { account: 5 }.dispatch()).unwrap();
+    bulk.add(Invoice { id: 1 }.dispatch()).unwrap();
+    bulk.add(AccountRefresh { account: 5 }.dispatch()).unwrap();
+    bulk.add(AccountRefresh { account: 5 }.dispatch()).unwrap();
     let sent = bulk.send().await.unwrap();
     assert!(!sent[1].is_duplicate());
     assert!(sent[2].is_duplicate(), "the lock of the first is held");
-    match (RefreshAccount { account: 5 }).dispatch().await {
+    match (AccountRefresh { account: 5 }).dispatch().await {
         Err(Error::Duplicate(duplicate)) => assert_eq!(duplicate.holder, sent[1].uuid()),
         other => panic!("expected a duplicate, got {other:?}"),
     }
-    RefreshAccount { account: 6 }.dispatch().await.unwrap();
-    fake.assert_pushed_times::<RefreshAccount>(2);
+    AccountRefresh { account: 6 }.dispatch().await.unwrap();
+    fake.assert_pushed_times::<AccountRefresh>(2);
 
     for version in 1..=3 {
-        Reindex { shop: 1, version }.dispatch().await.unwrap();
+        ShopReindex { shop: 1, version }.dispatch().await.unwrap();
     }
-    Reindex {
+    ShopReindex {
         shop: 2,
         version: 1,
     }
@@ -296,22 +298,22 @@ async fn bulk_unique_and_debounced_dispatches_are_recorded_as_redis_would_keep_t
     .await
     .unwrap();
     // One job per debounce id waits, with the latest data.
-    fake.assert_pushed_times::<Reindex>(2);
-    fake.assert_pushed_with::<Reindex>(|r| r.shop == 1 && r.version == 3);
-    fake.assert_pushed_with_delay::<Reindex>(30);
+    fake.assert_pushed_times::<ShopReindex>(2);
+    fake.assert_pushed_with::<ShopReindex>(|r| r.shop == 1 && r.version == 3);
+    fake.assert_pushed_with_delay::<ShopReindex>(30);
 
     fake.clear();
     fake.assert_nothing_pushed();
-    RefreshAccount { account: 5 }.dispatch().await.unwrap();
-    fake.assert_pushed_times::<RefreshAccount>(1);
+    AccountRefresh { account: 5 }.dispatch().await.unwrap();
+    fake.assert_pushed_times::<AccountRefresh>(1);
 }
 
 #[tokio::test]
 async fn chains_and_batches_are_recorded_whole_and_only_what_starts_now_is_pushed() {
     let fake = testing::fake();
-    let chain_id = Chain::new(SendInvoice { id: 1 }.dispatch())
+    let chain_id = Chain::new(Invoice { id: 1 }.dispatch())
         .then(
-            Audit {
+            AuditNote {
                 note: "sent".into(),
             }
             .dispatch(),
@@ -319,17 +321,17 @@ async fn chains_and_batches_are_recorded_whole_and_only_what_starts_now_is_pushe
         .then_batch(
             Batch::new()
                 .name("mail")
-                .jobs((10..13).map(|id| SendInvoice { id }.dispatch())),
+                .jobs((10..13).map(|id| Invoice { id }.dispatch())),
         )
         .then(
-            Audit {
+            AuditNote {
                 note: "mailed".into(),
             }
             .dispatch()
             .delay(5),
         )
         .catch(
-            Audit {
+            AuditNote {
                 note: "failed".into(),
             }
             .dispatch(),
@@ -338,7 +340,7 @@ async fn chains_and_batches_are_recorded_whole_and_only_what_starts_now_is_pushe
         .dispatch()
         .await
         .unwrap();
-    fake.assert_chained(&["SendInvoice", "Audit", "batch", "Audit"]);
+    fake.assert_chained(&["Invoice", "AuditNote", "batch", "AuditNote"]);
     let chain = &fake.chains()[0];
     assert_eq!(chain.id, chain_id);
     assert_eq!(
@@ -346,7 +348,7 @@ async fn chains_and_batches_are_recorded_whole_and_only_what_starts_now_is_pushe
             .catch
             .as_ref()
             .unwrap()
-            .decode::<Audit>()
+            .decode::<AuditNote>()
             .unwrap()
             .note,
         "failed"
@@ -355,7 +357,7 @@ async fn chains_and_batches_are_recorded_whole_and_only_what_starts_now_is_pushe
         panic!("the third link is the batch");
     };
     assert_eq!(parked.in_chain, Some(chain_id));
-    assert_eq!(parked.count::<SendInvoice>(), 3);
+    assert_eq!(parked.count::<Invoice>(), 3);
     let last: Vec<_> = chain.jobs().map(|job| job.queue.as_str()).collect();
     assert_eq!(
         last,
@@ -363,27 +365,27 @@ async fn chains_and_batches_are_recorded_whole_and_only_what_starts_now_is_pushe
         "links naming no queue take the chain's"
     );
     // Only the first link is pushed; the rest waits for it.
-    fake.assert_pushed_times::<SendInvoice>(1);
-    fake.assert_pushed_matching::<SendInvoice>(|_, record| {
+    fake.assert_pushed_times::<Invoice>(1);
+    fake.assert_pushed_matching::<Invoice>(|_, record| {
         record.origin == Origin::Chain { id: chain_id } && record.payload.chain == Some(chain_id)
     });
-    fake.assert_not_pushed::<Audit>();
+    fake.assert_not_pushed::<AuditNote>();
 
     let batch_id = Batch::new()
         .name("import")
-        .jobs((0..3).map(|id| SendInvoice { id }.dispatch()))
+        .jobs((0..3).map(|id| Invoice { id }.dispatch()))
         .chain(
-            Chain::new(Audit { note: "a".into() }.dispatch())
-                .then(Audit { note: "b".into() }.dispatch()),
+            Chain::new(AuditNote { note: "a".into() }.dispatch())
+                .then(AuditNote { note: "b".into() }.dispatch()),
         )
         .then(
-            Audit {
+            AuditNote {
                 note: "then".into(),
             }
             .dispatch(),
         )
         .finally(
-            Audit {
+            AuditNote {
                 note: "finally".into(),
             }
             .dispatch(),
@@ -396,11 +398,11 @@ async fn chains_and_batches_are_recorded_whole_and_only_what_starts_now_is_pushe
         batch.id == batch_id
             && batch.name == "import"
             && batch.allow_failures
-            && batch.names() == ["SendInvoice", "SendInvoice", "SendInvoice", "Audit"]
+            && batch.names() == ["Invoice", "Invoice", "Invoice", "AuditNote"]
             && batch
                 .then
                 .as_ref()
-                .is_some_and(|then| then.decode::<Audit>().unwrap().note == "then")
+                .is_some_and(|then| then.decode::<AuditNote>().unwrap().note == "then")
             && batch.catch.is_none()
     });
     let failed = failure(|| fake.assert_batched(|batch| batch.name == "export")).unwrap();
@@ -411,34 +413,32 @@ async fn chains_and_batches_are_recorded_whole_and_only_what_starts_now_is_pushe
         .find(|b| b.id == batch_id)
         .unwrap();
     let chain = batch.chain_of(&batch.jobs[3]).expect("the batch's chain");
-    assert_eq!(chain.names(), ["Audit", "Audit"]);
+    assert_eq!(chain.names(), ["AuditNote", "AuditNote"]);
     // Every job of the batch is pushed at once (a chain's first link only).
-    fake.assert_pushed_times::<SendInvoice>(4);
-    fake.assert_pushed_times::<Audit>(1);
+    fake.assert_pushed_times::<Invoice>(4);
+    fake.assert_pushed_times::<AuditNote>(1);
 
     let added = fake
         .handle()
-        .add_to_batch(batch_id, [SendInvoice { id: 9 }.dispatch()])
+        .add_to_batch(batch_id, [Invoice { id: 9 }.dispatch()])
         .await
         .unwrap();
     assert!(added);
-    fake.assert_pushed_matching::<SendInvoice>(|job, record| {
+    fake.assert_pushed_matching::<Invoice>(|job, record| {
         job.id == 9 && record.origin == Origin::Batch { id: batch_id }
     });
     let handle = fake.handle();
-    let unknown = handle.add_to_batch(uuid::Uuid::new_v4(), [SendInvoice { id: 1 }.dispatch()]);
+    let unknown = handle.add_to_batch(uuid::Uuid::new_v4(), [Invoice { id: 1 }.dispatch()]);
     assert!(!unknown.await.unwrap(), "no such batch");
 }
 
 #[tokio::test]
 async fn schedules_fire_each_tick_once_as_the_workers_would() {
-    schedule::define(
-        Schedule::new("fake-invoices", SendInvoice { id: 0 }.dispatch()).every_minute(),
-    );
+    schedule::define(Schedule::new("fake-invoices", Invoice { id: 0 }.dispatch()).every_minute());
     schedule::define(
         Schedule::new(
             "fake-audit",
-            Audit {
+            AuditNote {
                 note: "nightly".into(),
             }
             .dispatch(),
@@ -476,7 +476,7 @@ async fn schedules_fire_each_tick_once_as_the_workers_would() {
     assert!(ours
         .iter()
         .all(|(_, _, fired)| matches!(fired, Fired::Pushed(_))));
-    fake.assert_pushed_matching::<Audit>(
+    fake.assert_pushed_matching::<AuditNote>(
         |_, record| matches!(&record.origin, Origin::Schedule { name, .. } if name == "fake-audit"),
     );
     // A tick fired once is taken; the next night's audit is skipped while the first one's
@@ -489,7 +489,7 @@ async fn schedules_fire_each_tick_once_as_the_workers_would() {
     let next_night = Utc.with_ymd_and_hms(2026, 7, 2, 1, 0, 0).unwrap();
     let skipped = fake.fire_schedule("fake-audit", next_night).await.unwrap();
     assert_eq!(skipped, Fired::Skipped);
-    fake.assert_pushed_times::<Audit>(1);
+    fake.assert_pushed_times::<AuditNote>(1);
     let unknown = fake.fire_schedule("no-such-schedule", next_night).await;
     assert!(matches!(unknown, Err(Error::UnknownSchedule(_))));
 }

@@ -105,12 +105,12 @@ async fn a_run_to_the_end_carries_attempts_as_redis_would_and_calls_the_failed_h
 }
 
 #[derive(Serialize, Deserialize)]
-struct Flaky {
+struct Shaky {
     succeeds_on: u32,
 }
 
 #[job(tries = 5)]
-impl Job for Flaky {
+impl Job for Shaky {
     async fn handle(&self, ctx: &JobContext) -> JobResult {
         if ctx.attempt() < self.succeeds_on {
             return Err(format!("attempt {} failed", ctx.attempt()).into());
@@ -121,7 +121,7 @@ impl Job for Flaky {
 
 #[tokio::test]
 async fn a_flaky_job_succeeds_on_the_attempt_it_should() {
-    let runs = run(Flaky { succeeds_on: 3 }).to_end().await;
+    let runs = run(Shaky { succeeds_on: 3 }).to_end().await;
     assert!(runs.succeeded());
     let errors: Vec<_> = runs.attempts.iter().map(|a| a.error.clone()).collect();
     assert_eq!(
@@ -137,7 +137,7 @@ async fn a_flaky_job_succeeds_on_the_attempt_it_should() {
         backoff: jobs_core::Backoff::new([7]),
         ..WorkerConfig::default()
     };
-    let first = run(Flaky { succeeds_on: 2 }).config(config).await;
+    let first = run(Shaky { succeeds_on: 2 }).config(config).await;
     assert_eq!(first.outcome, Outcome::Retried(Duration::from_secs(7)));
 }
 
@@ -176,13 +176,13 @@ async fn a_job_past_its_timeout_is_stopped_on_a_paused_clock() {
 }
 
 #[derive(Serialize, Deserialize)]
-struct Guarded {
+struct Limited {
     skip: bool,
     limited: bool,
 }
 
 #[job]
-impl Job for Guarded {
+impl Job for Limited {
     fn middleware(&self) -> Vec<Layer> {
         let mut layers = vec![Skip::when(self.skip).into()];
         if self.limited {
@@ -216,13 +216,13 @@ impl Middleware for Busy {
 
 #[tokio::test]
 async fn middleware_runs_as_in_a_worker() {
-    let skipped = run(Guarded {
+    let skipped = run(Limited {
         skip: true,
         limited: false,
     })
     .await;
     assert_eq!(skipped.outcome, Outcome::Skipped);
-    let ran = run(Guarded {
+    let ran = run(Limited {
         skip: false,
         limited: false,
     })
@@ -230,7 +230,7 @@ async fn middleware_runs_as_in_a_worker() {
     assert_eq!(ran.outcome, Outcome::Done);
 
     // Middleware that keeps its state in Redis cannot run on a fake: the attempt says so.
-    let limited = run(Guarded {
+    let limited = run(Limited {
         skip: false,
         limited: true,
     })
@@ -242,7 +242,7 @@ async fn middleware_runs_as_in_a_worker() {
     assert!(reason.contains("Run::via"), "{reason}");
 
     static SEEN: AtomicU32 = AtomicU32::new(0);
-    let runs = run(Flaky { succeeds_on: 1 })
+    let runs = run(Shaky { succeeds_on: 1 })
         .middleware(Busy {
             seen: &SEEN,
             times: 2,
@@ -264,7 +264,7 @@ async fn middleware_runs_as_in_a_worker() {
 }
 
 #[derive(Serialize, Deserialize)]
-struct Step {
+struct FlowStep {
     label: String,
     #[serde(default)]
     fail: bool,
@@ -278,8 +278,8 @@ struct Step {
     dispatch: Vec<String>,
 }
 
-fn step(label: &str) -> Step {
-    Step {
+fn step(label: &str) -> FlowStep {
+    FlowStep {
         label: label.to_owned(),
         fail: false,
         prepend: Vec::new(),
@@ -289,21 +289,21 @@ fn step(label: &str) -> Step {
     }
 }
 
-fn failing(label: &str) -> Step {
-    Step {
+fn failing(label: &str) -> FlowStep {
+    FlowStep {
         fail: true,
         ..step(label)
     }
 }
 
-impl Step {
-    fn go(self) -> PendingDispatch<Step> {
+impl FlowStep {
+    fn go(self) -> PendingDispatch<FlowStep> {
         self.dispatch()
     }
 }
 
 #[job]
-impl Job for Step {
+impl Job for FlowStep {
     async fn handle(&self, ctx: &JobContext) -> JobResult {
         if self.fail {
             return Err(format!("{} failed", self.label).into());
@@ -329,7 +329,7 @@ impl Job for Step {
 #[tokio::test]
 async fn a_run_reports_what_the_handler_added_and_records_what_it_dispatched() {
     let fake = testing::fake();
-    let grown = run(Step {
+    let grown = run(FlowStep {
         prepend: vec!["p1".into(), "p2".into()],
         append: vec!["z".into()],
         dispatch: vec!["mail".into()],
@@ -339,22 +339,22 @@ async fn a_run_reports_what_the_handler_added_and_records_what_it_dispatched() {
     assert_eq!(grown.outcome, Outcome::Done);
     let labels = |jobs: &[testing::Recorded]| -> Vec<String> {
         jobs.iter()
-            .map(|j| j.decode::<Step>().unwrap().label)
+            .map(|j| j.decode::<FlowStep>().unwrap().label)
             .collect()
     };
     assert_eq!(labels(&grown.chain_prepended), ["p1", "p2"]);
     assert_eq!(labels(&grown.chain_appended), ["z"]);
-    fake.assert_pushed_with::<Step>(|s| s.label == "mail");
-    fake.assert_pushed_times::<Step>(1);
+    fake.assert_pushed_with::<FlowStep>(|s| s.label == "mail");
+    fake.assert_pushed_times::<FlowStep>(1);
 }
 
-/// The labels of the `Step`s an inline fake ran, in order, a failed one marked `!`.
+/// The labels of the `FlowStep`s an inline fake ran, in order, a failed one marked `!`.
 fn ran_steps(inline: &jobs_worker::testing::Inline) -> Vec<String> {
     inline
         .ran()
         .iter()
         .filter_map(|ran| {
-            let step = ran.job.decode::<Step>()?;
+            let step = ran.job.decode::<FlowStep>()?;
             Some(match ran.runs.succeeded() {
                 true => step.label,
                 false => format!("{}!", step.label),
@@ -367,7 +367,7 @@ fn ran_steps(inline: &jobs_worker::testing::Inline) -> Vec<String> {
 async fn inline_dispatches_run_before_the_dispatch_returns() {
     let inline = inline();
     step("first").go().await.unwrap();
-    Step {
+    FlowStep {
         dispatch: vec!["nested".into()],
         ..step("outer")
     }
@@ -375,9 +375,9 @@ async fn inline_dispatches_run_before_the_dispatch_returns() {
     .await
     .unwrap();
     assert_eq!(ran_steps(&inline), ["first", "nested", "outer"]);
-    inline.assert_ran::<Step>();
+    inline.assert_ran::<FlowStep>();
     inline.assert_nothing_failed();
-    inline.assert_pushed_times::<Step>(3);
+    inline.assert_pushed_times::<FlowStep>(3);
 
     let failed = failing("broken").go().await;
     assert!(failed.is_ok(), "the dispatch itself succeeded");
@@ -387,7 +387,7 @@ async fn inline_dispatches_run_before_the_dispatch_returns() {
     .unwrap_err();
     let message = message.downcast_ref::<String>().unwrap();
     assert!(
-        message.contains("Step (1 attempt(s)): Failed(\"broken failed\")"),
+        message.contains("FlowStep (1 attempt(s)): Failed(\"broken failed\")"),
         "{message}"
     );
 }
@@ -396,7 +396,7 @@ async fn inline_dispatches_run_before_the_dispatch_returns() {
 async fn inline_chains_run_in_order_with_their_edits_and_stop_at_a_failure() {
     let grown = inline();
     Chain::new(
-        Step {
+        FlowStep {
             prepend: vec!["p1".into(), "p2".into()],
             append: vec!["z".into()],
             ..step("a")
@@ -423,9 +423,9 @@ async fn inline_chains_run_in_order_with_their_edits_and_stop_at_a_failure() {
 
 #[tokio::test]
 async fn inline_batches_run_their_jobs_then_their_callbacks() {
-    let batch = |jobs: Vec<Step>, allow_failures: bool| {
+    let batch = |jobs: Vec<FlowStep>, allow_failures: bool| {
         let mut batch = Batch::new()
-            .jobs(jobs.into_iter().map(Step::go))
+            .jobs(jobs.into_iter().map(FlowStep::go))
             .then(step("then").go())
             .catch(step("catch").go())
             .finally(step("finally").go());
@@ -451,7 +451,7 @@ async fn inline_batches_run_their_jobs_then_their_callbacks() {
             vec!["1", "2!", "catch", "3", "finally"],
         ),
         (
-            vec![Step {
+            vec![FlowStep {
                 add_to_batch: vec!["added".into()],
                 ..step("1")
             }],
@@ -477,12 +477,12 @@ async fn inline_batches_run_their_jobs_then_their_callbacks() {
 }
 
 #[derive(Serialize, Deserialize)]
-struct RefreshAccount {
+struct AccountRefresh {
     account: u64,
 }
 
 #[job(unique_for = 600)]
-impl Job for RefreshAccount {
+impl Job for AccountRefresh {
     async fn handle(&self, _: &JobContext) -> JobResult {
         Ok(())
     }
@@ -495,17 +495,17 @@ impl Job for RefreshAccount {
 #[tokio::test]
 async fn an_inline_unique_job_frees_its_lock_when_it_is_done() {
     let inline = inline();
-    RefreshAccount { account: 1 }.dispatch().await.unwrap();
-    RefreshAccount { account: 1 }.dispatch().await.unwrap();
+    AccountRefresh { account: 1 }.dispatch().await.unwrap();
+    AccountRefresh { account: 1 }.dispatch().await.unwrap();
     let ran = inline.ran();
     assert_eq!(ran.len(), 2);
     assert!(ran.iter().all(|r| r.runs.succeeded()));
 
     // Without running it, a plain fake keeps the lock, as Redis would.
     let fake = testing::fake();
-    RefreshAccount { account: 2 }.dispatch().await.unwrap();
-    assert!(RefreshAccount { account: 2 }.dispatch().await.is_err());
-    fake.assert_pushed_times::<RefreshAccount>(1);
+    AccountRefresh { account: 2 }.dispatch().await.unwrap();
+    assert!(AccountRefresh { account: 2 }.dispatch().await.is_err());
+    fake.assert_pushed_times::<AccountRefresh>(1);
 }
 
 #[tokio::test]
@@ -514,7 +514,7 @@ async fn a_run_given_a_real_redis_runs_the_middleware_that_keeps_state_there() {
     let queue = redis.queue();
     let limited = || {
         Run::dispatch(
-            Guarded {
+            Limited {
                 skip: false,
                 limited: true,
             }

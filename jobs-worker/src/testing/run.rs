@@ -171,6 +171,11 @@ impl Run {
             Ok(_) => reserved,
             Err(why) => return Attempt::failed(number, why.clone()),
         };
+        // A worker refuses to start with two job types of one name; a run cannot tell which
+        // one the payload means either.
+        if let Err(duplicate) = jobs_core::job::registry::check() {
+            return Attempt::failed(number, duplicate.to_string());
+        }
         // Synchronous runs check no signature: the payload was built here.
         let unsigned = QueueConfig {
             signing_key: None,
