@@ -20,10 +20,13 @@
 //!   start, and never run at once for one shop; [`ReindexSearch`] is debounced per shop.
 //! - [`Step`] is a link of a workflow that records when it ran in `examples:steps`, and can
 //!   fail, release itself, or add links to its chain; [`Caught`] is a catch job.
+//! - [`orders`] is an order service's jobs and the code that dispatches them, which
+//!   `examples/tests/orders.rs` tests without Redis (`jobs_core::testing`).
 //! - [`define_schedules`] defines the example schedules the `worker` program keeps with
 //!   `--schedule`.
 
 mod guarded;
+pub mod orders;
 mod schedules;
 mod unique;
 mod workflow;
