@@ -48,3 +48,8 @@ mod run;
 
 pub use inline::{inline, Inline, Ran};
 pub use run::{run, Attempt, Outcome, Run, Runs, MAX_ATTEMPTS};
+
+/// The guide `docs/testing.md`, whose examples run as this crate's doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/testing.md")]
+pub struct TestingGuide;
