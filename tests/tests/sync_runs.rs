@@ -346,6 +346,17 @@ async fn a_run_reports_what_the_handler_added_and_records_what_it_dispatched() {
     assert_eq!(labels(&grown.chain_appended), ["z"]);
     fake.assert_pushed_with::<FlowStep>(|s| s.label == "mail");
     fake.assert_pushed_times::<FlowStep>(1);
+    assert_eq!(labels(&grown.dispatched), ["mail"]);
+    drop(fake);
+
+    // With no fake installed, the run's own fake records what the job dispatches.
+    let alone = run(FlowStep {
+        dispatch: vec!["a".into(), "b".into()],
+        ..step("sender")
+    })
+    .await;
+    assert_eq!(alone.outcome, Outcome::Done);
+    assert_eq!(labels(&alone.dispatched), ["a", "b"]);
 }
 
 /// The labels of the `FlowStep`s an inline fake ran, in order, a failed one marked `!`.
@@ -531,4 +542,13 @@ async fn a_run_given_a_real_redis_runs_the_middleware_that_keeps_state_there() {
         after > Duration::from_secs(50) && after <= Duration::from_secs(60),
         "{after:?}"
     );
+
+    // What the job dispatches goes to the run's Redis.
+    let sender = FlowStep {
+        dispatch: vec!["pushed".into()],
+        ..step("sender")
+    };
+    let attempt = Run::dispatch(sender.go()).via(&queue).await;
+    assert_eq!(attempt.outcome, Outcome::Done);
+    assert_eq!(queue.size("default").await.unwrap().ready, 1);
 }

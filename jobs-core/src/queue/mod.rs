@@ -245,6 +245,16 @@ impl std::fmt::Debug for RedisQueue {
 
 static DEFAULT_QUEUE: OnceLock<RedisQueue> = OnceLock::new();
 
+tokio::task_local! {
+    /// The default handle of the dispatches of a future run by [`RedisQueue::scope`].
+    static SCOPED_DEFAULT: RedisQueue;
+}
+
+/// The default handle scoped to the running future ([`RedisQueue::scope`]), if any.
+pub(crate) fn scoped_default() -> Option<RedisQueue> {
+    SCOPED_DEFAULT.try_with(RedisQueue::clone).ok()
+}
+
 impl RedisQueue {
     /// A handle to the Redis at `url`, with default settings. It connects on first use. Call
     /// it inside a Tokio runtime.
@@ -340,18 +350,28 @@ impl RedisQueue {
         Self::open(&redis_url_from_env())
     }
 
-    /// The default handle that `.dispatch()` uses: a fake queue installed on this thread or
-    /// scoped to this task ([`crate::testing`]), else the process-wide one given to
-    /// [`RedisQueue::set_default`], else one opened from `REDIS_URL` on first use.
+    /// The default handle that `.dispatch()` uses: the one scoped to the running future
+    /// ([`RedisQueue::scope`]), else a fake queue installed on this thread
+    /// ([`crate::testing`]), else the process-wide one given to [`RedisQueue::set_default`],
+    /// else one opened from `REDIS_URL` on first use.
     pub fn default_handle() -> Result<Self> {
-        if let Some(fake) = crate::testing::current() {
-            return Ok(fake);
+        if let Some(scoped) = scoped_default().or_else(crate::testing::installed) {
+            return Ok(scoped);
         }
         if let Some(queue) = DEFAULT_QUEUE.get() {
             return Ok(queue.clone());
         }
         let queue = Self::from_env()?;
         Ok(DEFAULT_QUEUE.get_or_init(|| queue).clone())
+    }
+
+    /// `future`, with this handle as the default handle of the dispatches it makes while it
+    /// runs (on whatever thread polls it), instead of the process-wide one.
+    pub fn scope<F: std::future::Future>(
+        &self,
+        future: F,
+    ) -> impl std::future::Future<Output = F::Output> {
+        SCOPED_DEFAULT.scope(self.clone(), future)
     }
 
     /// Makes `queue` the process-wide default. Returns `false`, changing nothing, when a

@@ -132,7 +132,14 @@ impl Fake {
     /// `future`, with this fake as the default handle while it runs, on whatever thread polls
     /// it: for a task spawned onto a multi-threaded runtime.
     pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
-        SCOPED.scope(self.handle.clone(), future)
+        self.handle.scope(future)
+    }
+
+    /// The fake whose handle `queue` is, if it is a fake's.
+    pub fn of(queue: &RedisQueue) -> Option<Fake> {
+        queue.is_fake().then(|| Fake {
+            handle: queue.clone(),
+        })
     }
 
     /// The fake's handle, for code that takes a [`RedisQueue`] (`.via(&handle)`).
@@ -255,15 +262,16 @@ thread_local! {
     static INSTALLED: RefCell<Vec<RedisQueue>> = const { RefCell::new(Vec::new()) };
 }
 
-tokio::task_local! {
-    static SCOPED: RedisQueue;
+/// The fake that is the default handle here, if any: one scoped to the running future, else
+/// the one last installed on this thread.
+pub fn current() -> Option<RedisQueue> {
+    match crate::queue::scoped_default() {
+        Some(scoped) => scoped.is_fake().then_some(scoped),
+        None => installed(),
+    }
 }
 
-/// The fake that is the default handle here, if any: the one scoped to the running future,
-/// else the one last installed on this thread.
-pub fn current() -> Option<RedisQueue> {
-    SCOPED
-        .try_with(RedisQueue::clone)
-        .ok()
-        .or_else(|| INSTALLED.with(|installed| installed.borrow().last().cloned()))
+/// The fake last installed on this thread.
+pub(crate) fn installed() -> Option<RedisQueue> {
+    INSTALLED.with(|installed| installed.borrow().last().cloned())
 }

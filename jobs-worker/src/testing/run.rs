@@ -98,10 +98,9 @@ impl Run {
     }
 
     /// Gives the run this Redis handle: middleware that keeps its state in Redis (rate limits,
-    /// funnels, overlap locks, throttles) use it, and what the job dispatches goes there when
-    /// it dispatches through its context's handle. Without one, the run uses the fake queue
-    /// installed here, if any, else a fake of its own; such middleware then fails the attempt,
-    /// saying it needs a real Redis.
+    /// funnels, overlap locks, throttles) use it, and what the job dispatches goes there.
+    /// Without one, the run uses the fake queue installed here, if any, else a fake of its
+    /// own; such middleware then fails the attempt, saying it needs a real Redis.
     pub fn via(mut self, queue: &RedisQueue) -> Run {
         self.redis = Some(queue.clone());
         self
@@ -186,6 +185,8 @@ impl Run {
             Err(undecodable) => return Attempt::failed(number, undecodable.reason),
         };
         let uuid = decoded.payload.uuid;
+        let fake = Fake::of(redis);
+        let recorded_before = fake.as_ref().map_or(0, |fake| fake.pushed().len());
         let span = job_span(
             &decoded.payload.display_name,
             &uuid.to_string(),
@@ -202,8 +203,9 @@ impl Run {
                 started: Instant::now(),
             };
             let interrupt = CancellationToken::new();
-            let (verdict, error, ctx) =
-                execute::run(around, &decoded, &self.queue, None, interrupt).await;
+            // What the job dispatches goes to the run's handle.
+            let attempt = execute::run(around, &decoded, &self.queue, None, interrupt);
+            let (verdict, error, ctx) = redis.scope(attempt).await;
             let settled = matches!(verdict, Verdict::Done | Verdict::Skip | Verdict::Fail(_));
             if let Err(err) = redis.free_holds(&ctx.holds().to_free(settled)).await {
                 warn!(error = %err, "cannot free what the job held");
@@ -213,6 +215,8 @@ impl Run {
                 outcome: Outcome::from(verdict),
                 error,
                 failed_hook_ran: false,
+                dispatched: fake
+                    .map_or_else(Vec::new, |fake| fake.pushed().split_off(recorded_before)),
                 chain_prepended: Vec::new(),
                 chain_appended: Vec::new(),
                 batch_added: Vec::new(),
@@ -305,6 +309,9 @@ pub struct Attempt {
     pub error: Option<String>,
     /// Whether the job's `failed()` hook ran to its end (a job that failed for good).
     pub failed_hook_ran: bool,
+    /// The jobs it pushed while it ran, when the run's handle is a fake queue's (chains'
+    /// first links and batches' jobs included).
+    pub dispatched: Vec<Recorded>,
     /// The links its handler put in front of the rest of its chain
     /// ([`ChainEdits::prepend`](jobs_core::workflow::ChainEdits::prepend)), as they were
     /// prepended, once it is done.
@@ -322,6 +329,7 @@ impl Attempt {
             outcome: Outcome::Failed(reason),
             error: None,
             failed_hook_ran: false,
+            dispatched: Vec::new(),
             chain_prepended: Vec::new(),
             chain_appended: Vec::new(),
             batch_added: Vec::new(),
