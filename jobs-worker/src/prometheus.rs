@@ -6,8 +6,7 @@
 //! export. Until [`install`] succeeds, recording is skipped before any label is built.
 
 use jobs_core::admin::telemetry::Outcome;
-use jobs_core::admin::Admin;
-use jobs_core::queue::QueueSize;
+use jobs_core::admin::{Admin, QueueStats};
 use jobs_core::RedisQueue;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
@@ -151,9 +150,7 @@ impl Drop for RunningJob {
 }
 
 /// Reads the sizes of `queues` every [`QUEUE_SIZES_EVERY`] into the queue gauges, when the
-/// endpoint is installed. A failed read leaves the last values and is logged once. On a Redis
-/// Cluster, which the admin operations do not support yet, only the sizes are read: the
-/// oldest-ready and paused gauges are left out.
+/// endpoint is installed. A failed read leaves the last values and is logged once.
 pub(crate) fn refresh_queue_sizes(
     queue: RedisQueue,
     queues: Vec<String>,
@@ -161,22 +158,18 @@ pub(crate) fn refresh_queue_sizes(
     if !installed() {
         return None;
     }
-    let admin = Admin::new(queue.clone()).ok();
+    let admin = Admin::new(queue);
     Some(tokio::spawn(async move {
         let mut ticks = tokio::time::interval(QUEUE_SIZES_EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut failing = false;
         loop {
             ticks.tick().await;
-            match read_queues(&queue, admin.as_ref(), &queues).await {
-                Ok(readings) => {
+            match admin.queues_stats(&queues).await {
+                Ok(stats) => {
                     failing = false;
-                    for (name, reading) in queues.iter().zip(readings) {
-                        reading.publish(name);
-                    }
-                    if let Some(admin) = &admin {
-                        publish_batches(admin).await;
-                    }
+                    stats.iter().for_each(publish_queue);
+                    publish_batches(&admin).await;
                 }
                 Err(err) => {
                     if !failing {
@@ -200,67 +193,17 @@ async fn publish_batches(admin: &Admin) {
     }
 }
 
-/// One queue's gauges, as last read.
-struct QueueReading {
-    sections: [(&'static str, u64); 3],
-    oldest_ready_secs: Option<Option<u64>>,
-    paused: Option<bool>,
-}
-
-impl QueueReading {
-    fn new(size: QueueSize, oldest_ready_secs: Option<Option<u64>>, paused: Option<bool>) -> Self {
-        QueueReading {
-            sections: [
-                ("ready", size.ready),
-                ("delayed", size.delayed),
-                ("reserved", size.reserved),
-            ],
-            oldest_ready_secs,
-            paused,
-        }
+/// Sets the gauges of one queue from its stats.
+fn publish_queue(stats: &QueueStats) {
+    let name = &stats.name;
+    for (section, jobs) in [
+        ("ready", stats.ready),
+        ("delayed", stats.delayed),
+        ("reserved", stats.reserved),
+    ] {
+        gauge!(QUEUE_JOBS, "queue" => name.clone(), "section" => section).set(jobs as f64);
     }
-
-    fn publish(&self, name: &str) {
-        for (section, jobs) in self.sections {
-            gauge!(QUEUE_JOBS, "queue" => name.to_owned(), "section" => section).set(jobs as f64);
-        }
-        if let Some(oldest) = self.oldest_ready_secs {
-            gauge!(QUEUE_OLDEST_READY, "queue" => name.to_owned()).set(oldest.unwrap_or(0) as f64);
-        }
-        if let Some(paused) = self.paused {
-            gauge!(QUEUE_PAUSED, "queue" => name.to_owned()).set(if paused { 1.0 } else { 0.0 });
-        }
-    }
-}
-
-/// The gauges of each of `queues`, in order: through `admin` in one round trip, or, on a
-/// cluster, only the sizes, one queue at a time.
-async fn read_queues(
-    queue: &RedisQueue,
-    admin: Option<&Admin>,
-    queues: &[String],
-) -> Result<Vec<QueueReading>, String> {
-    let Some(admin) = admin else {
-        let mut readings = Vec::with_capacity(queues.len());
-        for name in queues {
-            let size = queue.size(name).await.map_err(|e| e.to_string())?;
-            readings.push(QueueReading::new(size, None, None));
-        }
-        return Ok(readings);
-    };
-    let stats = admin
-        .queues_stats(queues)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(stats
-        .into_iter()
-        .map(|s| {
-            let size = QueueSize {
-                ready: s.ready,
-                delayed: s.delayed,
-                reserved: s.reserved,
-            };
-            QueueReading::new(size, Some(s.oldest_ready_secs), Some(s.paused))
-        })
-        .collect())
+    gauge!(QUEUE_OLDEST_READY, "queue" => name.clone())
+        .set(stats.oldest_ready_secs.unwrap_or(0) as f64);
+    gauge!(QUEUE_PAUSED, "queue" => name.clone()).set(if stats.paused { 1.0 } else { 0.0 });
 }

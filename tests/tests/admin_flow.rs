@@ -23,7 +23,7 @@ fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
 #[tokio::test]
 async fn failed_jobs_are_listed_filtered_shown_and_forgotten() {
     let redis = TestRedis::start();
-    let admin = Admin::new(redis.queue()).unwrap();
+    let admin = Admin::new(redis.queue());
     let uuids = failed_jobs_on(TEST_WORKER, &redis, &["q1", "q2", "q1"]).await;
 
     let all = admin.failed(&FailedFilter::default()).await.unwrap();
@@ -74,7 +74,7 @@ async fn failed_jobs_are_listed_filtered_shown_and_forgotten() {
 #[tokio::test]
 async fn a_retried_job_goes_back_to_its_queue_with_attempts_0_and_runs_again() {
     let redis = TestRedis::start();
-    let admin = Admin::new(redis.queue()).unwrap();
+    let admin = Admin::new(redis.queue());
     let uuids = failed_jobs_on(TEST_WORKER, &redis, &["q1", "q2"]).await;
     let record = admin.failed_job(&uuids[0]).await.unwrap().record;
 
@@ -117,7 +117,7 @@ async fn a_retried_job_goes_back_to_its_queue_with_attempts_0_and_runs_again() {
 #[tokio::test]
 async fn retry_by_queue_range_and_all() {
     let redis = TestRedis::start();
-    let admin = Admin::new(redis.queue()).unwrap();
+    let admin = Admin::new(redis.queue());
     let queue = redis.queue();
     let uuids = failed_jobs_on(TEST_WORKER, &redis, &["a", "b", "a", "b", "a"]).await;
 
@@ -156,7 +156,7 @@ async fn retry_by_queue_range_and_all() {
 #[tokio::test]
 async fn flush_deletes_all_or_only_records_older_than_the_age() {
     let redis = TestRedis::start();
-    let admin = Admin::new(redis.queue()).unwrap();
+    let admin = Admin::new(redis.queue());
     let uuids = failed_jobs_on(TEST_WORKER, &redis, &["q", "q", "q"]).await;
     let mut conn = redis.conn().await;
     let two_hours_ago = redis.server_time().await - 7200.0;
@@ -182,7 +182,7 @@ async fn flush_deletes_all_or_only_records_older_than_the_age() {
 #[tokio::test]
 async fn queue_stats_and_inspect_show_each_section() {
     let redis = TestRedis::start();
-    let admin = Admin::new(redis.queue()).unwrap();
+    let admin = Admin::new(redis.queue());
     let queue = redis.queue();
     let mut conn = redis.conn().await;
     let mut old = Noop {}.dispatch().on_queue("q").envelope().unwrap().payload;
@@ -252,7 +252,7 @@ async fn queue_stats_and_inspect_show_each_section() {
 #[tokio::test]
 async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
     let redis = TestRedis::start();
-    let admin = Admin::new(redis.queue()).unwrap();
+    let admin = Admin::new(redis.queue());
     let queue = redis.queue();
     let worker = billing_worker_with_four_jobs(TEST_WORKER, &redis).await;
     Flaky { fail_times: 1 }
@@ -357,7 +357,7 @@ async fn a_retried_signed_job_still_verifies_and_runs() {
         signing_key: Some(jobs_core::payload::signing::SigningKey::new(SECRET)),
         ..jobs_core::QueueConfig::default()
     });
-    let admin = Admin::new(redis.queue()).unwrap();
+    let admin = Admin::new(redis.queue());
     let uuid = Panic {}.dispatch().sent_via(&queue).await.to_string();
     let run = || async {
         let program = env!("CARGO_BIN_EXE_test_worker");

@@ -177,7 +177,7 @@ async fn the_worker_exports_counters_runtimes_running_jobs_and_queue_sizes() {
     }
 
     // The same settled jobs are in the queue's recent-jobs list, newest first.
-    let admin = Admin::new(queue.clone()).unwrap();
+    let admin = Admin::new(queue.clone());
     let recent = wait_for(LONG, "the recent jobs are published", || {
         let admin = admin.clone();
         async move {

@@ -107,7 +107,7 @@ async fn the_operators_command_and_library_refuse_the_same_names_and_write_nothi
     }
 
     // The library under the command and the dashboard applies the rule too.
-    let admin = jobs_core::admin::Admin::new(redis.queue()).unwrap();
+    let admin = jobs_core::admin::Admin::new(redis.queue());
     for name in REFUSED {
         let err = admin.pause(name).await.unwrap_err();
         assert!(

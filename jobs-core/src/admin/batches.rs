@@ -109,7 +109,6 @@ impl Admin {
     pub async fn prune_batches(&self, hours: u64) -> Result<Vec<String>, AdminError> {
         let cutoff = Utc::now() - chrono::Duration::hours(hours.min(1_000_000) as i64);
         let index = self.queue.keys().batches();
-        let mut conn = self.queue.connection();
         let mut pruned = Vec::new();
         let mut start = 0;
         loop {
@@ -127,10 +126,13 @@ impl Admin {
                 if !old {
                     continue;
                 }
-                let mut pipe = redis::pipe();
-                pipe.del(&self.queue.keys().batch_family(&id))
-                    .zrem(&index, &id);
-                let _: () = self.queue.timed(pipe.query_async(&mut conn)).await?;
+                let removals = [
+                    redis::cmd("DEL")
+                        .arg(&self.queue.keys().batch_family(&id))
+                        .clone(),
+                    redis::cmd("ZREM").arg(&index).arg(&id).clone(),
+                ];
+                let _: () = self.queue.query_each(&removals).await?;
                 start -= 1;
                 if status.is_some() {
                     pruned.push(id);
@@ -142,7 +144,6 @@ impl Admin {
     /// The batches not finished yet, and the jobs pending in them: one pipelined read of every
     /// batch's counters per page of the index.
     pub async fn pending_batches(&self) -> Result<PendingBatches, AdminError> {
-        let mut conn = self.queue.connection();
         let mut pending = PendingBatches::default();
         let mut start = 0;
         loop {
@@ -151,16 +152,17 @@ impl Admin {
                 return Ok(pending);
             }
             start += PAGE;
-            let mut pipe = redis::pipe();
-            for id in &ids {
-                pipe.cmd("HMGET")
-                    .arg(self.queue.keys().batch(id))
-                    .arg("created_at")
-                    .arg("pending")
-                    .arg("finished_at");
-            }
+            let reads: Vec<redis::Cmd> = ids
+                .iter()
+                .map(|id| {
+                    redis::cmd("HMGET")
+                        .arg(self.queue.keys().batch(id))
+                        .arg(&["created_at", "pending", "finished_at"][..])
+                        .clone()
+                })
+                .collect();
             let states: Vec<(Option<String>, Option<u64>, Option<String>)> =
-                self.queue.timed(pipe.query_async(&mut conn)).await?;
+                self.queue.query_each(&reads).await?;
             for (created, jobs, finished) in states {
                 if created.is_some() && finished.is_none() {
                     pending.batches += 1;

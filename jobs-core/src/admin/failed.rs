@@ -6,10 +6,7 @@ use std::time::Duration;
 
 use super::{Admin, AdminError, Summary, CHUNK};
 use crate::error::Result;
-use crate::payload::counters::{self, Counters};
 use crate::payload::failed::FailedJob;
-use crate::payload::Payload;
-use crate::queue::keys::Keys;
 use crate::queue::scripts;
 
 /// Which failed jobs to list. Empty fields match everything.
@@ -128,9 +125,9 @@ pub struct Retried {
 }
 
 /// A failed-job record with the exact bytes it is stored as.
-struct Stored {
-    raw: String,
-    entry: FailedEntry,
+pub(super) struct Stored {
+    pub(super) raw: String,
+    pub(super) entry: FailedEntry,
 }
 
 impl Admin {
@@ -179,9 +176,11 @@ impl Admin {
 
     /// Pushes the selected failed jobs back onto their queues, each with its counters
     /// (attempts, exceptions, requeues) reset to 0 and a wake-up token, and removes their
-    /// records. Each job moves in one atomic script call, and only if its record is still the
-    /// one read. A unique job takes its lock again in that call, and stays in the store when
-    /// another job holds it.
+    /// records. On one server each job moves in one atomic script call, and only if its record
+    /// is still the one read; on a Redis Cluster in two calls, each safe to take again, that
+    /// push it once per record and then remove the record (a job that failed again meanwhile
+    /// keeps its new record). A unique job takes its lock again with the push, and stays in
+    /// the store when another job holds it.
     pub async fn retry(&self, selection: &FailedSelection) -> Result<RetryReport, AdminError> {
         let mut report = RetryReport::default();
         if let FailedSelection::Range { first, last } = *selection {
@@ -223,24 +222,7 @@ impl Admin {
                 selected
             }
         };
-        for chunk in selected.chunks(CHUNK) {
-            let calls: Vec<_> = chunk
-                .iter()
-                .map(|stored| retry_call(self.queue.keys(), stored))
-                .collect();
-            let pushed: Vec<i64> = self.queue.invoke_all(&[&scripts::RETRY], &calls).await?;
-            for (stored, pushed) in chunk.iter().zip(pushed) {
-                let record = &stored.entry.record;
-                match pushed {
-                    1 => report.retried.push(Retried {
-                        uuid: record.uuid.clone(),
-                        queue: record.queue.clone(),
-                    }),
-                    2 => report.duplicates.push(record.uuid.clone()),
-                    _ => report.missing.push(record.uuid.clone()),
-                }
-            }
-        }
+        self.push_back(&selected, &mut report).await?;
         Ok(report)
     }
 
@@ -398,27 +380,4 @@ fn stored(uuid: &str, raw: String, position: u64) -> Stored {
             record,
         },
     }
-}
-
-/// The script call that retries one stored record.
-fn retry_call(keys: &Keys, stored: &Stored) -> redis::ScriptInvocation<'static> {
-    let record = &stored.entry.record;
-    let queue = keys.queue(&record.queue);
-    let fresh = counters::with_counters(&record.payload, Counters::default())
-        .unwrap_or_else(|| record.payload.clone());
-    let mut call = scripts::RETRY.key(keys.failed_jobs());
-    call.key(keys.failed_jobs_index())
-        .key(&queue.ready)
-        .key(&queue.notify)
-        .arg(&record.uuid)
-        .arg(&stored.raw)
-        .arg(fresh);
-    let unique = Payload::from_json(&record.payload)
-        .ok()
-        .and_then(|p| p.unique);
-    if let Some(unique) = unique {
-        call.key(keys.unique(&record.queue, &unique.key))
-            .arg(unique.lasts.max(1) * 1000);
-    }
-    call
 }

@@ -2,7 +2,10 @@
 //! and resume, restart, live workers and per-minute metrics, batches.
 //!
 //! Everything here works on raw payloads, so one tool serves any application. The `jobsctl`
-//! command and its dashboard are built on [`Admin`].
+//! command and its dashboard are built on [`Admin`]. It works on one Redis server and on a
+//! Redis Cluster alike: there each step touches keys of one slot, and the one move between
+//! slots, a retry from the failed-job store onto a queue, is made of steps that can each be
+//! taken again (see [`Admin::retry`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), jobs_core::admin::AdminError> {
@@ -19,6 +22,7 @@
 mod batches;
 mod failed;
 mod queues;
+mod retry;
 mod schedules;
 pub mod telemetry;
 mod unique;
@@ -34,7 +38,7 @@ pub use workers::MinuteMetrics;
 use chrono::{DateTime, TimeZone, Utc};
 
 use crate::payload::RawFields;
-use crate::queue::keys::{InvalidQueueName, KeyLayout};
+use crate::queue::keys::InvalidQueueName;
 use crate::queue::RedisQueue;
 
 /// Most script calls or keys sent in one pipeline.
@@ -47,11 +51,6 @@ pub enum AdminError {
     /// Redis could not be reached or refused a command.
     #[error(transparent)]
     Queue(#[from] crate::Error),
-    /// The handle is for a Redis Cluster. Retrying moves a job between the failed-job store's
-    /// slot and its queue's, and the worker state is kept in keys of no common slot: the
-    /// admin operations work on one Redis server (with its replicas) only, for now.
-    #[error("the admin operations do not support a Redis Cluster yet")]
-    ClusterUnsupported,
     /// The failed-job store has no job with this uuid.
     #[error("no failed job with uuid {0}")]
     FailedJobNotFound(String),
@@ -76,34 +75,6 @@ pub enum AdminError {
     },
 }
 
-impl Admin {
-    /// Every key matching `pattern`, by `SCAN` in bounded steps.
-    async fn scan(&self, pattern: &str) -> Result<Vec<String>, AdminError> {
-        let mut conn = self.queue.connection();
-        let mut keys = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, found): (u64, Vec<String>) = self
-                .queue
-                .timed(
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(pattern)
-                        .arg("COUNT")
-                        .arg(1000)
-                        .query_async(&mut conn),
-                )
-                .await?;
-            keys.extend(found);
-            if next == 0 {
-                return Ok(keys);
-            }
-            cursor = next;
-        }
-    }
-}
-
 impl From<InvalidQueueName> for AdminError {
     fn from(err: InvalidQueueName) -> Self {
         AdminError::Queue(err.into())
@@ -116,25 +87,21 @@ impl From<redis::RedisError> for AdminError {
     }
 }
 
-/// Operations on the queues of one Redis server. Cheap to clone.
+/// Operations on the queues of one Redis server or of a Redis Cluster. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Admin {
     queue: RedisQueue,
 }
 
 impl Admin {
-    /// Operations through an existing handle; [`AdminError::ClusterUnsupported`] for a
-    /// Redis Cluster's.
-    pub fn new(queue: RedisQueue) -> Result<Self, AdminError> {
-        match queue.layout() {
-            KeyLayout::Standalone => Ok(Admin { queue }),
-            KeyLayout::Cluster => Err(AdminError::ClusterUnsupported),
-        }
+    /// Operations through an existing handle.
+    pub fn new(queue: RedisQueue) -> Self {
+        Admin { queue }
     }
 
     /// Operations on the Redis at `url`. Call it inside a Tokio runtime.
     pub fn open(url: &str) -> Result<Self, AdminError> {
-        Admin::new(RedisQueue::open(url)?)
+        Ok(Admin::new(RedisQueue::open(url)?))
     }
 
     /// The handle these operations use.

@@ -102,17 +102,19 @@ impl Admin {
     /// The queues Redis knows of, sorted: those with jobs, the paused ones, and those live
     /// workers take jobs from. An empty queue no worker serves has no keys, and is not listed.
     pub async fn queues(&self) -> Result<Vec<String>, AdminError> {
-        let mut names = BTreeSet::new();
         let keys = self.queue.keys();
-        for key in self.scan(&keys.queues_pattern()).await? {
-            let Some(name) = keys.queue_name(&key) else {
-                continue;
-            };
-            let name = [":delayed", ":reserved", ":notify"]
-                .iter()
-                .find_map(|suffix| name.strip_suffix(suffix))
-                .unwrap_or(name);
-            names.insert(name.to_owned());
+        let pattern = keys.queues_pattern();
+        let mut names = BTreeSet::new();
+        // By type: on a cluster the unique locks, schedules and guards of a queue hang under
+        // its name too, and none of them is a list or a sorted set.
+        for (kind, suffixes) in [("list", [":notify", ""]), ("zset", [":delayed", ":reserved"])] {
+            for key in self.queue.scan_keys(&pattern, Some(kind)).await? {
+                let name = suffixes
+                    .iter()
+                    .find_map(|suffix| key.strip_suffix(suffix))
+                    .and_then(|ready| keys.queue_name(ready));
+                names.extend(name.map(str::to_owned));
+            }
         }
         names.extend(self.paused().await?);
         for worker in self.workers().await? {
@@ -130,18 +132,17 @@ impl Admin {
     /// [`Admin::queue_stats`] of each of `names`, in order, read in one round trip.
     pub async fn queues_stats(&self, names: &[String]) -> Result<Vec<QueueStats>, AdminError> {
         const READS_PER_QUEUE: usize = 5;
-        let mut pipe = redis::pipe();
-        pipe.cmd("TIME");
+        let mut reads = vec![redis::cmd("TIME")];
         for name in names {
             let keys = self.queue.queue_keys(name);
-            pipe.llen(&keys.ready)
-                .zcard(&keys.delayed)
-                .zcard(&keys.reserved)
-                .lindex(&keys.ready, 0)
-                .sismember(self.queue.keys().paused(), name);
+            reads.push(redis::cmd("LLEN").arg(&keys.ready).clone());
+            reads.push(redis::cmd("ZCARD").arg(&keys.delayed).clone());
+            reads.push(redis::cmd("ZCARD").arg(&keys.reserved).clone());
+            reads.push(redis::cmd("LINDEX").arg(&keys.ready).arg(0).clone());
+            let paused = self.queue.keys().paused();
+            reads.push(redis::cmd("SISMEMBER").arg(paused).arg(name).clone());
         }
-        let mut conn = self.queue.connection();
-        let mut replies: Vec<redis::Value> = self.queue.timed(pipe.query_async(&mut conn)).await?;
+        let mut replies: Vec<redis::Value> = self.queue.query_each(&reads).await?;
         let reads = replies.split_off(1);
         let (now, _): (u64, u64) =
             redis::from_redis_value(replies.remove(0)).map_err(redis::RedisError::from)?;

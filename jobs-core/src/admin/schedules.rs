@@ -51,15 +51,25 @@ impl Admin {
             .queue
             .timed(redis::cmd("TIME").query_async(&mut conn))
             .await?;
+        let queues: HashMap<String, String> = self
+            .queue
+            .timed(redis::AsyncCommands::hgetall(
+                &mut conn,
+                keys.schedule_queues(),
+            ))
+            .await?;
+        let reads: Vec<redis::Cmd> = names
+            .iter()
+            .map(|name| {
+                let queue = queues.get(name).map_or("", String::as_str);
+                redis::cmd("HGETALL")
+                    .arg(keys.schedule(queue, name))
+                    .clone()
+            })
+            .collect();
+        let states: Vec<HashMap<String, String>> = self.queue.query_each(&reads).await?;
         let mut schedules = Vec::with_capacity(names.len());
-        for name in names {
-            let state: HashMap<String, String> = self
-                .queue
-                .timed(redis::AsyncCommands::hgetall(
-                    &mut conn,
-                    keys.schedule("", &name),
-                ))
-                .await?;
+        for (name, state) in names.into_iter().zip(states) {
             let time = |field: &str| {
                 state
                     .get(field)

@@ -19,17 +19,17 @@ impl Admin {
     /// Every unique lock, sorted by key, with its holder: the locks of unique jobs queued,
     /// delayed or running (see [`crate::job::unique`]).
     pub async fn unique_locks(&self) -> Result<Vec<HeldLock>, AdminError> {
-        let mut keys = self.scan(&self.queue.keys().unique_pattern()).await?;
+        let pattern = self.queue.keys().unique_pattern();
+        let mut keys = self.queue.scan_keys(&pattern, Some("string")).await?;
         keys.sort();
         let mut locks = Vec::with_capacity(keys.len());
-        let mut conn = self.queue.connection();
         for chunk in keys.chunks(super::CHUNK) {
-            let mut pipe = redis::pipe();
+            let mut reads = Vec::with_capacity(2 * chunk.len());
             for key in chunk {
-                pipe.get(key).pttl(key);
+                reads.push(redis::cmd("GET").arg(key).clone());
+                reads.push(redis::cmd("PTTL").arg(key).clone());
             }
-            let replies: Vec<(Option<String>, i64)> =
-                self.queue.timed(pipe.query_async(&mut conn)).await?;
+            let replies: Vec<(Option<String>, i64)> = self.queue.query_each(&reads).await?;
             for (key, (holder, ttl)) in chunk.iter().zip(replies) {
                 // A lock that expired or was freed since the scan is gone.
                 let Some(holder) = holder else { continue };

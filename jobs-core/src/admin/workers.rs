@@ -111,13 +111,14 @@ impl Admin {
         let all: Vec<i64> = (first..=now).collect();
         let mut metrics = Vec::with_capacity(all.len());
         for chunk in all.chunks(CHUNK) {
-            let mut pipe = redis::pipe();
-            for minute in chunk {
-                pipe.hgetall(self.queue.keys().metrics_minute(*minute));
-            }
-            let mut conn = self.queue.connection();
-            let hashes: Vec<HashMap<String, u64>> =
-                self.queue.timed(pipe.query_async(&mut conn)).await?;
+            let reads: Vec<redis::Cmd> = chunk
+                .iter()
+                .map(|minute| {
+                    let key = self.queue.keys().metrics_minute(*minute);
+                    redis::cmd("HGETALL").arg(key).clone()
+                })
+                .collect();
+            let hashes: Vec<HashMap<String, u64>> = self.queue.query_each(&reads).await?;
             for (minute, fields) in chunk.iter().zip(hashes) {
                 metrics.push(MinuteMetrics {
                     minute: Utc

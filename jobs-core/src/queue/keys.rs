@@ -469,6 +469,12 @@ impl Keys {
         self.prefixed(&format!("{OPS_PREFIX}schedules"))
     }
 
+    /// The queue of each schedule's job, by schedule name (`jobs:schedules:queues`, a HASH):
+    /// on a cluster a schedule's state is under its queue's keys, found through this.
+    pub fn schedule_queues(&self) -> String {
+        self.prefixed(&format!("{OPS_PREFIX}schedules:queues"))
+    }
+
     /// Names of schedules an operator asked to fire now (`jobs:schedules:run`, a LIST), taken
     /// by a worker that keeps them.
     pub fn schedule_runs(&self) -> String {
@@ -480,6 +486,22 @@ impl Keys {
     /// slot; used on a cluster, where the step that owes the push is in another slot.
     pub fn pushed(&self, queue: &str, uuid: &str) -> String {
         format!("{}:pushed:{uuid}", self.queue(queue).ready)
+    }
+
+    /// The guard that the failed job `uuid`, whose record has the digest `record`, was pushed
+    /// back onto `queue` by a retry (`queues:<name>:retried:<uuid>:<record>`), in the queue's
+    /// slot; used on a cluster, where the failed-job store is in another slot and the record
+    /// is removed in a second step.
+    ///
+    /// ```
+    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(
+    ///     Keys::new(KeyLayout::Cluster, "").retried("mail", "9a1c", "5e2f"),
+    ///     "queues:{mail}:retried:9a1c:5e2f"
+    /// );
+    /// ```
+    pub fn retried(&self, queue: &str, uuid: &str, record: &str) -> String {
+        format!("{}:retried:{uuid}:{record}", self.queue(queue).ready)
     }
 
     /// The links the settled links of the chain `id` owe, by link uuid, on a cluster

@@ -3,7 +3,8 @@
 //! Each script lives in its own file under `src/scripts/`, headed by what its KEYS and ARGV
 //! are. Snippets several scripts share live under `src/scripts/lib/` and are put in front of
 //! the scripts that use them at compile time: `time.lua` (Redis's clock in each precision the
-//! keys use), `forget_failed.lua` (deleting failed-job records by age), `holds.lua` (freeing
+//! keys use), `forget_failed.lua` (deleting failed-job records by age), `retake_unique.lua` (a retried
+//! unique job's lock), `holds.lua` (freeing
 //! what a settled job held), `due.lua` (a delayed job's due time), `push_job.lua` (pushing one
 //! job, ready or delayed), `effects.lua` (reading the effects a settling script applies),
 //! `chain.lua` (a chain's steps) and `batch.lua` (a batch's counts and callbacks). `redis::Script`
@@ -127,7 +128,17 @@ script!(
 
 script!(
     /// Push a failed job back onto its queue and remove its record (`retry.lua`).
-    RETRY, "retry.lua"
+    RETRY, "retry.lua", uses "retake_unique.lua"
+);
+script!(
+    /// On a cluster, push a failed job back onto its queue once per record, the first step of
+    /// a retry (`retry_push.lua`).
+    RETRY_PUSH, "retry_push.lua", uses "retake_unique.lua"
+);
+script!(
+    /// Remove a failed job's record if it is still the one read, the last step of a retry on
+    /// a cluster (`forget_unchanged.lua`).
+    FORGET_UNCHANGED, "forget_unchanged.lua"
 );
 script!(
     /// Delete failed-job records older than an age, a bounded number per call

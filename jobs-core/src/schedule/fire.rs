@@ -104,10 +104,9 @@ impl RedisQueue {
             .await?;
         let now_ms = seconds * 1000 + micros / 1000;
         let now = DateTime::from_timestamp_millis(now_ms).unwrap_or_else(Utc::now);
-        // One pipeline on one server; on a cluster each schedule's state is in its queue's
-        // slot and the index in its own, each written in a call of its own.
-        let cluster = self.layout() == crate::queue::keys::KeyLayout::Cluster;
-        let mut pipe = redis::pipe();
+        // Each schedule's state is in its queue's slot on a cluster; the index, and the queue
+        // of each name that operators' tools find the state by, are in slots of their own.
+        let mut writes = Vec::with_capacity(3 * schedules.len());
         for schedule in schedules {
             let queue = schedule.envelope(now)?.queue;
             let state = self.keys().schedule(&queue, schedule.name());
@@ -117,25 +116,27 @@ impl RedisQueue {
                 .map_or(String::new(), |tick| tick.timestamp_millis().to_string());
             let record = [
                 ("when", schedule.when().describe()),
-                ("queue", queue),
+                ("queue", queue.clone()),
                 ("next_tick", next),
                 ("seen_at", now_ms.to_string()),
             ];
-            pipe.hset_multiple(&state, &record).ignore();
-            if cluster {
-                self.timed(pipe.query_async::<()>(&mut conn)).await?;
-                pipe = redis::pipe();
-            }
-            pipe.zadd(self.keys().schedules(), schedule.name(), now_ms)
-                .ignore();
-            if cluster {
-                self.timed(pipe.query_async::<()>(&mut conn)).await?;
-                pipe = redis::pipe();
-            }
+            writes.push(redis::cmd("HSET").arg(&state).arg(&record[..]).clone());
+            writes.push(
+                redis::cmd("ZADD")
+                    .arg(self.keys().schedules())
+                    .arg(now_ms)
+                    .arg(schedule.name())
+                    .clone(),
+            );
+            writes.push(
+                redis::cmd("HSET")
+                    .arg(self.keys().schedule_queues())
+                    .arg(schedule.name())
+                    .arg(queue)
+                    .clone(),
+            );
         }
-        if !cluster {
-            self.timed(pipe.query_async::<()>(&mut conn)).await?;
-        }
+        let _: () = self.query_each(&writes).await?;
         Ok(())
     }
 

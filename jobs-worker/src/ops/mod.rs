@@ -66,7 +66,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         ..QueueConfig::default()
     };
     let queue = RedisQueue::with_config(&cli.redis, config).map_err(AdminError::from)?;
-    let admin = Admin::new(queue)?;
+    let admin = Admin::new(queue);
     let json = cli.json;
     match cli.command {
         Command::Dashboard(args) => {

@@ -30,7 +30,6 @@ pub(crate) const TICK: Duration = Duration::from_secs(1);
 /// State shared between the worker loop, the processor and the publishing task.
 pub(crate) struct Control {
     worker_name: String,
-    publishes: bool,
     paused: RwLock<HashSet<String>>,
     paused_changed: Notify,
     restart: CancellationToken,
@@ -69,13 +68,10 @@ pub(crate) struct Attempt<'a> {
 
 impl Control {
     /// The state of the worker called `worker_name` (its `--name`): nothing paused, no
-    /// restart requested, nothing counted. Without `publishes` (a worker on a Redis Cluster,
-    /// where these keys are not supported yet), attempts are not counted and
-    /// [`start`] publishes and reads nothing.
-    pub(crate) fn new(worker_name: &str, publishes: bool) -> Self {
+    /// restart requested, nothing counted.
+    pub(crate) fn new(worker_name: &str) -> Self {
         Control {
             worker_name: worker_name.to_owned(),
-            publishes,
             paused: RwLock::new(HashSet::new()),
             paused_changed: Notify::new(),
             restart: CancellationToken::new(),
@@ -109,9 +105,6 @@ impl Control {
     /// Counts one settled attempt in the current minute and in the Prometheus metrics, and
     /// keeps it for its queue's recent-jobs list.
     pub(crate) fn record(&self, attempt: &Attempt<'_>) {
-        if !self.publishes {
-            return;
-        }
         let now = Utc::now();
         let recent = RecentJob {
             uuid: attempt.uuid.to_owned(),
@@ -210,13 +203,6 @@ pub(crate) async fn start(
     stats: Arc<Stats>,
     config: Arc<WorkerConfig>,
 ) -> Publishing {
-    if !control.publishes {
-        warn!(
-            "on a Redis Cluster this worker publishes no heartbeat record or metrics, and jobsctl \
-             pause and jobsctl restart do not reach it"
-        );
-        return Publishing { task: None };
-    }
     let mut publisher = Publisher {
         queue,
         control,
@@ -270,27 +256,36 @@ impl Publisher {
         let pending = self.control.take_pending();
         let keys = self.queue.keys();
         let record_key = keys.worker(&self.id);
-        let mut pipe = redis::pipe();
-        pipe.smembers(keys.paused()).get(keys.restart());
+        // Single-key commands only: on a cluster the keys are in many slots, and
+        // `query_each` sends each to its node.
+        let mut commands = vec![
+            redis::cmd("SMEMBERS").arg(keys.paused()).clone(),
+            redis::cmd("GET").arg(keys.restart()).clone(),
+        ];
         if last {
-            pipe.del(&record_key).ignore();
-            pipe.zrem(keys.workers(), &self.id).ignore();
+            commands.push(redis::cmd("DEL").arg(&record_key).clone());
+            commands.push(redis::cmd("ZREM").arg(keys.workers()).arg(&self.id).clone());
         } else {
             let now = Utc::now();
             let record = self.record(now);
             let record = serde_json::to_string(&record).expect("a worker record serializes");
-            pipe.set_ex(&record_key, record, telemetry::WORKER_TTL.as_secs())
-                .ignore();
-            pipe.zadd(keys.workers(), &self.id, now.timestamp())
-                .ignore();
+            let ttl = telemetry::WORKER_TTL.as_secs();
+            commands.push(redis::cmd("SET").arg(&record_key).arg(record).arg("EX").arg(ttl).clone());
+            commands.push(
+                redis::cmd("ZADD")
+                    .arg(keys.workers())
+                    .arg(now.timestamp())
+                    .arg(&self.id)
+                    .clone(),
+            );
         }
         let keep = (self.config.metrics_retention + Duration::from_secs(60)).as_secs() as i64;
         for (minute, bucket) in &pending.counts {
             let key = keys.metrics_minute(*minute);
             for (field, by) in bucket.increments() {
-                pipe.hincr(&key, field, by).ignore();
+                commands.push(redis::cmd("HINCRBY").arg(&key).arg(field).arg(by).clone());
             }
-            pipe.expire(&key, keep).ignore();
+            commands.push(redis::cmd("EXPIRE").arg(&key).arg(keep).clone());
         }
         for (queue, jobs) in &pending.recent {
             let key = keys.recent(queue);
@@ -299,14 +294,19 @@ impl Publisher {
                 .map(|job| serde_json::to_string(job).expect("a recent job serializes"))
                 .collect();
             // LPUSH puts the last entry, the newest, at the head.
-            pipe.lpush(&key, entries).ignore();
-            pipe.ltrim(&key, 0, keys::RECENT_LIMIT as isize - 1)
-                .ignore();
-            pipe.expire(&key, keep).ignore();
+            commands.push(redis::cmd("LPUSH").arg(&key).arg(entries).clone());
+            let last_kept = keys::RECENT_LIMIT as isize - 1;
+            commands.push(redis::cmd("LTRIM").arg(&key).arg(0).arg(last_kept).clone());
+            commands.push(redis::cmd("EXPIRE").arg(&key).arg(keep).clone());
         }
-        let mut conn = self.queue.connection();
-        let reply: jobs_core::Result<(Vec<String>, Option<String>)> =
-            self.queue.timed(pipe.query_async(&mut conn)).await;
+        let reply: jobs_core::Result<Vec<redis::Value>> = self.queue.query_each(&commands).await;
+        let reply = reply.and_then(|mut replies| {
+            replies.truncate(2);
+            let read: (Vec<String>, Option<String>) =
+                redis::from_redis_value(redis::Value::Array(replies))
+                    .map_err(|err| jobs_core::Error::from(redis::RedisError::from(err)))?;
+            Ok(read)
+        });
         match reply {
             Ok((paused, restart)) => {
                 if self.failing {
@@ -360,7 +360,7 @@ mod tests {
 
     #[test]
     fn recent_jobs_keep_the_last_ones_of_each_queue_with_their_own_fields() {
-        let control = Control::new("billing", true);
+        let control = Control::new("billing");
         let attempts = 2 * (keys::RECENT_LIMIT + 25);
         for n in 0..attempts {
             let uuid = format!("u{n}");

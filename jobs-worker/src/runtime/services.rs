@@ -3,7 +3,7 @@
 
 use crate::events::Listeners;
 use jobs_core::middleware::Layer;
-use jobs_core::queue::keys::{KeyLayout, QueueKeys};
+use jobs_core::queue::keys::QueueKeys;
 use jobs_core::RedisQueue;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -61,8 +61,7 @@ impl Services {
             .iter()
             .map(|name| Arc::new(queue.queue_keys(name)))
             .collect();
-        let publishes = queue.layout() == KeyLayout::Standalone;
-        let control = Arc::new(Control::new(&config.name, publishes));
+        let control = Arc::new(Control::new(&config.name));
         let running = Arc::new(Running::default());
         let publishing = control::start(
             queue.clone(),

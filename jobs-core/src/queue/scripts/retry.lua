@@ -1,5 +1,6 @@
 -- retry: push a failed job back onto its queue and remove its failed-job record, if the record
--- is still the one the caller read.
+-- is still the one the caller read. On one server; on a Redis Cluster the store and the queue
+-- are in different slots, and retry_push.lua then forget_unchanged.lua take the two steps.
 -- KEYS[1]  failed_jobs            hash: uuid -> failed-job record (JSON)
 -- KEYS[2]  failed_jobs:index      set: uuid, score = failed_at
 -- KEYS[3]  queues:<name>          ready list of the record's queue
@@ -16,12 +17,8 @@
 if redis.call('hget', KEYS[1], ARGV[1]) ~= ARGV[2] then
   return 0
 end
-if KEYS[5] then
-  local holder = redis.call('get', KEYS[5])
-  if holder and holder ~= ARGV[1] then
-    return 2
-  end
-  redis.call('set', KEYS[5], ARGV[1], 'px', tonumber(ARGV[4]))
+if KEYS[5] and not retake_unique(KEYS[5], ARGV[1], ARGV[4]) then
+  return 2
 end
 redis.call('hdel', KEYS[1], ARGV[1])
 redis.call('zrem', KEYS[2], ARGV[1])

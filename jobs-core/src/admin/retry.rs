@@ -1,0 +1,179 @@
+//! Moving failed jobs back onto their queues: one atomic call per job on one server; on a
+//! Redis Cluster, where the failed-job store and the queues are in different slots, two calls
+//! that can each be taken again.
+
+use std::collections::BTreeMap;
+
+use super::failed::{Retried, RetryReport, Stored};
+use super::{Admin, AdminError, CHUNK};
+use crate::payload::counters::{self, Counters};
+use crate::payload::Payload;
+use crate::queue::keys::{KeyLayout, Keys};
+use crate::queue::scripts;
+
+/// How long the guard of a retry lasts on a cluster: a retry taken again within it, after a
+/// crash between its two steps, pushes nothing twice.
+const RETRIED_GUARD_SECS: u64 = 24 * 3600;
+
+/// What the push of one retried job found.
+enum Pushed {
+    /// Pushed back (or, on a cluster, pushed by an earlier try of the same retry).
+    Back,
+    /// Left in the store: another job holds its unique lock.
+    Duplicate,
+    /// Left alone: its record changed or went away since it was read.
+    Changed,
+}
+
+impl Admin {
+    /// Pushes `selected` back onto their queues with their counters reset, and removes their
+    /// records, adding what happened to each to `report`.
+    ///
+    /// On one server each job moves in one `retry.lua` call, only if its record is still the
+    /// one read. On a cluster, per chunk: `retry_push.lua` in each queue's slot pushes the job
+    /// unless the guard of this record's retry (its uuid and a digest of the record) says it
+    /// was, then `forget_unchanged.lua` removes the record if it is still the one read. A crash
+    /// between the two leaves the record; the next retry finds the guard, pushes nothing, and
+    /// removes it. A job that failed again meanwhile has a new record, which stays.
+    pub(super) async fn push_back(
+        &self,
+        selected: &[Stored],
+        report: &mut RetryReport,
+    ) -> Result<(), AdminError> {
+        for chunk in selected.chunks(CHUNK) {
+            let outcomes = match self.queue.layout() {
+                KeyLayout::Standalone => self.retry_atomically(chunk).await?,
+                KeyLayout::Cluster => self.retry_in_two_steps(chunk).await?,
+            };
+            for (stored, pushed) in chunk.iter().zip(outcomes) {
+                let record = &stored.entry.record;
+                match pushed {
+                    Pushed::Back => report.retried.push(Retried {
+                        uuid: record.uuid.clone(),
+                        queue: record.queue.clone(),
+                    }),
+                    Pushed::Duplicate => report.duplicates.push(record.uuid.clone()),
+                    Pushed::Changed => report.missing.push(record.uuid.clone()),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn retry_atomically(&self, chunk: &[Stored]) -> Result<Vec<Pushed>, AdminError> {
+        let keys = self.queue.keys();
+        let calls: Vec<_> = chunk
+            .iter()
+            .map(|stored| {
+                let record = &stored.entry.record;
+                let queue = keys.queue(&record.queue);
+                let mut call = scripts::RETRY.key(keys.failed_jobs());
+                call.key(keys.failed_jobs_index())
+                    .key(&queue.ready)
+                    .key(&queue.notify)
+                    .arg(&record.uuid)
+                    .arg(&stored.raw)
+                    .arg(fresh_payload(stored));
+                add_unique_lock(&mut call, keys, stored);
+                call
+            })
+            .collect();
+        let replies: Vec<i64> = self.queue.invoke_all(&[&scripts::RETRY], &calls).await?;
+        Ok(replies.into_iter().map(pushed_of).collect())
+    }
+
+    async fn retry_in_two_steps(&self, chunk: &[Stored]) -> Result<Vec<Pushed>, AdminError> {
+        let keys = self.queue.keys();
+        // One pipeline per queue: each within one slot.
+        let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (at, stored) in chunk.iter().enumerate() {
+            by_queue
+                .entry(stored.entry.record.queue.as_str())
+                .or_default()
+                .push(at);
+        }
+        let mut outcomes: Vec<Pushed> = chunk.iter().map(|_| Pushed::Changed).collect();
+        for (queue_name, members) in by_queue {
+            let queue = keys.queue(queue_name);
+            let calls: Vec<_> = members
+                .iter()
+                .map(|&at| {
+                    let stored = &chunk[at];
+                    let uuid = &stored.entry.record.uuid;
+                    let guard = keys.retried(queue_name, uuid, &digest(&stored.raw));
+                    let mut call = scripts::RETRY_PUSH.key(&queue.ready);
+                    call.key(&queue.notify)
+                        .key(guard)
+                        .arg(uuid)
+                        .arg(fresh_payload(stored))
+                        .arg(RETRIED_GUARD_SECS);
+                    add_unique_lock(&mut call, keys, stored);
+                    call
+                })
+                .collect();
+            let replies: Vec<i64> = self
+                .queue
+                .invoke_all(&[&scripts::RETRY_PUSH], &calls)
+                .await?;
+            for (at, reply) in members.into_iter().zip(replies) {
+                outcomes[at] = pushed_of(reply);
+            }
+        }
+        let pushed: Vec<&Stored> = chunk
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, outcome)| matches!(outcome, Pushed::Back))
+            .map(|(stored, _)| stored)
+            .collect();
+        let removals: Vec<_> = pushed
+            .iter()
+            .map(|stored| {
+                let mut call = scripts::FORGET_UNCHANGED.key(keys.failed_jobs());
+                call.key(keys.failed_jobs_index())
+                    .arg(&stored.entry.record.uuid)
+                    .arg(&stored.raw);
+                call
+            })
+            .collect();
+        // A record gone or changed by now was removed by another try of this retry, or is the
+        // record of a new failure of the job pushed here: either way the job went back once.
+        let _: Vec<i64> = self
+            .queue
+            .invoke_all(&[&scripts::FORGET_UNCHANGED], &removals)
+            .await?;
+        Ok(outcomes)
+    }
+}
+
+fn pushed_of(reply: i64) -> Pushed {
+    match reply {
+        1 => Pushed::Back,
+        2 => Pushed::Duplicate,
+        _ => Pushed::Changed,
+    }
+}
+
+/// The record's payload with its counters (attempts, exceptions, requeues) set to 0; every
+/// other byte kept.
+fn fresh_payload(stored: &Stored) -> String {
+    let payload = &stored.entry.record.payload;
+    counters::with_counters(payload, Counters::default()).unwrap_or_else(|| payload.clone())
+}
+
+/// Adds a unique job's lock, to be taken again with the push, to a retry's call.
+fn add_unique_lock(call: &mut redis::ScriptInvocation<'_>, keys: &Keys, stored: &Stored) {
+    let record = &stored.entry.record;
+    let unique = Payload::from_json(&record.payload)
+        .ok()
+        .and_then(|p| p.unique);
+    if let Some(unique) = unique {
+        call.key(keys.unique(&record.queue, &unique.key))
+            .arg(unique.lasts.max(1) * 1000);
+    }
+}
+
+/// A short digest of a stored record, naming it in its retry's guard.
+fn digest(raw: &str) -> String {
+    let sum = ring::digest::digest(&ring::digest::SHA256, raw.as_bytes());
+    sum.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
