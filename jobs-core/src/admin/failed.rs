@@ -4,12 +4,15 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use super::{Admin, AdminError, Summary, CHUNK};
 use crate::error::Result;
 use crate::payload::failed::FailedJob;
 use crate::queue::scripts;
 
-/// Which failed jobs to list. Empty fields match everything.
+/// Which failed jobs to list, retry or forget. Empty fields match everything. The store is
+/// searched on the Redis side, in bounded steps ([`Admin::failed_page`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedFilter {
     /// Only jobs that failed on this queue.
@@ -21,43 +24,44 @@ pub struct FailedFilter {
     /// Only jobs with this tag ([`Job::tags`](crate::Job::tags)), exactly.
     #[serde(default)]
     pub tag: Option<String>,
-    /// At most this many, newest first.
+    /// Only jobs that failed at or after this time.
+    #[serde(default)]
+    pub since: Option<DateTime<Utc>>,
+    /// Only jobs that failed at or before this time.
+    #[serde(default)]
+    pub until: Option<DateTime<Utc>>,
+    /// At most this many, newest first. In [`Admin::failed_page`], the page's size (default
+    /// [`FAILED_PAGE`], at most [`FAILED_PAGE_MAX`]).
     pub limit: Option<usize>,
 }
 
-impl FailedFilter {
-    fn matches(&self, entry: &FailedEntry) -> bool {
-        if self
-            .queue
-            .as_ref()
-            .is_some_and(|q| *q != entry.record.queue)
-        {
-            return false;
-        }
-        if let Some(job) = &self.job {
-            if entry.job != *job && entry.display_name.as_deref() != Some(job.as_str()) {
-                return false;
-            }
-        }
-        if self
-            .tag
-            .as_ref()
-            .is_some_and(|tag| !entry.tags.contains(tag))
-        {
-            return false;
-        }
-        if let Some(text) = self.text.as_deref().filter(|t| !t.is_empty()) {
-            let text = text.to_lowercase();
-            let record = &entry.record;
-            let found = [&record.exception, &record.payload, &record.uuid]
-                .iter()
-                .any(|field| field.to_lowercase().contains(&text));
-            if !found {
-                return false;
-            }
-        }
-        true
-    }
+/// The size of a page of failed jobs when the filter sets none.
+pub const FAILED_PAGE: usize = 50;
+
+/// The largest page of failed jobs.
+pub const FAILED_PAGE_MAX: usize = 1000;
+
+/// Records one script call reads at most, and how long it runs at most: a step of a search
+/// of a store of any size holds Redis this long at most.
+const STEP_READS: usize = 2000;
+const STEP_MILLIS: u64 = 5;
+
+/// How long one page request searches before it returns what it found, with a cursor to go on.
+const PAGE_BUDGET: std::time::Duration = std::time::Duration::from_millis(30);
+
+/// One page of failed jobs, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedPage {
+    /// The jobs of this page that match the filter.
+    pub entries: Vec<FailedEntry>,
+    /// Where the next page starts (pass it as `after`), or `None` when the search reached the
+    /// end of the store. A search that ran out of its time for one request returns fewer
+    /// entries than asked, and a cursor.
+    pub next: Option<String>,
+    /// Records in the store.
+    pub total: u64,
+    /// Records read to fill this page.
+    pub scanned: u64,
 }
 
 /// One failed job, as listed.
@@ -131,20 +135,103 @@ pub(super) struct Stored {
 }
 
 impl Admin {
-    /// Failed jobs matching `filter`, newest first.
+    /// Failed jobs matching `filter`, newest first, at most its `limit` (every match without
+    /// one), found page by page.
     pub async fn failed(&self, filter: &FailedFilter) -> Result<Vec<FailedEntry>, AdminError> {
-        let mut entries: Vec<FailedEntry> = self
-            .stored_failed()
-            .await?
-            .into_iter()
-            .rev()
-            .map(|stored| stored.entry)
-            .filter(|entry| filter.matches(entry))
-            .collect();
-        if let Some(limit) = filter.limit {
-            entries.truncate(limit);
+        let mut entries = Vec::new();
+        let wanted = filter.limit.unwrap_or(usize::MAX);
+        let mut after = None;
+        while entries.len() < wanted {
+            let page_filter = FailedFilter {
+                limit: Some((wanted - entries.len()).min(FAILED_PAGE_MAX)),
+                ..filter.clone()
+            };
+            let page = self.failed_page(&page_filter, after.as_deref()).await?;
+            entries.extend(page.entries);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
         }
         Ok(entries)
+    }
+
+    /// One page of the failed jobs matching `filter`, newest first, after the cursor `after`
+    /// (a page's [`FailedPage::next`]; `None`: from the newest). The search runs on the Redis
+    /// side, in script calls that each read at most a few thousand records for a few
+    /// milliseconds; a page stops searching after about 30 ms and returns what it found with a
+    /// cursor, so every request answers promptly however large the store and however rare the
+    /// matches. A cursor stays valid while records are added and removed.
+    pub async fn failed_page(
+        &self,
+        filter: &FailedFilter,
+        after: Option<&str>,
+    ) -> Result<FailedPage, AdminError> {
+        let wanted = filter
+            .limit
+            .unwrap_or(FAILED_PAGE)
+            .clamp(1, FAILED_PAGE_MAX);
+        let mut cursor = after.map(Cursor::parse).transpose()?;
+        let started = tokio::time::Instant::now();
+        let mut page = FailedPage {
+            entries: Vec::new(),
+            next: None,
+            total: 0,
+            scanned: 0,
+        };
+        loop {
+            let step = self
+                .failed_step(filter, cursor.as_ref(), wanted - page.entries.len())
+                .await?;
+            page.total = step.total;
+            page.scanned += step.read;
+            page.entries
+                .extend(step.stored.into_iter().map(|stored| stored.entry));
+            cursor = step.last.or(cursor);
+            if step.done {
+                return Ok(page);
+            }
+            if page.entries.len() >= wanted || started.elapsed() >= PAGE_BUDGET {
+                page.next = cursor.map(|c| c.to_string());
+                return Ok(page);
+            }
+        }
+    }
+
+    /// One script call of a search: at most `wanted` matches after `cursor`.
+    async fn failed_step(
+        &self,
+        filter: &FailedFilter,
+        cursor: Option<&Cursor>,
+        wanted: usize,
+    ) -> Result<Step, AdminError> {
+        let keys = self.queue.keys();
+        let bound = |time: Option<DateTime<Utc>>, none: &str| {
+            time.map_or(none.to_owned(), |t| {
+                format!("{}.{:06}", t.timestamp(), t.timestamp_subsec_micros())
+            })
+        };
+        let text = filter.text.as_deref().unwrap_or("").to_lowercase();
+        let mut call = scripts::FAILED_PAGE.key(keys.failed_jobs());
+        call.key(keys.failed_jobs_index())
+            .arg(cursor.map_or("", |c| c.score.as_str()))
+            .arg(cursor.map_or("", |c| c.uuid.as_str()))
+            .arg(bound(filter.since, "-inf"))
+            .arg(bound(filter.until, "+inf"))
+            .arg(wanted)
+            .arg(STEP_READS)
+            .arg(STEP_MILLIS)
+            .arg(filter.queue.as_deref().unwrap_or(""))
+            .arg(filter.job.as_deref().unwrap_or(""))
+            .arg(filter.tag.as_deref().unwrap_or(""))
+            .arg(text);
+        let reply: Vec<redis::Value> = self.queue.invoke(&call).await?;
+        Step::of(reply).ok_or_else(|| {
+            AdminError::Queue(crate::Error::from(redis::RedisError::from((
+                redis::ErrorKind::Parse,
+                "failed_page.lua answered in an unexpected shape",
+            ))))
+        })
     }
 
     /// How many failed jobs the store holds.
@@ -188,41 +275,34 @@ impl Admin {
                 return Err(AdminError::InvalidRange { first, last });
             }
         }
-        let selected: Vec<Stored> = match selection {
+        let filter = match selection {
             FailedSelection::Uuids(uuids) => {
-                let (found, missing) = self.stored_by_uuid(uuids).await?;
-                report.missing = missing;
-                found
-            }
-            FailedSelection::All => self.stored_failed().await?,
-            FailedSelection::Queue(queue) => self
-                .stored_failed()
-                .await?
-                .into_iter()
-                .filter(|s| s.entry.record.queue == *queue)
-                .collect(),
-            FailedSelection::Range { first, last } => self
-                .stored_failed()
-                .await?
-                .into_iter()
-                .filter(|s| (*first..=*last).contains(&s.entry.position))
-                .collect(),
-            FailedSelection::Matching(filter) => {
-                let mut selected: Vec<Stored> = self
-                    .stored_failed()
-                    .await?
-                    .into_iter()
-                    .rev()
-                    .filter(|s| filter.matches(&s.entry))
-                    .collect();
-                if let Some(limit) = filter.limit {
-                    selected.truncate(limit);
+                for chunk in uuids.chunks(CHUNK) {
+                    let (found, missing) = self.stored_by_uuid(chunk).await?;
+                    report.missing.extend(missing);
+                    self.push_back(&found, &mut report).await?;
                 }
-                selected.reverse();
-                selected
+                return Ok(report);
             }
+            FailedSelection::Range { first, last } => {
+                for chunk in self.positions(*first, *last).await? {
+                    let (found, missing) = self.stored_by_uuid(&chunk).await?;
+                    report.missing.extend(missing);
+                    self.push_back(&found, &mut report).await?;
+                }
+                return Ok(report);
+            }
+            FailedSelection::All => FailedFilter::default(),
+            FailedSelection::Queue(queue) => FailedFilter {
+                queue: Some(queue.clone()),
+                ..FailedFilter::default()
+            },
+            FailedSelection::Matching(filter) => filter.clone(),
         };
-        self.push_back(&selected, &mut report).await?;
+        let mut matching = Matching::new(filter);
+        while let Some(chunk) = matching.next_chunk(self).await? {
+            self.push_back(&chunk, &mut report).await?;
+        }
         Ok(report)
     }
 
@@ -234,15 +314,16 @@ impl Admin {
         }
     }
 
-    /// Deletes the failed jobs matching `filter` (its limit applies); returns how many.
+    /// Deletes the failed jobs matching `filter` (its limit applies), in chunks found by
+    /// bounded search steps; returns how many.
     pub async fn forget_matching(&self, filter: &FailedFilter) -> Result<u64, AdminError> {
-        let uuids: Vec<String> = self
-            .failed(filter)
-            .await?
-            .into_iter()
-            .map(|entry| entry.record.uuid)
-            .collect();
-        self.forget_many(&uuids).await
+        let mut forgotten = 0;
+        let mut matching = Matching::new(filter.clone());
+        while let Some(chunk) = matching.next_chunk(self).await? {
+            let uuids: Vec<String> = chunk.into_iter().map(|s| s.entry.record.uuid).collect();
+            forgotten += self.forget_many(&uuids).await?;
+        }
+        Ok(forgotten)
     }
 
     /// Deletes failed-job records, both the record and its index entry, in one transaction per
@@ -319,20 +400,28 @@ impl Admin {
         Ok((found, missing))
     }
 
-    /// Every failed-job record, oldest first, with its position.
-    async fn stored_failed(&self) -> Result<Vec<Stored>, AdminError> {
+    /// The uuids at positions `first..=last` (1 is the oldest), in chunks.
+    async fn positions(&self, first: u64, last: u64) -> Result<Vec<Vec<String>>, AdminError> {
         let mut conn = self.queue.connection();
-        let uuids: Vec<String> = self
-            .queue
-            .timed(conn.zrange(self.queue.keys().failed_jobs_index(), 0, -1))
-            .await?;
-        let records = self.raw_records(&uuids).await?;
-        Ok(uuids
-            .iter()
-            .zip(records)
-            .zip(1..)
-            .filter_map(|((uuid, raw), position)| raw.map(|raw| stored(uuid, raw, position)))
-            .collect())
+        let mut chunks = Vec::new();
+        let mut from = first - 1;
+        while from < last {
+            let to = (from + CHUNK as u64).min(last) - 1;
+            let uuids: Vec<String> = self
+                .queue
+                .timed(conn.zrange(
+                    self.queue.keys().failed_jobs_index(),
+                    from as isize,
+                    to as isize,
+                ))
+                .await?;
+            if uuids.is_empty() {
+                break;
+            }
+            chunks.push(uuids);
+            from = to + 1;
+        }
+        Ok(chunks)
     }
 
     /// The stored records of these uuids, in order (`None` where the store has none), read
@@ -379,5 +468,112 @@ fn stored(uuid: &str, raw: String, position: u64) -> Stored {
             tags: summary.tags,
             record,
         },
+    }
+}
+
+/// Where a search of the store goes on from: the score and uuid of the last record read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Cursor {
+    score: String,
+    uuid: String,
+}
+
+impl Cursor {
+    fn parse(text: &str) -> Result<Cursor, AdminError> {
+        let invalid = || AdminError::InvalidCursor(text.to_owned());
+        let (score, uuid) = text.split_once('/').ok_or_else(invalid)?;
+        if score.parse::<f64>().is_err() || uuid.is_empty() {
+            return Err(invalid());
+        }
+        Ok(Cursor {
+            score: score.to_owned(),
+            uuid: uuid.to_owned(),
+        })
+    }
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.score, self.uuid)
+    }
+}
+
+/// What one call of `failed_page.lua` found.
+struct Step {
+    total: u64,
+    read: u64,
+    last: Option<Cursor>,
+    done: bool,
+    stored: Vec<Stored>,
+}
+
+impl Step {
+    /// Reads the script's reply: the store's size, the records read, the last one's score and
+    /// uuid, whether the end was reached, then rank, uuid, record and score of each match.
+    fn of(reply: Vec<redis::Value>) -> Option<Step> {
+        let mut fields = reply.into_iter();
+        let next_text = |fields: &mut std::vec::IntoIter<redis::Value>| {
+            redis::from_redis_value::<String>(fields.next()?).ok()
+        };
+        let next_number = |fields: &mut std::vec::IntoIter<redis::Value>| {
+            redis::from_redis_value::<u64>(fields.next()?).ok()
+        };
+        let total = next_number(&mut fields)?;
+        let read = next_number(&mut fields)?;
+        let score = next_text(&mut fields)?;
+        let uuid = next_text(&mut fields)?;
+        let done = next_number(&mut fields)? == 1;
+        let last = (!uuid.is_empty()).then_some(Cursor { score, uuid });
+        let mut stored = Vec::new();
+        while let Some(rank) = next_number(&mut fields) {
+            let uuid = next_text(&mut fields)?;
+            let raw = next_text(&mut fields)?;
+            let _score = next_text(&mut fields)?;
+            stored.push(self::stored(&uuid, raw, total.saturating_sub(rank)));
+        }
+        Some(Step {
+            total,
+            read,
+            last,
+            done,
+            stored,
+        })
+    }
+}
+
+/// The records matching a filter, found chunk by chunk in bounded search steps. Each chunk is
+/// acted on before the next is searched for, and the search goes on after the last record
+/// read, so records removed or failing anew meanwhile are never visited twice.
+struct Matching {
+    filter: FailedFilter,
+    left: usize,
+    cursor: Option<Cursor>,
+    done: bool,
+}
+
+impl Matching {
+    fn new(filter: FailedFilter) -> Matching {
+        Matching {
+            left: filter.limit.unwrap_or(usize::MAX),
+            filter,
+            cursor: None,
+            done: false,
+        }
+    }
+
+    /// The next chunk of at most [`CHUNK`] records, or `None` at the end.
+    async fn next_chunk(&mut self, admin: &Admin) -> Result<Option<Vec<Stored>>, AdminError> {
+        while !self.done && self.left > 0 {
+            let step = admin
+                .failed_step(&self.filter, self.cursor.as_ref(), self.left.min(CHUNK))
+                .await?;
+            self.cursor = step.last.or(self.cursor.take());
+            self.done = step.done;
+            self.left -= step.stored.len().min(self.left);
+            if !step.stored.is_empty() {
+                return Ok(Some(step.stored));
+            }
+        }
+        Ok(None)
     }
 }

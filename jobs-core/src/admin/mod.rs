@@ -29,7 +29,10 @@ mod unique;
 mod workers;
 
 pub use batches::{BatchDetail, PendingBatches};
-pub use failed::{FailedEntry, FailedFilter, FailedSelection, Retried, RetryReport};
+pub use failed::{
+    FailedEntry, FailedFilter, FailedPage, FailedSelection, Retried, RetryReport, FAILED_PAGE,
+    FAILED_PAGE_MAX,
+};
 pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
 pub use schedules::{ScheduleInfo, STALE_AFTER};
 pub use unique::HeldLock;
@@ -63,6 +66,9 @@ pub enum AdminError {
     /// No unique lock has this key.
     #[error("no unique lock {0}")]
     UniqueLockNotFound(String),
+    /// A cursor that no page of failed jobs gave.
+    #[error("invalid cursor {0:?}: pass the `next` of a page as it was given")]
+    InvalidCursor(String),
     /// A range of failed-job positions that selects nothing.
     #[error(
         "invalid range {first}-{last}: positions start at 1 and the first must not exceed the last"

@@ -175,5 +175,8 @@ fn add_unique_lock(call: &mut redis::ScriptInvocation<'_>, keys: &Keys, stored: 
 /// A short digest of a stored record, naming it in its retry's guard.
 fn digest(raw: &str) -> String {
     let sum = ring::digest::digest(&ring::digest::SHA256, raw.as_bytes());
-    sum.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
+    sum.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

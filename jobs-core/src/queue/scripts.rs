@@ -131,6 +131,10 @@ script!(
     RETRY, "retry.lua", uses "retake_unique.lua"
 );
 script!(
+    /// One bounded step of a listing or search of the failed-job store (`failed_page.lua`).
+    FAILED_PAGE, "failed_page.lua"
+);
+script!(
     /// On a cluster, push a failed job back onto its queue once per record, the first step of
     /// a retry (`retry_push.lua`).
     RETRY_PUSH, "retry_push.lua", uses "retake_unique.lua"

@@ -1,7 +1,8 @@
 //! The `jobsctl` command line: global options, commands and their arguments.
 
+use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
-use jobs_core::admin::Section;
+use jobs_core::admin::{FailedFilter, Section};
 
 /// The `jobsctl` command line.
 #[derive(Debug, Parser)]
@@ -36,12 +37,8 @@ pub(super) enum Command {
     /// Push failed jobs back onto their queues with attempts reset to 0, and remove their
     /// records: `all`, uuids, `--queue Q` or `--range A-B` (positions as `jobsctl failed` shows).
     Retry(RetryArgs),
-    /// Delete failed-job records.
-    Forget {
-        /// The uuids of the failed jobs.
-        #[arg(required = true)]
-        uuids: Vec<String>,
-    },
+    /// Delete failed-job records: uuids, or every job a filter matches.
+    Forget(ForgetArgs),
     /// Delete every failed job, or only those older than --hours.
     Flush {
         /// Only those that failed more than this many hours ago.
@@ -203,6 +200,77 @@ pub(super) enum UniqueForget {
     },
 }
 
+/// Which failed jobs: the filters `jobsctl failed`, `retry` and `forget` share.
+#[derive(Debug, Clone, Default, Args)]
+pub(super) struct FilterArgs {
+    /// Only jobs of this type (the payload's job or displayName).
+    #[arg(long)]
+    pub job: Option<String>,
+    /// Only jobs whose exception, payload or uuid contains this text (ignoring case).
+    #[arg(long)]
+    pub search: Option<String>,
+    /// Only jobs with this tag.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Only jobs that failed at or after this time: RFC 3339 (2026-11-25T10:00:00Z) or an age
+    /// (90s, 30m, 2h, 7d ago).
+    #[arg(long, value_parser = parse_time)]
+    pub since: Option<DateTime<Utc>>,
+    /// Only jobs that failed at or before this time, written as for --since.
+    #[arg(long, value_parser = parse_time)]
+    pub until: Option<DateTime<Utc>>,
+}
+
+impl FilterArgs {
+    /// Whether any filter is given.
+    pub(super) fn any(&self) -> bool {
+        self.job.is_some()
+            || self.search.is_some()
+            || self.tag.is_some()
+            || self.since.is_some()
+            || self.until.is_some()
+    }
+
+    /// The filter, with the queue `queue` and at most `limit` jobs.
+    pub(super) fn filter(self, queue: Option<String>, limit: Option<usize>) -> FailedFilter {
+        FailedFilter {
+            queue,
+            job: self.job,
+            text: self.search,
+            tag: self.tag,
+            since: self.since,
+            until: self.until,
+            limit,
+        }
+    }
+}
+
+/// A time given as RFC 3339, or as an age: a number followed by s, m, h or d.
+pub(super) fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+        return Ok(time.with_timezone(&Utc));
+    }
+    let unit = |c: char| match c {
+        's' => Some(1),
+        'm' => Some(60),
+        'h' => Some(3600),
+        'd' => Some(86_400),
+        _ => None,
+    };
+    let age = text
+        .char_indices()
+        .last()
+        .and_then(|(at, c)| Some((text[..at].parse::<u64>().ok()?, unit(c)?)))
+        .and_then(|(n, unit)| n.checked_mul(unit))
+        .and_then(|secs| chrono::Duration::try_seconds(secs as i64));
+    match age {
+        Some(age) => Ok(Utc::now() - age),
+        None => Err(format!(
+            "expected RFC 3339 (2026-11-25T10:00:00Z) or an age such as 30m, 2h or 7d, not {text:?}"
+        )),
+    }
+}
+
 /// `jobsctl failed`.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -213,18 +281,15 @@ pub(super) struct FailedArgs {
     /// Only jobs that failed on this queue.
     #[arg(long)]
     pub queue: Option<String>,
-    /// Only jobs of this type (the payload's job or displayName).
-    #[arg(long)]
-    pub job: Option<String>,
-    /// Only jobs whose exception, payload or uuid contains this text (ignoring case).
-    #[arg(long)]
-    pub search: Option<String>,
-    /// Only jobs with this tag.
-    #[arg(long)]
-    pub tag: Option<String>,
-    /// At most this many.
+    /// Which jobs.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// At most this many: one page (default 50, at most 1000).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Go on after this cursor: the one a listing printed for its next page.
+    #[arg(long)]
+    pub after: Option<String>,
 }
 
 /// `jobsctl failed show UUID`.
@@ -242,10 +307,26 @@ pub(super) enum FailedShow {
 pub(super) struct RetryArgs {
     /// `all`, or the uuids of failed jobs.
     pub targets: Vec<String>,
-    /// Every failed job of this queue.
+    /// Every failed job of this queue (with the filters below, those of it they match).
     #[arg(long, conflicts_with_all = ["targets", "range"], value_parser = queue_name)]
     pub queue: Option<String>,
     /// Positions A to B, as `jobsctl failed` numbers them (1 is the oldest).
     #[arg(long, conflicts_with_all = ["targets", "queue"])]
     pub range: Option<String>,
+    /// Every failed job these match.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// `jobsctl forget`.
+#[derive(Debug, Args)]
+pub(super) struct ForgetArgs {
+    /// The uuids of the failed jobs.
+    pub uuids: Vec<String>,
+    /// Every failed job of this queue (with the filters below, those of it they match).
+    #[arg(long, conflicts_with = "uuids", value_parser = queue_name)]
+    pub queue: Option<String>,
+    /// Every failed job these match.
+    #[command(flatten)]
+    pub filter: FilterArgs,
 }

@@ -1,12 +1,10 @@
 //! `jobsctl failed`, `retry`, `forget`, `flush` and `prune-failed`: the failed-job store.
 
-use jobs_core::admin::{
-    Admin, AdminError, FailedEntry, FailedFilter, FailedSelection, RetryReport,
-};
+use jobs_core::admin::{Admin, AdminError, FailedEntry, FailedSelection, RetryReport};
 use serde::Serialize;
 use std::time::Duration;
 
-use super::args::{FailedArgs, FailedShow, RetryArgs};
+use super::args::{FailedArgs, FailedShow, ForgetArgs, RetryArgs};
 use super::error::CliError;
 use super::render::{first_line, print, table};
 
@@ -18,15 +16,12 @@ pub(super) async fn list(admin: &Admin, json: bool, args: FailedArgs) -> Result<
             print(json, &entry, show_failed)?;
         }
         None => {
-            let filter = FailedFilter {
-                queue: args.queue,
-                job: args.job,
-                text: args.search,
-                tag: args.tag,
-                limit: args.limit,
-            };
-            let entries = admin.failed(&filter).await?;
-            print(json, &entries, |e| failed_table(e))?;
+            let filter = args.filter.filter(args.queue, args.limit);
+            let page = admin.failed_page(&filter, args.after.as_deref()).await?;
+            print(json, &page.entries, |e| failed_table(e))?;
+            if let Some(next) = page.next {
+                eprintln!("More failed jobs: add --after {next}");
+            }
         }
     }
     Ok(0)
@@ -69,8 +64,23 @@ pub(super) fn print_retried(json: bool, report: &RetryReport) -> Result<u8, CliE
     Ok(0)
 }
 
-/// Deletes failed-job records; names the uuids it did not find.
-pub(super) async fn forget(admin: &Admin, json: bool, uuids: Vec<String>) -> Result<u8, CliError> {
+/// Deletes failed-job records, by uuid or every one a filter matches; names the uuids it did
+/// not find.
+pub(super) async fn forget(admin: &Admin, json: bool, args: ForgetArgs) -> Result<u8, CliError> {
+    if args.queue.is_some() || args.filter.any() {
+        let filter = args.filter.filter(args.queue, None);
+        let forgotten = admin.forget_matching(&filter).await?;
+        print(json, &serde_json::json!({ "forgotten": forgotten }), |_| {
+            format!("Forgot {forgotten} failed jobs.\n")
+        })?;
+        return Ok(0);
+    }
+    if args.uuids.is_empty() {
+        return Err(CliError::Invalid(
+            "say which failed jobs to forget: uuids, --queue Q or filters such as --job".into(),
+        ));
+    }
+    let uuids = args.uuids;
     let mut missing = Vec::new();
     let mut forgotten = Vec::new();
     for uuid in uuids {
@@ -117,6 +127,17 @@ pub(super) async fn prune(admin: &Admin, json: bool, hours: f64) -> Result<u8, C
 }
 
 fn retry_selection(args: RetryArgs) -> Result<FailedSelection, CliError> {
+    if args.filter.any() {
+        if args.range.is_some() || !args.targets.is_empty() {
+            return Err(CliError::Invalid(
+                "filters select the jobs to retry: give them without uuids, `all` or --range"
+                    .into(),
+            ));
+        }
+        return Ok(FailedSelection::Matching(
+            args.filter.filter(args.queue, None),
+        ));
+    }
     if let Some(queue) = args.queue {
         return Ok(FailedSelection::Queue(queue));
     }
@@ -220,6 +241,7 @@ mod tests {
             targets: vec![],
             queue: None,
             range: Some(range.into()),
+            filter: Default::default(),
         };
         assert_eq!(
             retry_selection(args("2-5")).unwrap(),

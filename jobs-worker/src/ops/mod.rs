@@ -75,7 +75,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         }
         Command::Failed(args) => failed::list(&admin, json, args).await,
         Command::Retry(args) => failed::retry(&admin, json, args).await,
-        Command::Forget { uuids } => failed::forget(&admin, json, uuids).await,
+        Command::Forget(args) => failed::forget(&admin, json, args).await,
         Command::Flush { hours } => failed::flush(&admin, json, hours).await,
         Command::PruneFailed { hours } => failed::prune(&admin, json, hours).await,
         Command::Size { queues } => queues::size(&admin, json, queues).await,

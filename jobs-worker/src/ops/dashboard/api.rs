@@ -2,6 +2,7 @@
 //! (see [`super::guard`]). Errors are JSON `{"error": "..."}`: 404 for an unknown failed job,
 //! 503 when Redis cannot be reached.
 
+use crate::ops::args::parse_time;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -19,7 +20,7 @@ use serde::{Deserialize, Serialize};
 const CHART_MINUTES: u32 = 60;
 /// Minutes over which a queue's processing rate is measured, the current one included.
 const RATE_MINUTES: u32 = 5;
-/// Failed jobs listed at most, newest first.
+/// Failed jobs listed on one page, newest first, unless the request asks for another size.
 const FAILED_LISTED: usize = 100;
 /// Characters of an exception shown in the failed-job list.
 const EXCEPTION_SUMMARY_CHARS: usize = 240;
@@ -71,26 +72,42 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
-/// An [`AdminError`] as an HTTP answer.
-struct ApiError(AdminError);
+/// An error as an HTTP answer: an [`AdminError`], or a request the API cannot read.
+enum ApiError {
+    Admin(AdminError),
+    BadRequest(String),
+}
+
+impl ApiError {
+    fn bad_request(reason: String) -> Self {
+        ApiError::BadRequest(reason)
+    }
+}
 
 impl From<AdminError> for ApiError {
     fn from(err: AdminError) -> Self {
-        ApiError(err)
+        ApiError::Admin(err)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = match self.0 {
-            AdminError::FailedJobNotFound(_)
-            | AdminError::BatchNotFound(_)
-            | AdminError::ScheduleNotFound(_) => StatusCode::NOT_FOUND,
-            AdminError::InvalidRange { .. } => StatusCode::BAD_REQUEST,
-            _ => StatusCode::SERVICE_UNAVAILABLE,
+        let (status, message) = match self {
+            ApiError::BadRequest(reason) => (StatusCode::BAD_REQUEST, reason),
+            ApiError::Admin(err) => {
+                let status = match err {
+                    AdminError::FailedJobNotFound(_)
+                    | AdminError::BatchNotFound(_)
+                    | AdminError::ScheduleNotFound(_) => StatusCode::NOT_FOUND,
+                    AdminError::InvalidRange { .. } | AdminError::InvalidCursor(_) => {
+                        StatusCode::BAD_REQUEST
+                    }
+                    _ => StatusCode::SERVICE_UNAVAILABLE,
+                };
+                (status, err.to_string())
+            }
         };
-        let body = Json(serde_json::json!({ "error": self.0.to_string() }));
-        (status, body).into_response()
+        (status, Json(serde_json::json!({ "error": message }))).into_response()
     }
 }
 
@@ -217,26 +234,43 @@ async fn resume(State(admin): State<Admin>, Path(name): Path<String>) -> ApiResu
     }))
 }
 
-/// A search of failed jobs: `job`, `queue`, `text`, `tag` (empty means any).
+/// A search of failed jobs: `job`, `queue`, `text`, `tag`, and `since` and `until` (RFC 3339
+/// or an age such as `2h`); empty means any.
 #[derive(Debug, Default, Deserialize)]
 struct Search {
     job: Option<String>,
     queue: Option<String>,
     text: Option<String>,
     tag: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
 }
 
 impl Search {
-    fn filter(self) -> FailedFilter {
+    fn filter(self, limit: Option<usize>) -> Result<FailedFilter, ApiError> {
         let given = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        FailedFilter {
+        let time = |v: Option<String>| {
+            given(v)
+                .map(|v| parse_time(&v).map_err(ApiError::bad_request))
+                .transpose()
+        };
+        Ok(FailedFilter {
             queue: given(self.queue),
             job: given(self.job),
             text: given(self.text),
             tag: given(self.tag),
-            limit: None,
-        }
+            since: time(self.since)?,
+            until: time(self.until)?,
+            limit,
+        })
     }
+}
+
+/// A page of a search: where it goes on from (`after`, a page's `next`) and its size.
+#[derive(Debug, Default, Deserialize)]
+struct PageQuery {
+    after: Option<String>,
+    limit: Option<usize>,
 }
 
 /// One row of the failed-job list.
@@ -254,24 +288,31 @@ struct FailedRow {
     tags: Vec<String>,
 }
 
-/// `GET /api/failed`.
+/// `GET /api/failed`: one page of a search, newest first.
 #[derive(Debug, Serialize)]
 struct FailedList {
     /// Records in the store.
     total: u64,
-    /// Records the search matches.
+    /// Jobs on this page (all the matches when `next` is null).
     matched: usize,
-    /// The newest of them.
+    /// The jobs of this page.
     jobs: Vec<FailedRow>,
+    /// The cursor of the next page (`?after=`), or null at the end.
+    next: Option<String>,
+    /// Records read to find this page.
+    scanned: u64,
 }
 
-async fn failed(State(admin): State<Admin>, Query(search): Query<Search>) -> ApiResult<FailedList> {
-    let entries = admin.failed(&search.filter()).await?;
-    let total = admin.failed_count().await?;
-    let matched = entries.len();
-    let jobs = entries
+async fn failed(
+    State(admin): State<Admin>,
+    Query(search): Query<Search>,
+    Query(page): Query<PageQuery>,
+) -> ApiResult<FailedList> {
+    let filter = search.filter(Some(page.limit.unwrap_or(FAILED_LISTED)))?;
+    let found = admin.failed_page(&filter, page.after.as_deref()).await?;
+    let jobs: Vec<FailedRow> = found
+        .entries
         .into_iter()
-        .take(FAILED_LISTED)
         .map(|entry| {
             let record = entry.record;
             let first_line = record.exception.lines().next().unwrap_or_default();
@@ -289,9 +330,11 @@ async fn failed(State(admin): State<Admin>, Query(search): Query<Search>) -> Api
         })
         .collect();
     Ok(Json(FailedList {
-        total,
-        matched,
+        total: found.total,
+        matched: jobs.len(),
         jobs,
+        next: found.next,
+        scanned: found.scanned,
     }))
 }
 
@@ -327,7 +370,7 @@ async fn retry_matching(
     State(admin): State<Admin>,
     search: Option<Json<Search>>,
 ) -> ApiResult<jobs_core::admin::RetryReport> {
-    let filter = search.map(|Json(s)| s).unwrap_or_default().filter();
+    let filter = search.map(|Json(s)| s).unwrap_or_default().filter(None)?;
     Ok(Json(admin.retry(&FailedSelection::Matching(filter)).await?))
 }
 
@@ -335,7 +378,7 @@ async fn forget_matching(
     State(admin): State<Admin>,
     search: Option<Json<Search>>,
 ) -> ApiResult<serde_json::Value> {
-    let filter = search.map(|Json(s)| s).unwrap_or_default().filter();
+    let filter = search.map(|Json(s)| s).unwrap_or_default().filter(None)?;
     let forgotten = admin.forget_matching(&filter).await?;
     Ok(Json(serde_json::json!({ "forgotten": forgotten })))
 }

@@ -4,7 +4,8 @@
 "use strict";
 
 const POLL_MS = 2000;
-const state = { filter: { job: "", queue: "", text: "", tag: "" }, detail: null, recentQueue: "", matched: 0 };
+// `pages` holds the cursors of the failed-job pages before the one shown (empty: the newest).
+const state = { filter: { job: "", queue: "", text: "", tag: "", since: "" }, detail: null, recentQueue: "", pages: [], next: null };
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -150,13 +151,19 @@ function renderQueues(queues) {
 function filterQuery() {
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(state.filter)) if (value) params.set(key, value);
+  const after = state.pages[state.pages.length - 1];
+  if (after) params.set("after", after);
   return params.toString();
 }
 
 function renderFailed(list) {
-  state.matched = list.matched;
+  state.next = list.next;
   const any = Object.values(state.filter).some(Boolean);
-  $("#failed-matched").textContent = any ? `${list.matched} of ${list.total} match` : `${list.total}`;
+  const shown = `${list.matched}${list.next ? "+" : ""}`;
+  const page = state.pages.length ? `, page ${state.pages.length + 1}` : "";
+  $("#failed-matched").textContent = (any ? `${shown} of ${list.total} match` : `${list.total}`) + page;
+  $("#failed-newer").disabled = !state.pages.length;
+  $("#failed-older").disabled = !list.next;
   const rows = list.jobs.map((job) => el("tr", {
     class: `clickable${state.detail === job.uuid ? " selected" : ""}`,
     dataset: { uuid: job.uuid },
@@ -315,18 +322,21 @@ async function refresh() {
 }
 
 function init() {
-  for (const name of ["job", "queue", "text", "tag"]) {
+  for (const name of ["job", "queue", "text", "tag", "since"]) {
     $(`#search-${name}`).addEventListener("input", (event) => {
       state.filter[name] = event.target.value.trim();
+      state.pages = [];
       refresh();
     });
   }
+  $("#failed-older").addEventListener("click", () => { if (state.next) { state.pages.push(state.next); refresh(); } });
+  $("#failed-newer").addEventListener("click", () => { state.pages.pop(); refresh(); });
   $("#failed-search").addEventListener("submit", (event) => event.preventDefault());
   $("#retry-matching").addEventListener("click", () => {
-    if (confirm(`Retry ${state.matched} failed job(s) matching the search?`)) act(post("/api/failed/retry", state.filter), retried);
+    if (confirm("Retry every failed job matching the search?")) act(post("/api/failed/retry", state.filter), retried);
   });
   $("#forget-matching").addEventListener("click", () => {
-    if (confirm(`Forget ${state.matched} failed job(s) matching the search? This cannot be undone.`)) act(post("/api/failed/forget", state.filter), forgotten);
+    if (confirm("Forget every failed job matching the search? This cannot be undone.")) act(post("/api/failed/forget", state.filter), forgotten);
   });
   $("#detail-close").addEventListener("click", closeDetail);
   const onDetail = (action, describe) => () => {
