@@ -24,6 +24,7 @@ mod wait;
 
 pub mod cluster;
 pub mod dashboard;
+pub mod failed_store;
 pub mod http;
 pub mod jobs_command;
 pub mod scenarios;
