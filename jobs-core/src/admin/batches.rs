@@ -2,14 +2,116 @@
 //! one, retrying its failed jobs, and pruning finished ones.
 
 use chrono::Utc;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::cursor::Cursor;
 use super::{Admin, AdminError, FailedSelection, RetryReport};
 use crate::workflow::BatchStatus;
 
 /// Batch ids read from the index per call while listing or pruning.
 const PAGE: isize = 500;
+
+/// How long one page request reads the index before it returns what it found.
+const PAGE_BUDGET: std::time::Duration = std::time::Duration::from_millis(30);
+
+/// Which batches to list. Empty fields match every batch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchFilter {
+    /// Only batches whose name contains this text, ignoring case.
+    pub name: Option<String>,
+    /// Only batches in this state.
+    pub state: Option<BatchState>,
+}
+
+impl BatchFilter {
+    fn matches(&self, batch: &BatchStatus) -> bool {
+        let named = self
+            .name
+            .as_deref()
+            .is_none_or(|text| batch.name.to_lowercase().contains(&text.to_lowercase()));
+        named
+            && self
+                .state
+                .is_none_or(|state| state == BatchState::of(batch))
+    }
+}
+
+/// Where a batch is in its life, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BatchState {
+    /// Jobs are pending and it was not cancelled.
+    Running,
+    /// Cancelled, with jobs still to settle (they are skipped).
+    Cancelling,
+    /// Cancelled, and every job settled.
+    Cancelled,
+    /// Every job settled, none failed for good.
+    Finished,
+    /// Every job settled, some failed for good.
+    FinishedWithFailures,
+}
+
+impl BatchState {
+    /// Every state, in the order a batch goes through them.
+    pub const ALL: [BatchState; 5] = [
+        BatchState::Running,
+        BatchState::Cancelling,
+        BatchState::Cancelled,
+        BatchState::Finished,
+        BatchState::FinishedWithFailures,
+    ];
+
+    /// The state of `batch`.
+    pub fn of(batch: &BatchStatus) -> BatchState {
+        match (batch.cancelled(), batch.finished()) {
+            (true, true) => BatchState::Cancelled,
+            (true, false) => BatchState::Cancelling,
+            (false, true) if batch.failed > 0 => BatchState::FinishedWithFailures,
+            (false, true) => BatchState::Finished,
+            (false, false) => BatchState::Running,
+        }
+    }
+
+    /// Its name: `running`, `cancelling`, `cancelled`, `finished` or
+    /// `finished-with-failures`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchState::Running => "running",
+            BatchState::Cancelling => "cancelling",
+            BatchState::Cancelled => "cancelled",
+            BatchState::Finished => "finished",
+            BatchState::FinishedWithFailures => "finished-with-failures",
+        }
+    }
+}
+
+impl std::str::FromStr for BatchState {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        BatchState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = BatchState::ALL.iter().map(|s| s.as_str()).collect();
+                format!(
+                    "unknown batch state {text:?}: expected {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// One page of batches, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct BatchPage {
+    /// The batches of this page.
+    pub batches: Vec<BatchStatus>,
+    /// Where the next page starts (pass it as `after`), or `None` at the end.
+    pub next: Option<String>,
+}
 
 /// A batch with the uuids of its failed jobs, oldest failure first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,33 +136,91 @@ impl Admin {
     /// Batches, newest first, at most `limit`. A batch whose record expired or was pruned is
     /// left out (and dropped from the index).
     pub async fn batches(&self, limit: usize) -> Result<Vec<BatchStatus>, AdminError> {
-        let index = self.queue.keys().batches();
-        let mut conn = self.queue.connection();
+        let filter = BatchFilter::default();
         let mut found = Vec::new();
-        let mut start = 0;
+        let mut after = None;
         while found.len() < limit {
-            let ids = self.index_page(true, start).await?;
-            if ids.is_empty() {
-                break;
-            }
-            start += PAGE;
-            for id in ids {
-                match self.batch_by_text(&id).await? {
-                    Some(status) => found.push(status),
-                    None => {
-                        let _: () = self
-                            .queue
-                            .timed(redis::AsyncCommands::zrem(&mut conn, &index, &id))
-                            .await?;
-                        start -= 1;
-                    }
-                }
-                if found.len() == limit {
-                    break;
-                }
+            let page = self
+                .batches_page(&filter, after.as_deref(), limit - found.len())
+                .await?;
+            found.extend(page.batches);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
             }
         }
         Ok(found)
+    }
+
+    /// One page of the batches `filter` matches, newest first, at most `limit` (at most 500),
+    /// after the cursor `after` (a page's [`BatchPage::next`]). The index is read 50 batches
+    /// per step, each step's records in one round trip; a page stops after about 30 ms with
+    /// what it found and a cursor. A batch whose record expired or was pruned is dropped from
+    /// the index.
+    pub async fn batches_page(
+        &self,
+        filter: &BatchFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<BatchPage, AdminError> {
+        const STEP: usize = 50;
+        let limit = limit.clamp(1, 500);
+        let index = self.queue.keys().batches();
+        let mut cursor = after.map(Cursor::parse).transpose()?;
+        let started = tokio::time::Instant::now();
+        let mut page = BatchPage::default();
+        loop {
+            let entries = self.newest_after(&index, cursor.as_ref(), STEP).await?;
+            if entries.is_empty() {
+                return Ok(page);
+            }
+            let reads: Vec<redis::Cmd> = entries
+                .iter()
+                .map(|(id, _)| {
+                    redis::cmd("HGETALL")
+                        .arg(self.queue.keys().batch(id))
+                        .clone()
+                })
+                .collect();
+            let records: Vec<std::collections::HashMap<String, String>> =
+                self.queue.query_each(&reads).await?;
+            let mut expired = Vec::new();
+            for ((id, score), record) in entries.iter().zip(records) {
+                cursor = Some(Cursor {
+                    score: score.clone(),
+                    member: id.clone(),
+                });
+                let status = id
+                    .parse::<Uuid>()
+                    .ok()
+                    .and_then(|uuid| BatchStatus::from_record(uuid, &record));
+                match status {
+                    None => expired.push(id.clone()),
+                    Some(status) if filter.matches(&status) => {
+                        page.batches.push(status);
+                        if page.batches.len() == limit {
+                            break;
+                        }
+                    }
+                    Some(_) => {}
+                }
+            }
+            if !expired.is_empty() {
+                let mut conn = self.queue.connection();
+                let _: () = self
+                    .queue
+                    .timed(redis::AsyncCommands::zrem(&mut conn, &index, &expired))
+                    .await?;
+            }
+            let full = page.batches.len() == limit;
+            if full || started.elapsed() >= PAGE_BUDGET {
+                page.next = cursor.map(|c| c.to_string());
+                return Ok(page);
+            }
+            if entries.len() < STEP {
+                return Ok(page);
+            }
+        }
     }
 
     /// The batch `id` with its failed jobs; [`AdminError::BatchNotFound`] when there is no

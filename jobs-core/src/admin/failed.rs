@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::cursor::Cursor;
 use super::{Admin, AdminError, Summary, CHUNK};
 use crate::error::Result;
 use crate::payload::failed::FailedJob;
@@ -215,7 +216,7 @@ impl Admin {
         let mut call = scripts::FAILED_PAGE.key(keys.failed_jobs());
         call.key(keys.failed_jobs_index())
             .arg(cursor.map_or("", |c| c.score.as_str()))
-            .arg(cursor.map_or("", |c| c.uuid.as_str()))
+            .arg(cursor.map_or("", |c| c.member.as_str()))
             .arg(bound(filter.since, "-inf"))
             .arg(bound(filter.until, "+inf"))
             .arg(wanted)
@@ -471,33 +472,6 @@ fn stored(uuid: &str, raw: String, position: u64) -> Stored {
     }
 }
 
-/// Where a search of the store goes on from: the score and uuid of the last record read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Cursor {
-    score: String,
-    uuid: String,
-}
-
-impl Cursor {
-    fn parse(text: &str) -> Result<Cursor, AdminError> {
-        let invalid = || AdminError::InvalidCursor(text.to_owned());
-        let (score, uuid) = text.split_once('/').ok_or_else(invalid)?;
-        if score.parse::<f64>().is_err() || uuid.is_empty() {
-            return Err(invalid());
-        }
-        Ok(Cursor {
-            score: score.to_owned(),
-            uuid: uuid.to_owned(),
-        })
-    }
-}
-
-impl std::fmt::Display for Cursor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.score, self.uuid)
-    }
-}
-
 /// What one call of `failed_page.lua` found.
 struct Step {
     total: u64,
@@ -523,7 +497,10 @@ impl Step {
         let score = next_text(&mut fields)?;
         let uuid = next_text(&mut fields)?;
         let done = next_number(&mut fields)? == 1;
-        let last = (!uuid.is_empty()).then_some(Cursor { score, uuid });
+        let last = (!uuid.is_empty()).then_some(Cursor {
+            score,
+            member: uuid,
+        });
         let mut stored = Vec::new();
         while let Some(rank) = next_number(&mut fields) {
             let uuid = next_text(&mut fields)?;

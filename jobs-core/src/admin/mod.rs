@@ -20,6 +20,7 @@
 //! ```
 
 mod batches;
+mod cursor;
 mod failed;
 mod queues;
 mod retry;
@@ -28,15 +29,15 @@ pub mod telemetry;
 mod unique;
 mod workers;
 
-pub use batches::{BatchDetail, PendingBatches};
+pub use batches::{BatchDetail, BatchFilter, BatchPage, BatchState, PendingBatches};
 pub use failed::{
     FailedEntry, FailedFilter, FailedPage, FailedSelection, Retried, RetryReport, FAILED_PAGE,
     FAILED_PAGE_MAX,
 };
 pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
 pub use schedules::{ScheduleInfo, STALE_AFTER};
-pub use unique::HeldLock;
-pub use workers::MinuteMetrics;
+pub use unique::{HeldLock, UniqueFilter, UniquePage};
+pub use workers::{MinuteMetrics, RecentFilter, RecentPage};
 
 use chrono::{DateTime, TimeZone, Utc};
 

@@ -66,6 +66,17 @@ impl Outcome {
     }
 }
 
+impl std::str::FromStr for Outcome {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        [Outcome::Done, Outcome::Released, Outcome::Failed]
+            .into_iter()
+            .find(|outcome| outcome.as_str() == text)
+            .ok_or_else(|| format!("unknown outcome {text:?}: expected done, released or failed"))
+    }
+}
+
 /// One finished attempt, as a queue's recent-jobs list (`jobs:recent:<queue>`) holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecentJob {

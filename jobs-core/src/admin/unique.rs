@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::queue::spread::KeyScan;
+
 use super::{Admin, AdminError};
 
 /// A unique lock held in Redis.
@@ -15,13 +17,99 @@ pub struct HeldLock {
     pub ttl_ms: Option<u64>,
 }
 
+/// Which unique locks to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UniqueFilter {
+    /// Only the locks of this job type (the lock key's first part, as
+    /// [`Job::unique_id`](crate::Job::unique_id) is scoped by its job's name).
+    pub job: Option<String>,
+}
+
+/// One page of unique locks, sorted by key within the page.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UniquePage {
+    /// The locks of this page.
+    pub locks: Vec<HeldLock>,
+    /// Where the next page starts (pass it as `after`), or `None` at the end.
+    pub next: Option<String>,
+}
+
+/// How long one page request scans before it returns what it found.
+const PAGE_BUDGET: std::time::Duration = std::time::Duration::from_millis(30);
+
 impl Admin {
+    /// One page of the unique locks `filter` matches: about `limit` of them (a `SCAN` step can
+    /// give a few more), after the cursor `after` (a page's [`UniquePage::next`]). The keys are
+    /// found by `SCAN` steps with a `MATCH` pattern on the Redis side (on a cluster, node after
+    /// node); a page stops after about 30 ms with what it found and a cursor. As with `SCAN`,
+    /// a lock taken during the listing may or may not be listed, and no lock held throughout
+    /// is missed.
+    pub async fn unique_locks_page(
+        &self,
+        filter: &UniqueFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<UniquePage, AdminError> {
+        let limit = limit.clamp(1, 1000);
+        let mut at = match after {
+            None => KeyScan::START,
+            Some(text) => {
+                KeyScan::parse(text).ok_or_else(|| AdminError::InvalidCursor(text.to_owned()))?
+            }
+        };
+        let pattern = self.unique_match(filter);
+        let started = tokio::time::Instant::now();
+        let mut keys: Vec<String> = Vec::new();
+        let mut next = Some(at);
+        while keys.len() < limit && started.elapsed() < PAGE_BUDGET {
+            let (found, then) = self
+                .queue
+                .scan_step(&pattern, Some("string"), at, limit.max(100))
+                .await?;
+            keys.extend(found);
+            next = then;
+            match then {
+                Some(then) => at = then,
+                None => break,
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        Ok(UniquePage {
+            locks: self.held(&keys).await?,
+            next: next.map(|at| at.to_string()),
+        })
+    }
+
+    /// The `SCAN` pattern of the locks `filter` matches.
+    fn unique_match(&self, filter: &UniqueFilter) -> String {
+        let every = self.queue.keys().unique_pattern();
+        match &filter.job {
+            None => every,
+            Some(job) => {
+                let escaped: String = job
+                    .chars()
+                    .flat_map(|c| match c {
+                        '*' | '?' | '[' | ']' | '\\' => vec!['\\', c],
+                        c => vec![c],
+                    })
+                    .collect();
+                format!("{}{escaped}:*", every.trim_end_matches('*'))
+            }
+        }
+    }
+
     /// Every unique lock, sorted by key, with its holder: the locks of unique jobs queued,
     /// delayed or running (see [`crate::job::unique`]).
     pub async fn unique_locks(&self) -> Result<Vec<HeldLock>, AdminError> {
         let pattern = self.queue.keys().unique_pattern();
         let mut keys = self.queue.scan_keys(&pattern, Some("string")).await?;
         keys.sort();
+        self.held(&keys).await
+    }
+
+    /// The locks at `keys` with their holders and expiries; keys freed meanwhile are left out.
+    async fn held(&self, keys: &[String]) -> Result<Vec<HeldLock>, AdminError> {
         let mut locks = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(super::CHUNK) {
             let mut reads = Vec::with_capacity(2 * chunk.len());

@@ -6,10 +6,43 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-use super::telemetry::{Bucket, RecentJob, WorkerInfo};
+use super::telemetry::{Bucket, Outcome, RecentJob, WorkerInfo};
 use super::{Admin, AdminError, CHUNK};
 use crate::error::Result;
 use crate::queue::scripts;
+
+/// Which recent attempts to list. Empty fields match every attempt.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecentFilter {
+    /// Only jobs with this tag.
+    pub tag: Option<String>,
+    /// Only jobs of this type (the payload's `job`).
+    pub job: Option<String>,
+    /// Only attempts that ended this way.
+    pub outcome: Option<Outcome>,
+}
+
+impl RecentFilter {
+    fn matches(&self, job: &RecentJob) -> bool {
+        self.tag.as_ref().is_none_or(|tag| job.tags.contains(tag))
+            && self.job.as_ref().is_none_or(|name| job.job == *name)
+            && self.outcome.is_none_or(|outcome| job.outcome == outcome)
+    }
+}
+
+/// One page of a queue's recent attempts, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecentPage {
+    /// The attempts of this page.
+    pub jobs: Vec<RecentJob>,
+    /// Where the next page starts (pass it as `after`), or `None` at the end.
+    pub next: Option<String>,
+}
+
+/// The cursor naming one attempt: `<uuid>:<attempt>`.
+fn recent_cursor(job: &RecentJob) -> String {
+    format!("{}:{}", job.uuid, job.attempt)
+}
 
 /// The counters of one minute.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,17 +122,33 @@ impl Admin {
             .collect())
     }
 
-    /// [`Admin::recent`] of the jobs with tag `tag` only, at most `limit`, from the whole list.
-    pub async fn recent_tagged(
+    /// One page of a queue's recent attempts that `filter` matches, newest first, at most
+    /// `limit`, after the cursor `after` (a page's [`RecentPage::next`]). The list holds at most
+    /// [`RECENT_LIMIT`](crate::queue::keys::RECENT_LIMIT) entries, so one `LRANGE` reads it
+    /// whole; a cursor names the last attempt shown, and the next page starts after it
+    /// wherever newer attempts pushed it (at the end once it dropped off the list).
+    pub async fn recent_page(
         &self,
         queue: &str,
+        filter: &RecentFilter,
+        after: Option<&str>,
         limit: usize,
-        tag: &str,
-    ) -> Result<Vec<RecentJob>, AdminError> {
-        let mut recent = self.recent(queue, crate::queue::keys::RECENT_LIMIT).await?;
-        recent.retain(|job| job.tags.iter().any(|t| t == tag));
-        recent.truncate(limit);
-        Ok(recent)
+    ) -> Result<RecentPage, AdminError> {
+        let all = self.recent(queue, crate::queue::keys::RECENT_LIMIT).await?;
+        let start = match after {
+            None => 0,
+            Some(cursor) => match all.iter().position(|job| recent_cursor(job) == cursor) {
+                Some(at) => at + 1,
+                None => all.len(),
+            },
+        };
+        let mut matching = all[start..].iter().filter(|job| filter.matches(job));
+        let jobs: Vec<RecentJob> = matching.by_ref().take(limit).cloned().collect();
+        let next = match (matching.next(), jobs.last()) {
+            (Some(_), Some(last)) => Some(recent_cursor(last)),
+            _ => None,
+        };
+        Ok(RecentPage { jobs, next })
     }
 
     /// The counters of the last `minutes` minutes (the current one included), oldest first,

@@ -5,7 +5,7 @@ pub(crate) mod effects;
 pub mod hold;
 pub mod keys;
 pub(crate) mod scripts;
-mod spread;
+pub(crate) mod spread;
 mod url;
 
 pub use url::{redact_url, redis_client, redis_url_from_env, DEFAULT_REDIS_URL, TLS_CA_FILE_ENV};

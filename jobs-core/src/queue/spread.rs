@@ -63,28 +63,66 @@ impl RedisQueue {
     /// ...), by `SCAN` in steps of at most a thousand keys: on a cluster, on each primary in
     /// turn.
     pub async fn scan_keys(&self, pattern: &str, kind: Option<&str>) -> Result<Vec<String>> {
+        let nodes = self.primaries().await?;
         let mut keys = Vec::new();
-        for node in self.primaries().await? {
-            let mut cursor: u64 = 0;
-            loop {
-                let mut scan = redis::cmd("SCAN");
-                scan.arg(cursor)
-                    .arg("MATCH")
-                    .arg(pattern)
-                    .arg("COUNT")
-                    .arg(STEP);
-                if let Some(kind) = kind {
-                    scan.arg("TYPE").arg(kind);
-                }
-                let (next, found): (u64, Vec<String>) = self.query_on(&node, scan).await?;
-                keys.extend(found);
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
+        let mut at = KeyScan::START;
+        loop {
+            let (found, next) = self.scan_step_on(&nodes, pattern, kind, at, STEP).await?;
+            keys.extend(found);
+            match next {
+                Some(next) => at = next,
+                None => return Ok(keys),
             }
         }
-        Ok(keys)
+    }
+
+    /// One `SCAN` step of a key scan at `at`, asking for about `count` keys: the keys found
+    /// (possibly none, possibly more than `count`, and a key may come again in a later step,
+    /// as `SCAN` gives them) and where the scan goes on, or `None` at its end.
+    pub(crate) async fn scan_step(
+        &self,
+        pattern: &str,
+        kind: Option<&str>,
+        at: KeyScan,
+        count: usize,
+    ) -> Result<(Vec<String>, Option<KeyScan>)> {
+        let nodes = self.primaries().await?;
+        self.scan_step_on(&nodes, pattern, kind, at, count).await
+    }
+
+    async fn scan_step_on(
+        &self,
+        nodes: &[Node],
+        pattern: &str,
+        kind: Option<&str>,
+        at: KeyScan,
+        count: usize,
+    ) -> Result<(Vec<String>, Option<KeyScan>)> {
+        let Some(node) = nodes.get(at.node) else {
+            return Ok((Vec::new(), None));
+        };
+        let mut scan = redis::cmd("SCAN");
+        scan.arg(at.cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count.max(1));
+        if let Some(kind) = kind {
+            scan.arg("TYPE").arg(kind);
+        }
+        let (cursor, found): (u64, Vec<String>) = self.query_on(node, scan).await?;
+        let next = match (cursor, at.node + 1 < nodes.len()) {
+            (0, false) => None,
+            (0, true) => Some(KeyScan {
+                node: at.node + 1,
+                cursor: 0,
+            }),
+            (cursor, _) => Some(KeyScan {
+                node: at.node,
+                cursor,
+            }),
+        };
+        Ok((found, next))
     }
 
     /// The nodes a key scan must visit: the one server, or each primary of a cluster (by
@@ -157,4 +195,32 @@ fn trim_ranges(reply: Value) -> Value {
             })
             .collect(),
     )
+}
+
+/// Where a key scan is: which node (by its place among the primaries, always 0 on one server)
+/// and that node's `SCAN` cursor. Written `<node>:<cursor>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeyScan {
+    node: usize,
+    cursor: u64,
+}
+
+impl KeyScan {
+    /// The start of a scan.
+    pub(crate) const START: KeyScan = KeyScan { node: 0, cursor: 0 };
+
+    /// Reads a scan position as [`KeyScan`]'s `Display` wrote it.
+    pub(crate) fn parse(text: &str) -> Option<KeyScan> {
+        let (node, cursor) = text.split_once(':')?;
+        Some(KeyScan {
+            node: node.parse().ok()?,
+            cursor: cursor.parse().ok()?,
+        })
+    }
+}
+
+impl std::fmt::Display for KeyScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.node, self.cursor)
+    }
 }

@@ -69,7 +69,7 @@ impl RedisQueue {
                     .await
             })
             .await?;
-        Ok(status_from(id, &fields))
+        Ok(BatchStatus::from_record(id, &fields))
     }
 
     /// Cancels the batch `id`: its jobs that have not started are skipped. Returns `false`
@@ -99,21 +99,24 @@ impl RedisQueue {
     }
 }
 
-/// A batch's status from its record's fields; `None` for a record that does not exist.
-fn status_from(id: Uuid, fields: &HashMap<String, String>) -> Option<BatchStatus> {
-    let number = |name: &str| fields.get(name).and_then(|v| v.parse::<i64>().ok());
-    let time = |name: &str| number(name).and_then(DateTime::from_timestamp_millis);
-    let count = |name: &str| number(name).map_or(0, |n| n.max(0) as u64);
-    fields.get("created_at")?;
-    Some(BatchStatus {
-        id,
-        name: fields.get("name").cloned().unwrap_or_default(),
-        total: count("total"),
-        pending: count("pending"),
-        failed: count("failed"),
-        allow_failures: fields.get("allow_failures").is_some_and(|v| v == "1"),
-        created_at: time("created_at"),
-        cancelled_at: time("cancelled_at"),
-        finished_at: time("finished_at"),
-    })
+impl BatchStatus {
+    /// A batch's status from its record's fields (`HGETALL jobs:batch:<id>`); `None` for a
+    /// record that does not exist.
+    pub(crate) fn from_record(id: Uuid, fields: &HashMap<String, String>) -> Option<BatchStatus> {
+        let number = |name: &str| fields.get(name).and_then(|v| v.parse::<i64>().ok());
+        let time = |name: &str| number(name).and_then(DateTime::from_timestamp_millis);
+        let count = |name: &str| number(name).map_or(0, |n| n.max(0) as u64);
+        fields.get("created_at")?;
+        Some(BatchStatus {
+            id,
+            name: fields.get("name").cloned().unwrap_or_default(),
+            total: count("total"),
+            pending: count("pending"),
+            failed: count("failed"),
+            allow_failures: fields.get("allow_failures").is_some_and(|v| v == "1"),
+            created_at: time("created_at"),
+            cancelled_at: time("cancelled_at"),
+            finished_at: time("finished_at"),
+        })
+    }
 }

@@ -2,7 +2,8 @@
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
-use jobs_core::admin::{FailedFilter, Section};
+use jobs_core::admin::telemetry::Outcome;
+use jobs_core::admin::{BatchState, FailedFilter, Section};
 
 /// The `jobsctl` command line.
 #[derive(Debug, Parser)]
@@ -99,6 +100,15 @@ pub(super) enum Command {
         /// Only jobs with this tag.
         #[arg(long)]
         tag: Option<String>,
+        /// Only jobs of this type (the payload's job).
+        #[arg(long)]
+        job: Option<String>,
+        /// Only attempts that ended so: done, released or failed.
+        #[arg(long)]
+        outcome: Option<Outcome>,
+        /// Go on after this cursor: the one a listing printed for its next page.
+        #[arg(long)]
+        after: Option<String>,
     },
     /// Ask every worker to exit (status 0) once its running jobs are done, for deploys.
     Restart,
@@ -124,6 +134,15 @@ pub(super) enum Command {
         /// Free locks instead of listing them.
         #[command(subcommand)]
         forget: Option<UniqueForget>,
+        /// Only the locks of this job type.
+        #[arg(long)]
+        job: Option<String>,
+        /// About this many locks: one page.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Go on after this cursor: the one a listing printed for its next page.
+        #[arg(long)]
+        after: Option<String>,
     },
     /// List batches with their progress, newest first, or show, cancel, retry or prune them
     /// (`jobsctl batches show ID`).
@@ -131,9 +150,19 @@ pub(super) enum Command {
         /// Show, cancel, retry or prune instead of listing.
         #[command(subcommand)]
         command: Option<BatchCommand>,
-        /// At most this many batches in the list.
+        /// At most this many batches in the list: one page.
         #[arg(long, default_value_t = 50)]
         limit: usize,
+        /// Only batches whose name contains this text (ignoring case).
+        #[arg(long)]
+        name: Option<String>,
+        /// Only batches in this state: running, cancelling, cancelled, finished or
+        /// finished-with-failures.
+        #[arg(long)]
+        state: Option<BatchState>,
+        /// Go on after this cursor: the one a listing printed for its next page.
+        #[arg(long)]
+        after: Option<String>,
     },
     /// List the schedules workers keep (when, next tick, last fired, last outcome, stale), or
     /// ask a worker to run one now (`jobsctl schedule run NAME`).

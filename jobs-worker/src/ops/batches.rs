@@ -1,24 +1,26 @@
 //! `jobsctl batches`: batches and their progress.
 
 use chrono::Utc;
-use jobs_core::admin::{Admin, BatchDetail};
+use jobs_core::admin::{Admin, BatchDetail, BatchFilter, BatchState};
 use jobs_core::workflow::BatchStatus;
 use serde::Serialize;
 
 use super::args::BatchCommand;
 use super::error::CliError;
 use super::failed::print_retried;
-use super::render::{ago, print, table};
+use super::render::{ago, more, print, table};
 
 /// Runs `jobsctl batches` or one of its subcommands.
 pub(super) async fn run(
     admin: &Admin,
     json: bool,
     command: Option<BatchCommand>,
+    filter: &BatchFilter,
+    after: Option<String>,
     limit: usize,
 ) -> Result<u8, CliError> {
     match command {
-        None => list(admin, json, limit).await,
+        None => list(admin, json, filter, after, limit).await,
         Some(BatchCommand::Show { id }) => show(admin, json, &id).await,
         Some(BatchCommand::Cancel { id }) => cancel(admin, json, &id).await,
         Some(BatchCommand::Retry { id }) => {
@@ -29,8 +31,15 @@ pub(super) async fn run(
     }
 }
 
-async fn list(admin: &Admin, json: bool, limit: usize) -> Result<u8, CliError> {
-    let batches = admin.batches(limit).await?;
+async fn list(
+    admin: &Admin,
+    json: bool,
+    filter: &BatchFilter,
+    after: Option<String>,
+    limit: usize,
+) -> Result<u8, CliError> {
+    let page = admin.batches_page(filter, after.as_deref(), limit).await?;
+    let batches = page.batches;
     print(json, &batches, |batches: &Vec<BatchStatus>| {
         if batches.is_empty() {
             return "No batches.\n".to_owned();
@@ -46,7 +55,7 @@ async fn list(admin: &Admin, json: bool, limit: usize) -> Result<u8, CliError> {
                     b.total.to_string(),
                     b.pending.to_string(),
                     b.failed.to_string(),
-                    state(b).to_owned(),
+                    state(b),
                     b.created_at.map_or_else(String::new, |at| ago(now, at)),
                 ]
             })
@@ -58,6 +67,7 @@ async fn list(admin: &Admin, json: bool, limit: usize) -> Result<u8, CliError> {
             rows,
         )
     })?;
+    more("batches", page.next.as_deref());
     Ok(0)
 }
 
@@ -133,13 +143,7 @@ async fn prune(admin: &Admin, json: bool, hours: u64) -> Result<u8, CliError> {
     Ok(0)
 }
 
-/// A batch's state in one word.
-fn state(batch: &BatchStatus) -> &'static str {
-    match (batch.cancelled(), batch.finished()) {
-        (true, true) => "cancelled",
-        (true, false) => "cancelling",
-        (false, true) if batch.failed > 0 => "finished with failures",
-        (false, true) => "finished",
-        (false, false) => "running",
-    }
+/// A batch's state in words.
+fn state(batch: &BatchStatus) -> String {
+    BatchState::of(batch).as_str().replace('-', " ")
 }

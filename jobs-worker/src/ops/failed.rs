@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::args::{FailedArgs, FailedShow, ForgetArgs, RetryArgs};
 use super::error::CliError;
-use super::render::{first_line, print, table};
+use super::render::{first_line, more, print, table};
 
 /// Lists failed jobs, newest first, or shows one.
 pub(super) async fn list(admin: &Admin, json: bool, args: FailedArgs) -> Result<u8, CliError> {
@@ -19,9 +19,7 @@ pub(super) async fn list(admin: &Admin, json: bool, args: FailedArgs) -> Result<
             let filter = args.filter.filter(args.queue, args.limit);
             let page = admin.failed_page(&filter, args.after.as_deref()).await?;
             print(json, &page.entries, |e| failed_table(e))?;
-            if let Some(next) = page.next {
-                eprintln!("More failed jobs: add --after {next}");
-            }
+            more("failed jobs", page.next.as_deref());
         }
     }
     Ok(0)

@@ -27,7 +27,7 @@ mod unique;
 mod workers;
 
 use clap::Parser;
-use jobs_core::admin::{Admin, AdminError};
+use jobs_core::admin::{Admin, AdminError, BatchFilter, RecentFilter, UniqueFilter};
 use jobs_core::{QueueConfig, RedisQueue};
 use std::process::ExitCode;
 
@@ -89,16 +89,39 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Pause { queue } => queues::pause(&admin, json, queue).await,
         Command::Resume { queue } => queues::resume(&admin, json, queue).await,
         Command::Paused => queues::paused(&admin, json).await,
-        Command::Recent { queue, limit, tag } => {
-            workers::recent(&admin, json, queue, limit, tag).await
+        Command::Recent {
+            queue,
+            limit,
+            tag,
+            job,
+            outcome,
+            after,
+        } => {
+            let filter = RecentFilter { tag, job, outcome };
+            workers::recent(&admin, json, &queue, &filter, after, limit).await
         }
         Command::Restart => workers::restart(&admin, json).await,
         Command::Workers => workers::workers(&admin, json).await,
-        Command::Batches { command, limit } => batches::run(&admin, json, command, limit).await,
+        Command::Batches {
+            command,
+            limit,
+            name,
+            state,
+            after,
+        } => {
+            let filter = BatchFilter { name, state };
+            batches::run(&admin, json, command, &filter, after, limit).await
+        }
         Command::Schedule { command } => schedules::run(&admin, json, command).await,
-        Command::Unique { forget: None } => unique::list(&admin, json).await,
+        Command::Unique {
+            forget: None,
+            job,
+            limit,
+            after,
+        } => unique::list(&admin, json, &UniqueFilter { job }, after, limit).await,
         Command::Unique {
             forget: Some(UniqueForget::Forget { keys }),
+            ..
         } => unique::forget(&admin, json, keys).await,
     }
 }

@@ -26,6 +26,14 @@ pub(super) fn print<T: Serialize>(
     Ok(())
 }
 
+/// Says on stderr how to list the next page, when there is one: `More <what>: add --after
+/// <cursor>`. Stdout keeps the page alone, a table or a JSON document.
+pub(super) fn more(what: &str, next: Option<&str>) {
+    if let Some(next) = next {
+        eprintln!("More {what}: add --after {next}");
+    }
+}
+
 /// Left-aligned columns, two spaces apart.
 pub(super) fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();

@@ -1,14 +1,23 @@
 //! `jobsctl unique`: the locks of unique jobs.
 
-use jobs_core::admin::{Admin, AdminError, HeldLock};
+use jobs_core::admin::{Admin, AdminError, HeldLock, UniqueFilter};
 use serde::Serialize;
 
 use super::error::CliError;
-use super::render::{print, table};
+use super::render::{more, print, table};
 
-/// Lists the unique locks and their holders.
-pub(super) async fn list(admin: &Admin, json: bool) -> Result<u8, CliError> {
-    let locks = admin.unique_locks().await?;
+/// Lists a page of the unique locks and their holders.
+pub(super) async fn list(
+    admin: &Admin,
+    json: bool,
+    filter: &UniqueFilter,
+    after: Option<String>,
+    limit: usize,
+) -> Result<u8, CliError> {
+    let page = admin
+        .unique_locks_page(filter, after.as_deref(), limit)
+        .await?;
+    let locks = page.locks;
     print(json, &locks, |locks: &Vec<HeldLock>| {
         if locks.is_empty() {
             return "No unique locks.\n".to_owned();
@@ -25,6 +34,7 @@ pub(super) async fn list(admin: &Admin, json: bool) -> Result<u8, CliError> {
             .collect();
         table(&["KEY", "HELD BY", "EXPIRES IN"], rows)
     })?;
+    more("unique locks", page.next.as_deref());
     Ok(0)
 }
 

@@ -1,11 +1,11 @@
 //! `jobsctl workers`, `recent` and `restart`: the live workers and what they did last.
 
 use chrono::{DateTime, Utc};
-use jobs_core::admin::Admin;
+use jobs_core::admin::{Admin, RecentFilter};
 use serde::Serialize;
 
 use super::error::CliError;
-use super::render::{ago, first_line, print, table};
+use super::render::{ago, first_line, more, print, table};
 
 /// Lists the live workers.
 pub(super) async fn workers(admin: &Admin, json: bool) -> Result<u8, CliError> {
@@ -53,14 +53,15 @@ pub(super) async fn workers(admin: &Admin, json: bool) -> Result<u8, CliError> {
 pub(super) async fn recent(
     admin: &Admin,
     json: bool,
-    queue: String,
+    queue: &str,
+    filter: &RecentFilter,
+    after: Option<String>,
     limit: usize,
-    tag: Option<String>,
 ) -> Result<u8, CliError> {
-    let recent = match tag {
-        Some(tag) => admin.recent_tagged(&queue, limit, &tag).await?,
-        None => admin.recent(&queue, limit).await?,
-    };
+    let page = admin
+        .recent_page(queue, filter, after.as_deref(), limit)
+        .await?;
+    let recent = page.jobs;
     print(json, &recent, |jobs| {
         if jobs.is_empty() {
             return "No recent jobs.\n".to_owned();
@@ -88,6 +89,7 @@ pub(super) async fn recent(
             rows,
         )
     })?;
+    more("recent jobs", page.next.as_deref());
     Ok(0)
 }
 

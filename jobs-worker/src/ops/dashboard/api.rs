@@ -9,9 +9,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use jobs_core::admin::telemetry::{RecentJob, WorkerInfo};
+use jobs_core::admin::telemetry::{Outcome, WorkerInfo};
 use jobs_core::admin::{
-    Admin, AdminError, BatchDetail, FailedEntry, FailedFilter, FailedSelection, QueueStats,
+    Admin, AdminError, BatchFilter, BatchState, FailedEntry, FailedFilter, FailedSelection,
+    QueueStats, RecentFilter, UniqueFilter,
 };
 use jobs_core::queue::keys::RECENT_LIMIT;
 use serde::{Deserialize, Serialize};
@@ -47,6 +48,7 @@ pub(super) fn routes(admin: Admin) -> Router {
         .route("/api/schedules", get(schedules))
         .route("/api/workers", get(workers))
         .route("/api/recent", get(recent))
+        .route("/api/unique", get(unique_locks))
         .with_state(admin)
 }
 
@@ -383,13 +385,50 @@ async fn forget_matching(
     Ok(Json(serde_json::json!({ "forgotten": forgotten })))
 }
 
-/// Batches the dashboard shows, newest first.
+/// Batches the dashboard shows on one page, newest first, unless the request asks for
+/// another size.
 const BATCHES_SHOWN: usize = 20;
 
-/// `GET /api/batches`: the newest batches, each with its failed jobs.
-async fn batches(State(admin): State<Admin>) -> ApiResult<Vec<BatchDetail>> {
+/// The header a listing that stays a JSON array carries its next page's cursor in.
+const NEXT_CURSOR: &str = "x-next-cursor";
+
+/// A page of a listing: the items as a JSON array, and the cursor of the next page, if any,
+/// in the [`NEXT_CURSOR`] header (pass it as `?after=`).
+fn paged<T: Serialize>(items: Vec<T>, next: Option<String>) -> Response {
+    let mut response = Json(items).into_response();
+    if let Some(value) = next.and_then(|next| header::HeaderValue::from_str(&next).ok()) {
+        response.headers_mut().insert(NEXT_CURSOR, value);
+    }
+    response
+}
+
+/// `GET /api/batches?name=&state=&after=&limit=`.
+#[derive(Debug, Default, Deserialize)]
+struct BatchQuery {
+    name: Option<String>,
+    state: Option<String>,
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `GET /api/batches`: a page of batches, newest first, each with its failed jobs.
+async fn batches(
+    State(admin): State<Admin>,
+    Query(query): Query<BatchQuery>,
+) -> Result<Response, ApiError> {
+    let given = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let filter = BatchFilter {
+        name: given(query.name),
+        state: given(query.state)
+            .map(|state| state.parse::<BatchState>().map_err(ApiError::bad_request))
+            .transpose()?,
+    };
+    let limit = query.limit.unwrap_or(BATCHES_SHOWN);
+    let page = admin
+        .batches_page(&filter, query.after.as_deref(), limit)
+        .await?;
     let mut details = Vec::new();
-    for status in admin.batches(BATCHES_SHOWN).await? {
+    for status in page.batches {
         match admin.batch(&status.id.to_string()).await {
             Ok(detail) => details.push(detail),
             // Pruned since it was listed.
@@ -397,7 +436,36 @@ async fn batches(State(admin): State<Admin>) -> ApiResult<Vec<BatchDetail>> {
             Err(err) => return Err(err.into()),
         }
     }
-    Ok(Json(details))
+    Ok(paged(details, page.next))
+}
+
+/// `GET /api/unique?job=&after=&limit=`.
+#[derive(Debug, Default, Deserialize)]
+struct UniqueQuery {
+    job: Option<String>,
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+/// Unique locks the dashboard shows on one page.
+const LOCKS_SHOWN: usize = 50;
+
+/// `GET /api/unique`: a page of unique locks with their holders.
+async fn unique_locks(
+    State(admin): State<Admin>,
+    Query(query): Query<UniqueQuery>,
+) -> Result<Response, ApiError> {
+    let filter = UniqueFilter {
+        job: query
+            .job
+            .map(|j| j.trim().to_owned())
+            .filter(|j| !j.is_empty()),
+    };
+    let limit = query.limit.unwrap_or(LOCKS_SHOWN);
+    let page = admin
+        .unique_locks_page(&filter, query.after.as_deref(), limit)
+        .await?;
+    Ok(paged(page.locks, page.next))
 }
 
 async fn cancel_batch(
@@ -425,27 +493,33 @@ async fn workers(State(admin): State<Admin>) -> ApiResult<Vec<WorkerInfo>> {
     Ok(Json(admin.workers().await?))
 }
 
-/// `GET /api/recent?queue=Q&limit=N&tag=T`.
+/// `GET /api/recent?queue=Q&limit=N&tag=T&job=J&outcome=O&after=C`.
 #[derive(Debug, Deserialize)]
 struct RecentQuery {
     queue: String,
     limit: Option<usize>,
     tag: Option<String>,
+    job: Option<String>,
+    outcome: Option<String>,
+    after: Option<String>,
 }
 
+/// `GET /api/recent`: a page of a queue's recent attempts, newest first.
 async fn recent(
     State(admin): State<Admin>,
     Query(query): Query<RecentQuery>,
-) -> ApiResult<Vec<RecentJob>> {
-    let limit = query.limit.unwrap_or(20).min(RECENT_LIMIT);
-    let recent = match query
-        .tag
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-    {
-        Some(tag) => admin.recent_tagged(&query.queue, limit, tag).await?,
-        None => admin.recent(&query.queue, limit).await?,
+) -> Result<Response, ApiError> {
+    let given = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let filter = RecentFilter {
+        tag: given(query.tag),
+        job: given(query.job),
+        outcome: given(query.outcome)
+            .map(|o| o.parse::<Outcome>().map_err(ApiError::bad_request))
+            .transpose()?,
     };
-    Ok(Json(recent))
+    let limit = query.limit.unwrap_or(20).min(RECENT_LIMIT);
+    let page = admin
+        .recent_page(&query.queue, &filter, query.after.as_deref(), limit)
+        .await?;
+    Ok(paged(page.jobs, page.next))
 }

@@ -7,6 +7,14 @@ const POLL_MS = 2000;
 // `pages` holds the cursors of the failed-job pages before the one shown (empty: the newest).
 const state = { filter: { job: "", queue: "", text: "", tag: "", since: "" }, detail: null, recentQueue: "", pages: [], next: null };
 
+// Listings shown page by page: the cursors of the pages before the one shown, the next page's
+// cursor, and the search.
+const lists = {
+  batches: { pages: [], next: null, filter: { name: "" } },
+  unique: { pages: [], next: null, filter: { job: "" } },
+  recent: { pages: [], next: null, filter: { outcome: "" } },
+};
+
 const $ = (selector) => document.querySelector(selector);
 
 function el(tag, props = {}, ...children) {
@@ -148,6 +156,43 @@ function renderQueues(queues) {
   select.value = state.recentQueue;
 }
 
+// A page of a listing that answers with a JSON array and its next cursor in a header.
+async function apiPage(path, list) {
+  const response = await fetch(path, { credentials: "same-origin" });
+  const body = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
+  if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
+  list.next = response.headers.get("x-next-cursor");
+  return body;
+}
+
+function listQuery(list, extra = {}) {
+  const params = new URLSearchParams(extra);
+  for (const [key, value] of Object.entries(list.filter)) if (value) params.set(key, value);
+  const after = list.pages[list.pages.length - 1];
+  if (after) params.set("after", after);
+  return params.toString();
+}
+
+// Wires a listing's search inputs and Newer/Older buttons.
+function wireList(name, fields) {
+  const list = lists[name];
+  for (const field of fields) {
+    $(`#${name}-${field}`).addEventListener("input", (event) => {
+      list.filter[field] = event.target.value.trim();
+      list.pages = [];
+      refresh();
+    });
+  }
+  $(`#${name}-older`).addEventListener("click", () => { if (list.next) { list.pages.push(list.next); refresh(); } });
+  $(`#${name}-newer`).addEventListener("click", () => { list.pages.pop(); refresh(); });
+}
+
+function renderPager(name) {
+  const list = lists[name];
+  $(`#${name}-newer`).disabled = !list.pages.length;
+  $(`#${name}-older`).disabled = !list.next;
+}
+
 function filterQuery() {
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(state.filter)) if (value) params.set(key, value);
@@ -216,6 +261,7 @@ function renderBatches(batches) {
     return [row, failed];
   });
   fill($("#batches tbody"), rows, 8);
+  renderPager("batches");
 }
 
 function renderSchedules(schedules) {
@@ -244,6 +290,15 @@ function renderWorkers(workers) {
   fill($("#workers tbody"), rows, 9);
 }
 
+function renderUnique(locks) {
+  const rows = locks.map((lock) => el("tr", {},
+    el("td", {}, lock.key), el("td", {}, lock.holder),
+    el("td", {}, lock.ttl_ms == null ? "never" : `${Math.round(lock.ttl_ms / 1000)} s`),
+  ));
+  fill($("#unique tbody"), rows, 3);
+  renderPager("unique");
+}
+
 function renderRecent(jobs) {
   const rows = jobs.map((j) => el("tr", {},
     el("td", {}, ago(j.finished_at)), el("td", {}, j.job),
@@ -253,6 +308,7 @@ function renderRecent(jobs) {
     el("td", { class: "exception", title: j.reason ?? "" }, j.reason ?? ""),
   ));
   fill($("#recent tbody"), rows, 7);
+  renderPager("recent");
 }
 
 async function openDetail(uuid) {
@@ -302,10 +358,12 @@ const queueState = (result) => `${result.paused ? "Paused" : "Resumed"} ${result
 async function refresh() {
   try {
     const recent = state.recentQueue
-      ? api(`/api/recent?queue=${encodeURIComponent(state.recentQueue)}`)
+      ? apiPage(`/api/recent?${listQuery(lists.recent, { queue: state.recentQueue })}`, lists.recent)
       : Promise.resolve([]);
-    const [overview, queues, failed, batches, schedules, workers, recentJobs] = await Promise.all([
-      api("/api/overview"), api("/api/queues"), api(`/api/failed?${filterQuery()}`), api("/api/batches"), api("/api/schedules"), api("/api/workers"), recent,
+    const [overview, queues, failed, batches, schedules, workers, recentJobs, unique] = await Promise.all([
+      api("/api/overview"), api("/api/queues"), api(`/api/failed?${filterQuery()}`),
+      apiPage(`/api/batches?${listQuery(lists.batches)}`, lists.batches), api("/api/schedules"), api("/api/workers"), recent,
+      apiPage(`/api/unique?${listQuery(lists.unique)}`, lists.unique),
     ]);
     renderOverview(overview);
     renderQueues(queues);
@@ -314,6 +372,7 @@ async function refresh() {
     renderSchedules(schedules);
     renderWorkers(workers);
     renderRecent(recentJobs);
+    renderUnique(unique);
     if (state.detail && !failed.jobs.some((j) => j.uuid === state.detail) && !Object.values(state.filter).some(Boolean)) closeDetail();
     setStatus(null);
   } catch (error) {
@@ -331,7 +390,7 @@ function init() {
   }
   $("#failed-older").addEventListener("click", () => { if (state.next) { state.pages.push(state.next); refresh(); } });
   $("#failed-newer").addEventListener("click", () => { state.pages.pop(); refresh(); });
-  $("#failed-search").addEventListener("submit", (event) => event.preventDefault());
+  for (const form of document.querySelectorAll("form")) form.addEventListener("submit", (event) => event.preventDefault());
   $("#retry-matching").addEventListener("click", () => {
     if (confirm("Retry every failed job matching the search?")) act(post("/api/failed/retry", state.filter), retried);
   });
@@ -346,7 +405,10 @@ function init() {
   };
   $("#detail-retry").addEventListener("click", onDetail("retry", retried));
   $("#detail-forget").addEventListener("click", onDetail("forget", forgotten));
-  $("#recent-queue").addEventListener("change", (event) => { state.recentQueue = event.target.value; refresh(); });
+  $("#recent-queue").addEventListener("change", (event) => { state.recentQueue = event.target.value; lists.recent.pages = []; refresh(); });
+  wireList("batches", ["name"]);
+  wireList("unique", ["job"]);
+  wireList("recent", ["outcome"]);
   refresh();
   setInterval(refresh, POLL_MS);
 }
