@@ -64,7 +64,7 @@ impl Admin {
         while keys.len() < limit && started.elapsed() < PAGE_BUDGET {
             let (found, then) = self
                 .queue
-                .scan_step(&pattern, Some("string"), at, limit.max(100))
+                .scan_step(&pattern, Some("string"), at, limit)
                 .await?;
             keys.extend(found);
             next = then;

@@ -1,0 +1,339 @@
+//! Batches, unique locks and recent jobs listed in pages with a cursor and filtered, through
+//! the library, the `jobsctl` command and the dashboard's API, against a real redis-server.
+
+use chrono::Utc;
+use examples::{Noop, RebuildIndex, RefreshCache};
+use jobs_core::admin::telemetry::{Outcome, RecentJob};
+use jobs_core::admin::{Admin, BatchFilter, BatchState, RecentFilter, UniqueFilter};
+use jobs_core::workflow::Batch;
+use jobs_core::Job;
+use redis::AsyncCommands;
+use std::collections::HashSet;
+use tests::dashboard::Dashboard;
+use tests::jobs_command::JobsCommand;
+use tests::{SentVia, TestRedis};
+
+fn jobsctl(redis: &TestRedis) -> JobsCommand {
+    JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url())
+}
+
+/// The cursor `jobsctl` printed on stderr for the next page of `what`.
+fn cursor_in(stderr: &str, what: &str) -> Option<String> {
+    let prefix = format!("More {what}: add --after ");
+    stderr
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .map(str::to_owned)
+}
+
+/// Every item of an API listing that answers a JSON array, page after page, by the cursor in
+/// its `x-next-cursor` header.
+fn every_page(dash: &Dashboard, path: &str) -> Vec<serde_json::Value> {
+    let mut items = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let url = match &next {
+            None => path.to_owned(),
+            Some(cursor) => format!("{path}&after={cursor}"),
+        };
+        let response = dash.send(tests::http::Request::get(&url));
+        assert_eq!(response.status, 200, "{url}: {}", response.body);
+        items.extend(response.json().as_array().unwrap().iter().cloned());
+        match response.header("x-next-cursor") {
+            Some(cursor) => next = Some(cursor.to_owned()),
+            None => return items,
+        }
+    }
+}
+
+#[tokio::test]
+async fn batches_page_newest_first_filtered_by_name_and_state() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let admin = Admin::new(queue.clone());
+    let mut ids = Vec::new();
+    for n in 0..65 {
+        let name = if n % 2 == 0 { "import" } else { "export" };
+        let id = Batch::new()
+            .name(format!("{name}-{n}"))
+            .job(Noop {}.dispatch().on_queue("idle"))
+            .via(&queue)
+            .dispatch()
+            .await
+            .unwrap();
+        ids.push(id.to_string());
+    }
+    let cancelled: Vec<String> = ids.iter().step_by(13).cloned().collect();
+    for id in &cancelled {
+        assert!(admin.cancel_batch(id).await.unwrap());
+    }
+
+    // Batches made within one millisecond share a score: the cursor keeps them apart.
+    let mut listed = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = admin
+            .batches_page(&BatchFilter::default(), after.as_deref(), 20)
+            .await
+            .unwrap();
+        assert!(page.batches.len() <= 20);
+        listed.extend(page.batches.iter().map(|b| b.id.to_string()));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(listed.len(), 65, "each batch once");
+    assert_eq!(listed.iter().collect::<HashSet<_>>().len(), 65);
+    let newest: Vec<String> = admin
+        .batches(65)
+        .await
+        .unwrap()
+        .iter()
+        .map(|b| b.id.to_string())
+        .collect();
+    assert_eq!(listed, newest);
+    assert_eq!(
+        listed.last(),
+        Some(&ids[0]),
+        "the first one made comes last"
+    );
+
+    let exports = BatchFilter {
+        name: Some("EXPORT".into()),
+        ..Default::default()
+    };
+    let page = admin.batches_page(&exports, None, 500).await.unwrap();
+    assert_eq!(page.batches.len(), 32);
+    assert!(page.batches.iter().all(|b| b.name.starts_with("export-")));
+    let cancelling = BatchFilter {
+        state: Some(BatchState::Cancelling),
+        ..Default::default()
+    };
+    let page = admin.batches_page(&cancelling, None, 500).await.unwrap();
+    let found: HashSet<String> = page.batches.iter().map(|b| b.id.to_string()).collect();
+    assert_eq!(found, cancelled.iter().cloned().collect());
+
+    let jobs = jobsctl(&redis);
+    let first = jobs.run(&["--json", "batches", "--limit", "30"]);
+    assert_eq!(first.code(), Some(0), "{}", first.stderr);
+    let cursor = cursor_in(&first.stderr, "batches").expect("a cursor on stderr");
+    let second = jobs.json(&["batches", "--limit", "30", "--after", &cursor]);
+    assert_eq!(second[0]["id"], listed[30].as_str());
+    let by_state = jobs.json(&["batches", "--state", "cancelling"]);
+    assert_eq!(by_state.as_array().unwrap().len(), cancelled.len());
+    let bad = jobs.run(&["batches", "--state", "sleeping"]);
+    assert_eq!(bad.code(), Some(2));
+    assert!(
+        bad.stderr.contains("finished-with-failures"),
+        "{}",
+        bad.stderr
+    );
+
+    let dash = Dashboard::start(env!("CARGO_BIN_EXE_test_jobs"), redis.url(), &[], &[]);
+    let paged: Vec<String> = every_page(&dash, "/api/batches?limit=25")
+        .iter()
+        .map(|b| b["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(paged, listed);
+    let named: Vec<String> = every_page(&dash, "/api/batches?name=import-6")
+        .iter()
+        .map(|b| b["id"].as_str().unwrap().to_owned())
+        .collect();
+    let expected: Vec<String> = listed
+        .iter()
+        .filter(|id| [6, 60, 62, 64].iter().any(|&n| ids[n] == **id))
+        .cloned()
+        .collect();
+    assert_eq!(named, expected);
+}
+
+#[tokio::test]
+async fn unique_locks_page_by_scan_steps_and_filter_by_job() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let admin = Admin::new(queue.clone());
+    for shop in 0..230 {
+        RebuildIndex {
+            shop,
+            ..Default::default()
+        }
+        .dispatch()
+        .on_queue("idle")
+        .sent_via(&queue)
+        .await;
+    }
+    for shop in 0..20 {
+        RefreshCache { shop, ms: 0 }
+            .dispatch()
+            .on_queue("idle")
+            .sent_via(&queue)
+            .await;
+    }
+
+    let mut keys = Vec::new();
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = admin
+            .unique_locks_page(&UniqueFilter::default(), after.as_deref(), 60)
+            .await
+            .unwrap();
+        pages += 1;
+        keys.extend(page.locks.iter().map(|lock| lock.key.clone()));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    let distinct: HashSet<&String> = keys.iter().collect();
+    assert_eq!(distinct.len(), 250, "every lock over {pages} pages");
+    assert!(pages >= 2, "pages of about 60: {pages}");
+    let all: HashSet<String> = admin
+        .unique_locks()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|lock| lock.key)
+        .collect();
+    assert_eq!(distinct, all.iter().collect());
+
+    let refresh = UniqueFilter {
+        job: Some("refresh-cache".into()),
+    };
+    let page = admin.unique_locks_page(&refresh, None, 1000).await.unwrap();
+    assert_eq!(page.locks.len(), 20);
+    assert!(page
+        .locks
+        .iter()
+        .all(|lock| lock.key.contains("refresh-cache:")));
+    let no_glob = UniqueFilter {
+        job: Some("refresh-*".into()),
+    };
+    let page = admin.unique_locks_page(&no_glob, None, 1000).await.unwrap();
+    assert!(page.locks.is_empty(), "a job name is not a pattern");
+
+    let jobs = jobsctl(&redis);
+    let listed = jobs.json(&["unique", "--job", "refresh-cache"]);
+    assert_eq!(listed.as_array().unwrap().len(), 20);
+    let first = jobs.run(&["unique", "--limit", "50"]);
+    assert_eq!(first.code(), Some(0), "{}", first.stderr);
+    assert!(
+        cursor_in(&first.stderr, "unique locks").is_some(),
+        "{}",
+        first.stderr
+    );
+
+    let dash = Dashboard::start(env!("CARGO_BIN_EXE_test_jobs"), redis.url(), &[], &[]);
+    let locks = every_page(&dash, "/api/unique?job=rebuild-index&limit=50");
+    let keys: HashSet<&str> = locks.iter().map(|l| l["key"].as_str().unwrap()).collect();
+    assert_eq!(keys.len(), 230);
+}
+
+fn attempt(n: usize, outcome: Outcome) -> RecentJob {
+    RecentJob {
+        uuid: format!("00000000-0000-4000-8000-{n:012}"),
+        job: if n.is_multiple_of(2) {
+            "mail"
+        } else {
+            "invoice"
+        }
+        .into(),
+        queue: "emails".into(),
+        attempt: 1,
+        outcome,
+        runtime_us: 1000,
+        finished_at: Utc::now(),
+        worker: "w".into(),
+        reason: None,
+        tags: if n.is_multiple_of(4) {
+            vec!["vip".into()]
+        } else {
+            vec![]
+        },
+    }
+}
+
+#[tokio::test]
+async fn recent_jobs_page_by_the_last_one_shown_while_newer_ones_arrive() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let admin = Admin::new(queue.clone());
+    let key = queue.keys().recent("emails");
+    let mut conn = redis.conn().await;
+    let outcome = |n: usize| match n % 3 {
+        0 => Outcome::Failed,
+        1 => Outcome::Done,
+        _ => Outcome::Released,
+    };
+    // As a worker writes them: LPUSH, the newest at the head.
+    for n in 0..90 {
+        let entry = serde_json::to_string(&attempt(n, outcome(n))).unwrap();
+        let _: () = conn.lpush(&key, entry).await.unwrap();
+    }
+    let failed = RecentFilter {
+        outcome: Some(Outcome::Failed),
+        ..Default::default()
+    };
+    let first = admin
+        .recent_page("emails", &failed, None, 12)
+        .await
+        .unwrap();
+    assert_eq!(first.jobs.len(), 12);
+    // Ten newer attempts arrive before the next page.
+    for n in 90..100 {
+        let entry = serde_json::to_string(&attempt(n, Outcome::Failed)).unwrap();
+        let _: () = conn.lpush(&key, entry).await.unwrap();
+    }
+    let second = admin
+        .recent_page("emails", &failed, first.next.as_deref(), 100)
+        .await
+        .unwrap();
+    assert!(second.next.is_none());
+    let seen: Vec<String> = first
+        .jobs
+        .iter()
+        .chain(&second.jobs)
+        .map(|j| j.uuid.clone())
+        .collect();
+    let expected: Vec<String> = (0..90)
+        .rev()
+        .filter(|n| n % 3 == 0)
+        .map(|n| attempt(n, Outcome::Failed).uuid)
+        .collect();
+    assert_eq!(seen, expected, "each failed attempt once, newest first");
+
+    let vip_mail = RecentFilter {
+        tag: Some("vip".into()),
+        job: Some("mail".into()),
+        ..Default::default()
+    };
+    let page = admin
+        .recent_page("emails", &vip_mail, None, 100)
+        .await
+        .unwrap();
+    assert_eq!(page.jobs.len(), 25);
+
+    let jobs = jobsctl(&redis);
+    let cli = jobs.run(&[
+        "--json",
+        "recent",
+        "emails",
+        "--outcome",
+        "done",
+        "--limit",
+        "5",
+    ]);
+    assert_eq!(cli.code(), Some(0), "{}", cli.stderr);
+    let cursor = cursor_in(&cli.stderr, "recent jobs").expect("a cursor");
+    let next = jobs.json(&["recent", "emails", "--outcome", "done", "--after", &cursor]);
+    assert_eq!(next.as_array().unwrap().len(), 20, "{next}");
+
+    let dash = Dashboard::start(env!("CARGO_BIN_EXE_test_jobs"), redis.url(), &[], &[]);
+    let released = every_page(&dash, "/api/recent?queue=emails&outcome=released&limit=7");
+    assert_eq!(released.len(), 30);
+    let bad = dash.send(tests::http::Request::get(
+        "/api/recent?queue=emails&outcome=lost",
+    ));
+    assert_eq!(bad.status, 400);
+}
