@@ -22,6 +22,7 @@ mod queues;
 mod schedules;
 pub mod telemetry;
 mod unique;
+mod waits;
 mod workers;
 
 pub use batches::{BatchDetail, PendingBatches};
@@ -29,6 +30,7 @@ pub use failed::{FailedEntry, FailedFilter, FailedSelection, Retried, RetryRepor
 pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
 pub use schedules::{ScheduleInfo, STALE_AFTER};
 pub use unique::HeldLock;
+pub use waits::{InvalidWait, WaitThreshold};
 pub use workers::MinuteMetrics;
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -64,6 +66,9 @@ pub enum AdminError {
     /// No unique lock has this key.
     #[error("no unique lock {0}")]
     UniqueLockNotFound(String),
+    /// A wait threshold that cannot be set, or one stored in Redis that cannot be read.
+    #[error(transparent)]
+    InvalidWait(#[from] InvalidWait),
     /// A range of failed-job positions that selects nothing.
     #[error(
         "invalid range {first}-{last}: positions start at 1 and the first must not exceed the last"
