@@ -1,5 +1,6 @@
 //! Wait thresholds (Horizon's `waits`) against a real redis-server: set by `jobsctl waits` and
-//! by a worker's `--wait`, checked by `jobsctl monitor` (exit status 1). A job is made
+//! by a worker's `--wait`, checked by `jobsctl monitor` (exit status 1) and flagged by the
+//! dashboard's queue endpoint. A job is made
 //! to have waited by setting back its `createdAt`, or the due time of a delayed one, instead of
 //! waiting.
 
@@ -10,10 +11,11 @@ use jobs_core::Job;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::time::Duration;
+use tests::dashboard::Dashboard;
 use tests::jobs_command::JobsCommand;
 use tests::scenarios::old_ready_job;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, SentVia, TestRedis};
+use tests::{http, wait_for, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 const TEST_WORKER: &str = env!("CARGO_BIN_EXE_test_worker");
@@ -271,4 +273,57 @@ async fn a_worker_writes_its_wait_thresholds_at_start() {
     // A bad threshold stops the worker before it starts, as any bad option does.
     let mut refused = WorkerProcess::start(TEST_WORKER, redis.url(), &["--wait", "emails=soon"]);
     assert_eq!(refused.wait_exit(LONG).await.code(), Some(2));
+}
+
+#[tokio::test]
+async fn the_dashboard_flags_a_queue_waiting_over_its_threshold() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    old_ready_job(&redis, "slow", 300).await;
+    Noop {}.dispatch().on_queue("fast").sent_via(&queue).await;
+    let admin = Admin::new(queue.clone()).unwrap();
+    admin.set_wait("slow", 120).await.unwrap();
+    admin.set_wait("fast", 120).await.unwrap();
+    let dash = Dashboard::start(env!("CARGO_BIN_EXE_test_jobs"), redis.url(), &[], &[]);
+
+    let queues = dash.get_json("/api/queues");
+    let row = |name: &str| {
+        queues
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["name"] == name)
+            .unwrap_or_else(|| panic!("no queue {name} in {queues}"))
+            .clone()
+    };
+    let slow = row("slow");
+    assert_eq!(slow["wait_exceeded"], true, "{slow}");
+    assert_eq!(slow["wait_threshold_secs"], 120);
+    assert!(slow["wait_secs"].as_u64().unwrap() >= 300, "{slow}");
+    let fast = row("fast");
+    assert_eq!(fast["wait_exceeded"], false, "{fast}");
+    assert!(fast["wait_secs"].as_u64().unwrap() < 60, "{fast}");
+
+    // The page renders the flag: its script marks such rows and its style sheet shows them.
+    let script = http::get(&dash.addr, "/app.js").unwrap().body;
+    assert!(
+        script.contains("q.wait_exceeded ? \"long-wait\""),
+        "{script}"
+    );
+    let style = http::get(&dash.addr, "/style.css").unwrap().body;
+    assert!(style.contains("tr.long-wait"), "{style}");
+
+    // Cleared, it is no longer flagged.
+    admin.clear_wait("slow").await.unwrap();
+    let queues = dash.get_json("/api/queues");
+    let slow = queues
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "slow")
+        .unwrap();
+    assert_eq!(
+        (&slow["wait_exceeded"], &slow["wait_threshold_secs"]),
+        (&false.into(), &serde_json::Value::Null)
+    );
 }
