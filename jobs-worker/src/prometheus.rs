@@ -1,12 +1,12 @@
 //! The worker's Prometheus endpoint (`--metrics-addr`): job counters and run times fed where
-//! each job settles, the running jobs, and the sizes of the worker's queues read from Redis
-//! every [`QUEUE_SIZES_EVERY`]. `docs/operations.md` lists every metric.
+//! each job settles, the running jobs, and the sizes and waits of the worker's queues read from
+//! Redis every [`QUEUE_SIZES_EVERY`]. `docs/operations.md` lists every metric.
 //!
 //! The `metrics` crate's recorder is global to the process, so one worker per process can
 //! export. Until [`install`] succeeds, recording is skipped before any label is built.
 
 use jobs_core::admin::telemetry::Outcome;
-use jobs_core::admin::Admin;
+use jobs_core::admin::{Admin, QueueStats};
 use jobs_core::queue::QueueSize;
 use jobs_core::RedisQueue;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
@@ -31,6 +31,12 @@ pub(crate) const QUEUE_JOBS: &str = "jobs_queue_jobs";
 pub(crate) const QUEUE_OLDEST_READY: &str = "jobs_queue_oldest_ready_seconds";
 /// Gauge that is 1 while a queue is paused, else 0.
 pub(crate) const QUEUE_PAUSED: &str = "jobs_queue_paused";
+/// Gauge of how long a queue's oldest waiting job has waited, in seconds (0 when none waits).
+pub(crate) const QUEUE_WAIT: &str = "jobs_queue_wait_seconds";
+/// Gauge of a queue's wait threshold in seconds (0 when it has none).
+pub(crate) const QUEUE_WAIT_THRESHOLD: &str = "jobs_queue_wait_threshold_seconds";
+/// Gauge that is 1 while a queue's wait is over its threshold, else 0.
+pub(crate) const QUEUE_WAIT_EXCEEDED: &str = "jobs_queue_wait_exceeded";
 
 /// Gauge of the batches not finished yet.
 pub(crate) const BATCHES_PENDING: &str = "jobs_batches_pending";
@@ -91,6 +97,20 @@ pub(crate) fn install(addr: SocketAddr, concurrency: usize) -> Result<(), Metric
         "Age of the oldest ready job of each of this worker's queues (0 when none is ready)."
     );
     describe_gauge!(QUEUE_PAUSED, "1 while the queue is paused, else 0.");
+    describe_gauge!(
+        QUEUE_WAIT,
+        metrics::Unit::Seconds,
+        "How long the oldest waiting job of each of this worker's queues has waited (0 when none waits)."
+    );
+    describe_gauge!(
+        QUEUE_WAIT_THRESHOLD,
+        metrics::Unit::Seconds,
+        "The wait threshold of each of this worker's queues (0 when it has none)."
+    );
+    describe_gauge!(
+        QUEUE_WAIT_EXCEEDED,
+        "1 while the queue's wait is over its threshold, else 0."
+    );
     describe_gauge!(BATCHES_PENDING, "Batches not finished yet.");
     describe_gauge!(
         SCHEDULE_LATENESS,
@@ -153,7 +173,7 @@ impl Drop for RunningJob {
 /// Reads the sizes of `queues` every [`QUEUE_SIZES_EVERY`] into the queue gauges, when the
 /// endpoint is installed. A failed read leaves the last values and is logged once. On a Redis
 /// Cluster, which the admin operations do not support yet, only the sizes are read: the
-/// oldest-ready and paused gauges are left out.
+/// oldest-ready, paused and wait gauges are left out.
 pub(crate) fn refresh_queue_sizes(
     queue: RedisQueue,
     queues: Vec<String>,
@@ -200,23 +220,22 @@ async fn publish_batches(admin: &Admin) {
     }
 }
 
-/// One queue's gauges, as last read.
+/// One queue's gauges, as last read: its sizes, and what the admin operations add (`None` on
+/// a cluster).
 struct QueueReading {
     sections: [(&'static str, u64); 3],
-    oldest_ready_secs: Option<Option<u64>>,
-    paused: Option<bool>,
+    stats: Option<QueueStats>,
 }
 
 impl QueueReading {
-    fn new(size: QueueSize, oldest_ready_secs: Option<Option<u64>>, paused: Option<bool>) -> Self {
+    fn new(size: QueueSize, stats: Option<QueueStats>) -> Self {
         QueueReading {
             sections: [
                 ("ready", size.ready),
                 ("delayed", size.delayed),
                 ("reserved", size.reserved),
             ],
-            oldest_ready_secs,
-            paused,
+            stats,
         }
     }
 
@@ -224,12 +243,17 @@ impl QueueReading {
         for (section, jobs) in self.sections {
             gauge!(QUEUE_JOBS, "queue" => name.to_owned(), "section" => section).set(jobs as f64);
         }
-        if let Some(oldest) = self.oldest_ready_secs {
-            gauge!(QUEUE_OLDEST_READY, "queue" => name.to_owned()).set(oldest.unwrap_or(0) as f64);
-        }
-        if let Some(paused) = self.paused {
-            gauge!(QUEUE_PAUSED, "queue" => name.to_owned()).set(if paused { 1.0 } else { 0.0 });
-        }
+        let Some(stats) = &self.stats else {
+            return;
+        };
+        let flag = |on: bool| if on { 1.0 } else { 0.0 };
+        let secs = |secs: Option<u64>| secs.unwrap_or(0) as f64;
+        gauge!(QUEUE_OLDEST_READY, "queue" => name.to_owned()).set(secs(stats.oldest_ready_secs));
+        gauge!(QUEUE_PAUSED, "queue" => name.to_owned()).set(flag(stats.paused));
+        gauge!(QUEUE_WAIT, "queue" => name.to_owned()).set(secs(stats.wait_secs));
+        gauge!(QUEUE_WAIT_THRESHOLD, "queue" => name.to_owned())
+            .set(secs(stats.wait_threshold_secs));
+        gauge!(QUEUE_WAIT_EXCEEDED, "queue" => name.to_owned()).set(flag(stats.wait_exceeded));
     }
 }
 
@@ -244,7 +268,7 @@ async fn read_queues(
         let mut readings = Vec::with_capacity(queues.len());
         for name in queues {
             let size = queue.size(name).await.map_err(|e| e.to_string())?;
-            readings.push(QueueReading::new(size, None, None));
+            readings.push(QueueReading::new(size, None));
         }
         return Ok(readings);
     };
@@ -260,7 +284,7 @@ async fn read_queues(
                 delayed: s.delayed,
                 reserved: s.reserved,
             };
-            QueueReading::new(size, Some(s.oldest_ready_secs), Some(s.paused))
+            QueueReading::new(size, Some(s))
         })
         .collect())
 }

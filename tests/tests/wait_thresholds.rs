@@ -1,13 +1,13 @@
 //! Wait thresholds (Horizon's `waits`) against a real redis-server: set by `jobsctl waits` and
-//! by a worker's `--wait`, checked by `jobsctl monitor` (exit status 1) and flagged by the
-//! dashboard's queue endpoint. A job is made
+//! by a worker's `--wait`, checked by `jobsctl monitor` (exit status 1), flagged by the
+//! dashboard's queue endpoint and exported by the worker's Prometheus endpoint. A job is made
 //! to have waited by setting back its `createdAt`, or the due time of a delayed one, instead of
 //! waiting.
 
 use examples::Noop;
 use jobs_core::admin::Admin;
 use jobs_core::queue::keys::{self, QueueKeys};
-use jobs_core::Job;
+use jobs_core::{Job, RedisQueue};
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use tests::dashboard::Dashboard;
 use tests::jobs_command::JobsCommand;
 use tests::scenarios::old_ready_job;
 use tests::worker_process::WorkerProcess;
-use tests::{http, wait_for, SentVia, TestRedis};
+use tests::{free_port, http, wait_for, wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 const TEST_WORKER: &str = env!("CARGO_BIN_EXE_test_worker");
@@ -325,5 +325,76 @@ async fn the_dashboard_flags_a_queue_waiting_over_its_threshold() {
     assert_eq!(
         (&slow["wait_exceeded"], &slow["wait_threshold_secs"]),
         (&false.into(), &serde_json::Value::Null)
+    );
+}
+
+/// The value of `series` (a metric name with its labels, as the endpoint prints them) in a
+/// scrape of `addr`.
+fn scraped(addr: &str, series: &str) -> Option<f64> {
+    let body = http::get(addr, "/metrics").ok()?.body;
+    body.lines().find_map(|line| {
+        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+        value.parse().ok()
+    })
+}
+
+#[tokio::test]
+async fn the_worker_exports_each_queues_wait_threshold_and_whether_it_is_exceeded() {
+    let redis = TestRedis::start();
+    let queue: RedisQueue = redis.queue();
+    // A paused queue keeps its old job waiting while the worker serves the queue.
+    let _: () = redis.conn().await.sadd(keys::PAUSED, "held").await.unwrap();
+    old_ready_job(&redis, "held", 200).await;
+    Noop {}.dispatch().sent_via(&queue).await;
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _worker = WorkerProcess::start(
+        TEST_WORKER,
+        redis.url(),
+        &[
+            "--queue",
+            "default,held",
+            "--wait",
+            "held=60",
+            "--metrics-addr",
+            &addr,
+        ],
+    );
+
+    wait_until(
+        LONG,
+        "the held queue is exported as over its threshold",
+        || {
+            let exceeded = scraped(&addr, r#"jobs_queue_wait_exceeded{queue="held"}"#);
+            async move { exceeded == Some(1.0) }
+        },
+    )
+    .await;
+    let wait = scraped(&addr, r#"jobs_queue_wait_seconds{queue="held"}"#).unwrap();
+    assert!((200.0..260.0).contains(&wait), "waited {wait} s");
+    assert_eq!(
+        scraped(&addr, r#"jobs_queue_wait_threshold_seconds{queue="held"}"#),
+        Some(60.0)
+    );
+    // The default queue has no threshold, and its job ran.
+    wait_until(LONG, "the default queue is exported as not waiting", || {
+        let wait = scraped(&addr, r#"jobs_queue_wait_seconds{queue="default"}"#);
+        async move { wait == Some(0.0) }
+    })
+    .await;
+    assert_eq!(
+        scraped(
+            &addr,
+            r#"jobs_queue_wait_threshold_seconds{queue="default"}"#
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        scraped(&addr, r#"jobs_queue_wait_exceeded{queue="default"}"#),
+        Some(0.0)
+    );
+    let body = http::get(&addr, "/metrics").unwrap().body;
+    assert!(
+        body.contains("# HELP jobs_queue_wait_exceeded"),
+        "no help text in {body}"
     );
 }
