@@ -66,6 +66,9 @@ pub struct WorkerConfig {
     /// Keep the schedules defined in this process ([`jobs_core::schedule::define`]): fire each
     /// tick once between every worker that keeps them.
     pub schedule: bool,
+    /// Wait thresholds to write to Redis when the worker starts (`--wait`), for `jobsctl`, the
+    /// dashboard and the metrics; a queue given twice keeps its last. Empty: none written.
+    pub waits: Vec<jobs_core::admin::WaitThreshold>,
 }
 
 impl Default for WorkerConfig {
@@ -90,6 +93,7 @@ impl Default for WorkerConfig {
             metrics_retention: jobs_core::admin::telemetry::DEFAULT_METRICS_RETENTION,
             max_requeues: 1000,
             schedule: false,
+            waits: Vec::new(),
         }
     }
 }

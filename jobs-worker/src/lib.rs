@@ -79,7 +79,7 @@ pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
     };
     let queue = jobs_core::RedisQueue::with_config(&options.redis, config)?;
     if options.schedule_only {
-        return keep_schedules_only(queue, options.metrics_addr).await;
+        return keep_schedules_only(queue, options.metrics_addr, &options.waits).await;
     }
     let worker = Worker::new(options.config(), queue)?;
     if let Some(addr) = options.metrics_addr {
@@ -90,10 +90,11 @@ pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
 }
 
 /// `--schedule-only`: keeps the schedules this program defines, taking no jobs, until a
-/// signal stops it.
+/// signal stops it. Its `--wait` thresholds are written as a worker's are.
 async fn keep_schedules_only(
     queue: jobs_core::RedisQueue,
     metrics_addr: Option<std::net::SocketAddr>,
+    waits: &[jobs_core::admin::WaitThreshold],
 ) -> Result<Exit, WorkerError> {
     if let Some(addr) = metrics_addr {
         prometheus::install(addr, 0)?;
@@ -105,6 +106,7 @@ async fn keep_schedules_only(
     );
     let stop = CancellationToken::new();
     tokio::spawn(stop_on_signals(stop.clone()));
+    let _waits = runtime::waits::write(&queue, waits, &stop).await;
     if let Some(scheduler) = runtime::scheduler::start(queue, schedules, stop.clone()) {
         let _ = scheduler.await;
     } else {

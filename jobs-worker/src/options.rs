@@ -1,6 +1,7 @@
 //! The worker's options: Laravel's `queue:work` flags with their defaults, plus our own.
 
 use clap::Parser;
+use jobs_core::admin::WaitThreshold;
 use jobs_core::Backoff;
 use std::time::Duration;
 
@@ -96,6 +97,11 @@ pub struct WorkerOptions {
     /// counting an attempt; past that, a requeue counts as a release.
     #[arg(long, default_value_t = 1000)]
     pub max_requeues: u32,
+    /// A queue's wait threshold, written to Redis at start for jobsctl, the dashboard and the
+    /// metrics: QUEUE=SECONDS (repeatable, or a comma list like emails=60,billing=300).
+    #[arg(long = "wait", value_name = "QUEUE=SECONDS", value_delimiter = ',')]
+    pub waits: Vec<WaitThreshold>,
+
     /// Keep the schedules this program defines: fire each tick once between every worker
     /// started with --schedule (docs/schedules.md).
     #[arg(long)]
@@ -144,6 +150,7 @@ impl WorkerOptions {
             metrics_retention: secs(self.metrics_retention * 3600.0),
             max_requeues: self.max_requeues,
             schedule: self.schedule,
+            waits: self.waits.clone(),
         }
     }
 }
@@ -181,5 +188,22 @@ mod tests {
         ]);
         assert_eq!(o.queue, ["high", "default"]);
         assert_eq!(o.config().backoff.seconds(), [3, 5, 10]);
+    }
+
+    #[test]
+    fn wait_thresholds_repeat_or_come_as_a_list() {
+        let o = WorkerOptions::parse_from([
+            "worker",
+            "--wait",
+            "emails=60,billing=300",
+            "--wait",
+            "high=5",
+        ]);
+        let waits: Vec<String> = o.config().waits.iter().map(|w| w.to_string()).collect();
+        assert_eq!(waits, ["emails=60", "billing=300", "high=5"]);
+        for bad in ["emails", "emails=0", "emails=1m", "=60"] {
+            let err = WorkerOptions::try_parse_from(["worker", "--wait", bad]).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation, "{bad}");
+        }
     }
 }

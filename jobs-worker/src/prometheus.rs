@@ -1,6 +1,6 @@
 //! The worker's Prometheus endpoint (`--metrics-addr`): job counters and run times fed where
-//! each job settles, the running jobs, and the sizes of the worker's queues read from Redis
-//! every [`QUEUE_SIZES_EVERY`]. `docs/operations.md` lists every metric.
+//! each job settles, the running jobs, and the sizes and waits of the worker's queues read from
+//! Redis every [`QUEUE_SIZES_EVERY`]. `docs/operations.md` lists every metric.
 //!
 //! The `metrics` crate's recorder is global to the process, so one worker per process can
 //! export. Until [`install`] succeeds, recording is skipped before any label is built.
@@ -30,6 +30,12 @@ pub(crate) const QUEUE_JOBS: &str = "jobs_queue_jobs";
 pub(crate) const QUEUE_OLDEST_READY: &str = "jobs_queue_oldest_ready_seconds";
 /// Gauge that is 1 while a queue is paused, else 0.
 pub(crate) const QUEUE_PAUSED: &str = "jobs_queue_paused";
+/// Gauge of how long a queue's oldest waiting job has waited, in seconds (0 when none waits).
+pub(crate) const QUEUE_WAIT: &str = "jobs_queue_wait_seconds";
+/// Gauge of a queue's wait threshold in seconds (0 when it has none).
+pub(crate) const QUEUE_WAIT_THRESHOLD: &str = "jobs_queue_wait_threshold_seconds";
+/// Gauge that is 1 while a queue's wait is over its threshold, else 0.
+pub(crate) const QUEUE_WAIT_EXCEEDED: &str = "jobs_queue_wait_exceeded";
 
 /// Gauge of the batches not finished yet.
 pub(crate) const BATCHES_PENDING: &str = "jobs_batches_pending";
@@ -90,6 +96,20 @@ pub(crate) fn install(addr: SocketAddr, concurrency: usize) -> Result<(), Metric
         "Age of the oldest ready job of each of this worker's queues (0 when none is ready)."
     );
     describe_gauge!(QUEUE_PAUSED, "1 while the queue is paused, else 0.");
+    describe_gauge!(
+        QUEUE_WAIT,
+        metrics::Unit::Seconds,
+        "How long the oldest waiting job of each of this worker's queues has waited (0 when none waits)."
+    );
+    describe_gauge!(
+        QUEUE_WAIT_THRESHOLD,
+        metrics::Unit::Seconds,
+        "The wait threshold of each of this worker's queues (0 when it has none)."
+    );
+    describe_gauge!(
+        QUEUE_WAIT_EXCEEDED,
+        "1 while the queue's wait is over its threshold, else 0."
+    );
     describe_gauge!(BATCHES_PENDING, "Batches not finished yet.");
     describe_gauge!(
         SCHEDULE_LATENESS,
@@ -203,7 +223,11 @@ fn publish_queue(stats: &QueueStats) {
     ] {
         gauge!(QUEUE_JOBS, "queue" => name.clone(), "section" => section).set(jobs as f64);
     }
-    gauge!(QUEUE_OLDEST_READY, "queue" => name.clone())
-        .set(stats.oldest_ready_secs.unwrap_or(0) as f64);
-    gauge!(QUEUE_PAUSED, "queue" => name.clone()).set(if stats.paused { 1.0 } else { 0.0 });
+    let flag = |on: bool| if on { 1.0 } else { 0.0 };
+    let secs = |secs: Option<u64>| secs.unwrap_or(0) as f64;
+    gauge!(QUEUE_OLDEST_READY, "queue" => name.clone()).set(secs(stats.oldest_ready_secs));
+    gauge!(QUEUE_PAUSED, "queue" => name.clone()).set(flag(stats.paused));
+    gauge!(QUEUE_WAIT, "queue" => name.clone()).set(secs(stats.wait_secs));
+    gauge!(QUEUE_WAIT_THRESHOLD, "queue" => name.clone()).set(secs(stats.wait_threshold_secs));
+    gauge!(QUEUE_WAIT_EXCEEDED, "queue" => name.clone()).set(flag(stats.wait_exceeded));
 }

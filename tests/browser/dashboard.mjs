@@ -1,5 +1,6 @@
 // Drives the jobsctl dashboard in Debian's headless chromium. tests/tests/dashboard_browser.rs
-// prepares Redis, a worker and `jobsctl dashboard`, runs this script, then checks Redis.
+// prepares Redis, a worker (with wait thresholds) and `jobsctl dashboard`, runs this script,
+// then checks Redis.
 //
 // Environment: DASHBOARD_URL, DASHBOARD_USER, DASHBOARD_PASSWORD, FAILED_UUID (the job that
 // failed), EXPECT_PROCESSED and EXPECT_FAILED (last hour's counts), SCREENSHOT (PNG path).
@@ -69,6 +70,15 @@ async function main() {
     await text('#queues tr[data-queue="emails"] td.delayed', "2");
     await text('#queues tr[data-queue="reports"] td.reserved', "1");
     await text('#queues tr[data-queue="emails"] td.state', "active");
+    // Wait thresholds, written by the worker's --wait: idle's old job has waited over its
+    // 60 s, so its row is tinted and badged; emails has not reached its 10 minutes.
+    await text('#queues tr[data-queue="idle"] td.threshold', "1m 0s");
+    await text('#queues tr[data-queue="idle"] td.waited span.long-wait', "long wait");
+    await text('#queues tr[data-queue="emails"] td.threshold', "10m 0s");
+    const flagged = await page.locator("#queues tr.long-wait").evaluateAll((trs) => trs.map((tr) => tr.dataset.queue));
+    if (flagged.join() !== "idle") throw new Error(`rows flagged as waiting too long: ${flagged}`);
+    const tint = await page.evaluate(() => getComputedStyle(document.querySelector('#queues tr[data-queue="idle"]')).backgroundColor);
+    if (tint !== "rgb(253, 236, 236)") throw new Error(`a long-waiting queue's row is not highlighted: ${tint}`);
 
     // Batches: the half-done batch, with its progress bar.
     const batch = `#batches tr[data-batch="${env("BATCH_ID")}"]`;

@@ -2,7 +2,8 @@
 //! the worker binary (`env!("CARGO_BIN_EXE_test_worker")` in an integration test).
 
 use examples::{Noop, Panic};
-use jobs_core::Job;
+use jobs_core::queue::keys::QueueKeys;
+use jobs_core::{Job, Payload};
 use std::time::Duration;
 
 use crate::worker_process::WorkerProcess;
@@ -49,4 +50,32 @@ pub async fn billing_worker_with_four_jobs(worker: &str, redis: &TestRedis) -> W
     }
     Panic {}.dispatch().on_queue("q2").sent_via(&queue).await;
     worker
+}
+
+/// Puts a no-op job at the head of the ready list of `queue`, where a job dispatched
+/// `age_secs` ago would be, with its `createdAt` set back that far by Redis's clock and no
+/// wake-up token; returns its uuid.
+pub async fn old_ready_job(redis: &TestRedis, queue: &str, age_secs: u64) -> String {
+    let envelope = Noop {}
+        .dispatch()
+        .on_queue(queue)
+        .envelope()
+        .expect("a no-op job's envelope");
+    let payload = Payload::from_json(&envelope.payload).expect("a payload");
+    let created = payload.created_at.expect("a payload with createdAt");
+    let old = redis.server_time().await as i64 - age_secs as i64;
+    let raw = envelope.payload.replacen(
+        &format!("\"createdAt\":{created}"),
+        &format!("\"createdAt\":{old}"),
+        1,
+    );
+    assert_ne!(raw, envelope.payload, "createdAt was not found to set back");
+    let mut conn = redis.conn().await;
+    let _: () = redis::cmd("LPUSH")
+        .arg(QueueKeys::new(queue).ready)
+        .arg(raw)
+        .query_async(&mut conn)
+        .await
+        .expect("LPUSH answers");
+    payload.uuid.to_string()
 }

@@ -1,8 +1,8 @@
 //! The dashboard in a real browser: Debian's headless chromium, driven by Playwright
 //! (`tests/browser/dashboard.mjs`), against a real redis-server, worker and `jobsctl dashboard`
 //! behind basic auth. The script checks the counts the page shows, searches (by job, text and
-//! tag) and opens the failed job, pauses a queue and retries the job with clicks; this test then
-//! checks Redis.
+//! tag) and opens the failed job, checks that a queue waiting over its threshold is highlighted,
+//! pauses a queue and retries the job with clicks; this test then checks Redis.
 //!
 //! It needs `/usr/bin/chromium` (Debian's package `chromium`) and `npm ci` in
 //! `tests/browser`; `scripts/test` installs both. Without them it fails, saying what is missing.
@@ -87,6 +87,8 @@ async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click() 
         .dispatch()
         .await
         .unwrap();
+    // A job on idle that has waited 5 minutes, over the threshold the worker sets for idle.
+    tests::scenarios::old_ready_job(&redis, "idle", 300).await;
     let worker = WorkerProcess::start(
         env!("CARGO_BIN_EXE_test_worker"),
         redis.url(),
@@ -97,6 +99,8 @@ async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click() 
             "4",
             "--name",
             "mailer",
+            "--wait",
+            "idle=60,emails=600",
         ],
     );
     let (user, password) = ("operator", "correct horse");

@@ -27,6 +27,7 @@ mod retry;
 mod schedules;
 pub mod telemetry;
 mod unique;
+mod waits;
 mod workers;
 
 pub use batches::{BatchDetail, BatchFilter, BatchPage, BatchState, PendingBatches};
@@ -37,6 +38,7 @@ pub use failed::{
 pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
 pub use schedules::{ScheduleInfo, STALE_AFTER};
 pub use unique::{HeldLock, UniqueFilter, UniquePage};
+pub use waits::{InvalidWait, WaitThreshold};
 pub use workers::{MinuteMetrics, RecentFilter, RecentPage};
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -67,9 +69,12 @@ pub enum AdminError {
     /// No unique lock has this key.
     #[error("no unique lock {0}")]
     UniqueLockNotFound(String),
-    /// A cursor that no page of failed jobs gave.
+    /// A cursor that no page of a listing gave.
     #[error("invalid cursor {0:?}: pass the `next` of a page as it was given")]
     InvalidCursor(String),
+    /// A wait threshold that cannot be set, or one stored in Redis that cannot be read.
+    #[error(transparent)]
+    InvalidWait(#[from] InvalidWait),
     /// A range of failed-job positions that selects nothing.
     #[error(
         "invalid range {first}-{last}: positions start at 1 and the first must not exceed the last"

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
+use super::waits::{exceeds, stored_threshold};
 use super::{time_of_score, Admin, AdminError, Summary};
 use crate::error::Result;
 use crate::payload::RawFields;
@@ -28,6 +29,22 @@ pub struct QueueStats {
     /// Seconds since the oldest ready job was dispatched (its `createdAt`, against Redis's
     /// clock), as Laravel's `queue:monitor` measures it; `None` when nothing is ready.
     pub oldest_ready_secs: Option<u64>,
+    /// Seconds since the earliest job that is due but still outside the ready list fell due:
+    /// a delayed job past its due time, or a reserved one whose reservation expired (its
+    /// worker died). Workers move such jobs to the ready list each time they pop the queue,
+    /// so this stays `None` while a worker keeps popping it; it grows when none does (no
+    /// worker serves the queue, every slot is busy, or the queue is paused).
+    pub overdue_secs: Option<u64>,
+    /// How long a job of the queue has been waiting for a worker: the larger of
+    /// [`oldest_ready_secs`](Self::oldest_ready_secs) and
+    /// [`overdue_secs`](Self::overdue_secs); `None` when no job waits.
+    pub wait_secs: Option<u64>,
+    /// The queue's wait threshold in seconds (`jobsctl waits set`, the worker's `--wait`), as
+    /// Horizon's `waits`; `None` when it has none.
+    pub wait_threshold_secs: Option<u64>,
+    /// Whether [`wait_secs`](Self::wait_secs) is over
+    /// [`wait_threshold_secs`](Self::wait_threshold_secs).
+    pub wait_exceeded: bool,
     /// Whether workers skip the queue.
     pub paused: bool,
 }
@@ -134,34 +151,66 @@ impl Admin {
 
     /// [`Admin::queue_stats`] of each of `names`, in order, read in one round trip.
     pub async fn queues_stats(&self, names: &[String]) -> Result<Vec<QueueStats>, AdminError> {
-        const READS_PER_QUEUE: usize = 5;
+        const READS_PER_QUEUE: usize = 8;
         let mut reads = vec![redis::cmd("TIME")];
+        let keys = self.queue.keys();
         for name in names {
-            let keys = self.queue.queue_keys(name);
-            reads.push(redis::cmd("LLEN").arg(&keys.ready).clone());
-            reads.push(redis::cmd("ZCARD").arg(&keys.delayed).clone());
-            reads.push(redis::cmd("ZCARD").arg(&keys.reserved).clone());
-            reads.push(redis::cmd("LINDEX").arg(&keys.ready).arg(0).clone());
-            let paused = self.queue.keys().paused();
-            reads.push(redis::cmd("SISMEMBER").arg(paused).arg(name).clone());
+            let queue = self.queue.queue_keys(name);
+            reads.extend([
+                redis::cmd("LLEN").arg(&queue.ready).clone(),
+                redis::cmd("ZCARD").arg(&queue.delayed).clone(),
+                redis::cmd("ZCARD").arg(&queue.reserved).clone(),
+                redis::cmd("LINDEX").arg(&queue.ready).arg(0).clone(),
+                redis::cmd("SISMEMBER").arg(keys.paused()).arg(name).clone(),
+                redis::cmd("ZRANGE")
+                    .arg(&queue.delayed)
+                    .arg(0)
+                    .arg(0)
+                    .arg("WITHSCORES")
+                    .clone(),
+                redis::cmd("ZRANGE")
+                    .arg(&queue.reserved)
+                    .arg(0)
+                    .arg(0)
+                    .arg("WITHSCORES")
+                    .clone(),
+                redis::cmd("HGET").arg(keys.waits()).arg(name).clone(),
+            ]);
         }
         let mut replies: Vec<redis::Value> = self.queue.query_each(&reads).await?;
         let reads = replies.split_off(1);
-        let (now, _): (u64, u64) =
+        let (now, micros): (u64, u64) =
             redis::from_redis_value(replies.remove(0)).map_err(redis::RedisError::from)?;
+        let now_precise = now as f64 + micros as f64 / 1e6;
+        // Seconds since the earliest member of a sorted set fell due, when it has.
+        let overdue = |first: Vec<(Vec<u8>, f64)>| {
+            first
+                .first()
+                .filter(|(_, due)| *due <= now_precise)
+                .map(|(_, due)| (now_precise - due) as u64)
+        };
         names
             .iter()
             .zip(reads.chunks(READS_PER_QUEUE))
             .map(|(name, reads)| {
                 type Reads = (u64, u64, u64, Option<Vec<u8>>, bool);
+                type Heads = (Vec<(Vec<u8>, f64)>, Vec<(Vec<u8>, f64)>, Option<String>);
                 let (ready, delayed, reserved, oldest, paused): Reads =
-                    redis::from_redis_value(redis::Value::Array(reads.to_vec()))
+                    redis::from_redis_value(redis::Value::Array(reads[..5].to_vec()))
+                        .map_err(redis::RedisError::from)?;
+                let (first_delayed, first_reserved, threshold): Heads =
+                    redis::from_redis_value(redis::Value::Array(reads[5..].to_vec()))
                         .map_err(redis::RedisError::from)?;
                 let oldest_ready_secs = oldest
                     .and_then(|raw| {
                         RawFields::parse(std::str::from_utf8(&raw).ok()?).number("createdAt")
                     })
                     .map(|created| now.saturating_sub(created));
+                let overdue_secs = overdue(first_delayed).max(overdue(first_reserved));
+                let wait_secs = oldest_ready_secs.max(overdue_secs);
+                let wait_threshold_secs = threshold
+                    .map(|value| stored_threshold(name, value))
+                    .transpose()?;
                 Ok(QueueStats {
                     name: name.clone(),
                     size: ready + delayed + reserved,
@@ -169,6 +218,10 @@ impl Admin {
                     delayed,
                     reserved,
                     oldest_ready_secs,
+                    overdue_secs,
+                    wait_secs,
+                    wait_threshold_secs,
+                    wait_exceeded: exceeds(wait_secs, wait_threshold_secs),
                     paused,
                 })
             })

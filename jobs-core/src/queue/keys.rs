@@ -201,6 +201,12 @@ pub const PAUSED: &str = "jobs:paused";
 /// start stops once its running jobs are done.
 pub const RESTART: &str = "jobs:restart";
 
+/// Hash of wait thresholds: queue name -> the seconds its jobs may wait for a worker before
+/// the queue is flagged (Horizon's `waits`). Written by the worker's `--wait` and `jobsctl
+/// waits set`; read by `jobsctl`, the dashboard and the Prometheus gauges. One key, so it needs
+/// no hash tag on a cluster.
+pub const WAITS: &str = "jobs:waits";
+
 /// How many finished attempts [`recent`] keeps per queue.
 pub const RECENT_LIMIT: usize = 100;
 
@@ -333,6 +339,17 @@ impl Keys {
     /// The set of paused queue names ([`PAUSED`]).
     pub fn paused(&self) -> String {
         self.prefixed(PAUSED)
+    }
+
+    /// The wait thresholds of the queues ([`WAITS`]).
+    ///
+    /// ```
+    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(Keys::default().waits(), "jobs:waits");
+    /// assert_eq!(Keys::new(KeyLayout::Cluster, "app_").waits(), "app_jobs:waits");
+    /// ```
+    pub fn waits(&self) -> String {
+        self.prefixed(WAITS)
     }
 
     /// The time of the last restart request ([`RESTART`]).

@@ -68,15 +68,24 @@ pub(super) enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Check queue sizes against --max, for cron and alerting: exit status 1 when a queue has
-    /// more jobs than that.
+    /// Check queue sizes against --max and waits against their thresholds (`jobsctl waits`),
+    /// for cron and alerting: exit status 1 when a queue has more jobs than --max or has
+    /// waited longer than its threshold.
     Monitor {
         /// Queue names.
         #[arg(required = true, value_parser = queue_name)]
         queues: Vec<String>,
-        /// The most jobs (ready + delayed + reserved) a queue may hold.
+        /// The most jobs (ready + delayed + reserved) a queue may hold (default: sizes are not
+        /// checked).
         #[arg(long)]
-        max: u64,
+        max: Option<u64>,
+    },
+    /// List the queues' wait thresholds with their current waits, or set or clear one
+    /// (`jobsctl waits set emails 60`).
+    Waits {
+        /// Set or clear instead of listing.
+        #[command(subcommand)]
+        command: Option<WaitsCommand>,
     },
     /// Show the jobs of a queue: job, uuid, attempts, due or expiry time.
     Inspect {
@@ -173,6 +182,27 @@ pub(super) enum Command {
     },
     /// Serve the live web dashboard (see docs/operations.md).
     Dashboard(super::dashboard::DashboardArgs),
+}
+
+/// `jobsctl waits set` and `jobsctl waits clear`.
+#[derive(Debug, Subcommand)]
+pub(super) enum WaitsCommand {
+    /// Set how many seconds a queue's jobs may wait before `jobsctl monitor` fails, the
+    /// dashboard highlights it and the metrics flag it.
+    Set {
+        /// The queue's name.
+        #[arg(value_parser = queue_name)]
+        queue: String,
+        /// Seconds, at least 1.
+        #[arg(value_parser = clap::value_parser!(u64).range(1..))]
+        seconds: u64,
+    },
+    /// Remove a queue's wait threshold (a worker started with `--wait` for it sets it again).
+    Clear {
+        /// The queue's name.
+        #[arg(value_parser = queue_name)]
+        queue: String,
+    },
 }
 
 /// `jobsctl schedule run NAME`.

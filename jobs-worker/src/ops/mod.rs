@@ -5,8 +5,8 @@
 //! command prints a table for people, or one JSON document with `--json`, and exits non-zero
 //! with a message on stderr when anything goes wrong; `docs/operations.md` is the operator's
 //! guide. Each family of commands has its file: `args` the command line, `failed` the
-//! failed-job store, `queues` the queues, `workers` the workers, `batches` the batches,
-//! `unique` the unique locks, `render` the tables and
+//! failed-job store, `queues` the queues, `waits` the wait thresholds, `workers` the workers,
+//! `batches` the batches, `unique` the unique locks, `render` the tables and
 //! times, [`dashboard`] the web page. The binary is one line:
 //!
 //! ```no_run
@@ -24,6 +24,7 @@ mod queues;
 mod render;
 mod schedules;
 mod unique;
+mod waits;
 mod workers;
 
 use clap::Parser;
@@ -36,7 +37,7 @@ use error::CliError;
 
 /// Parses the command line, runs the command and returns its exit status: 0 on success, 1
 /// on any error (printed to stderr as `jobsctl: ...`) and when `jobsctl monitor` finds a queue over
-/// its maximum, 2 when the command line does not parse.
+/// its maximum or its wait threshold, 2 when the command line does not parse.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -59,7 +60,7 @@ pub fn main() -> ExitCode {
 }
 
 /// Runs one command; returns the exit status it asks for (0, or 1 for `monitor` over its
-/// maximum).
+/// maximum or a wait threshold).
 async fn run(cli: Cli) -> Result<u8, CliError> {
     let config = QueueConfig {
         prefix: cli.prefix,
@@ -113,6 +114,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             batches::run(&admin, json, command, &filter, after, limit).await
         }
         Command::Schedule { command } => schedules::run(&admin, json, command).await,
+        Command::Waits { command } => waits::run(&admin, json, command).await,
         Command::Unique {
             forget: None,
             job,

@@ -16,7 +16,7 @@ pub(super) async fn size(admin: &Admin, json: bool, queues: Vec<String>) -> Resu
         queues
     };
     let stats = admin.queues_stats(&queues).await?;
-    print(json, &stats, |stats| size_table(stats, None))?;
+    print(json, &stats, |stats| size_table(stats))?;
     Ok(0)
 }
 
@@ -47,18 +47,19 @@ pub(super) async fn clear(
     Ok(0)
 }
 
-/// Checks queue sizes against `max`: exit status 1 when a queue holds more.
+/// Checks queue sizes against `max`, and waits against their thresholds: exit status 1 when a
+/// queue holds more jobs, or has waited longer.
 pub(super) async fn monitor(
     admin: &Admin,
     json: bool,
     queues: Vec<String>,
-    max: u64,
+    max: Option<u64>,
 ) -> Result<u8, CliError> {
     #[derive(Serialize)]
     struct Monitored {
         #[serde(flatten)]
         stats: QueueStats,
-        max: u64,
+        max: Option<u64>,
         over: bool,
     }
     let rows: Vec<Monitored> = admin
@@ -66,25 +67,44 @@ pub(super) async fn monitor(
         .await?
         .into_iter()
         .map(|stats| Monitored {
-            over: stats.size > max,
+            over: max.is_some_and(|max| stats.size > max),
             stats,
             max,
         })
         .collect();
     print(json, &rows, |rows| {
-        let stats: Vec<QueueStats> = rows.iter().map(|r| r.stats.clone()).collect();
-        size_table(&stats, Some(max))
+        let stats: Vec<(QueueStats, bool)> =
+            rows.iter().map(|r| (r.stats.clone(), r.over)).collect();
+        monitor_table(&stats)
     })?;
     let over: Vec<String> = rows
         .iter()
         .filter(|r| r.over)
         .map(|r| format!("{} ({} jobs)", r.stats.name, r.stats.size))
         .collect();
-    if !over.is_empty() {
+    if let (Some(max), false) = (max, over.is_empty()) {
         eprintln!("jobsctl: over --max {max}: {}", over.join(", "));
-        return Ok(1);
     }
-    Ok(0)
+    let waiting: Vec<String> = rows
+        .iter()
+        .filter(|r| r.stats.wait_exceeded)
+        .map(|r| {
+            format!(
+                "{} (waited {} s, threshold {} s)",
+                r.stats.name,
+                r.stats.wait_secs.unwrap_or(0),
+                r.stats.wait_threshold_secs.unwrap_or(0)
+            )
+        })
+        .collect();
+    if !waiting.is_empty() {
+        eprintln!("jobsctl: over wait threshold: {}", waiting.join(", "));
+    }
+    Ok(if over.is_empty() && waiting.is_empty() {
+        0
+    } else {
+        1
+    })
 }
 
 /// Shows the jobs of a queue, section by section, in the order workers take them.
@@ -182,37 +202,76 @@ fn print_toggle(json: bool, queue: &str, paused: bool, changed: bool) -> Result<
     })
 }
 
-fn size_table(stats: &[QueueStats], max: Option<u64>) -> String {
+fn size_table(stats: &[QueueStats]) -> String {
     if stats.is_empty() {
         return "No queues.\n".to_owned();
     }
-    let mut headers = vec![
+    let headers = [
         "QUEUE", "SIZE", "READY", "DELAYED", "RESERVED", "OLDEST", "PAUSED",
     ];
-    if max.is_some() {
-        headers.push("STATUS");
-    }
     let rows = stats
         .iter()
         .map(|s| {
-            let mut row = vec![
+            vec![
                 s.name.clone(),
                 s.size.to_string(),
                 s.ready.to_string(),
                 s.delayed.to_string(),
                 s.reserved.to_string(),
-                s.oldest_ready_secs
-                    .map_or_else(|| "-".to_owned(), |secs| span(secs as i64)),
+                secs_cell(s.oldest_ready_secs),
                 if s.paused { "yes" } else { "no" }.to_owned(),
-            ];
-            if let Some(max) = max {
-                let status = if s.size > max { "OVER" } else { "OK" };
-                row.push(status.to_owned());
-            }
-            row
+            ]
         })
         .collect();
     table(&headers, rows)
+}
+
+/// The sizes of each queue, its wait and threshold, and what is wrong with it: `OVER` (more
+/// jobs than `--max`), `LONG WAIT` (waited longer than its threshold), or `OK`.
+fn monitor_table(stats: &[(QueueStats, bool)]) -> String {
+    let headers = [
+        "QUEUE",
+        "SIZE",
+        "READY",
+        "DELAYED",
+        "RESERVED",
+        "OLDEST",
+        "WAIT",
+        "THRESHOLD",
+        "PAUSED",
+        "STATUS",
+    ];
+    let rows = stats
+        .iter()
+        .map(|(s, over)| {
+            let problems: Vec<&str> = [(*over, "OVER"), (s.wait_exceeded, "LONG WAIT")]
+                .into_iter()
+                .filter_map(|(found, problem)| found.then_some(problem))
+                .collect();
+            vec![
+                s.name.clone(),
+                s.size.to_string(),
+                s.ready.to_string(),
+                s.delayed.to_string(),
+                s.reserved.to_string(),
+                secs_cell(s.oldest_ready_secs),
+                secs_cell(s.wait_secs),
+                secs_cell(s.wait_threshold_secs),
+                if s.paused { "yes" } else { "no" }.to_owned(),
+                if problems.is_empty() {
+                    "OK".to_owned()
+                } else {
+                    problems.join(", ")
+                },
+            ]
+        })
+        .collect();
+    table(&headers, rows)
+}
+
+/// A number of seconds as `table` shows it (`2m 5s`), `-` for none.
+pub(super) fn secs_cell(secs: Option<u64>) -> String {
+    secs.map_or_else(|| "-".to_owned(), |secs| span(secs as i64))
 }
 
 fn inspect_table(jobs: &[QueuedJob]) -> String {

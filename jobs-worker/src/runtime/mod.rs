@@ -11,7 +11,8 @@
 //! - [`lease`] keeps the registry of running jobs and extends their reservations while they
 //!   run; [`watchdog`] ends the process when a handler blocks its thread past its timeout.
 //! - [`control`] publishes the worker's heartbeat record and per-minute counters for
-//!   operators, and obeys their pause and restart requests.
+//!   operators, and obeys their pause and restart requests; [`waits`] writes its `--wait`
+//!   thresholds at start.
 //! - Shared by the steps above: [`reserved`] (the reserved job), [`deadline`] (a running
 //!   handler's deadline), [`exit`] (why a worker stopped), [`time`] (optional sleeps) and
 //!   [`outage`] (riding out Redis outages).
@@ -38,6 +39,7 @@ pub(crate) mod scheduler;
 pub(crate) mod services;
 pub(crate) mod settle;
 pub(crate) mod time;
+pub(crate) mod waits;
 pub(crate) mod waker;
 pub(crate) mod watchdog;
 pub(crate) mod worker;

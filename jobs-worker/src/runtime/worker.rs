@@ -11,6 +11,7 @@ use crate::config::WorkerConfig;
 use crate::runtime::exit::Exit;
 use crate::runtime::job_loop::JobLoop;
 use crate::runtime::services::Services;
+use crate::runtime::waits;
 use crate::stats::Stats;
 
 /// A worker that cannot start.
@@ -119,6 +120,7 @@ impl Worker {
     pub async fn run(self) -> Exit {
         RedisQueue::set_default(self.queue.clone());
         self.announce().await;
+        let waits = waits::write(&self.queue, &self.config.waits, &self.stop).await;
         let listeners = Listeners::new(self.listeners.clone());
         let services = Services::start(
             &self.queue,
@@ -133,6 +135,9 @@ impl Worker {
             .run()
             .await;
         services.stop().await;
+        if let Some(waits) = waits {
+            waits.abort();
+        }
         listeners.emit("stopping", |l| l.stopping(&exit)).await;
         info!(
             worker = %self.config.name,

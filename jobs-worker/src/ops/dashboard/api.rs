@@ -104,6 +104,8 @@ impl IntoResponse for ApiError {
                     AdminError::InvalidRange { .. } | AdminError::InvalidCursor(_) => {
                         StatusCode::BAD_REQUEST
                     }
+                    // A threshold written into Redis by hand that is not a number.
+                    AdminError::InvalidWait(_) => StatusCode::INTERNAL_SERVER_ERROR,
                     _ => StatusCode::SERVICE_UNAVAILABLE,
                 };
                 (status, err.to_string())
@@ -170,6 +172,7 @@ async fn overview(State(admin): State<Admin>) -> ApiResult<Overview> {
 /// One row of `GET /api/queues`.
 #[derive(Debug, Serialize)]
 struct QueueRow {
+    /// Its sizes, its wait with the threshold and whether that is exceeded, and its state.
     #[serde(flatten)]
     stats: QueueStats,
     /// Attempts processed per minute over the last few minutes.

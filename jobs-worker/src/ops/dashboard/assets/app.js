@@ -130,13 +130,22 @@ function renderChart(minutes) {
   svg.replaceChildren(...nodes);
 }
 
+// A queue whose wait is over its threshold gets its row highlighted and a "long wait" badge.
+function waitCell(q) {
+  if (!q.wait_exceeded) return el("td", { class: "num waited" }, duration(q.wait_secs));
+  return el("td", { class: "num waited exceeded", title: `waiting longer than its threshold of ${duration(q.wait_threshold_secs)}` },
+    duration(q.wait_secs), " ", el("span", { class: "badge long-wait" }, "long wait"));
+}
+
 function renderQueues(queues) {
-  const rows = queues.map((q) => el("tr", { dataset: { queue: q.name } },
+  const rows = queues.map((q) => el("tr", { dataset: { queue: q.name }, class: q.wait_exceeded ? "long-wait" : "" },
     el("td", {}, q.name),
     el("td", { class: "num ready" }, String(q.ready)),
     el("td", { class: "num delayed" }, String(q.delayed)),
     el("td", { class: "num reserved" }, String(q.reserved)),
     el("td", { class: "num" }, duration(q.oldest_ready_secs)),
+    waitCell(q),
+    el("td", { class: "num threshold" }, duration(q.wait_threshold_secs)),
     el("td", { class: "num" }, q.per_minute.toFixed(1)),
     el("td", { class: "num wait" }, q.paused ? "paused" : duration(q.estimated_wait_secs)),
     el("td", { class: q.paused ? "paused state" : "state" }, q.paused ? "paused" : "active"),
@@ -146,7 +155,7 @@ function renderQueues(queues) {
       onclick: () => act(post(`/api/queues/${encodeURIComponent(q.name)}/${q.paused ? "resume" : "pause"}`), queueState),
     }, q.paused ? "Resume" : "Pause")),
   ));
-  fill($("#queues tbody"), rows, 9);
+  fill($("#queues tbody"), rows, 11);
   const select = $("#recent-queue");
   const names = queues.map((q) => q.name);
   if (names.join("\n") !== [...select.options].map((o) => o.value).join("\n")) {
