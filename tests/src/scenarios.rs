@@ -1,19 +1,24 @@
-//! Set-ups several test files share: jobs dispatched and a worker run over them. `worker` is
-//! the worker binary (`env!("CARGO_BIN_EXE_test_worker")` in an integration test).
+//! Set-ups several test files share: jobs dispatched and a worker run over them, on one server
+//! or a cluster ([`RedisUnderTest`]). `worker` is the worker binary
+//! (`env!("CARGO_BIN_EXE_test_worker")` in an integration test).
 
 use examples::{Noop, Panic};
 use jobs_core::Job;
 use std::time::Duration;
 
 use crate::worker_process::WorkerProcess;
-use crate::{SentVia, TestRedis};
+use crate::{RedisUnderTest, SentVia};
 
 /// How long a scenario's worker may take.
 const LONG: Duration = Duration::from_secs(30);
 
 /// Dispatches a panicking job to each queue given, runs a worker (queues in the order given)
 /// until they have all failed, and returns their uuids in dispatch order.
-pub async fn failed_jobs_on(worker: &str, redis: &TestRedis, queues: &[&str]) -> Vec<String> {
+pub async fn failed_jobs_on(
+    worker: &str,
+    redis: &impl RedisUnderTest,
+    queues: &[&str],
+) -> Vec<String> {
     let queue = redis.queue();
     let mut uuids = Vec::new();
     for name in queues {
@@ -32,7 +37,10 @@ pub async fn failed_jobs_on(worker: &str, redis: &TestRedis, queues: &[&str]) ->
 
 /// Starts a worker named `billing` on queues `q1,q2` at concurrency 3, waits until it runs,
 /// and dispatches three no-op jobs to `q1` and a panicking one to `q2`.
-pub async fn billing_worker_with_four_jobs(worker: &str, redis: &TestRedis) -> WorkerProcess {
+pub async fn billing_worker_with_four_jobs(
+    worker: &str,
+    redis: &impl RedisUnderTest,
+) -> WorkerProcess {
     let queue = redis.queue();
     let args = [
         "--queue",
