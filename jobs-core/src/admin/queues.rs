@@ -107,7 +107,10 @@ impl Admin {
         let mut names = BTreeSet::new();
         // By type: on a cluster the unique locks, schedules and guards of a queue hang under
         // its name too, and none of them is a list or a sorted set.
-        for (kind, suffixes) in [("list", [":notify", ""]), ("zset", [":delayed", ":reserved"])] {
+        for (kind, suffixes) in [
+            ("list", [":notify", ""]),
+            ("zset", [":delayed", ":reserved"]),
+        ] {
             for key in self.queue.scan_keys(&pattern, Some(kind)).await? {
                 let name = suffixes
                     .iter()

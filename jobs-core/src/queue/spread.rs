@@ -99,8 +99,8 @@ impl RedisQueue {
                 RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
             ))
             .await?;
-        let ranges: Vec<(i64, i64, (String, u16))> = redis::from_redis_value(trim_ranges(slots))
-            .map_err(redis::RedisError::from)?;
+        let ranges: Vec<(i64, i64, (String, u16))> =
+            redis::from_redis_value(trim_ranges(slots)).map_err(redis::RedisError::from)?;
         let mut nodes: Vec<Node> = Vec::new();
         for (_, _, (host, port)) in ranges {
             let node = Node::Primary { host, port };

@@ -270,7 +270,14 @@ impl Publisher {
             let record = self.record(now);
             let record = serde_json::to_string(&record).expect("a worker record serializes");
             let ttl = telemetry::WORKER_TTL.as_secs();
-            commands.push(redis::cmd("SET").arg(&record_key).arg(record).arg("EX").arg(ttl).clone());
+            commands.push(
+                redis::cmd("SET")
+                    .arg(&record_key)
+                    .arg(record)
+                    .arg("EX")
+                    .arg(ttl)
+                    .clone(),
+            );
             commands.push(
                 redis::cmd("ZADD")
                     .arg(keys.workers())
