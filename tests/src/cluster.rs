@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use jobs_core::queue::keys;
 use jobs_core::{QueueConfig, RedisQueue};
 
 use crate::{free_port, TestRedis};
@@ -121,7 +122,9 @@ impl TestCluster {
     }
 
     /// Every key of the cluster, each with the port of the node that holds it, but for the
-    /// records the example jobs write for the tests to read (`examples:*`).
+    /// records the example jobs write for the tests to read (`examples:*`) and the state
+    /// workers publish for the operators' tools (heartbeats, per-minute metrics, recent
+    /// jobs), which outlives the jobs it tells of.
     pub async fn keys_by_node(&self) -> Vec<(u16, String)> {
         let mut all = Vec::new();
         for node in &self.nodes {
@@ -132,7 +135,7 @@ impl TestCluster {
                 .expect("KEYS answers");
             all.extend(
                 keys.into_iter()
-                    .filter(|key| !key.starts_with(EXAMPLES_PREFIX))
+                    .filter(|key| !key.starts_with(EXAMPLES_PREFIX) && !published_by_workers(key))
                     .map(|key| (node.port(), key)),
             );
         }
@@ -152,6 +155,16 @@ impl TestCluster {
 
 /// The prefix of the keys the example jobs write their records under.
 const EXAMPLES_PREFIX: &str = "examples:";
+
+/// Whether `key` (without a key prefix) is state a worker publishes for the operators' tools:
+/// its heartbeat record, the set of live workers, a minute's job counters, a queue's recent
+/// jobs.
+fn published_by_workers(key: &str) -> bool {
+    key == keys::WORKERS
+        || [keys::METRICS_PREFIX, &keys::worker(""), &keys::recent("")]
+            .iter()
+            .any(|prefix| key.starts_with(prefix))
+}
 
 impl std::fmt::Debug for TestCluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

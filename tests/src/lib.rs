@@ -6,6 +6,8 @@
 //! Every test starts its own [`TestRedis`] (tests run in parallel, each on its own port), and
 //! waits for conditions with [`wait_until`] / [`wait_for`] instead of sleeping.
 //! [`TestRedis::start_tls`] starts a server that speaks only TLS, with a CA made for it.
+//! [`cluster::TestCluster`] starts a Redis Cluster of three primaries, and [`Server`] is either
+//! kind, for tests that run on both layouts ([`on_both_layouts!`]).
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -19,6 +21,7 @@
 mod dispatch;
 mod json;
 mod redis_server;
+mod server;
 mod tls;
 mod wait;
 
@@ -34,4 +37,5 @@ pub mod worker_process;
 pub use dispatch::SentVia;
 pub use json::json_fields;
 pub use redis_server::{free_port, server_time, TestRedis, REDIS_SERVER_MISSING};
+pub use server::{RedisUnderTest, Server};
 pub use wait::{wait_for, wait_for_idle_worker, wait_until};

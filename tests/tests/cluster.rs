@@ -1,8 +1,9 @@
 //! The queue flow on a real Redis Cluster of three primaries: hash-tagged keys spread over the
 //! nodes, many jobs run exactly once by two worker processes, strict priority across slots, and
 //! releases, delays and failures each within their slots; a Laravel key prefix, outside
-//! the hash tags; rate limits, funnels, overlap locks and unique locks across slots; and chains
-//! and batches whose steps and jobs are in different slots.
+//! the hash tags; rate limits, funnels, overlap locks and unique locks across slots; chains
+//! and batches whose steps and jobs are in different slots; and `jobsctl retry`, whose two steps
+//! (push onto the queue, remove the failed-job record) are in different slots.
 
 use examples::{Flaky, Guarded, Noop, Panic, RebuildIndex};
 use jobs_core::queue::keys::KeyLayout;
@@ -745,4 +746,100 @@ async fn a_schedule_fires_each_tick_once_on_a_cluster() {
         keys.contains(&"queues:{sched}:schedule:tick".to_owned()),
         "{keys:?}"
     );
+}
+
+/// The guard of a retry of the failed job `uuid` on a cluster, named as `jobs_core::admin`
+/// names it: in the queue's slot, by the first 8 bytes of the SHA-256 of the record as stored,
+/// in hex. It holds the time the failure pushed back was recorded.
+fn retry_guard(queue: &jobs_core::RedisQueue, name: &str, uuid: &str, record: &str) -> String {
+    let sum = ring::digest::digest(&ring::digest::SHA256, record.as_bytes());
+    let digest: String = sum.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    queue.keys().retried(name, uuid, &digest)
+}
+
+#[tokio::test]
+async fn a_retry_taken_again_after_a_crash_pushes_nothing_twice() {
+    use jobs_core::payload::counters::{with_counters, Counters};
+    use jobs_core::Payload;
+    use tests::jobs_command::JobsCommand;
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+    let keys = queue.keys().clone();
+    let high = queue.queue_keys("high");
+    let jobs = JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), cluster.url());
+    let worker = env!("CARGO_BIN_EXE_test_worker");
+    let uuid = tests::scenarios::failed_jobs_on(worker, &cluster, &["high"])
+        .await
+        .remove(0);
+    let mut conn = queue.connection();
+    let first: String = conn.hget(keys.failed_jobs(), &uuid).await.unwrap();
+    let first_failed_at: String = conn.zscore(keys.failed_jobs_index(), &uuid).await.unwrap();
+    let pushed_back = |record: &str| {
+        let record: FailedJob = serde_json::from_str(record).unwrap();
+        with_counters(&record.payload, Counters::default()).unwrap()
+    };
+
+    // The first try of a retry pushed the job as retry_push.lua does (its counters reset, a
+    // wake-up token, the guard of this record's retry holding when the failure was recorded)
+    // and died before removing the record.
+    let _: () = conn.rpush(&high.ready, pushed_back(&first)).await.unwrap();
+    let _: () = conn.rpush(&high.notify, 1).await.unwrap();
+    let first_guard = retry_guard(&queue, "high", &uuid, &first);
+    let _: () = conn
+        .set_ex(&first_guard, &first_failed_at, 3600)
+        .await
+        .unwrap();
+
+    // Taken again, the retry pushes nothing and removes the record.
+    let retried = jobs.run(&["retry", &uuid]);
+    assert_eq!(retried.code(), Some(0), "{}", retried.stderr);
+    assert_eq!(
+        retried.stdout,
+        format!("Pushed {uuid} back onto queue high.\n")
+    );
+    let ready: Vec<String> = conn.lrange(&high.ready, 0, -1).await.unwrap();
+    assert_eq!(ready, [pushed_back(&first)], "the job was pushed again");
+    let tokens: u64 = conn.llen(&high.notify).await.unwrap();
+    assert_eq!(tokens, 1);
+    let record: Option<String> = conn.hget(keys.failed_jobs(), &uuid).await.unwrap();
+    let indexed: Option<f64> = conn.zscore(keys.failed_jobs_index(), &uuid).await.unwrap();
+    assert_eq!((record, indexed), (None, None));
+
+    // The job, run again, fails again: a new record, whose retry has a guard of its own and
+    // pushes the job back once more. Then once more, with a record the same byte for byte as
+    // the first (failing in the same second with the same exception does that, as it may have
+    // just now): a new failure all the same, recorded at a new time, and retried as well.
+    for same_bytes in [false, true] {
+        let mut run = start_worker(&cluster, &["--queue", "high", "--stop-when-empty"]);
+        assert!(run.wait_exit(Duration::from_secs(30)).await.success());
+        assert_eq!(queue.size("high").await.unwrap().total(), 0);
+        let mut again: String = conn.hget(keys.failed_jobs(), &uuid).await.unwrap();
+        if same_bytes {
+            let _: () = conn.hset(keys.failed_jobs(), &uuid, &first).await.unwrap();
+            again = first.clone();
+        }
+        let failed_at: String = conn.zscore(keys.failed_jobs_index(), &uuid).await.unwrap();
+        assert_ne!(failed_at, first_failed_at);
+        let retried = jobs.run(&["retry", &uuid]);
+        assert_eq!(retried.code(), Some(0), "{}", retried.stderr);
+        assert_eq!(
+            retried.stdout,
+            format!("Pushed {uuid} back onto queue high.\n")
+        );
+        let ready: Vec<String> = conn.lrange(&high.ready, 0, -1).await.unwrap();
+        assert_eq!(ready.len(), 1, "same bytes: {same_bytes}; {ready:?}");
+        let payload = Payload::from_json(&ready[0]).unwrap();
+        assert_eq!(
+            (payload.uuid.to_string(), payload.attempts),
+            (uuid.clone(), 0)
+        );
+        let guard = retry_guard(&queue, "high", &uuid, &again);
+        let guarded: Option<String> = conn.get(&guard).await.unwrap();
+        assert_eq!(guarded, Some(failed_at), "{guard}");
+        let record: Option<String> = conn.hget(keys.failed_jobs(), &uuid).await.unwrap();
+        assert_eq!(record, None);
+    }
 }

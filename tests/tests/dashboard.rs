@@ -1,41 +1,39 @@
 //! `jobsctl dashboard` against a real redis-server and the real worker: its JSON endpoints, basic
 //! auth, the refusal of cross-site and foreign-host requests, and changes (retry, forget,
-//! pause) made through its POST endpoints, checked in Redis.
+//! pause) made through its POST endpoints, checked in Redis. Each test that talks to Redis runs
+//! on one server and on a Redis Cluster (`<test>::one_server`, `<test>::cluster`).
 
 use examples::{Flaky, Noop, Panic};
-use jobs_core::queue::keys::{self, QueueKeys};
 use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::dashboard::Dashboard;
 use tests::http::Request;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, SentVia, TestRedis};
+use tests::{on_both_layouts, wait_for, SentVia, Server, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
-fn dashboard(redis: &TestRedis, args: &[&str], envs: &[(&str, &str)]) -> Dashboard {
+fn dashboard(redis: &Server, args: &[&str], envs: &[(&str, &str)]) -> Dashboard {
     Dashboard::start(env!("CARGO_BIN_EXE_test_jobs"), redis.url(), args, envs)
 }
 
-fn start_worker(redis: &TestRedis, args: &[&str]) -> WorkerProcess {
+fn start_worker(redis: &Server, args: &[&str]) -> WorkerProcess {
     WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis.url(), args)
 }
 
 /// Runs a worker on `queues` until they are empty.
-async fn drain(redis: &TestRedis, queues: &str) {
+async fn drain(redis: &Server, queues: &str) {
     let mut worker = start_worker(redis, &["--queue", queues, "--stop-when-empty"]);
     assert!(worker.wait_exit(LONG).await.success());
 }
 
-async fn failed_count(redis: &TestRedis) -> u64 {
+async fn failed_count(redis: &Server) -> u64 {
     let mut conn = redis.conn().await;
-    conn.hlen(keys::FAILED_JOBS).await.unwrap()
+    conn.hlen(redis.keys().failed_jobs()).await.unwrap()
 }
 
-#[tokio::test]
-async fn json_endpoints_show_throughput_queues_failed_jobs_workers_and_recent_jobs() {
-    let redis = TestRedis::start();
+async fn json_endpoints_show_throughput_queues_failed_jobs_workers_and_recent_jobs(redis: Server) {
     let queue = redis.queue();
     for _ in 0..3 {
         Noop {}.dispatch().on_queue("emails").sent_via(&queue).await;
@@ -163,10 +161,9 @@ async fn json_endpoints_show_throughput_queues_failed_jobs_workers_and_recent_jo
     );
     assert!(script.body.contains("X-Requested-With"));
 }
+on_both_layouts!(json_endpoints_show_throughput_queues_failed_jobs_workers_and_recent_jobs);
 
-#[tokio::test]
-async fn basic_auth_guards_every_page_when_configured() {
-    let redis = TestRedis::start();
+async fn basic_auth_guards_every_page_when_configured(redis: Server) {
     let dash = dashboard(
         &redis,
         &[],
@@ -189,20 +186,25 @@ async fn basic_auth_guards_every_page_when_configured() {
     let pause = dash.send(dash.page_post("/api/queues/emails/pause", "{}"));
     assert_eq!(pause.status, 401);
     let mut conn = redis.conn().await;
-    let paused: bool = conn.sismember(keys::PAUSED, "emails").await.unwrap();
+    let paused: bool = conn
+        .sismember(redis.keys().paused(), "emails")
+        .await
+        .unwrap();
     assert!(!paused);
     let pause = dash.send(
         dash.page_post("/api/queues/emails/pause", "{}")
             .header("Authorization", good),
     );
     assert_eq!(pause.status, 200, "{}", pause.body);
-    let paused: bool = conn.sismember(keys::PAUSED, "emails").await.unwrap();
+    let paused: bool = conn
+        .sismember(redis.keys().paused(), "emails")
+        .await
+        .unwrap();
     assert!(paused);
 }
+on_both_layouts!(basic_auth_guards_every_page_when_configured);
 
-#[tokio::test]
-async fn cross_site_requests_are_refused_and_a_page_post_retries_the_job() {
-    let redis = TestRedis::start();
+async fn cross_site_requests_are_refused_and_a_page_post_retries_the_job(redis: Server) {
     let queue = redis.queue();
     let failed = Panic {}.dispatch().sent_via(&queue).await.to_string();
     drain(&redis, "default").await;
@@ -242,7 +244,7 @@ async fn cross_site_requests_are_refused_and_a_page_post_retries_the_job() {
     assert_eq!(dash.send(Request::get(&path)).status, 405);
 
     assert_eq!(failed_count(&redis).await, 1, "nothing was retried");
-    let keys = QueueKeys::new("default");
+    let keys = redis.queue_keys("default");
     let mut conn = redis.conn().await;
     let ready: u64 = conn.llen(&keys.ready).await.unwrap();
     assert_eq!(ready, 0);
@@ -263,10 +265,9 @@ async fn cross_site_requests_are_refused_and_a_page_post_retries_the_job() {
     let again = dash.send(dash.page_post(&path, ""));
     assert_eq!(again.status, 404);
 }
+on_both_layouts!(cross_site_requests_are_refused_and_a_page_post_retries_the_job);
 
-#[tokio::test]
-async fn retry_forget_pause_and_resume_through_the_page_endpoints() {
-    let redis = TestRedis::start();
+async fn retry_forget_pause_and_resume_through_the_page_endpoints(redis: Server) {
     let queue = redis.queue();
     let mut q1 = Vec::new();
     for _ in 0..2 {
@@ -296,7 +297,10 @@ async fn retry_forget_pause_and_resume_through_the_page_endpoints() {
     let retry = dash.send(dash.page_post("/api/failed/retry", r#"{"queue":"q1","text":""}"#));
     assert_eq!(retry.status, 200, "{}", retry.body);
     assert_eq!(retry.json()["retried"].as_array().unwrap().len(), 2);
-    let pushed: Vec<String> = conn.lrange("queues:q1", 0, -1).await.unwrap();
+    let pushed: Vec<String> = conn
+        .lrange(&redis.queue_keys("q1").ready, 0, -1)
+        .await
+        .unwrap();
     let mut uuids: Vec<String> = pushed
         .iter()
         .map(|p| Payload::from_json(p).unwrap().uuid.to_string())
@@ -310,12 +314,12 @@ async fn retry_forget_pause_and_resume_through_the_page_endpoints() {
     assert_eq!(forget.status, 200, "{}", forget.body);
     assert_eq!(forget.json()["forgotten"], 1);
     assert_eq!(failed_count(&redis).await, 0);
-    let gone: Option<String> = conn.hget(keys::FAILED_JOBS, &flaky).await.unwrap();
+    let gone: Option<String> = conn.hget(redis.keys().failed_jobs(), &flaky).await.unwrap();
     assert_eq!(gone, None);
 
     let pause = dash.send(dash.page_post("/api/queues/q1/pause", ""));
     assert_eq!(pause.json()["changed"], true);
-    let paused: Vec<String> = conn.smembers(keys::PAUSED).await.unwrap();
+    let paused: Vec<String> = conn.smembers(redis.keys().paused()).await.unwrap();
     assert_eq!(paused, ["q1"]);
     let q1_row = dash.get_json("/api/queues");
     let q1_row = q1_row
@@ -331,10 +335,12 @@ async fn retry_forget_pause_and_resume_through_the_page_endpoints() {
     assert_eq!(q1_row["estimated_wait_secs"], serde_json::Value::Null);
     let resume = dash.send(dash.page_post("/api/queues/q1/resume", ""));
     assert_eq!(resume.json()["changed"], true);
-    let paused: Vec<String> = conn.smembers(keys::PAUSED).await.unwrap();
+    let paused: Vec<String> = conn.smembers(redis.keys().paused()).await.unwrap();
     assert!(paused.is_empty());
 }
+on_both_layouts!(retry_forget_pause_and_resume_through_the_page_endpoints);
 
+// Refused before Redis is used (the connection is made on first use): one server is enough.
 #[tokio::test]
 async fn bad_credentials_and_a_taken_address_are_clear_errors() {
     let redis = TestRedis::start();
@@ -383,11 +389,11 @@ async fn an_unreachable_redis_is_a_json_error_the_page_can_show() {
     assert_eq!(dash.send(Request::get("/")).status, 200);
 }
 
-#[tokio::test]
-async fn batches_are_listed_with_their_progress_and_failed_jobs_and_can_be_cancelled() {
+async fn batches_are_listed_with_their_progress_and_failed_jobs_and_can_be_cancelled(
+    redis: Server,
+) {
     use examples::Step;
     use jobs_core::workflow::Batch;
-    let redis = TestRedis::start();
     let queue = redis.queue();
     let failing = Step {
         label: "bad".into(),
@@ -437,10 +443,9 @@ async fn batches_are_listed_with_their_progress_and_failed_jobs_and_can_be_cance
     let missing = dash.send(dash.page_post("/api/batches/nope/cancel", "{}"));
     assert_eq!(missing.status, 404);
 }
+on_both_layouts!(batches_are_listed_with_their_progress_and_failed_jobs_and_can_be_cancelled);
 
-#[tokio::test]
-async fn schedules_are_listed_with_their_next_tick() {
-    let redis = TestRedis::start();
+async fn schedules_are_listed_with_their_next_tick(redis: Server) {
     let worker = WorkerProcess::start_with_env(
         env!("CARGO_BIN_EXE_test_worker"),
         redis.url(),
@@ -464,3 +469,4 @@ async fn schedules_are_listed_with_their_next_tick() {
         "{listed:?}"
     );
 }
+on_both_layouts!(schedules_are_listed_with_their_next_tick);

@@ -2,14 +2,14 @@
 //! (`tests/browser/dashboard.mjs`), against a real redis-server, worker and `jobsctl dashboard`
 //! behind basic auth. The script checks the counts the page shows, searches (by job, text and
 //! tag) and opens the failed job, checks that a queue waiting over its threshold is highlighted,
-//! pauses a queue and retries the job with clicks; this test then checks Redis.
+//! pauses a queue and retries the job with clicks; this test then checks Redis. It runs on one
+//! server and on a Redis Cluster (`<test>::one_server`, `<test>::cluster`).
 //!
 //! It needs `/usr/bin/chromium` (Debian's package `chromium`) and `npm ci` in
 //! `tests/browser`; `scripts/test` installs both. Without them it fails, saying what is missing.
 //! The screenshot goes to `$DASHBOARD_SCREENSHOT`, else to cargo's test temporary directory.
 
 use examples::{Flaky, Noop, Panic, Sleep};
-use jobs_core::queue::keys::{self, QueueKeys};
 use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 use tests::dashboard::Dashboard;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_until, SentVia, TestRedis};
+use tests::{on_both_layouts, wait_until, SentVia, Server};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -41,11 +41,9 @@ fn browser_dir() -> PathBuf {
     dir
 }
 
-#[tokio::test]
-async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click() {
+async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click(redis: Server) {
     let chromium = chromium();
     let browser = browser_dir();
-    let redis = TestRedis::start();
     let queue = redis.queue();
     for _ in 0..5 {
         Noop {}.dispatch().on_queue("emails").sent_via(&queue).await;
@@ -161,13 +159,14 @@ async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click() 
 
     // The click re-queued the job: back on emails (paused by the other click), attempts 0.
     let mut conn = redis.conn().await;
-    let records: u64 = conn.hlen(keys::FAILED_JOBS).await.unwrap();
+    let records: u64 = conn.hlen(redis.keys().failed_jobs()).await.unwrap();
     assert_eq!(records, 0);
-    let emails = QueueKeys::new("emails");
+    let emails = redis.queue_keys("emails");
     let ready: Vec<String> = conn.lrange(&emails.ready, 0, -1).await.unwrap();
     assert_eq!(ready.len(), 1, "{ready:?}");
     let payload = Payload::from_json(&ready[0]).unwrap();
     assert_eq!((payload.uuid.to_string(), payload.attempts), (failed, 0));
-    let paused: Vec<String> = conn.smembers(keys::PAUSED).await.unwrap();
+    let paused: Vec<String> = conn.smembers(redis.keys().paused()).await.unwrap();
     assert_eq!(paused, ["emails"]);
 }
+on_both_layouts!(the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click);

@@ -1,6 +1,7 @@
-//! A large failed-job store against a real redis-server: listing it in pages with a cursor,
-//! searching it on the Redis side, and retrying or forgetting every matching job in chunks,
-//! through the library, the `jobsctl` command and the dashboard's API.
+//! A large failed-job store: listing it in pages with a cursor, searching it on the Redis side,
+//! and retrying or forgetting every matching job in chunks, through the library, the `jobsctl`
+//! command and the dashboard's API, on one redis-server and on a Redis Cluster (each test runs
+//! on both).
 
 use chrono::{TimeZone, Utc};
 use jobs_core::admin::{Admin, AdminError, FailedFilter, FailedSelection};
@@ -9,7 +10,7 @@ use std::collections::HashSet;
 use tests::dashboard::Dashboard;
 use tests::failed_store::{seed_failed, Seeded};
 use tests::jobs_command::JobsCommand;
-use tests::TestRedis;
+use tests::{on_both_layouts, Server};
 
 /// When the seeded jobs start failing: 2026-11-01T00:00:00Z.
 const START: f64 = 1_793_491_200.0;
@@ -29,9 +30,7 @@ fn uuids(entries: &[jobs_core::admin::FailedEntry]) -> Vec<String> {
     entries.iter().map(|e| e.record.uuid.clone()).collect()
 }
 
-#[tokio::test]
-async fn pages_visit_every_record_once_newest_first_while_records_come_and_go() {
-    let redis = TestRedis::start();
+async fn pages_visit_every_record_once_newest_first_while_records_come_and_go(redis: Server) {
     let queue = redis.queue();
     let admin = Admin::new(queue.clone());
     let records = seeded(230);
@@ -80,10 +79,9 @@ async fn pages_visit_every_record_once_newest_first_while_records_come_and_go() 
         "{invalid:?}"
     );
 }
+on_both_layouts!(pages_visit_every_record_once_newest_first_while_records_come_and_go);
 
-#[tokio::test]
-async fn filters_run_on_the_redis_side_and_find_what_a_full_read_finds() {
-    let redis = TestRedis::start();
+async fn filters_run_on_the_redis_side_and_find_what_a_full_read_finds(redis: Server) {
     let queue = redis.queue();
     let admin = Admin::new(queue.clone());
     let mut records = seeded(3000);
@@ -187,10 +185,9 @@ async fn filters_run_on_the_redis_side_and_find_what_a_full_read_finds() {
         assert_eq!(paged, expected, "paged: {filter:?}");
     }
 }
+on_both_layouts!(filters_run_on_the_redis_side_and_find_what_a_full_read_finds);
 
-#[tokio::test]
-async fn a_rare_match_deep_in_a_large_store_is_found_in_bounded_steps() {
-    let redis = TestRedis::start();
+async fn a_rare_match_deep_in_a_large_store_is_found_in_bounded_steps(redis: Server) {
     let queue = redis.queue();
     let admin = Admin::new(queue.clone());
     let mut records = seeded(40_000);
@@ -220,10 +217,9 @@ async fn a_rare_match_deep_in_a_large_store_is_found_in_bounded_steps() {
     assert_eq!(found, expected);
     assert_eq!(scanned, 40_000, "every record read once over {pages} pages");
 }
+on_both_layouts!(a_rare_match_deep_in_a_large_store_is_found_in_bounded_steps);
 
-#[tokio::test]
-async fn retrying_and_forgetting_all_matching_move_each_job_once_in_chunks() {
-    let redis = TestRedis::start();
+async fn retrying_and_forgetting_all_matching_move_each_job_once_in_chunks(redis: Server) {
     let queue = redis.queue();
     let admin = Admin::new(queue.clone());
     let records = seeded(2_400);
@@ -297,10 +293,9 @@ async fn retrying_and_forgetting_all_matching_move_each_job_once_in_chunks() {
     });
     assert_eq!(retried, remaining[..2]);
 }
+on_both_layouts!(retrying_and_forgetting_all_matching_move_each_job_once_in_chunks);
 
-#[tokio::test]
-async fn jobsctl_pages_filters_by_time_and_retries_and_forgets_what_matches() {
-    let redis = TestRedis::start();
+async fn jobsctl_pages_filters_by_time_and_retries_and_forgets_what_matches(redis: Server) {
     let queue = redis.queue();
     let jobs = JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
     let now = Utc::now().timestamp() as f64;
@@ -386,10 +381,9 @@ async fn jobsctl_pages_filters_by_time_and_retries_and_forgets_what_matches() {
     let nothing = jobs.run(&["forget"]);
     assert_eq!(nothing.code(), Some(1));
 }
+on_both_layouts!(jobsctl_pages_filters_by_time_and_retries_and_forgets_what_matches);
 
-#[tokio::test]
-async fn the_dashboard_api_pages_and_searches_the_store() {
-    let redis = TestRedis::start();
+async fn the_dashboard_api_pages_and_searches_the_store(redis: Server) {
     let queue = redis.queue();
     let records = seeded(120);
     seed_failed(&queue, &records).await;
@@ -426,3 +420,4 @@ async fn the_dashboard_api_pages_and_searches_the_store() {
     assert_eq!(bad.status, 400);
     assert!(bad.body.contains("an age such as 30m"), "{}", bad.body);
 }
+on_both_layouts!(the_dashboard_api_pages_and_searches_the_store);

@@ -1,19 +1,20 @@
 //! The `jobsctl` command against a real redis-server: its output, exit status and the Redis state
-//! it leaves, alongside real worker processes for pause, restart and `jobsctl workers`.
+//! it leaves, alongside real worker processes for pause, restart and `jobsctl workers`. Each
+//! test that talks to Redis runs on one server and on a Redis Cluster (`<test>::one_server`,
+//! `<test>::cluster`).
 
 use examples::{Noop, Panic, Sleep};
-use jobs_core::queue::keys;
 use jobs_core::{Job, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;
 use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, SentVia, TestRedis};
+use tests::{on_both_layouts, wait_for, SentVia, Server};
 
 const LONG: Duration = Duration::from_secs(30);
 
-fn jobs(redis: &TestRedis) -> JobsCommand {
+fn jobs(redis: &Server) -> JobsCommand {
     JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url())
 }
 
@@ -23,9 +24,7 @@ fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
     WorkerProcess::start(TEST_WORKER, redis_url, args)
 }
 
-#[tokio::test]
-async fn failed_lists_shows_retries_and_forgets_with_clear_errors() {
-    let redis = TestRedis::start();
+async fn failed_lists_shows_retries_and_forgets_with_clear_errors(redis: Server) {
     let jobs = jobs(&redis);
     let uuids = failed_jobs_on(TEST_WORKER, &redis, &["mail", "billing"]).await;
 
@@ -78,14 +77,15 @@ async fn failed_lists_shows_retries_and_forgets_with_clear_errors() {
         .contains(&format!("Pushed {} back onto queue mail.", uuids[0])));
     assert!(retried.stderr.contains("no-such-uuid"));
     let mut conn = redis.conn().await;
-    let ready: Vec<String> = conn.lrange("queues:mail", 0, -1).await.unwrap();
+    let mail = redis.queue_keys("mail");
+    let ready: Vec<String> = conn.lrange(&mail.ready, 0, -1).await.unwrap();
     assert_eq!(ready.len(), 1);
     let payload = Payload::from_json(&ready[0]).unwrap();
     assert_eq!(
         (payload.uuid.to_string(), payload.attempts),
         (uuids[0].clone(), 0)
     );
-    let token: u64 = conn.llen("queues:mail:notify").await.unwrap();
+    let token: u64 = conn.llen(&mail.notify).await.unwrap();
     assert_eq!(token, 1);
 
     let forgot = jobs.run(&["forget", &uuids[1]]);
@@ -94,15 +94,15 @@ async fn failed_lists_shows_retries_and_forgets_with_clear_errors() {
         forgot.stdout.trim(),
         format!("Forgot failed job {}.", uuids[1])
     );
-    let left: u64 = conn.hlen(keys::FAILED_JOBS).await.unwrap();
-    let indexed: u64 = conn.zcard(keys::FAILED_JOBS_INDEX).await.unwrap();
+    let keys = redis.keys();
+    let left: u64 = conn.hlen(keys.failed_jobs()).await.unwrap();
+    let indexed: u64 = conn.zcard(keys.failed_jobs_index()).await.unwrap();
     assert_eq!((left, indexed), (0, 0));
     assert_eq!(jobs.run(&["failed"]).stdout, "No failed jobs.\n");
 }
+on_both_layouts!(failed_lists_shows_retries_and_forgets_with_clear_errors);
 
-#[tokio::test]
-async fn retry_by_range_queue_and_all_and_flush_by_age() {
-    let redis = TestRedis::start();
+async fn retry_by_range_queue_and_all_and_flush_by_age(redis: Server) {
     let jobs = jobs(&redis);
     let queue = redis.queue();
     let uuids = failed_jobs_on(TEST_WORKER, &redis, &["a", "a", "a", "b"]).await;
@@ -130,7 +130,7 @@ async fn retry_by_range_queue_and_all_and_flush_by_age() {
     let mut conn = redis.conn().await;
     let old = redis.server_time().await - 7200.0;
     let _: () = conn
-        .zadd(keys::FAILED_JOBS_INDEX, &uuids[0], old)
+        .zadd(redis.keys().failed_jobs_index(), &uuids[0], old)
         .await
         .unwrap();
     Panic {}.dispatch().on_queue("c").sent_via(&queue).await;
@@ -150,12 +150,12 @@ async fn retry_by_range_queue_and_all_and_flush_by_age() {
     assert_eq!(all.code(), Some(0));
     assert_eq!(all.stdout, "No failed jobs to retry.\n");
 }
+on_both_layouts!(retry_by_range_queue_and_all_and_flush_by_age);
 
-#[tokio::test]
-async fn size_monitor_inspect_and_clear() {
-    let redis = TestRedis::start();
+async fn size_monitor_inspect_and_clear(redis: Server) {
     let jobs = jobs(&redis);
     let queue = redis.queue();
+    // On a cluster q, others and empty are on three different nodes.
     for _ in 0..3 {
         Noop {}.dispatch().on_queue("q").sent_via(&queue).await;
     }
@@ -165,7 +165,7 @@ async fn size_monitor_inspect_and_clear() {
         .delay(300)
         .sent_via(&queue)
         .await;
-    Noop {}.dispatch().on_queue("other").sent_via(&queue).await;
+    Noop {}.dispatch().on_queue("others").sent_via(&queue).await;
 
     let size = jobs.run(&["size", "q", "empty"]);
     assert_eq!(size.code(), Some(0));
@@ -187,14 +187,14 @@ async fn size_monitor_inspect_and_clear() {
         .iter()
         .map(|q| q["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["other", "q"]);
+    assert_eq!(names, ["others", "q"]);
     assert_eq!(all[1]["ready"], 3);
     assert!(all[1]["oldest_ready_secs"].as_u64().unwrap() < 60);
 
-    let ok = jobs.run(&["monitor", "q", "other", "--max", "4"]);
+    let ok = jobs.run(&["monitor", "q", "others", "--max", "4"]);
     assert_eq!(ok.code(), Some(0), "{}", ok.stderr);
     assert!(ok.stdout.lines().nth(1).unwrap().ends_with("OK"));
-    let over = jobs.run(&["monitor", "q", "other", "--max", "3"]);
+    let over = jobs.run(&["monitor", "q", "others", "--max", "3"]);
     assert_eq!(over.code(), Some(1));
     assert_eq!(over.stderr.trim(), "jobsctl: over --max 3: q (4 jobs)");
     let over_json = jobs.run(&["--json", "monitor", "q", "--max", "1"]);
@@ -232,8 +232,9 @@ async fn size_monitor_inspect_and_clear() {
     assert_eq!(cleared.code(), Some(0));
     assert_eq!(cleared.stdout.trim(), "Deleted 4 jobs from queue q.");
     assert_eq!(queue.size("q").await.unwrap().total(), 0);
-    assert_eq!(queue.size("other").await.unwrap().total(), 1);
+    assert_eq!(queue.size("others").await.unwrap().total(), 1);
 }
+on_both_layouts!(size_monitor_inspect_and_clear);
 
 #[tokio::test]
 async fn an_unreachable_redis_is_a_clear_error() {
@@ -271,9 +272,7 @@ async fn an_unreachable_redis_cluster_is_a_clear_error() {
     );
 }
 
-#[tokio::test]
-async fn a_paused_queue_is_skipped_until_jobs_resume() {
-    let redis = TestRedis::start();
+async fn a_paused_queue_is_skipped_until_jobs_resume(redis: Server) {
     let jobs = jobs(&redis);
     let queue = redis.queue();
     let paused = jobs.run(&["pause", "slow"]);
@@ -310,10 +309,9 @@ async fn a_paused_queue_is_skipped_until_jobs_resume() {
         .await;
     assert_eq!(jobs.run(&["paused"]).stdout, "No paused queues.\n");
 }
+on_both_layouts!(a_paused_queue_is_skipped_until_jobs_resume);
 
-#[tokio::test]
-async fn jobs_restart_makes_a_running_worker_exit_0_after_its_current_job() {
-    let redis = TestRedis::start();
+async fn jobs_restart_makes_a_running_worker_exit_0_after_its_current_job(redis: Server) {
     let jobs = jobs(&redis);
     let queue = redis.queue();
     // A restart requested before the worker started does not stop it.
@@ -331,7 +329,7 @@ async fn jobs_restart_makes_a_running_worker_exit_0_after_its_current_job() {
     assert_eq!(restart.code(), Some(0));
     assert!(restart.stdout.starts_with("Restart requested at "));
     let mut conn = redis.conn().await;
-    let stored: Option<i64> = conn.get(keys::RESTART).await.unwrap();
+    let stored: Option<i64> = conn.get(redis.keys().restart()).await.unwrap();
     assert!(stored.is_some());
 
     let status = worker.wait_exit(LONG).await;
@@ -348,10 +346,9 @@ async fn jobs_restart_makes_a_running_worker_exit_0_after_its_current_job() {
     assert_eq!(queue.size("default").await.unwrap().total(), 0);
     assert_eq!(jobs.run(&["workers"]).stdout, "No live workers.\n");
 }
+on_both_layouts!(jobs_restart_makes_a_running_worker_exit_0_after_its_current_job);
 
-#[tokio::test]
-async fn jobs_workers_lists_a_live_worker_with_its_counts() {
-    let redis = TestRedis::start();
+async fn jobs_workers_lists_a_live_worker_with_its_counts(redis: Server) {
     let jobs = jobs(&redis);
     let worker = billing_worker_with_four_jobs(TEST_WORKER, &redis).await;
 
@@ -401,10 +398,9 @@ async fn jobs_workers_lists_a_live_worker_with_its_counts() {
     assert!(lines[1].contains(" DONE "), "{}", table.stdout);
     assert_eq!(jobs.run(&["recent", "nothing"]).stdout, "No recent jobs.\n");
 }
+on_both_layouts!(jobs_workers_lists_a_live_worker_with_its_counts);
 
-#[tokio::test]
-async fn clear_asks_on_a_terminal_and_deletes_only_when_confirmed() {
-    let redis = TestRedis::start();
+async fn clear_asks_on_a_terminal_and_deletes_only_when_confirmed(redis: Server) {
     let jobs = jobs(&redis);
     let queue = redis.queue();
     for _ in 0..2 {
@@ -429,3 +425,4 @@ async fn clear_asks_on_a_terminal_and_deletes_only_when_confirmed() {
     assert!(confirmed.stdout.contains("Deleted 2 jobs from queue q."));
     assert_eq!(queue.size("q").await.unwrap().total(), 0);
 }
+on_both_layouts!(clear_asks_on_a_terminal_and_deletes_only_when_confirmed);

@@ -1,6 +1,8 @@
 //! The worker's Prometheus endpoint (`--metrics-addr`), scraped over HTTP from the real worker
 //! binary: job counters by queue, job and outcome, the run time histogram, the running jobs,
-//! and the queue gauges. Also the recent-jobs lists the worker publishes beside them.
+//! and the queue gauges. Also the recent-jobs lists the worker publishes beside them. Each test
+//! that talks to Redis runs on one server and on a Redis Cluster (`<test>::one_server`,
+//! `<test>::cluster`).
 
 use examples::{Noop, Panic, Sleep};
 use jobs_core::admin::telemetry::Outcome;
@@ -10,7 +12,7 @@ use redis::AsyncCommands;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
-use tests::{free_port, http, wait_for, wait_until, SentVia, TestRedis};
+use tests::{free_port, http, on_both_layouts, wait_for, wait_until, SentVia, Server, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -66,15 +68,10 @@ fn scrape(addr: &str) -> Option<(String, Vec<Sample>)> {
     })
 }
 
-#[tokio::test]
-async fn the_worker_exports_counters_runtimes_running_jobs_and_queue_sizes() {
-    let redis = TestRedis::start();
+async fn the_worker_exports_counters_runtimes_running_jobs_and_queue_sizes(redis: Server) {
     let queue = redis.queue();
     let mut conn = redis.conn().await;
-    let _: () = conn
-        .sadd(jobs_core::queue::keys::PAUSED, "held")
-        .await
-        .unwrap();
+    let _: () = conn.sadd(redis.keys().paused(), "held").await.unwrap();
     for _ in 0..2 {
         Noop {}.dispatch().on_queue("held").sent_via(&queue).await;
     }
@@ -203,7 +200,10 @@ async fn the_worker_exports_counters_runtimes_running_jobs_and_queue_sizes() {
         .iter()
         .all(|job| job.job == "noop" && job.outcome == Outcome::Done && job.reason.is_none()));
 }
+on_both_layouts!(the_worker_exports_counters_runtimes_running_jobs_and_queue_sizes);
 
+// The worker stops before it uses Redis (its connection is made on first use): one server is
+// enough.
 #[tokio::test]
 async fn a_metrics_address_in_use_stops_the_worker_with_a_clear_error() {
     let redis = TestRedis::start();
@@ -224,11 +224,9 @@ async fn a_metrics_address_in_use_stops_the_worker_with_a_clear_error() {
     .await;
 }
 
-#[tokio::test]
-async fn the_worker_exports_the_pending_batches() {
+async fn the_worker_exports_the_pending_batches(redis: Server) {
     use examples::Step;
     use jobs_core::workflow::Batch;
-    let redis = TestRedis::start();
     let queue = redis.queue();
     // One batch finishes; one waits on a queue the worker does not serve.
     Batch::new()
@@ -262,10 +260,9 @@ async fn the_worker_exports_the_pending_batches() {
     )
     .await;
 }
+on_both_layouts!(the_worker_exports_the_pending_batches);
 
-#[tokio::test]
-async fn a_worker_that_fires_a_schedule_exports_how_late_it_fired() {
-    let redis = TestRedis::start();
+async fn a_worker_that_fires_a_schedule_exports_how_late_it_fired(redis: Server) {
     let addr = format!("127.0.0.1:{}", free_port());
     let _worker = WorkerProcess::start_with_env(
         env!("CARGO_BIN_EXE_test_worker"),
@@ -286,3 +283,4 @@ async fn a_worker_that_fires_a_schedule_exports_how_late_it_fired() {
     .await;
     assert!((0.0..1.0).contains(&late), "fired {late} s late");
 }
+on_both_layouts!(a_worker_that_fires_a_schedule_exports_how_late_it_fired);

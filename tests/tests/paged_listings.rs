@@ -1,5 +1,6 @@
 //! Batches, unique locks and recent jobs listed in pages with a cursor and filtered, through
-//! the library, the `jobsctl` command and the dashboard's API, against a real redis-server.
+//! the library, the `jobsctl` command and the dashboard's API, on one redis-server and on a
+//! Redis Cluster (each test runs on both).
 
 use chrono::Utc;
 use examples::{Noop, RebuildIndex, RefreshCache};
@@ -11,9 +12,9 @@ use redis::AsyncCommands;
 use std::collections::HashSet;
 use tests::dashboard::Dashboard;
 use tests::jobs_command::JobsCommand;
-use tests::{SentVia, TestRedis};
+use tests::{on_both_layouts, SentVia, Server};
 
-fn jobsctl(redis: &TestRedis) -> JobsCommand {
+fn jobsctl(redis: &Server) -> JobsCommand {
     JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url())
 }
 
@@ -46,9 +47,7 @@ fn every_page(dash: &Dashboard, path: &str) -> Vec<serde_json::Value> {
     }
 }
 
-#[tokio::test]
-async fn batches_page_newest_first_filtered_by_name_and_state() {
-    let redis = TestRedis::start();
+async fn batches_page_newest_first_filtered_by_name_and_state(redis: Server) {
     let queue = redis.queue();
     let admin = Admin::new(queue.clone());
     let mut ids = Vec::new();
@@ -147,10 +146,9 @@ async fn batches_page_newest_first_filtered_by_name_and_state() {
         .collect();
     assert_eq!(named, expected);
 }
+on_both_layouts!(batches_page_newest_first_filtered_by_name_and_state);
 
-#[tokio::test]
-async fn unique_locks_page_by_scan_steps_and_filter_by_job() {
-    let redis = TestRedis::start();
+async fn unique_locks_page_by_scan_steps_and_filter_by_job(redis: Server) {
     let queue = redis.queue();
     let admin = Admin::new(queue.clone());
     for shop in 0..230 {
@@ -229,6 +227,7 @@ async fn unique_locks_page_by_scan_steps_and_filter_by_job() {
     let keys: HashSet<&str> = locks.iter().map(|l| l["key"].as_str().unwrap()).collect();
     assert_eq!(keys.len(), 230);
 }
+on_both_layouts!(unique_locks_page_by_scan_steps_and_filter_by_job);
 
 fn attempt(n: usize, outcome: Outcome) -> RecentJob {
     RecentJob {
@@ -254,9 +253,7 @@ fn attempt(n: usize, outcome: Outcome) -> RecentJob {
     }
 }
 
-#[tokio::test]
-async fn recent_jobs_page_by_the_last_one_shown_while_newer_ones_arrive() {
-    let redis = TestRedis::start();
+async fn recent_jobs_page_by_the_last_one_shown_while_newer_ones_arrive(redis: Server) {
     let queue = redis.queue();
     let admin = Admin::new(queue.clone());
     let key = queue.keys().recent("emails");
@@ -337,3 +334,4 @@ async fn recent_jobs_page_by_the_last_one_shown_while_newer_ones_arrive() {
     ));
     assert_eq!(bad.status, 400);
 }
+on_both_layouts!(recent_jobs_page_by_the_last_one_shown_while_newer_ones_arrive);

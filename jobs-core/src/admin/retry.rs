@@ -30,11 +30,14 @@ impl Admin {
     /// records, adding what happened to each to `report`.
     ///
     /// On one server each job moves in one `retry.lua` call, only if its record is still the
-    /// one read. On a cluster, per chunk: `retry_push.lua` in each queue's slot pushes the job
-    /// unless the guard of this record's retry (its uuid and a digest of the record) says it
-    /// was, then `forget_unchanged.lua` removes the record if it is still the one read. A crash
-    /// between the two leaves the record; the next retry finds the guard, pushes nothing, and
-    /// removes it. A job that failed again meanwhile has a new record, which stays.
+    /// one read. On a cluster, per chunk: the records are read again with the times their
+    /// failures were recorded (their scores in the index), `retry_push.lua` in each queue's
+    /// slot pushes the job unless the guard of this record's retry (its uuid and a digest of
+    /// the record) says that this failure was, then `forget_unchanged.lua` removes the record
+    /// if it is still the one read, recorded at the same time. A crash between the two leaves
+    /// the record; the next retry finds the guard, pushes nothing, and removes it. A job that
+    /// failed again meanwhile has a new record, or the same bytes recorded at a new time, which
+    /// stays; retried, it is pushed back again.
     pub(super) async fn push_back(
         &self,
         selected: &[Stored],
@@ -84,13 +87,17 @@ impl Admin {
 
     async fn retry_in_two_steps(&self, chunk: &[Stored]) -> Result<Vec<Pushed>, AdminError> {
         let keys = self.queue.keys();
-        // One pipeline per queue: each within one slot.
+        let failed_at = self.failure_times(chunk).await?;
+        // One pipeline per queue: each within one slot. A record that changed since it was
+        // read is left alone.
         let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (at, stored) in chunk.iter().enumerate() {
-            by_queue
-                .entry(stored.entry.record.queue.as_str())
-                .or_default()
-                .push(at);
+            if failed_at[at].is_some() {
+                by_queue
+                    .entry(stored.entry.record.queue.as_str())
+                    .or_default()
+                    .push(at);
+            }
         }
         let mut outcomes: Vec<Pushed> = chunk.iter().map(|_| Pushed::Changed).collect();
         for (queue_name, members) in by_queue {
@@ -106,6 +113,7 @@ impl Admin {
                         .key(guard)
                         .arg(uuid)
                         .arg(fresh_payload(stored))
+                        .arg(failed_at[at].as_deref().unwrap_or_default())
                         .arg(RETRIED_GUARD_SECS);
                     add_unique_lock(&mut call, keys, stored);
                     call
@@ -119,19 +127,17 @@ impl Admin {
                 outcomes[at] = pushed_of(reply);
             }
         }
-        let pushed: Vec<&Stored> = chunk
+        let removals: Vec<_> = chunk
             .iter()
             .zip(&outcomes)
-            .filter(|(_, outcome)| matches!(outcome, Pushed::Back))
-            .map(|(stored, _)| stored)
-            .collect();
-        let removals: Vec<_> = pushed
-            .iter()
-            .map(|stored| {
+            .zip(&failed_at)
+            .filter(|((_, outcome), _)| matches!(outcome, Pushed::Back))
+            .map(|((stored, _), failed_at)| {
                 let mut call = scripts::FORGET_UNCHANGED.key(keys.failed_jobs());
                 call.key(keys.failed_jobs_index())
                     .arg(&stored.entry.record.uuid)
-                    .arg(&stored.raw);
+                    .arg(&stored.raw)
+                    .arg(failed_at.as_deref().unwrap_or_default());
                 call
             })
             .collect();
@@ -142,6 +148,34 @@ impl Admin {
             .invoke_all(&[&scripts::FORGET_UNCHANGED], &removals)
             .await?;
         Ok(outcomes)
+    }
+}
+
+impl Admin {
+    /// When the failure of each record of `chunk` was recorded (its score in the failed-job
+    /// index, as Redis writes it; empty without one), read with the records in one transaction
+    /// in the store's slot; `None` for a record gone or changed since it was read. With the
+    /// record, it names one failure: a job that fails again can write the same bytes (in the
+    /// same second, with the same exception), never at the same time.
+    async fn failure_times(&self, chunk: &[Stored]) -> Result<Vec<Option<String>>, AdminError> {
+        let keys = self.queue.keys();
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for stored in chunk {
+            let uuid = &stored.entry.record.uuid;
+            pipe.hget(keys.failed_jobs(), uuid)
+                .zscore(keys.failed_jobs_index(), uuid);
+        }
+        let mut conn = self.queue.connection();
+        let read: Vec<(Option<String>, Option<String>)> =
+            self.queue.timed(pipe.query_async(&mut conn)).await?;
+        Ok(chunk
+            .iter()
+            .zip(read)
+            .map(|(stored, (raw, failed_at))| {
+                (raw.as_deref() == Some(stored.raw.as_str())).then(|| failed_at.unwrap_or_default())
+            })
+            .collect())
     }
 }
 

@@ -508,7 +508,8 @@ impl Keys {
     /// The guard that the failed job `uuid`, whose record has the digest `record`, was pushed
     /// back onto `queue` by a retry (`queues:<name>:retried:<uuid>:<record>`), in the queue's
     /// slot; used on a cluster, where the failed-job store is in another slot and the record
-    /// is removed in a second step.
+    /// is removed in a second step. It holds when the failure pushed back was recorded (the
+    /// record's score in the failed-job index), as the same bytes can be recorded again.
     ///
     /// ```
     /// use jobs_core::queue::keys::{KeyLayout, Keys};
