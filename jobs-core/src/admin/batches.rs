@@ -6,14 +6,11 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::cursor::Cursor;
-use super::{Admin, AdminError, FailedSelection, RetryReport};
+use super::{Admin, AdminError, FailedSelection, RetryReport, PAGE_BUDGET};
 use crate::workflow::BatchStatus;
 
 /// Batch ids read from the index per call while listing or pruning.
 const PAGE: isize = 500;
-
-/// How long one page request reads the index before it returns what it found.
-const PAGE_BUDGET: std::time::Duration = std::time::Duration::from_millis(30);
 
 /// Which batches to list. Empty fields match every batch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

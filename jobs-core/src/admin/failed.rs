@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::cursor::Cursor;
-use super::{Admin, AdminError, Summary, CHUNK};
+use super::{Admin, AdminError, Summary, CHUNK, PAGE_BUDGET};
 use crate::error::Result;
 use crate::payload::failed::FailedJob;
 use crate::queue::scripts;
@@ -46,9 +46,6 @@ pub const FAILED_PAGE_MAX: usize = 1000;
 /// of a store of any size holds Redis this long at most.
 const STEP_READS: usize = 2000;
 const STEP_MILLIS: u64 = 5;
-
-/// How long one page request searches before it returns what it found, with a cursor to go on.
-const PAGE_BUDGET: std::time::Duration = std::time::Duration::from_millis(30);
 
 /// One page of failed jobs, newest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -266,8 +263,9 @@ impl Admin {
     /// (attempts, exceptions, requeues) reset to 0 and a wake-up token, and removes their
     /// records. On one server each job moves in one atomic script call, and only if its record
     /// is still the one read; on a Redis Cluster in two calls, each safe to take again, that
-    /// push it once per record and then remove the record (a job that failed again meanwhile
-    /// keeps its new record). A unique job takes its lock again with the push, and stays in
+    /// push it once per failure and then remove the record (a job that failed again meanwhile
+    /// keeps its new record). Selections by filter, queue or `All` go through the store in
+    /// chunks of 500 found by bounded search steps, so no Redis call grows with the store. A unique job takes its lock again with the push, and stays in
     /// the store when another job holds it.
     pub async fn retry(&self, selection: &FailedSelection) -> Result<RetryReport, AdminError> {
         let mut report = RetryReport::default();

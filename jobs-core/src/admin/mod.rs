@@ -50,6 +50,10 @@ use crate::queue::RedisQueue;
 /// Most script calls or keys sent in one pipeline.
 const CHUNK: usize = 500;
 
+/// How long one page of a listing searches before it returns what it found, with a cursor to
+/// go on from: a page answers promptly however large the listing and however rare its matches.
+const PAGE_BUDGET: std::time::Duration = std::time::Duration::from_millis(30);
+
 /// What can go wrong operating the queues.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

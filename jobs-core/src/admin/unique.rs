@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::queue::spread::KeyScan;
 
-use super::{Admin, AdminError};
+use super::{Admin, AdminError, PAGE_BUDGET};
 
 /// A unique lock held in Redis.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,9 +33,6 @@ pub struct UniquePage {
     /// Where the next page starts (pass it as `after`), or `None` at the end.
     pub next: Option<String>,
 }
-
-/// How long one page request scans before it returns what it found.
-const PAGE_BUDGET: std::time::Duration = std::time::Duration::from_millis(30);
 
 impl Admin {
     /// One page of the unique locks `filter` matches: about `limit` of them (a `SCAN` step can

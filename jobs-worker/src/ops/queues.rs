@@ -212,18 +212,28 @@ fn size_table(stats: &[QueueStats]) -> String {
     let rows = stats
         .iter()
         .map(|s| {
-            vec![
-                s.name.clone(),
-                s.size.to_string(),
-                s.ready.to_string(),
-                s.delayed.to_string(),
-                s.reserved.to_string(),
-                secs_cell(s.oldest_ready_secs),
-                if s.paused { "yes" } else { "no" }.to_owned(),
-            ]
+            let mut row = size_cells(s);
+            row.push(paused_cell(s));
+            row
         })
         .collect();
     table(&headers, rows)
+}
+
+/// A queue's name, sizes and oldest ready job's age: the cells `size` and `monitor` share.
+fn size_cells(s: &QueueStats) -> Vec<String> {
+    vec![
+        s.name.clone(),
+        s.size.to_string(),
+        s.ready.to_string(),
+        s.delayed.to_string(),
+        s.reserved.to_string(),
+        secs_cell(s.oldest_ready_secs),
+    ]
+}
+
+fn paused_cell(s: &QueueStats) -> String {
+    if s.paused { "yes" } else { "no" }.to_owned()
 }
 
 /// The sizes of each queue, its wait and threshold, and what is wrong with it: `OVER` (more
@@ -248,22 +258,18 @@ fn monitor_table(stats: &[(QueueStats, bool)]) -> String {
                 .into_iter()
                 .filter_map(|(found, problem)| found.then_some(problem))
                 .collect();
-            vec![
-                s.name.clone(),
-                s.size.to_string(),
-                s.ready.to_string(),
-                s.delayed.to_string(),
-                s.reserved.to_string(),
-                secs_cell(s.oldest_ready_secs),
+            let mut row = size_cells(s);
+            row.extend([
                 secs_cell(s.wait_secs),
                 secs_cell(s.wait_threshold_secs),
-                if s.paused { "yes" } else { "no" }.to_owned(),
+                paused_cell(s),
                 if problems.is_empty() {
                     "OK".to_owned()
                 } else {
                     problems.join(", ")
                 },
-            ]
+            ]);
+            row
         })
         .collect();
     table(&headers, rows)

@@ -239,6 +239,11 @@ async fn resume(State(admin): State<Admin>, Path(name): Path<String>) -> ApiResu
     }))
 }
 
+/// A search field as given: trimmed, and `None` when empty (a search box left blank).
+fn given(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
 /// A search of failed jobs: `job`, `queue`, `text`, `tag`, and `since` and `until` (RFC 3339
 /// or an age such as `2h`); empty means any.
 #[derive(Debug, Default, Deserialize)]
@@ -253,7 +258,6 @@ struct Search {
 
 impl Search {
     fn filter(self, limit: Option<usize>) -> Result<FailedFilter, ApiError> {
-        let given = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         let time = |v: Option<String>| {
             given(v)
                 .map(|v| parse_time(&v).map_err(ApiError::bad_request))
@@ -419,7 +423,6 @@ async fn batches(
     State(admin): State<Admin>,
     Query(query): Query<BatchQuery>,
 ) -> Result<Response, ApiError> {
-    let given = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
     let filter = BatchFilter {
         name: given(query.name),
         state: given(query.state)
@@ -459,10 +462,7 @@ async fn unique_locks(
     Query(query): Query<UniqueQuery>,
 ) -> Result<Response, ApiError> {
     let filter = UniqueFilter {
-        job: query
-            .job
-            .map(|j| j.trim().to_owned())
-            .filter(|j| !j.is_empty()),
+        job: given(query.job),
     };
     let limit = query.limit.unwrap_or(LOCKS_SHOWN);
     let page = admin
@@ -512,7 +512,6 @@ async fn recent(
     State(admin): State<Admin>,
     Query(query): Query<RecentQuery>,
 ) -> Result<Response, ApiError> {
-    let given = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
     let filter = RecentFilter {
         tag: given(query.tag),
         job: given(query.job),
