@@ -91,6 +91,14 @@ async function main() {
       / document.querySelector(`${sel} .progress`).getBoundingClientRect().width, batch);
     if (Math.abs(width - 0.5) > 0.05) throw new Error(`batch progress bar is ${width} full`);
     await text(`${batch} td:nth-child(6)`, "running");
+    // The batch search, and the pager of a listing that fits one page.
+    await page.fill("#batches-name", "no such batch");
+    await text("#batches tbody", "none");
+    await page.fill("#batches-name", "NIGHT");
+    await page.locator(batch).waitFor({ timeout: TIMEOUT });
+    await page.fill("#batches-name", "");
+    await page.waitForFunction(() => ["#batches-older", "#batches-newer"].every((b) => document.querySelector(b).disabled),
+      null, { timeout: TIMEOUT });
 
     // Workers and the recent jobs of the first queue (emails).
     await text("#workers tbody tr td:first-child", "mailer");
@@ -99,6 +107,13 @@ async function main() {
       const outcomes = [...document.querySelectorAll("#recent tbody tr td:nth-child(4)")].map((td) => td.textContent);
       return ["done", "failed", "released"].every((o) => outcomes.includes(o));
     }, null, { timeout: TIMEOUT });
+    // Filtered by outcome: the failed attempt alone.
+    await page.selectOption("#recent-outcome", "failed");
+    await page.waitForFunction(() => {
+      const outcomes = [...document.querySelectorAll("#recent tbody tr td:nth-child(4)")].map((td) => td.textContent);
+      return outcomes.length === 1 && outcomes[0] === "failed";
+    }, null, { timeout: TIMEOUT });
+    await page.selectOption("#recent-outcome", "");
 
     // Failed jobs: the list, the search, the detail view.
     const row = `#failed tr[data-uuid="${failed}"]`;

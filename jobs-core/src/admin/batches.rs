@@ -182,7 +182,9 @@ impl Admin {
             let records: Vec<std::collections::HashMap<String, String>> =
                 self.queue.query_each(&reads).await?;
             let mut expired = Vec::new();
+            let mut read = 0;
             for ((id, score), record) in entries.iter().zip(records) {
+                read += 1;
                 cursor = Some(Cursor {
                     score: score.clone(),
                     member: id.clone(),
@@ -209,12 +211,13 @@ impl Admin {
                     .timed(redis::AsyncCommands::zrem(&mut conn, &index, &expired))
                     .await?;
             }
-            let full = page.batches.len() == limit;
-            if full || started.elapsed() >= PAGE_BUDGET {
-                page.next = cursor.map(|c| c.to_string());
+            // A short step read the index to its end.
+            let at_end = entries.len() < STEP && read == entries.len();
+            if at_end {
                 return Ok(page);
             }
-            if entries.len() < STEP {
+            if page.batches.len() == limit || started.elapsed() >= PAGE_BUDGET {
+                page.next = cursor.map(|c| c.to_string());
                 return Ok(page);
             }
         }
