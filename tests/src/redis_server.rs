@@ -246,6 +246,12 @@ pub async fn server_time(conn: &mut redis::aio::MultiplexedConnection) -> f64 {
     secs as f64 + micros as f64 / 1e6
 }
 
+/// A port on 127.0.0.1 that nothing listens on, for tests of an unreachable Redis: port 1,
+/// below the range the kernel gives out for port 0, so no server a test starts on a
+/// [`free_port`] can take it (a released free port can be taken by another test's server
+/// before the connection is tried, and a test would then reach that server).
+pub const CLOSED_PORT: u16 = 1;
+
 /// A port on 127.0.0.1 that was free a moment ago: bound on port 0, then released.
 pub fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))

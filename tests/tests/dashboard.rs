@@ -365,7 +365,7 @@ async fn bad_credentials_and_a_taken_address_are_clear_errors() {
 
 #[tokio::test]
 async fn an_unreachable_redis_is_a_json_error_the_page_can_show() {
-    let port = tests::free_port();
+    let port = tests::CLOSED_PORT;
     let dash = Dashboard::start(
         env!("CARGO_BIN_EXE_test_jobs"),
         &format!("redis://127.0.0.1:{port}"),

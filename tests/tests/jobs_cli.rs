@@ -238,7 +238,7 @@ on_both_layouts!(size_monitor_inspect_and_clear);
 
 #[tokio::test]
 async fn an_unreachable_redis_is_a_clear_error() {
-    let port = tests::free_port();
+    let port = tests::CLOSED_PORT;
     let jobs = JobsCommand::new(
         env!("CARGO_BIN_EXE_test_jobs"),
         &format!("redis://127.0.0.1:{port}/"),
@@ -257,7 +257,7 @@ async fn an_unreachable_redis_is_a_clear_error() {
 
 #[tokio::test]
 async fn an_unreachable_redis_cluster_is_a_clear_error() {
-    let port = tests::free_port();
+    let port = tests::CLOSED_PORT;
     let jobs = JobsCommand::new(
         env!("CARGO_BIN_EXE_test_jobs"),
         &format!("redis+cluster://127.0.0.1:{port}/"),

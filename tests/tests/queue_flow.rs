@@ -13,7 +13,7 @@ use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tests::{free_port, json_fields, wait_until, SentVia, TestRedis};
+use tests::{json_fields, wait_until, SentVia, TestRedis};
 
 type Conn = MultiplexedConnection;
 
@@ -1034,7 +1034,7 @@ async fn reservation_raises_only_the_top_level_attempts() {
 
 #[tokio::test]
 async fn dispatch_to_a_dead_port_fails_fast() {
-    let port = free_port();
+    let port = tests::CLOSED_PORT;
     let queue = jobs_core::RedisQueue::with_config(
         &format!("redis://127.0.0.1:{port}/"),
         QueueConfig {

@@ -1,4 +1,5 @@
-//! Wait thresholds (Horizon's `waits`) against a real redis-server: set by `jobsctl waits` and
+//! Wait thresholds (Horizon's `waits`) on one redis-server and on a Redis Cluster (each test
+//! runs on both): set by `jobsctl waits` and
 //! by a worker's `--wait`, checked by `jobsctl monitor` (exit status 1), flagged by the
 //! dashboard's queue endpoint and exported by the worker's Prometheus endpoint. A job is made
 //! to have waited by setting back its `createdAt`, or the due time of a delayed one, instead of
@@ -6,7 +7,6 @@
 
 use examples::Noop;
 use jobs_core::admin::Admin;
-use jobs_core::queue::keys::{self, QueueKeys};
 use jobs_core::{Job, RedisQueue};
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -15,12 +15,12 @@ use tests::dashboard::Dashboard;
 use tests::jobs_command::JobsCommand;
 use tests::scenarios::old_ready_job;
 use tests::worker_process::WorkerProcess;
-use tests::{free_port, http, wait_for, wait_until, SentVia, TestRedis};
+use tests::{free_port, http, on_both_layouts, wait_for, wait_until, SentVia, Server};
 
 const LONG: Duration = Duration::from_secs(30);
 const TEST_WORKER: &str = env!("CARGO_BIN_EXE_test_worker");
 
-fn jobs(redis: &TestRedis) -> JobsCommand {
+fn jobs(redis: &Server) -> JobsCommand {
     JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url())
 }
 
@@ -33,9 +33,7 @@ fn monitor(jobs: &JobsCommand, args: &[&str]) -> (Option<i32>, serde_json::Value
     (ran.code(), rows, ran.stderr)
 }
 
-#[tokio::test]
-async fn jobsctl_sets_lists_and_clears_thresholds_and_monitor_fails_on_a_long_wait() {
-    let redis = TestRedis::start();
+async fn jobsctl_sets_lists_and_clears_thresholds_and_monitor_fails_on_a_long_wait(redis: Server) {
     let jobs = jobs(&redis);
     let queue = redis.queue();
     assert_eq!(jobs.run(&["waits"]).stdout, "No wait thresholds.\n");
@@ -50,7 +48,7 @@ async fn jobsctl_sets_lists_and_clears_thresholds_and_monitor_fails_on_a_long_wa
     );
     assert_eq!(jobs.run(&["waits", "set", "fast", "60"]).code(), Some(0));
     let mut conn = redis.conn().await;
-    let stored: HashMap<String, String> = conn.hgetall(keys::WAITS).await.unwrap();
+    let stored: HashMap<String, String> = conn.hgetall(redis.keys().waits()).await.unwrap();
     assert_eq!(stored["slow"], "60");
 
     // The slow queue's job has waited 120 s, over its 60: exit status 1, naming it only.
@@ -155,7 +153,10 @@ async fn jobsctl_sets_lists_and_clears_thresholds_and_monitor_fails_on_a_long_wa
     assert_eq!(rows[0]["wait_threshold_secs"], serde_json::Value::Null);
 
     // A threshold written by hand that is not a number is an error, not a silent pass.
-    let _: () = conn.hset(keys::WAITS, "slow", "soon").await.unwrap();
+    let _: () = conn
+        .hset(redis.keys().waits(), "slow", "soon")
+        .await
+        .unwrap();
     let bad = jobs.run(&["monitor", "slow"]);
     assert_eq!(bad.code(), Some(1));
     assert_eq!(bad.stdout, "");
@@ -166,10 +167,9 @@ async fn jobsctl_sets_lists_and_clears_thresholds_and_monitor_fails_on_a_long_wa
         bad.stderr
     );
 }
+on_both_layouts!(jobsctl_sets_lists_and_clears_thresholds_and_monitor_fails_on_a_long_wait);
 
-#[tokio::test]
-async fn a_delayed_job_past_its_due_time_waits_from_then() {
-    let redis = TestRedis::start();
+async fn a_delayed_job_past_its_due_time_waits_from_then(redis: Server) {
     let queue = redis.queue();
     let admin = Admin::new(queue.clone());
     admin.set_wait("late", 60).await.unwrap();
@@ -185,7 +185,7 @@ async fn a_delayed_job_past_its_due_time_waits_from_then() {
     assert!(!stats.wait_exceeded);
 
     // Fell due 90 s ago and no worker moved it: it has waited 90 s, not since its dispatch.
-    let delayed = QueueKeys::new("late").delayed;
+    let delayed = redis.queue_keys("late").delayed;
     let mut conn = redis.conn().await;
     let members: Vec<String> = conn.zrange(&delayed, 0, 0).await.unwrap();
     let due = redis.server_time().await - 90.0;
@@ -211,7 +211,7 @@ async fn a_delayed_job_past_its_due_time_waits_from_then() {
     assert_eq!((stats.wait_secs, stats.wait_exceeded), (None, false));
 
     // A reservation that expired 75 s ago (its worker died) waits from its expiry.
-    let reserved = QueueKeys::new("late").reserved;
+    let reserved = redis.queue_keys("late").reserved;
     let expired = redis.server_time().await - 75.0;
     let _: () = conn.zadd(&reserved, &members[0], expired).await.unwrap();
     let stats = admin.queue_stats("late").await.unwrap();
@@ -219,15 +219,14 @@ async fn a_delayed_job_past_its_due_time_waits_from_then() {
     assert!((75..105).contains(&overdue), "{stats:?}");
     assert!(stats.wait_exceeded);
 }
+on_both_layouts!(a_delayed_job_past_its_due_time_waits_from_then);
 
-#[tokio::test]
-async fn a_worker_writes_its_wait_thresholds_at_start() {
-    let redis = TestRedis::start();
+async fn a_worker_writes_its_wait_thresholds_at_start(redis: Server) {
     let jobs = jobs(&redis);
     let _: () = redis
         .conn()
         .await
-        .hset(keys::WAITS, "emails", 5)
+        .hset(redis.keys().waits(), "emails", 5)
         .await
         .unwrap();
     let worker = WorkerProcess::start(
@@ -274,10 +273,9 @@ async fn a_worker_writes_its_wait_thresholds_at_start() {
     let mut refused = WorkerProcess::start(TEST_WORKER, redis.url(), &["--wait", "emails=soon"]);
     assert_eq!(refused.wait_exit(LONG).await.code(), Some(2));
 }
+on_both_layouts!(a_worker_writes_its_wait_thresholds_at_start);
 
-#[tokio::test]
-async fn the_dashboard_flags_a_queue_waiting_over_its_threshold() {
-    let redis = TestRedis::start();
+async fn the_dashboard_flags_a_queue_waiting_over_its_threshold(redis: Server) {
     let queue = redis.queue();
     old_ready_job(&redis, "slow", 300).await;
     Noop {}.dispatch().on_queue("fast").sent_via(&queue).await;
@@ -327,6 +325,7 @@ async fn the_dashboard_flags_a_queue_waiting_over_its_threshold() {
         (&false.into(), &serde_json::Value::Null)
     );
 }
+on_both_layouts!(the_dashboard_flags_a_queue_waiting_over_its_threshold);
 
 /// The value of `series` (a metric name with its labels, as the endpoint prints them) in a
 /// scrape of `addr`.
@@ -338,12 +337,15 @@ fn scraped(addr: &str, series: &str) -> Option<f64> {
     })
 }
 
-#[tokio::test]
-async fn the_worker_exports_each_queues_wait_threshold_and_whether_it_is_exceeded() {
-    let redis = TestRedis::start();
+async fn the_worker_exports_each_queues_wait_threshold_and_whether_it_is_exceeded(redis: Server) {
     let queue: RedisQueue = redis.queue();
     // A paused queue keeps its old job waiting while the worker serves the queue.
-    let _: () = redis.conn().await.sadd(keys::PAUSED, "held").await.unwrap();
+    let _: () = redis
+        .conn()
+        .await
+        .sadd(redis.keys().paused(), "held")
+        .await
+        .unwrap();
     old_ready_job(&redis, "held", 200).await;
     Noop {}.dispatch().sent_via(&queue).await;
     let addr = format!("127.0.0.1:{}", free_port());
@@ -398,3 +400,4 @@ async fn the_worker_exports_each_queues_wait_threshold_and_whether_it_is_exceede
         "no help text in {body}"
     );
 }
+on_both_layouts!(the_worker_exports_each_queues_wait_threshold_and_whether_it_is_exceeded);
