@@ -223,6 +223,29 @@ impl Admin {
         }
     }
 
+    /// `batches` (a page's, say) each with its failed jobs, read in one round trip.
+    pub async fn with_failed_jobs(
+        &self,
+        batches: Vec<BatchStatus>,
+    ) -> Result<Vec<BatchDetail>, AdminError> {
+        let reads: Vec<redis::Cmd> = batches
+            .iter()
+            .map(|status| {
+                let key = self.queue.keys().batch_failed(&status.id.to_string());
+                redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).clone()
+            })
+            .collect();
+        let failed: Vec<Vec<String>> = self.queue.query_each(&reads).await?;
+        Ok(batches
+            .into_iter()
+            .zip(failed)
+            .map(|(status, failed_jobs)| BatchDetail {
+                status,
+                failed_jobs,
+            })
+            .collect())
+    }
+
     /// The batch `id` with its failed jobs; [`AdminError::BatchNotFound`] when there is no
     /// such batch.
     pub async fn batch(&self, id: &str) -> Result<BatchDetail, AdminError> {
@@ -230,16 +253,8 @@ impl Admin {
             .batch_by_text(id)
             .await?
             .ok_or_else(|| AdminError::BatchNotFound(id.to_owned()))?;
-        let failed_key = self.queue.keys().batch_failed(id);
-        let mut conn = self.queue.connection();
-        let failed_jobs: Vec<String> = self
-            .queue
-            .timed(redis::AsyncCommands::zrange(&mut conn, failed_key, 0, -1))
-            .await?;
-        Ok(BatchDetail {
-            status,
-            failed_jobs,
-        })
+        let mut detail = self.with_failed_jobs(vec![status]).await?;
+        Ok(detail.remove(0))
     }
 
     /// Cancels the batch `id`: its jobs that have not started are skipped. Returns `false`

@@ -433,15 +433,7 @@ async fn batches(
     let page = admin
         .batches_page(&filter, query.after.as_deref(), limit)
         .await?;
-    let mut details = Vec::new();
-    for status in page.batches {
-        match admin.batch(&status.id.to_string()).await {
-            Ok(detail) => details.push(detail),
-            // Pruned since it was listed.
-            Err(AdminError::BatchNotFound(_)) => {}
-            Err(err) => return Err(err.into()),
-        }
-    }
+    let details = admin.with_failed_jobs(page.batches).await?;
     Ok(paged(details, page.next))
 }
 

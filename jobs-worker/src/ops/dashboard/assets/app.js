@@ -166,12 +166,11 @@ function renderQueues(queues) {
 }
 
 // A page of a listing that answers with a JSON array and its next cursor in a header.
-async function apiPage(path, list) {
+async function apiPage(path) {
   const response = await fetch(path, { credentials: "same-origin" });
   const body = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
   if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
-  list.next = response.headers.get("x-next-cursor");
-  return body;
+  return { items: body, next: response.headers.get("x-next-cursor") };
 }
 
 function listQuery(list, extra = {}) {
@@ -364,28 +363,40 @@ const retried = (report) => `Retried ${plural(report.retried.length, "job")}.` +
 const forgotten = (result) => `Forgot ${plural(result.forgotten, "failed job")}.`;
 const queueState = (result) => `${result.paused ? "Paused" : "Resumed"} ${result.queue}.`;
 
+// Refreshes overlap when a search changes while the last poll is in flight: an answer renders
+// unless a refresh started after it has rendered already, so an older answer never replaces a
+// newer one, and slow answers still show.
+let started = 0;
+let shown = 0;
+
 async function refresh() {
+  const refreshing = ++started;
   try {
     const recent = state.recentQueue
-      ? apiPage(`/api/recent?${listQuery(lists.recent, { queue: state.recentQueue })}`, lists.recent)
-      : Promise.resolve([]);
+      ? apiPage(`/api/recent?${listQuery(lists.recent, { queue: state.recentQueue })}`)
+      : Promise.resolve({ items: [], next: null });
     const [overview, queues, failed, batches, schedules, workers, recentJobs, unique] = await Promise.all([
       api("/api/overview"), api("/api/queues"), api(`/api/failed?${filterQuery()}`),
-      apiPage(`/api/batches?${listQuery(lists.batches)}`, lists.batches), api("/api/schedules"), api("/api/workers"), recent,
-      apiPage(`/api/unique?${listQuery(lists.unique)}`, lists.unique),
+      apiPage(`/api/batches?${listQuery(lists.batches)}`), api("/api/schedules"), api("/api/workers"), recent,
+      apiPage(`/api/unique?${listQuery(lists.unique)}`),
     ]);
+    if (refreshing < shown) return;
+    shown = refreshing;
+    lists.batches.next = batches.next;
+    lists.recent.next = recentJobs.next;
+    lists.unique.next = unique.next;
     renderOverview(overview);
     renderQueues(queues);
     renderFailed(failed);
-    renderBatches(batches);
+    renderBatches(batches.items);
     renderSchedules(schedules);
     renderWorkers(workers);
-    renderRecent(recentJobs);
-    renderUnique(unique);
+    renderRecent(recentJobs.items);
+    renderUnique(unique.items);
     if (state.detail && !failed.jobs.some((j) => j.uuid === state.detail) && !Object.values(state.filter).some(Boolean)) closeDetail();
     setStatus(null);
   } catch (error) {
-    setStatus(error);
+    if (refreshing >= shown) setStatus(error);
   }
 }
 
