@@ -32,8 +32,8 @@ impl Admin {
     /// On one server each job moves in one `retry.lua` call, only if its record is still the
     /// one read. On a cluster, per chunk: the records are read again with the times their
     /// failures were recorded (their scores in the index), `retry_push.lua` in each queue's
-    /// slot pushes the job unless the guard of this record's retry (its uuid and a digest of
-    /// the record) says that this failure was, then `forget_unchanged.lua` removes the record
+    /// slot pushes the job unless the guard of the job's retries (by its uuid) says that this
+    /// failure was, then `forget_unchanged.lua` removes the record
     /// if it is still the one read, recorded at the same time. A crash between the two leaves
     /// the record; the next retry finds the guard, pushes nothing, and removes it. A job that
     /// failed again meanwhile has a new record, or the same bytes recorded at a new time, which
@@ -107,7 +107,7 @@ impl Admin {
                 .map(|&at| {
                     let stored = &chunk[at];
                     let uuid = &stored.entry.record.uuid;
-                    let guard = keys.retried(queue_name, uuid, &digest(&stored.raw));
+                    let guard = keys.retried(queue_name, uuid);
                     let mut call = scripts::RETRY_PUSH.key(&queue.ready);
                     call.key(&queue.notify)
                         .key(guard)
@@ -204,13 +204,4 @@ fn add_unique_lock(call: &mut redis::ScriptInvocation<'_>, keys: &Keys, stored: 
         call.key(keys.unique(&record.queue, &unique.key))
             .arg(unique.lasts.max(1) * 1000);
     }
-}
-
-/// A short digest of a stored record, naming it in its retry's guard.
-fn digest(raw: &str) -> String {
-    let sum = ring::digest::digest(&ring::digest::SHA256, raw.as_bytes());
-    sum.as_ref()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }

@@ -505,21 +505,21 @@ impl Keys {
         format!("{}:pushed:{uuid}", self.queue(queue).ready)
     }
 
-    /// The guard that the failed job `uuid`, whose record has the digest `record`, was pushed
-    /// back onto `queue` by a retry (`queues:<name>:retried:<uuid>:<record>`), in the queue's
-    /// slot; used on a cluster, where the failed-job store is in another slot and the record
-    /// is removed in a second step. It holds when the failure pushed back was recorded (the
-    /// record's score in the failed-job index), as the same bytes can be recorded again.
+    /// The guard of the retries of the failed job `uuid` onto `queue`
+    /// (`queues:<name>:retried:<uuid>`), in the queue's slot; used on a cluster, where the
+    /// failed-job store is in another slot and the record is removed in a second step. It holds
+    /// when the failure last pushed back was recorded (the record's score in the failed-job
+    /// index), which tells one failure of the job from the next.
     ///
     /// ```
     /// use jobs_core::queue::keys::{KeyLayout, Keys};
     /// assert_eq!(
-    ///     Keys::new(KeyLayout::Cluster, "").retried("mail", "9a1c", "5e2f"),
-    ///     "queues:{mail}:retried:9a1c:5e2f"
+    ///     Keys::new(KeyLayout::Cluster, "").retried("mail", "9a1c"),
+    ///     "queues:{mail}:retried:9a1c"
     /// );
     /// ```
-    pub fn retried(&self, queue: &str, uuid: &str, record: &str) -> String {
-        format!("{}:retried:{uuid}:{record}", self.queue(queue).ready)
+    pub fn retried(&self, queue: &str, uuid: &str) -> String {
+        format!("{}:retried:{uuid}", self.queue(queue).ready)
     }
 
     /// The links the settled links of the chain `id` owe, by link uuid, on a cluster

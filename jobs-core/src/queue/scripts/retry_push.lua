@@ -6,8 +6,8 @@
 -- second, with the same exception), and that new failure is pushed back too.
 -- KEYS[1]  queues:{<name>}                  ready list of the record's queue
 -- KEYS[2]  queues:{<name>}:notify           wake-up tokens
--- KEYS[3]  queues:{<name>}:retried:<uuid>:<record digest>   the guard of this record's retry:
---          the failure time (ARGV[3]) of the last failure with this record pushed back
+-- KEYS[3]  queues:{<name>}:retried:<uuid>   the guard of the job's retries: the failure time
+--          (ARGV[3]) of the last failure pushed back
 -- KEYS[4]  the unique lock of a unique job, optional: taken again for the retried job
 -- ARGV[1]  the job's uuid
 -- ARGV[2]  the payload to push: the record's payload with its counters set to 0
