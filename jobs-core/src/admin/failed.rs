@@ -134,22 +134,12 @@ pub(super) struct Stored {
 
 impl Admin {
     /// Failed jobs matching `filter`, newest first, at most its `limit` (every match without
-    /// one), found page by page.
+    /// one), found in bounded search steps.
     pub async fn failed(&self, filter: &FailedFilter) -> Result<Vec<FailedEntry>, AdminError> {
         let mut entries = Vec::new();
-        let wanted = filter.limit.unwrap_or(usize::MAX);
-        let mut after = None;
-        while entries.len() < wanted {
-            let page_filter = FailedFilter {
-                limit: Some((wanted - entries.len()).min(FAILED_PAGE_MAX)),
-                ..filter.clone()
-            };
-            let page = self.failed_page(&page_filter, after.as_deref()).await?;
-            entries.extend(page.entries);
-            match page.next {
-                Some(next) => after = Some(next),
-                None => break,
-            }
+        let mut matching = Matching::new(filter.clone());
+        while let Some(chunk) = matching.next_chunk(self).await? {
+            entries.extend(chunk.into_iter().map(|stored| stored.entry));
         }
         Ok(entries)
     }
@@ -481,7 +471,7 @@ struct Step {
 
 impl Step {
     /// Reads the script's reply: the store's size, the records read, the last one's score and
-    /// uuid, whether the end was reached, then rank, uuid, record and score of each match.
+    /// uuid, whether the end was reached, then rank, uuid and record of each match.
     fn of(reply: Vec<redis::Value>) -> Option<Step> {
         let mut fields = reply.into_iter();
         let next_text = |fields: &mut std::vec::IntoIter<redis::Value>| {
@@ -503,7 +493,6 @@ impl Step {
         while let Some(rank) = next_number(&mut fields) {
             let uuid = next_text(&mut fields)?;
             let raw = next_text(&mut fields)?;
-            let _score = next_text(&mut fields)?;
             stored.push(self::stored(&uuid, raw, total.saturating_sub(rank)));
         }
         Some(Step {

@@ -132,7 +132,7 @@ script!(
 );
 script!(
     /// One bounded step of a listing or search of the failed-job store (`failed_page.lua`).
-    FAILED_PAGE, "failed_page.lua"
+    FAILED_PAGE, "failed_page.lua", uses "time.lua"
 );
 script!(
     /// On a cluster, push a failed job back onto its queue once per record, the first step of

@@ -18,8 +18,8 @@
 -- ARGV[11] only records whose exception, payload or uuid contains this text, in lower case
 --          ('' any)
 -- Returns {store size, records read, last score read, last uuid read, done (1: nothing older is
--- left), rank, uuid, record, score, rank, uuid, record, score, ...}: each match with its
--- 0-based rank in newest-first order. The last entry read is the cursor to go on from.
+-- left), rank, uuid, record, rank, uuid, record, ...}: each match with its 0-based rank in
+-- newest-first order. The last entry read is the cursor to go on from.
 local index, hash = KEYS[2], KEYS[1]
 local size = redis.call('zcard', index)
 local start
@@ -41,11 +41,7 @@ end
 local oldest = tonumber(ARGV[3])
 local wanted, budget = tonumber(ARGV[5]), tonumber(ARGV[6])
 local queue, job, tag, text = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
-local function started_at()
-  local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-end
-local deadline = started_at() + tonumber(ARGV[7])
+local deadline = now_millis() + tonumber(ARGV[7])
 
 local function matches(raw)
   if queue == '' and job == '' and tag == '' and text == '' then
@@ -121,14 +117,13 @@ while found < wanted and read < budget do
       table.insert(reply, rank)
       table.insert(reply, uuid)
       table.insert(reply, raw)
-      table.insert(reply, score)
     end
     rank = rank + 1
     if found >= wanted then
       break
     end
   end
-  if done or started_at() >= deadline then
+  if done or now_millis() >= deadline then
     break
   end
 end
