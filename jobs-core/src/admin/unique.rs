@@ -48,28 +48,17 @@ impl Admin {
         limit: usize,
     ) -> Result<UniquePage, AdminError> {
         let limit = limit.clamp(1, 1000);
-        let mut at = match after {
+        let at = match after {
             None => KeyScan::START,
             Some(text) => {
                 KeyScan::parse(text).ok_or_else(|| AdminError::InvalidCursor(text.to_owned()))?
             }
         };
         let pattern = self.unique_match(filter);
-        let started = tokio::time::Instant::now();
-        let mut keys: Vec<String> = Vec::new();
-        let mut next = Some(at);
-        while keys.len() < limit && started.elapsed() < PAGE_BUDGET {
-            let (found, then) = self
-                .queue
-                .scan_step(&pattern, Some("string"), at, limit)
-                .await?;
-            keys.extend(found);
-            next = then;
-            match then {
-                Some(then) => at = then,
-                None => break,
-            }
-        }
+        let (mut keys, next) = self
+            .queue
+            .scan_from(&pattern, Some("string"), at, limit, Some(PAGE_BUDGET))
+            .await?;
         keys.sort();
         keys.dedup();
         Ok(UniquePage {

@@ -63,31 +63,37 @@ impl RedisQueue {
     /// ...), by `SCAN` in steps of at most a thousand keys: on a cluster, on each primary in
     /// turn.
     pub async fn scan_keys(&self, pattern: &str, kind: Option<&str>) -> Result<Vec<String>> {
-        let nodes = self.primaries().await?;
-        let mut keys = Vec::new();
-        let mut at = KeyScan::START;
-        loop {
-            let (found, next) = self.scan_step_on(&nodes, pattern, kind, at, STEP).await?;
-            keys.extend(found);
-            match next {
-                Some(next) => at = next,
-                None => return Ok(keys),
-            }
-        }
+        let (keys, _) = self
+            .scan_from(pattern, kind, KeyScan::START, usize::MAX, None)
+            .await?;
+        Ok(keys)
     }
 
-    /// One `SCAN` step of a key scan at `at`, asking for about `count` keys: the keys found
-    /// (possibly none, possibly more than `count`, and a key may come again in a later step,
-    /// as `SCAN` gives them) and where the scan goes on, or `None` at its end.
-    pub(crate) async fn scan_step(
+    /// Keys of a key scan from `at` (see [`RedisQueue::scan_keys`]), step by step until about
+    /// `want` were found (`SCAN` steps of that size: the last one can give more), the scan
+    /// ended, or `budget` ran out; with where it goes on, or `None` at its end. As `SCAN` gives
+    /// them, a key may come in two steps.
+    pub(crate) async fn scan_from(
         &self,
         pattern: &str,
         kind: Option<&str>,
-        at: KeyScan,
-        count: usize,
+        mut at: KeyScan,
+        want: usize,
+        budget: Option<std::time::Duration>,
     ) -> Result<(Vec<String>, Option<KeyScan>)> {
         let nodes = self.primaries().await?;
-        self.scan_step_on(&nodes, pattern, kind, at, count).await
+        let started = tokio::time::Instant::now();
+        let count = want.clamp(1, STEP);
+        let mut keys = Vec::new();
+        loop {
+            let (found, next) = self.scan_step_on(&nodes, pattern, kind, at, count).await?;
+            keys.extend(found);
+            let spent = budget.is_some_and(|budget| started.elapsed() >= budget);
+            match next {
+                Some(next) if keys.len() < want && !spent => at = next,
+                next => return Ok((keys, next)),
+            }
+        }
     }
 
     async fn scan_step_on(
