@@ -188,9 +188,10 @@ struct Publisher {
     failing: bool,
 }
 
-/// Handle to the publishing task (none when the worker does not publish).
+/// Handle to the publishing task.
 pub(crate) struct Publishing {
-    task: Option<(JoinHandle<Publisher>, CancellationToken)>,
+    task: JoinHandle<Publisher>,
+    stop: CancellationToken,
 }
 
 /// Reads the paused queues and the restart key once, then publishes every [`TICK`] until
@@ -230,19 +231,14 @@ pub(crate) async fn start(
             }
         }
     });
-    Publishing {
-        task: Some((task, stop)),
-    }
+    Publishing { task, stop }
 }
 
 impl Publishing {
     /// Stops publishing: sends the last counts and removes the worker's heartbeat record.
     pub(crate) async fn close(self) {
-        let Some((task, stop)) = self.task else {
-            return;
-        };
-        stop.cancel();
-        match task.await {
+        self.stop.cancel();
+        match self.task.await {
             Ok(mut publisher) => publisher.tick(true).await,
             Err(err) => warn!(error = %err, "the publishing task ended abnormally"),
         }
@@ -307,6 +303,8 @@ impl Publisher {
             commands.push(redis::cmd("EXPIRE").arg(&key).arg(keep).clone());
         }
         let reply: jobs_core::Result<Vec<redis::Value>> = self.queue.query_each(&commands).await;
+        // The paused queues and the restart key are the first two replies; the writes' replies
+        // say nothing worth reading.
         let reply = reply.and_then(|mut replies| {
             replies.truncate(2);
             let read: (Vec<String>, Option<String>) =
