@@ -4,12 +4,12 @@
 "use strict";
 
 const POLL_MS = 2000;
-// `pages` holds the cursors of the failed-job pages before the one shown (empty: the newest).
-const state = { filter: { job: "", queue: "", text: "", tag: "", since: "" }, detail: null, recentQueue: "", pages: [], next: null };
+const state = { detail: null, recentQueue: "" };
 
-// Listings shown page by page: the cursors of the pages before the one shown, the next page's
-// cursor, and the search.
+// Listings shown page by page: the cursors of the pages before the one shown (empty: the
+// newest), the next page's cursor, and the search.
 const lists = {
+  failed: { pages: [], next: null, filter: { job: "", queue: "", text: "", tag: "", since: "" } },
   batches: { pages: [], next: null, filter: { name: "" } },
   unique: { pages: [], next: null, filter: { job: "" } },
   recent: { pages: [], next: null, filter: { outcome: "" } },
@@ -181,11 +181,11 @@ function listQuery(list, extra = {}) {
   return params.toString();
 }
 
-// Wires a listing's search inputs and Newer/Older buttons.
-function wireList(name, fields) {
+// Wires a listing's search inputs (`#<inputs>-<field>`) and Newer/Older buttons.
+function wireList(name, fields, inputs = name) {
   const list = lists[name];
   for (const field of fields) {
-    $(`#${name}-${field}`).addEventListener("input", (event) => {
+    $(`#${inputs}-${field}`).addEventListener("input", (event) => {
       list.filter[field] = event.target.value.trim();
       list.pages = [];
       refresh();
@@ -201,22 +201,13 @@ function renderPager(name) {
   $(`#${name}-older`).disabled = !list.next;
 }
 
-function filterQuery() {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(state.filter)) if (value) params.set(key, value);
-  const after = state.pages[state.pages.length - 1];
-  if (after) params.set("after", after);
-  return params.toString();
-}
-
 function renderFailed(list) {
-  state.next = list.next;
-  const any = Object.values(state.filter).some(Boolean);
+  const { filter, pages } = lists.failed;
+  const any = Object.values(filter).some(Boolean);
   const shown = `${list.matched}${list.next ? "+" : ""}`;
-  const page = state.pages.length ? `, page ${state.pages.length + 1}` : "";
+  const page = pages.length ? `, page ${pages.length + 1}` : "";
   $("#failed-matched").textContent = (any ? `${shown} of ${list.total} match` : `${list.total}`) + page;
-  $("#failed-newer").disabled = !state.pages.length;
-  $("#failed-older").disabled = !list.next;
+  renderPager("failed");
   const rows = list.jobs.map((job) => el("tr", {
     class: `clickable${state.detail === job.uuid ? " selected" : ""}`,
     dataset: { uuid: job.uuid },
@@ -376,12 +367,13 @@ async function refresh() {
       ? apiPage(`/api/recent?${listQuery(lists.recent, { queue: state.recentQueue })}`)
       : Promise.resolve({ items: [], next: null });
     const [overview, queues, failed, batches, schedules, workers, recentJobs, unique] = await Promise.all([
-      api("/api/overview"), api("/api/queues"), api(`/api/failed?${filterQuery()}`),
+      api("/api/overview"), api("/api/queues"), api(`/api/failed?${listQuery(lists.failed)}`),
       apiPage(`/api/batches?${listQuery(lists.batches)}`), api("/api/schedules"), api("/api/workers"), recent,
       apiPage(`/api/unique?${listQuery(lists.unique)}`),
     ]);
     if (refreshing < shown) return;
     shown = refreshing;
+    lists.failed.next = failed.next;
     lists.batches.next = batches.next;
     lists.recent.next = recentJobs.next;
     lists.unique.next = unique.next;
@@ -393,7 +385,7 @@ async function refresh() {
     renderWorkers(workers);
     renderRecent(recentJobs.items);
     renderUnique(unique.items);
-    if (state.detail && !failed.jobs.some((j) => j.uuid === state.detail) && !Object.values(state.filter).some(Boolean)) closeDetail();
+    if (state.detail && !failed.jobs.some((j) => j.uuid === state.detail) && !Object.values(lists.failed.filter).some(Boolean)) closeDetail();
     setStatus(null);
   } catch (error) {
     if (refreshing >= shown) setStatus(error);
@@ -401,21 +393,13 @@ async function refresh() {
 }
 
 function init() {
-  for (const name of ["job", "queue", "text", "tag", "since"]) {
-    $(`#search-${name}`).addEventListener("input", (event) => {
-      state.filter[name] = event.target.value.trim();
-      state.pages = [];
-      refresh();
-    });
-  }
-  $("#failed-older").addEventListener("click", () => { if (state.next) { state.pages.push(state.next); refresh(); } });
-  $("#failed-newer").addEventListener("click", () => { state.pages.pop(); refresh(); });
+  wireList("failed", ["job", "queue", "text", "tag", "since"], "search");
   for (const form of document.querySelectorAll("form")) form.addEventListener("submit", (event) => event.preventDefault());
   $("#retry-matching").addEventListener("click", () => {
-    if (confirm("Retry every failed job matching the search?")) act(post("/api/failed/retry", state.filter), retried);
+    if (confirm("Retry every failed job matching the search?")) act(post("/api/failed/retry", lists.failed.filter), retried);
   });
   $("#forget-matching").addEventListener("click", () => {
-    if (confirm("Forget every failed job matching the search? This cannot be undone.")) act(post("/api/failed/forget", state.filter), forgotten);
+    if (confirm("Forget every failed job matching the search? This cannot be undone.")) act(post("/api/failed/forget", lists.failed.filter), forgotten);
   });
   $("#detail-close").addEventListener("click", closeDetail);
   const onDetail = (action, describe) => () => {
