@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::job::backoff::Backoff;
 use crate::job::delay::Delay;
 use crate::job::unique::{Dispatched, UniqueLock};
-use crate::job::Job;
+use crate::job::{Job, JobOptions};
 use crate::payload::laravel::CALL_QUEUED_HANDLER;
 use crate::payload::php;
 use crate::payload::Payload;
@@ -140,92 +140,32 @@ impl<J: Job> PendingDispatch<J> {
     /// batch.
     pub(crate) fn envelope_in(&self, placement: &Placement) -> Result<Envelope> {
         let options = J::options();
-        if placement.chain.is_some() || placement.batch.is_some() {
-            let kind = match (options.unique_for, options.debounce) {
-                (Some(_), _) => Some("unique"),
-                (None, Some(_)) => Some("debounced"),
-                (None, None) => None,
-            };
-            if let Some(kind) = kind {
-                return Err(Error::NotInWorkflow { job: J::NAME, kind });
-            }
-        }
+        check_placement::<J>(&options, placement)?;
         let uuid = placement.uuid.unwrap_or_else(Uuid::new_v4);
-        let serialize_error = |source| Error::Serialize {
-            job: J::NAME,
-            source,
-        };
-        // A job declared for a Laravel class travels as that class's object, as Laravel
-        // queues it, so either side's workers can run it.
-        let (job, display_name, data) = match options.laravel {
-            Some(class) => {
-                let properties = serde_json::to_value(&self.job).map_err(serialize_error)?;
-                let command = serde_json::json!({
-                    "commandName": class,
-                    "command": php::serialize_object(class, &properties),
-                });
-                let data = serde_json::value::to_raw_value(&command).map_err(serialize_error)?;
-                (
-                    CALL_QUEUED_HANDLER,
-                    options.display_name.unwrap_or(class),
-                    data,
-                )
-            }
-            None => {
-                let data = serde_json::value::to_raw_value(&self.job).map_err(serialize_error)?;
-                (J::NAME, options.display_name.unwrap_or(J::NAME), data)
-            }
-        };
-        let unique = options.unique_for.map(|seconds| {
-            let unique_id = self.job.unique_id();
-            UniqueDispatch {
-                lock: UniqueLock {
-                    key: format!("{}:{unique_id}", J::NAME),
-                    until: options.unique_until,
-                    lasts: seconds.max(1),
-                },
-                unique_id,
-                lasts: Duration::from_secs(seconds.max(1)),
-            }
-        });
+        let (job, display_name, data) = self.job_data(&options)?;
+        let unique = self.unique_dispatch(&options);
+        let debounce = self.debounce_dispatch(&options);
         // A debounced job's delay is its debounce window's.
-        let debounce = options.debounce.map(|seconds| DebounceDispatch {
-            key: format!("{}:{}", J::NAME, self.job.debounce_id()),
-            wait: Duration::from_secs(seconds),
-            max_wait: Duration::from_secs(options.max_wait.unwrap_or(NO_MAX_WAIT).max(seconds)),
-        });
         let delay = match &debounce {
             Some(debounce) => Some(Delay::After(debounce.wait)),
             None => self.delay.or(placement.delay),
         };
-        let created_at = chrono::Utc::now().timestamp();
+        let rules = self.rules(&options);
         let payload = Payload {
             uuid,
             display_name: display_name.to_owned(),
             job: job.to_owned(),
-            max_tries: self.tries.or(options.tries),
-            max_exceptions: self.max_exceptions.or(options.max_exceptions),
+            max_tries: rules.max_tries,
+            max_exceptions: rules.max_exceptions,
             fail_on_timeout: options.fail_on_timeout,
-            backoff: self
-                .backoff
-                .clone()
-                .or_else(|| options.backoff())
-                .map(|b| b.to_string()),
-            timeout: self.timeout.or(options.timeout),
-            retry_until: self
-                .retry_until
-                .map(|until| until.timestamp())
-                .or_else(|| Some(created_at + i64::try_from(options.retry_for?).ok()?)),
+            backoff: rules.backoff,
+            timeout: rules.timeout,
+            retry_until: rules.retry_until,
             data,
-            created_at: Some(created_at),
+            created_at: Some(rules.created_at),
             unique: unique.as_ref().map(|u| u.lock.clone()),
             through: self.through.clone(),
-            tags: self
-                .job
-                .tags()
-                .into_iter()
-                .chain(self.tags.iter().cloned())
-                .collect(),
+            tags: rules.tags,
             chain: placement.chain,
             batch: placement.batch,
             id: uuid.simple().to_string(),
@@ -252,6 +192,86 @@ impl<J: Job> PendingDispatch<J> {
         })
     }
 
+    /// The payload's `job`, `displayName` and `data`: a job declared for a Laravel class
+    /// travels as that class's object, as Laravel queues it, so either side's workers can run
+    /// it.
+    fn job_data(
+        &self,
+        options: &JobOptions,
+    ) -> Result<(&'static str, &'static str, Box<serde_json::value::RawValue>)> {
+        let serialize_error = |source| Error::Serialize {
+            job: J::NAME,
+            source,
+        };
+        match options.laravel {
+            Some(class) => {
+                let properties = serde_json::to_value(&self.job).map_err(serialize_error)?;
+                let command = serde_json::json!({
+                    "commandName": class,
+                    "command": php::serialize_object(class, &properties),
+                });
+                let data = serde_json::value::to_raw_value(&command).map_err(serialize_error)?;
+                let display_name = options.display_name.unwrap_or(class);
+                Ok((CALL_QUEUED_HANDLER, display_name, data))
+            }
+            None => {
+                let data = serde_json::value::to_raw_value(&self.job).map_err(serialize_error)?;
+                Ok((J::NAME, options.display_name.unwrap_or(J::NAME), data))
+            }
+        }
+    }
+
+    /// The lock a unique job's push takes.
+    fn unique_dispatch(&self, options: &JobOptions) -> Option<UniqueDispatch> {
+        let seconds = options.unique_for?.max(1);
+        let unique_id = self.job.unique_id();
+        Some(UniqueDispatch {
+            lock: UniqueLock {
+                key: format!("{}:{unique_id}", J::NAME),
+                until: options.unique_until,
+                lasts: seconds,
+            },
+            unique_id,
+            lasts: Duration::from_secs(seconds),
+        })
+    }
+
+    /// The debounce window of a debounced job.
+    fn debounce_dispatch(&self, options: &JobOptions) -> Option<DebounceDispatch> {
+        let seconds = options.debounce?;
+        Some(DebounceDispatch {
+            key: format!("{}:{}", J::NAME, self.job.debounce_id()),
+            wait: Duration::from_secs(seconds),
+            max_wait: Duration::from_secs(options.max_wait.unwrap_or(NO_MAX_WAIT).max(seconds)),
+        })
+    }
+
+    /// The payload's attempt rules and tags: the dispatch's settings over the job type's.
+    fn rules(&self, options: &JobOptions) -> Rules {
+        let created_at = chrono::Utc::now().timestamp();
+        Rules {
+            max_tries: self.tries.or(options.tries),
+            max_exceptions: self.max_exceptions.or(options.max_exceptions),
+            backoff: self
+                .backoff
+                .clone()
+                .or_else(|| options.backoff())
+                .map(|b| b.to_string()),
+            timeout: self.timeout.or(options.timeout),
+            retry_until: self
+                .retry_until
+                .map(|until| until.timestamp())
+                .or_else(|| Some(created_at + i64::try_from(options.retry_for?).ok()?)),
+            created_at,
+            tags: self
+                .job
+                .tags()
+                .into_iter()
+                .chain(self.tags.iter().cloned())
+                .collect(),
+        }
+    }
+
     fn send(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
         let prepared = self.envelope().and_then(|envelope| {
             let queue = match &self.connection {
@@ -269,6 +289,30 @@ impl<J: Job> PendingDispatch<J> {
             }
         }
     }
+}
+
+/// A payload's attempt rules and tags, as a dispatch writes them.
+struct Rules {
+    max_tries: Option<u32>,
+    max_exceptions: Option<u32>,
+    backoff: Option<String>,
+    timeout: Option<u64>,
+    retry_until: Option<i64>,
+    created_at: i64,
+    tags: Vec<String>,
+}
+
+/// Refuses a unique or debounced job as a job of a workflow.
+fn check_placement<J: Job>(options: &JobOptions, placement: &Placement) -> Result<()> {
+    if placement.chain.is_none() && placement.batch.is_none() {
+        return Ok(());
+    }
+    let kind = match (options.unique_for, options.debounce) {
+        (Some(_), _) => "unique",
+        (None, Some(_)) => "debounced",
+        (None, None) => return Ok(()),
+    };
+    Err(Error::NotInWorkflow { job: J::NAME, kind })
 }
 
 /// Where a dispatch goes in a workflow: what its payload carries besides the job, and what it

@@ -380,7 +380,7 @@ impl Admin {
     ) -> Result<(Vec<Stored>, Vec<String>), AdminError> {
         let mut found = Vec::with_capacity(uuids.len());
         let mut missing = Vec::new();
-        for (uuid, raw) in uuids.iter().zip(self.raw_records(uuids).await?) {
+        for (uuid, raw) in uuids.iter().zip(self.queue.failed_raw(uuids).await?) {
             match raw {
                 Some(raw) => found.push(stored(uuid, raw, 0)),
                 None => missing.push(uuid.clone()),
@@ -411,26 +411,6 @@ impl Admin {
             from = to + 1;
         }
         Ok(chunks)
-    }
-
-    /// The stored records of these uuids, in order (`None` where the store has none), read
-    /// with one HMGET per chunk.
-    async fn raw_records(&self, uuids: &[String]) -> Result<Vec<Option<String>>, AdminError> {
-        let mut conn = self.queue.connection();
-        let mut records = Vec::with_capacity(uuids.len());
-        for chunk in uuids.chunks(CHUNK) {
-            let chunk_records: Vec<Option<String>> = self
-                .queue
-                .timed(
-                    redis::cmd("HMGET")
-                        .arg(self.queue.keys().failed_jobs())
-                        .arg(chunk)
-                        .query_async(&mut conn),
-                )
-                .await?;
-            records.extend(chunk_records);
-        }
-        Ok(records)
     }
 }
 

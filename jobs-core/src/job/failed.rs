@@ -1,15 +1,16 @@
 //! What a job's [`failed`](crate::Job::failed) hook is told about its failure.
 
+use std::ops::Deref;
 use uuid::Uuid;
 
+use crate::job::identity::JobIdentity;
+
 /// A job that has failed for good: recorded in the failed-job store, and not run again unless
-/// an operator retries it.
+/// an operator retries it. Derefs to its [`JobIdentity`]: `ctx.uuid()`, `ctx.job_name()`,
+/// `ctx.queue()`, and `ctx.attempt()`, the attempt that failed it.
 #[derive(Debug, Clone)]
 pub struct FailedContext {
-    uuid: Uuid,
-    job: String,
-    queue: String,
-    attempt: u32,
+    identity: JobIdentity,
     reason: String,
 }
 
@@ -23,37 +24,22 @@ impl FailedContext {
         reason: impl Into<String>,
     ) -> Self {
         FailedContext {
-            uuid,
-            job: job.into(),
-            queue: queue.into(),
-            attempt,
+            identity: JobIdentity::new(uuid, job, queue, attempt),
             reason: reason.into(),
         }
-    }
-
-    /// The job's uuid: the key of its failed-job record.
-    pub fn uuid(&self) -> Uuid {
-        self.uuid
-    }
-
-    /// The job's registered name.
-    pub fn job_name(&self) -> &str {
-        &self.job
-    }
-
-    /// The queue it was taken from.
-    pub fn queue(&self) -> &str {
-        &self.queue
-    }
-
-    /// The attempt that failed it (1 on the first run).
-    pub fn attempt(&self) -> u32 {
-        self.attempt
     }
 
     /// Why it failed, as its failed-job record says: the last attempt's error, a panic, a
     /// timeout, too many attempts, or a middleware's reason.
     pub fn reason(&self) -> &str {
         &self.reason
+    }
+}
+
+impl Deref for FailedContext {
+    type Target = JobIdentity;
+
+    fn deref(&self) -> &JobIdentity {
+        &self.identity
     }
 }

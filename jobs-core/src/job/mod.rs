@@ -1,25 +1,33 @@
 //! The `Job` trait and the options a job type carries.
 
+pub mod attempt;
 pub mod backoff;
 pub mod context;
 pub mod delay;
 pub mod failed;
+pub mod identity;
+pub mod middleware;
 pub mod registry;
+mod result;
 pub mod unique;
+
+pub use result::{JobError, JobResult};
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::fmt;
 
-use crate::dispatch::PendingDispatch;
 use crate::job::backoff::Backoff;
 use crate::job::context::JobContext;
 use crate::job::failed::FailedContext;
 use crate::job::unique::UniqueUntil;
-use crate::middleware::Layer;
+use crate::job::middleware::Layer;
 
 /// A unit of background work: a plain serializable struct with an async handler.
+///
+/// `#[job]` also gives the type a `dispatch()` method, which starts a
+/// [`PendingDispatch`](crate::PendingDispatch); generic code over `J: Job` writes
+/// `PendingDispatch::new(job)`.
 ///
 /// Implement it inside `#[job]`, which names the job, records its options, and registers the
 /// type so that every worker linked with it can run it:
@@ -91,14 +99,6 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     fn middleware(&self) -> Vec<Layer> {
         Vec::new()
     }
-
-    /// Starts a dispatch; await it (after any of `.delay()`, `.on_queue()`, ...) to push the job.
-    fn dispatch(self) -> PendingDispatch<Self>
-    where
-        Self: Sized,
-    {
-        PendingDispatch::new(self)
-    }
 }
 
 /// The options of a job type, as written in `#[job(...)]`. `None` defers to the worker.
@@ -144,48 +144,5 @@ impl JobOptions {
     /// The backoff list, when set.
     pub fn backoff(&self) -> Option<Backoff> {
         self.backoff.map(Backoff::from)
-    }
-}
-
-/// What a handler returns.
-pub type JobResult = Result<(), JobError>;
-
-/// The error of a failed attempt. Any `std::error::Error`, a `String` or a `&str` converts into
-/// it, so handlers can use `?` and `Err("reason".into())`.
-pub struct JobError(Box<dyn std::error::Error + Send + Sync + 'static>);
-
-impl JobError {
-    /// An error with a message.
-    pub fn msg(message: impl fmt::Display) -> Self {
-        JobError(message.to_string().into())
-    }
-
-    /// The underlying error.
-    pub fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        &*self.0
-    }
-}
-
-impl<E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>> From<E> for JobError {
-    fn from(err: E) -> Self {
-        JobError(err.into())
-    }
-}
-
-impl fmt::Display for JobError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)?;
-        let mut source = self.0.source();
-        while let Some(cause) = source {
-            write!(f, ": {cause}")?;
-            source = cause.source();
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for JobError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
     }
 }

@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 
 use crate::job::context::JobContext;
 use crate::job::failed::FailedContext;
-use crate::job::{Job, JobOptions, JobResult};
-use crate::middleware::Layer;
+use crate::job::middleware::{JobFuture, Layer};
+use crate::job::{Job, JobOptions};
 
 /// How a worker runs one job type: its name, its options, and a function that decodes the
 /// payload's `data` into the job and returns the handler's future.
@@ -94,9 +94,6 @@ fn start<J: Job>(data: &RawValue, ctx: Arc<JobContext>) -> Result<Started, serde
         handler: Box::pin(async move { job.handle(&ctx).await }),
     })
 }
-
-/// A running handler, as the worker drives it.
-pub type JobFuture = Pin<Box<dyn Future<Output = JobResult> + Send + 'static>>;
 
 inventory::collect!(JobRegistration);
 

@@ -10,14 +10,12 @@ use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::queue::keys::KeyLayout;
 use crate::queue::url::{redact_url, redis_client, tls_certificates, unusable_ca};
-use crate::queue::QueueConfig;
-use crate::testing::Recorder;
+use crate::queue::config::QueueConfig;
 
 /// URL scheme that names a Redis Cluster by some of its nodes:
 /// `redis+cluster://host:port,host:port/`.
@@ -35,13 +33,13 @@ pub enum Connection {
     Multiplexed(MultiplexedConnection),
     /// A connection to a cluster: one multiplexed connection per node, commands routed by slot.
     Cluster(ClusterConnection),
-    /// No connection: a fake queue's ([`crate::testing`]), which records dispatches instead
-    /// of pushing them. Every command sent through it fails, saying so.
-    Fake,
+    /// No connection: an offline handle's (a fake queue of [`crate::testing`]), which hands
+    /// its pushes to a sink instead. Every command sent through it fails, saying so.
+    Offline,
 }
 
-/// The error every command sent through a fake queue's connection meets.
-fn fake_refusal() -> redis::RedisError {
+/// The error every command sent through an offline handle's connection meets.
+fn offline_refusal() -> redis::RedisError {
     redis::RedisError::from((
         redis::ErrorKind::InvalidClientConfig,
         "a fake queue (jobs_core::testing) records dispatches and talks to no Redis",
@@ -55,7 +53,7 @@ impl ConnectionLike for Connection {
             Connection::Managed(conn) => conn.req_packed_command(cmd),
             Connection::Multiplexed(conn) => conn.req_packed_command(cmd),
             Connection::Cluster(conn) => conn.req_packed_command(cmd),
-            Connection::Fake => Box::pin(async { Err(fake_refusal()) }),
+            Connection::Offline => Box::pin(async { Err(offline_refusal()) }),
         }
     }
 
@@ -69,7 +67,7 @@ impl ConnectionLike for Connection {
             Connection::Managed(conn) => conn.req_packed_commands(cmd, offset, count),
             Connection::Multiplexed(conn) => conn.req_packed_commands(cmd, offset, count),
             Connection::Cluster(conn) => conn.req_packed_commands(cmd, offset, count),
-            Connection::Fake => Box::pin(async { Err(fake_refusal()) }),
+            Connection::Offline => Box::pin(async { Err(offline_refusal()) }),
         }
     }
 
@@ -78,7 +76,7 @@ impl ConnectionLike for Connection {
             Connection::Managed(conn) => conn.get_db(),
             Connection::Multiplexed(conn) => conn.get_db(),
             Connection::Cluster(conn) => conn.get_db(),
-            Connection::Fake => 0,
+            Connection::Offline => 0,
         }
     }
 }
@@ -92,9 +90,9 @@ pub enum Target {
     Single(redis::Client),
     /// A Redis Cluster, found through its seed nodes: `redis+cluster://h1:p1,h2:p2/`.
     Cluster(ClusterClient),
-    /// A fake queue ([`crate::testing::Fake`]): what is dispatched through it is recorded, and
-    /// nothing reaches a Redis.
-    Fake(Arc<Recorder>),
+    /// No Redis: an offline handle's, whose pushes go to a sink (a fake queue of
+    /// [`crate::testing`]).
+    Offline,
 }
 
 impl Target {
@@ -139,7 +137,7 @@ impl Target {
     /// The key layout this target needs.
     pub fn layout(&self) -> KeyLayout {
         match self {
-            Target::Single(_) | Target::Fake(_) => KeyLayout::Standalone,
+            Target::Single(_) | Target::Offline => KeyLayout::Standalone,
             Target::Cluster(_) => KeyLayout::Cluster,
         }
     }
@@ -170,7 +168,7 @@ impl Target {
                     .await
                     .map(Connection::Cluster)
             }
-            Target::Fake(_) => Err(fake_refusal()),
+            Target::Offline => Err(offline_refusal()),
         }
     }
 }
@@ -183,7 +181,7 @@ impl std::fmt::Debug for Target {
                 .field(&client.get_connection_info().addr())
                 .finish(),
             Target::Cluster(_) => f.write_str("Cluster"),
-            Target::Fake(_) => f.write_str("Fake"),
+            Target::Offline => f.write_str("Offline"),
         }
     }
 }

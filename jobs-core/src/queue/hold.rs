@@ -4,9 +4,16 @@
 //! by a middleware for one attempt (owner: the job's uuid and attempt), or the unique lock of
 //! a dispatch (owner: the job's uuid, through every attempt). A running job's holds are
 //! leases: the worker's heartbeat renews them with its reservation, so the holds of a job
-//! whose worker died run out within one lease, and a long job never loses them.
+//! whose worker died run out within one lease, and a long job never loses them. This is where
+//! a hold is renewed and freed (`leases.lua`).
 
+use redis::ScriptInvocation;
 use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::queue::keys::KeyLayout;
+use crate::queue::{scripts, RedisQueue};
 
 /// One key held by one owner.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -74,6 +81,69 @@ impl Holds {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Hold, HoldUntil)>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl RedisQueue {
+    /// Renews the holds of running jobs for `lease` from now (Redis's clock); returns how many
+    /// were still held.
+    pub(crate) async fn renew_holds(&self, holds: &[Hold], lease: Duration) -> Result<u64> {
+        let mut renewed = 0;
+        for group in self.hold_groups(holds) {
+            let mut call = scripts::LEASES.prepare_invoke();
+            call.arg("renew").arg(lease.as_millis() as u64);
+            add_holds(&mut call, group);
+            renewed += self.invoke::<u64>(&call).await?;
+        }
+        Ok(renewed)
+    }
+
+    /// Frees holds, each only if its owner still holds it.
+    pub async fn free_holds(&self, holds: &[Hold]) -> Result<()> {
+        if let Some(offline) = self.offline_sink() {
+            offline.0.free(holds);
+            return Ok(());
+        }
+        for group in self.hold_groups(holds) {
+            let mut call = scripts::LEASES.prepare_invoke();
+            call.arg("free").arg(0);
+            add_holds(&mut call, group);
+            self.invoke::<u64>(&call).await?;
+        }
+        Ok(())
+    }
+
+    /// Holds in calls that each touch one slot: all of them together on one server, one by
+    /// one on a cluster.
+    fn hold_groups<'h>(&self, holds: &'h [Hold]) -> Vec<&'h [Hold]> {
+        match (holds.is_empty(), self.layout()) {
+            (true, _) => Vec::new(),
+            (false, KeyLayout::Standalone) => vec![holds],
+            (false, KeyLayout::Cluster) => holds.chunks(1).collect(),
+        }
+    }
+
+    /// On a cluster, frees `holds` in calls of their own and returns none left for the settling
+    /// script; on one server returns them all for it.
+    pub(crate) async fn free_apart<'h>(&self, holds: &'h [Hold]) -> Result<&'h [Hold]> {
+        match self.layout() {
+            KeyLayout::Standalone => Ok(holds),
+            KeyLayout::Cluster => {
+                self.free_holds(holds).await?;
+                Ok(&[])
+            }
+        }
+    }
+}
+
+/// Adds holds to a script's call: their keys after its own, their owners after its own
+/// arguments.
+pub(crate) fn add_holds(call: &mut ScriptInvocation<'_>, holds: &[Hold]) {
+    for hold in holds {
+        call.key(&hold.key);
+    }
+    for hold in holds {
+        call.arg(&hold.owner);
     }
 }
 

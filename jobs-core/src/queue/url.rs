@@ -6,7 +6,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
 use crate::error::{Error, Result};
-use crate::queue::QueueConfig;
+use crate::queue::config::QueueConfig;
 
 /// The URL used when neither code nor `REDIS_URL` names one.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";

@@ -42,15 +42,13 @@ impl RedisQueue {
                 envelope.payload = payload.to_json();
             }
         }
-        let envelope = match self.seal(std::slice::from_ref(&envelope))? {
-            Some(mut signed) => signed.remove(0),
-            None => envelope,
-        };
+        let envelope = self.seal_one(&envelope)?;
         let lock = self.keys().unique(&envelope.queue, &lock_key);
-        if let Some(recorder) = self.recorder() {
+        if let Some(offline) = self.offline_schedules() {
             let overlap_lock = schedule.overlaps_guarded().then_some((lock, OVERLAP_LOCK));
             let name = schedule.name();
-            return Ok(recorder
+            return Ok(offline
+                .0
                 .fire(self, name, tick, &envelope, overlap_lock)
                 .await);
         }
@@ -155,15 +153,8 @@ impl RedisQueue {
     pub async fn last_tick(&self, schedule: &Schedule) -> Result<Option<DateTime<Utc>>> {
         let queue = schedule.envelope(Utc::now())?.queue;
         let state = self.keys().schedule(&queue, schedule.name());
-        let state = &state;
         let last: Option<i64> = self
-            .call(|mut conn| async move {
-                redis::cmd("HGET")
-                    .arg(state)
-                    .arg("last_tick")
-                    .query_async(&mut conn)
-                    .await
-            })
+            .query(redis::cmd("HGET").arg(state).arg("last_tick"))
             .await?;
         Ok(last.and_then(DateTime::from_timestamp_millis))
     }

@@ -9,9 +9,12 @@
 //! tick is kept in Redis (`jobs:schedule:<name>`), so ticks missed while no worker ran are
 //! caught up by the [`Missed`] policy when one starts again. See `docs/schedules.md`.
 
+mod error;
 pub(crate) mod fire;
+pub(crate) mod offline;
 mod when;
 
+pub use error::ScheduleError;
 pub use fire::Fired;
 pub use when::When;
 
@@ -26,25 +29,6 @@ use crate::job::Job;
 use crate::queue::Envelope;
 use crate::PendingDispatch;
 
-/// Why a schedule cannot be defined.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ScheduleError {
-    /// The cron expression does not parse.
-    #[error("invalid cron expression {expression:?}: {reason}")]
-    InvalidCron {
-        /// The expression.
-        expression: String,
-        /// Why.
-        reason: String,
-    },
-    /// A time of day that is not `HH:MM` or `HH:MM:SS`.
-    #[error("invalid time of day {0:?}: write it HH:MM or HH:MM:SS")]
-    InvalidTime(String),
-    /// A time zone name the tz database does not know.
-    #[error("unknown time zone {0:?}")]
-    UnknownZone(String),
-}
 
 /// What to do with ticks missed while no worker ran the schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

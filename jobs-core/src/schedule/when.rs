@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use std::time::Duration;
 
-use super::ScheduleError;
+use crate::schedule::error::ScheduleError;
 
 /// When a schedule fires.
 #[derive(Debug, Clone)]

@@ -45,18 +45,20 @@ mod recorded;
 mod recorder;
 
 pub use recorded::{ChainLink, Origin, Recorded, RecordedBatch, RecordedChain};
-pub use recorder::Recorder;
 
 use chrono::{DateTime, Utc};
-use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::job::Job;
-use crate::queue::RedisQueue;
+use crate::queue::offline::OfflineSink;
+use crate::queue::{scoped_default, thread_default, Extensions, RedisQueue, ThreadDefault};
 use crate::schedule::fire::Fired;
+use crate::schedule::offline::OfflineSchedules;
+use crate::testing::recorder::Recorder;
+use crate::workflow::offline::OfflineWorkflows;
 
 /// A fake queue: a [`RedisQueue`] handle that records what is dispatched through it and pushes
 /// nothing. Cheap to clone; clones share their records.
@@ -113,19 +115,26 @@ impl Fake {
         Fake::with_recorder(Some(Arc::new(runner)))
     }
 
+    /// A fake whose handle talks to no Redis: its recorder takes what the queue layer pushes
+    /// and frees, and the chains, batches and schedule ticks of the capabilities above it.
     fn with_recorder(inline: Option<Arc<dyn RunInline>>) -> Fake {
+        let recorder = Arc::new(Recorder::new(inline));
+        let extensions = Extensions::default();
+        extensions.insert(OfflineSink(recorder.clone()));
+        extensions.insert(OfflineWorkflows(recorder.clone()));
+        extensions.insert(OfflineSchedules(recorder.clone()));
+        extensions.insert(recorder);
         Fake {
-            handle: RedisQueue::fake(Arc::new(Recorder::new(inline))),
+            handle: RedisQueue::offline(extensions),
         }
     }
 
     /// Makes this fake the default handle of the current thread until the returned guard is
     /// dropped (then the one installed before it, if any, is again).
     pub fn install(&self) -> Installed {
-        INSTALLED.with(|installed| installed.borrow_mut().push(self.handle.clone()));
         Installed {
             fake: self.clone(),
-            _not_send: std::marker::PhantomData,
+            _installed: self.handle.install_on_thread(),
         }
     }
 
@@ -137,7 +146,7 @@ impl Fake {
 
     /// The fake whose handle `queue` is, if it is a fake's.
     pub fn of(queue: &RedisQueue) -> Option<Fake> {
-        queue.is_fake().then(|| Fake {
+        recorder_of(queue).map(|_| Fake {
             handle: queue.clone(),
         })
     }
@@ -147,8 +156,8 @@ impl Fake {
         self.handle.clone()
     }
 
-    fn recorder(&self) -> &Recorder {
-        self.handle.recorder().expect("a fake's handle records")
+    fn recorder(&self) -> Arc<Recorder> {
+        recorder_of(&self.handle).expect("a fake's handle records")
     }
 
     /// Every job pushed, in order: jobs dispatched alone or in bulk, each chain's first link,
@@ -225,8 +234,7 @@ impl Fake {
 #[must_use = "the fake is uninstalled when this guard is dropped"]
 pub struct Installed {
     fake: Fake,
-    // Installed on one thread: uninstalled there.
-    _not_send: std::marker::PhantomData<*const ()>,
+    _installed: ThreadDefault,
 }
 
 impl std::ops::Deref for Installed {
@@ -237,41 +245,29 @@ impl std::ops::Deref for Installed {
     }
 }
 
-impl Drop for Installed {
-    fn drop(&mut self) {
-        let recorder = self.fake.recorder() as *const Recorder;
-        INSTALLED.with(|installed| {
-            let mut installed = installed.borrow_mut();
-            let mine = installed.iter().rposition(|handle| {
-                handle.recorder().map(|r| r as *const Recorder) == Some(recorder)
-            });
-            if let Some(at) = mine {
-                installed.remove(at);
-            }
-        });
-    }
-}
-
 /// A new fake, installed as the current thread's default handle until the returned guard is
 /// dropped: Laravel's `Queue::fake()`.
 pub fn fake() -> Installed {
     Fake::new().install()
 }
 
-thread_local! {
-    static INSTALLED: RefCell<Vec<RedisQueue>> = const { RefCell::new(Vec::new()) };
-}
-
 /// The fake that is the default handle here, if any: one scoped to the running future, else
 /// the one last installed on this thread.
 pub fn current() -> Option<RedisQueue> {
-    match crate::queue::scoped_default() {
-        Some(scoped) => scoped.is_fake().then_some(scoped),
-        None => installed(),
-    }
+    let handle = match scoped_default() {
+        Some(scoped) => Some(scoped),
+        None => thread_default(),
+    }?;
+    recorder_of(&handle).map(|_| handle)
 }
 
-/// The fake last installed on this thread.
-pub(crate) fn installed() -> Option<RedisQueue> {
-    INSTALLED.with(|installed| installed.borrow().last().cloned())
+/// The recorder of a fake's handle.
+fn recorder_of(queue: &RedisQueue) -> Option<Arc<Recorder>> {
+    match queue.is_offline() {
+        true => queue
+            .extensions()
+            .get::<Arc<Recorder>>()
+            .map(|recorder| Arc::clone(&*recorder)),
+        false => None,
+    }
 }

@@ -1,5 +1,7 @@
-//! The fake queue's records, and how each kind of dispatch is recorded as a real queue would
-//! have pushed it.
+//! Where a dispatch is recorded by the fake queue: the [`Recorder`] behind a fake's offline
+//! handle takes each kind of dispatch (pushes, chains, batches, schedule ticks) through the
+//! offline extension points of the layers below, and records it as a real queue would have
+//! pushed it.
 
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -7,20 +9,24 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 use uuid::Uuid;
 
-use super::recorded::{ChainLink, Origin, Recorded, RecordedBatch, RecordedChain};
-use super::{RunInline, Work};
+use futures_util::future::BoxFuture;
+
 use crate::job::unique::{Dispatched, Duplicate};
 use crate::queue::hold::Hold;
+use crate::queue::offline::Offline;
 use crate::queue::{Envelope, RedisQueue};
 use crate::schedule::fire::Fired;
-use crate::workflow::batch::{Opening, Prepared};
-use crate::workflow::chain::{ChainLinks, ParkedBatch};
+use crate::schedule::offline::OfflineSchedule;
+use crate::testing::recorded::{ChainLink, Origin, Recorded, RecordedBatch, RecordedChain};
+use crate::testing::{RunInline, Work};
+use crate::workflow::offline::OfflineWorkflow;
+use crate::workflow::plan::{ChainLinks, Opening, ParkedBatch, Prepared};
 use crate::workflow::Link;
 
 /// What a fake queue recorded, and the state it keeps to refuse what a real queue would: held
 /// unique locks, debounce windows, fired schedule ticks. Read it through
 /// [`Fake`](super::Fake).
-pub struct Recorder {
+pub(crate) struct Recorder {
     state: Mutex<State>,
     inline: Option<Arc<dyn RunInline>>,
 }
@@ -282,4 +288,56 @@ fn recorded_batch(
 
 fn record_link(link: Option<&Link>) -> Option<Recorded> {
     Recorded::from_link(link?, Origin::Dispatch)
+}
+
+impl Offline for Recorder {
+    fn push<'a>(
+        &'a self,
+        queue: &'a RedisQueue,
+        envelopes: &'a [Envelope],
+    ) -> BoxFuture<'a, Vec<Dispatched>> {
+        Box::pin(Recorder::push(self, queue, envelopes))
+    }
+
+    fn free(&self, holds: &[Hold]) {
+        Recorder::free(self, holds)
+    }
+}
+
+impl OfflineWorkflow for Recorder {
+    fn chain<'a>(&'a self, queue: &'a RedisQueue, links: ChainLinks) -> BoxFuture<'a, ()> {
+        Box::pin(Recorder::chain(self, queue, links))
+    }
+
+    fn batch<'a>(
+        &'a self,
+        queue: &'a RedisQueue,
+        id: Uuid,
+        opening: &'a Opening,
+        members: &'a [Prepared],
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(Recorder::batch(self, queue, id, opening, members))
+    }
+
+    fn add_to_batch<'a>(
+        &'a self,
+        queue: &'a RedisQueue,
+        id: Uuid,
+        members: &'a [Prepared],
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(Recorder::add_to_batch(self, queue, id, members))
+    }
+}
+
+impl OfflineSchedule for Recorder {
+    fn fire<'a>(
+        &'a self,
+        queue: &'a RedisQueue,
+        name: &'a str,
+        tick: DateTime<Utc>,
+        envelope: &'a Envelope,
+        overlap_lock: Option<(String, std::time::Duration)>,
+    ) -> BoxFuture<'a, Fired> {
+        Box::pin(Recorder::fire(self, queue, name, tick, envelope, overlap_lock))
+    }
 }

@@ -10,9 +10,9 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::queue::{scripts, RedisQueue, Settlement};
-use crate::workflow::chain::target;
-use crate::workflow::Link;
+use crate::queue::{scripts, RedisQueue};
+use crate::workflow::link::Link;
+use crate::workflow::progress::{BatchProgress, ChainProgress};
 
 /// How long a push guard and a recorded step last: far longer than a job can wait to be run
 /// again after a crash.
@@ -22,7 +22,7 @@ impl RedisQueue {
     /// Pushes `link` onto its queue unless it was pushed already; returns whether it was now.
     pub(crate) async fn push_once(&self, link: &Link) -> Result<bool> {
         let keys = self.queue_keys(&link.queue);
-        let mut call = scripts::PUSH_ONCE.key(target(link, &keys));
+        let mut call = scripts::PUSH_ONCE.key(link.destination(&keys));
         call.key(&keys.notify)
             .key(self.keys().pushed(&link.queue, &link.uuid.to_string()))
             .arg(&link.due)
@@ -45,11 +45,16 @@ impl RedisQueue {
         Ok(())
     }
 
-    /// Takes the workflow steps of a job that is done, on a cluster: its chain's next link and
-    /// its batch's count, each recorded under its uuid, then pushes what they owe.
-    pub(crate) async fn done_apart(&self, job: Uuid, settlement: &Settlement) -> Result<()> {
+    /// Takes the workflow steps of the job `job` that is done, on a cluster: its chain's next
+    /// link and its batch's count, each recorded under its uuid, then pushes what they owe.
+    pub(crate) async fn done_apart(
+        &self,
+        job: Uuid,
+        chain: Option<&ChainProgress>,
+        batch: Option<&BatchProgress>,
+    ) -> Result<()> {
         let mut owed = Vec::new();
-        if let Some(chain) = &settlement.chain {
+        if let Some(chain) = chain {
             let id = chain.id.to_string();
             let mut prepend: Vec<String> = chain.prepend.iter().rev().map(Link::encode).collect();
             let next = if prepend.is_empty() {
@@ -82,12 +87,8 @@ impl RedisQueue {
                 None => {}
             }
         }
-        if let Some(batch) = &settlement.batch {
-            let joined: Vec<Uuid> = settlement
-                .chain
-                .iter()
-                .flat_map(|chain| chain.prepend.iter().chain(&chain.append).map(|l| l.uuid))
-                .collect();
+        if let Some(batch) = batch {
+            let joined = joined_links(chain);
             let mut entry = vec![job.to_string(), batch.added.len().to_string()];
             for link in &batch.added {
                 entry.extend([link.uuid.to_string(), link.encode()]);
@@ -99,15 +100,18 @@ impl RedisQueue {
         self.push_stored(&owed).await
     }
 
-    /// Takes the workflow steps of a job that failed for good, on a cluster: its chain's catch
-    /// job and its batch's count, each recorded under its uuid, then pushes what they owe.
-    pub(crate) async fn failed_apart(&self, job: Uuid, settlement: &Settlement) -> Result<()> {
+    /// Takes the workflow steps of the job `job` that failed for good, on a cluster: its
+    /// chain's catch job and its batch's count, each recorded under its uuid, then pushes what
+    /// they owe.
+    pub(crate) async fn failed_apart(
+        &self,
+        job: Uuid,
+        chain: Option<&ChainProgress>,
+        batch: Option<&BatchProgress>,
+    ) -> Result<()> {
         let mut owed = Vec::new();
-        let mut leaving = Vec::new();
-        if let Some(chain) = &settlement.chain {
-            if settlement.batch.is_some() {
-                leaving = self.chain_rest(chain.id).await?;
-            }
+        let leaving = self.leaving_batch(chain, batch).await?;
+        if let Some(chain) = chain {
             let id = chain.id.to_string();
             let mut call = scripts::CHAIN_STEP.key(self.keys().chain(&id));
             call.key(self.keys().chain_catch(&id))
@@ -120,7 +124,7 @@ impl RedisQueue {
                 owed.push(catch);
             }
         }
-        if let Some(batch) = &settlement.batch {
+        if let Some(batch) = batch {
             let mut entry = vec![job.to_string(), leaving.len().to_string()];
             entry.extend(leaving.iter().map(Uuid::to_string));
             owed.extend(self.batch_settle(batch.id, "failed", &entry).await?);
@@ -153,5 +157,29 @@ impl RedisQueue {
             call.arg(entry);
         }
         self.invoke(&call).await
+    }
+}
+
+/// The uuids of the links a job of a batch added to its chain: they join its batch, and its
+/// chain pushes them.
+pub(crate) fn joined_links(chain: Option<&ChainProgress>) -> Vec<Uuid> {
+    chain
+        .iter()
+        .flat_map(|chain| chain.prepend.iter().chain(&chain.append).map(|link| link.uuid))
+        .collect()
+}
+
+impl RedisQueue {
+    /// The links after a failed link of a batch's chain: they will not run, and leave the
+    /// batch.
+    pub(crate) async fn leaving_batch(
+        &self,
+        chain: Option<&ChainProgress>,
+        batch: Option<&BatchProgress>,
+    ) -> Result<Vec<Uuid>> {
+        match (chain, batch) {
+            (Some(chain), Some(_)) => self.chain_rest(chain.id).await,
+            _ => Ok(Vec::new()),
+        }
     }
 }

@@ -9,7 +9,9 @@
 
 use uuid::Uuid;
 
-use crate::queue::{due_arg, Envelope};
+use crate::error::Result;
+use crate::queue::keys::QueueKeys;
+use crate::queue::{due_arg, Envelope, RedisQueue};
 
 /// A job kept in Redis until a script pushes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +28,9 @@ pub struct Link {
     /// The payload, signed if the dispatching handle signs.
     pub payload: String,
 }
+
+/// A link as stored, decoded, and the keys of the queue it goes to.
+pub(crate) type StoredLink = (String, Link, QueueKeys);
 
 /// The job name of the entry a chain keeps for a batch that is one of its links: not a job,
 /// but where the batch starts (its queue is empty, which no job's is).
@@ -46,6 +51,25 @@ impl Link {
     /// The batch this entry starts, when it is a chain's batch rather than a job.
     pub fn starts_batch(&self) -> Option<Uuid> {
         (self.queue.is_empty() && self.job == BATCH_START).then_some(self.uuid)
+    }
+
+    /// The link that pushes `envelope`, sealed by `queue` (signed if it signs, and checked).
+    pub(crate) fn sealed(queue: &RedisQueue, envelope: &Envelope) -> Result<Link> {
+        Ok(Link::from_envelope(&queue.seal_one(envelope)?))
+    }
+
+    /// The key the link is pushed to: its queue's ready list, or its delayed set when it is
+    /// due later.
+    pub(crate) fn destination(&self, keys: &QueueKeys) -> String {
+        match self.due.is_empty() {
+            true => keys.ready.clone(),
+            false => keys.delayed.clone(),
+        }
+    }
+
+    /// The link as stored, with itself and the keys of its queue.
+    pub(crate) fn stored(&self, queue: &RedisQueue) -> StoredLink {
+        (self.encode(), self.clone(), queue.queue_keys(&self.queue))
     }
 
     /// The link that pushes `envelope` (already signed, if it is to be).

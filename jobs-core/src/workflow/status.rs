@@ -60,15 +60,7 @@ impl RedisQueue {
     /// pruned).
     pub async fn batch(&self, id: Uuid) -> Result<Option<BatchStatus>> {
         let record = self.batch_keys(id).record;
-        let record = &record;
-        let fields: HashMap<String, String> = self
-            .call(|mut conn| async move {
-                redis::cmd("HGETALL")
-                    .arg(record)
-                    .query_async(&mut conn)
-                    .await
-            })
-            .await?;
+        let fields: HashMap<String, String> = self.query(redis::cmd("HGETALL").arg(record)).await?;
         Ok(BatchStatus::from_record(id, &fields))
     }
 
@@ -85,15 +77,8 @@ impl RedisQueue {
     /// Whether the batch `id` was cancelled.
     pub async fn batch_cancelled(&self, id: Uuid) -> Result<bool> {
         let record = self.batch_keys(id).record;
-        let record = &record;
         let cancelled: Option<String> = self
-            .call(|mut conn| async move {
-                redis::cmd("HGET")
-                    .arg(record)
-                    .arg("cancelled_at")
-                    .query_async(&mut conn)
-                    .await
-            })
+            .query(redis::cmd("HGET").arg(record).arg("cancelled_at"))
             .await?;
         Ok(cancelled.is_some())
     }

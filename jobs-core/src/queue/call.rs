@@ -1,0 +1,91 @@
+//! How every queue operation talks to Redis: one call under the command timeout, made once
+//! more on a fresh connection when the first met a refused one, and scripts by SHA.
+
+use redis::{Cmd, FromRedisValue, Pipeline, ScriptInvocation};
+use std::future::Future;
+
+use crate::error::{Error, Result};
+use crate::queue::connection::Connection;
+use crate::queue::RedisQueue;
+
+impl RedisQueue {
+    /// Runs one Redis call under the command timeout. A call that finds the connection refused
+    /// was never sent, and may have met only the kept failure of a reconnection made while
+    /// Redis was down; that failure starts a new reconnection. Such a call is therefore made
+    /// once more, on the new connection, within the same timeout, so that the first call after
+    /// Redis came back succeeds. If that one does not answer in time, the refusal is reported.
+    pub(crate) async fn call<T, F, Fut>(&self, call: F) -> Result<T>
+    where
+        F: Fn(Connection) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.config.command_timeout;
+        let timed_out = || Error::Timeout(self.config.command_timeout);
+        match tokio::time::timeout_at(deadline, call(self.conn.clone())).await {
+            Ok(Err(refused)) if refused.is_connection_refusal() => {
+                match tokio::time::timeout_at(deadline, call(self.conn.clone())).await {
+                    Ok(result) => result.map_err(Error::from),
+                    Err(_) => Err(Error::from(refused)),
+                }
+            }
+            Ok(result) => result.map_err(Error::from),
+            Err(_) => Err(timed_out()),
+        }
+    }
+
+    /// Sends one command ([`RedisQueue::call`]).
+    pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
+        self.call(|mut conn| async move { cmd.query_async(&mut conn).await })
+            .await
+    }
+
+    /// Sends one pipeline ([`RedisQueue::call`]).
+    pub(crate) async fn query_pipe<T: FromRedisValue>(&self, pipe: &Pipeline) -> Result<T> {
+        self.call(|mut conn| async move { pipe.query_async(&mut conn).await })
+            .await
+    }
+
+    /// Calls one script by its SHA, loading it first if the server lacks it.
+    pub(crate) async fn invoke<T: FromRedisValue>(&self, call: &ScriptInvocation<'_>) -> Result<T> {
+        self.call(|mut conn| async move { call.invoke_async(&mut conn).await })
+            .await
+    }
+
+    /// Sends script calls in one pipeline, preceded by `SCRIPT LOAD` of the `scripts` they
+    /// use, so that none of them meets `NOSCRIPT` (a restarted or flushed server). Returns
+    /// each call's reply, in order.
+    ///
+    /// A pipeline's `EVALSHA` does not load its script by itself, and sending the pipeline
+    /// again after a `NOSCRIPT` would run the calls that had succeeded a second time.
+    pub(crate) async fn invoke_all<T: FromRedisValue>(
+        &self,
+        scripts: &[&redis::Script],
+        calls: &[ScriptInvocation<'_>],
+    ) -> Result<Vec<T>> {
+        match calls {
+            [] => return Ok(Vec::new()),
+            [single] => return self.invoke::<T>(single).await.map(|reply| vec![reply]),
+            _ => {}
+        }
+        let mut pipe = Pipeline::with_capacity(scripts.len() + calls.len());
+        for script in scripts {
+            pipe.load_script(script).ignore();
+        }
+        for call in calls {
+            pipe.invoke_script(call);
+        }
+        self.query_pipe(&pipe).await
+    }
+
+    /// Runs one Redis call under the command timeout, without the retry on a refused
+    /// connection ([`RedisQueue::call`]).
+    pub(crate) async fn timed<T>(
+        &self,
+        call: impl Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T> {
+        match tokio::time::timeout(self.config.command_timeout, call).await {
+            Ok(result) => result.map_err(Error::from),
+            Err(_) => Err(Error::Timeout(self.config.command_timeout)),
+        }
+    }
+}

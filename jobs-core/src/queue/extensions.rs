@@ -1,0 +1,77 @@
+//! Typed extensions: one value per type, where a capability keeps its state on a handle
+//! ([`RedisQueue::extensions`](crate::RedisQueue::extensions)) or on a job's context
+//! ([`JobContext::extensions`](crate::JobContext::extensions)) without the layer below knowing
+//! its type, as `http::Extensions` does for a request.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+type Map = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
+
+/// A map from a type to one value of it. Cheap to clone: clones share their values, so what a
+/// capability stores on a handle is seen by every clone of that handle.
+///
+/// ```
+/// use jobs_core::queue::Extensions;
+///
+/// struct Tenant(&'static str);
+///
+/// let extensions = Extensions::default();
+/// extensions.insert(Tenant("acme"));
+/// assert_eq!(extensions.get::<Tenant>().unwrap().0, "acme");
+/// assert!(extensions.get::<u32>().is_none());
+/// assert_eq!(*extensions.get_or_insert_with(|| 7_u32), 7);
+/// ```
+#[derive(Clone, Default)]
+pub struct Extensions {
+    map: Arc<RwLock<Map>>,
+}
+
+impl Extensions {
+    /// Stores `value`, replacing the value of its type stored before, if any.
+    pub fn insert<T: Send + Sync + 'static>(&self, value: T) {
+        self.write().insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// The value of type `T`, if one is stored.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let value = self.read().get(&TypeId::of::<T>())?.clone();
+        value.downcast().ok()
+    }
+
+    /// The value of type `T`, stored first as `make` returns it when none is.
+    pub fn get_or_insert_with<T: Send + Sync + 'static>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        if let Some(value) = self.get::<T>() {
+            return value;
+        }
+        let value = self
+            .write()
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(make()))
+            .clone();
+        value.downcast().expect("stored under its own type id")
+    }
+
+    /// Whether `self` and `other` are clones of one another, sharing their values.
+    pub(crate) fn shared_with(&self, other: &Extensions) -> bool {
+        Arc::ptr_eq(&self.map, &other.map)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Map> {
+        self.map.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Map> {
+        self.map.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extensions")
+            .field("values", &self.read().len())
+            .finish()
+    }
+}

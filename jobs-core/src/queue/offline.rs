@@ -1,0 +1,29 @@
+//! The offline extension point: a handle that talks to no Redis hands its pushes and freed
+//! holds to an [`Offline`] sink instead. The fake queue of [`crate::testing`] is one; the
+//! queue layer knows nothing of it. Capabilities above the queue that push on their own (chains,
+//! batches, schedule ticks) find their offline counterparts in the handle's
+//! [`Extensions`](super::Extensions).
+
+use futures_util::future::BoxFuture;
+
+use crate::job::unique::Dispatched;
+use crate::queue::hold::Hold;
+use crate::queue::push::Envelope;
+use crate::queue::RedisQueue;
+
+/// Where an offline handle's pushes go.
+pub(crate) trait Offline: Send + Sync + 'static {
+    /// Takes `envelopes`, pushed through `queue`, as a real queue would: each is queued, or
+    /// refused as a duplicate of a unique job.
+    fn push<'a>(
+        &'a self,
+        queue: &'a RedisQueue,
+        envelopes: &'a [Envelope],
+    ) -> BoxFuture<'a, Vec<Dispatched>>;
+
+    /// Frees holds, each only if its owner holds it.
+    fn free(&self, holds: &[Hold]);
+}
+
+/// The [`Offline`] sink of an offline handle, as its extensions hold it.
+pub(crate) struct OfflineSink(pub(crate) std::sync::Arc<dyn Offline>);

@@ -1,0 +1,203 @@
+//! The worker's protocol: the queue operations only a worker makes (reserving, extending,
+//! settling, renewing holds, running owed hooks). Applications never call them, so they are
+//! not on [`RedisQueue`]'s public surface: the worker reaches them through [`WorkerQueue`],
+//! exported from the hidden `jobs_core::__worker` module. Each forwards to the operation in its
+//! role's file.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::payload::failed::FailedJob;
+use crate::queue::hold::Hold;
+use crate::queue::keys::QueueKeys;
+use crate::queue::reserve::Popped;
+use crate::queue::settle::Settlement;
+use crate::queue::RedisQueue;
+
+/// The queue operations of a worker. Not a public API: its shape follows the worker's needs.
+pub trait WorkerQueue: Sync {
+    /// Reserves up to `count` jobs of `queue` (`reserve.rs`).
+    fn pop(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        count: usize,
+        migrate_limit: usize,
+    ) -> impl Future<Output = Result<Popped>> + Send;
+
+    /// Deletes a finished job's reservation; `false` when it was no longer held.
+    fn delete(&self, queue: &QueueKeys, reserved: &str) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Deletes finished jobs' reservations of one queue; returns how many were still held.
+    fn delete_many(
+        &self,
+        queue: &QueueKeys,
+        reserved: &[&str],
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Extends reservations still held to `retry_after` from now; returns how many were.
+    fn extend(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        reserved: &[&str],
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Acknowledges a finished job and applies its settlement (`settle.rs`).
+    fn complete(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+        settlement: &Settlement,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Releases a reserved job to run again after `delay`, freeing nothing.
+    fn release(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+        delay: Duration,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        self.release_with(queue, reserved, delay, None, &[])
+    }
+
+    /// Releases a reserved job to run again after `delay`, putting `replacement` back instead
+    /// when given and freeing `holds` (`settle.rs`).
+    fn release_with(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+        delay: Duration,
+        replacement: Option<&str>,
+        holds: &[Hold],
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Records a failed job, removing its reservation when `reserved` is given.
+    fn fail(
+        &self,
+        queue: &QueueKeys,
+        reserved: Option<&str>,
+        record: &FailedJob,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        self.fail_bytes(queue, reserved.unwrap_or("").as_bytes(), record)
+    }
+
+    /// Records a failed job whose reserved copy is given as bytes (empty: never reserved).
+    fn fail_bytes(
+        &self,
+        queue: &QueueKeys,
+        reserved: &[u8],
+        record: &FailedJob,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        async move {
+            let settlement = Settlement::default();
+            self.fail_with(queue, reserved, record, &settlement, None).await
+        }
+    }
+
+    /// Records a failed job and applies its settlement (`settle.rs`).
+    fn fail_with(
+        &self,
+        queue: &QueueKeys,
+        reserved: &[u8],
+        record: &FailedJob,
+        settlement: &Settlement,
+        hook_claim: Option<Duration>,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Renews the holds of running jobs for `lease` (`hold.rs`).
+    fn renew_holds(&self, holds: &[Hold], lease: Duration) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Reports a failed job's `failed()` hook done (`failed.rs`).
+    fn hook_done(&self, uuid: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Whether any owed `failed()` hook's time has come (`failed.rs`).
+    fn hooks_due(&self) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Takes owed `failed()` hooks whose workers died (`failed.rs`).
+    fn claim_hooks(
+        &self,
+        claim: Duration,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send;
+
+    /// Runs one Redis call under the command timeout (`call.rs`).
+    fn timed<T: Send>(
+        &self,
+        call: impl Future<Output = redis::RedisResult<T>> + Send,
+    ) -> impl Future<Output = Result<T>> + Send;
+}
+
+impl WorkerQueue for RedisQueue {
+    async fn pop(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        count: usize,
+        migrate_limit: usize,
+    ) -> Result<Popped> {
+        RedisQueue::pop(self, queue, retry_after, count, migrate_limit).await
+    }
+
+    async fn delete(&self, queue: &QueueKeys, reserved: &str) -> Result<bool> {
+        Ok(RedisQueue::delete_many(self, queue, &[reserved]).await? == 1)
+    }
+
+    async fn delete_many(&self, queue: &QueueKeys, reserved: &[&str]) -> Result<u64> {
+        RedisQueue::delete_many(self, queue, reserved).await
+    }
+
+    async fn extend(&self, queue: &QueueKeys, retry_after: Duration, reserved: &[&str]) -> Result<u64> {
+        RedisQueue::extend(self, queue, retry_after, reserved).await
+    }
+
+    async fn complete(&self, queue: &QueueKeys, reserved: &str, settlement: &Settlement) -> Result<bool> {
+        RedisQueue::complete(self, queue, reserved, settlement).await
+    }
+
+    async fn release_with(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+        delay: Duration,
+        replacement: Option<&str>,
+        holds: &[Hold],
+    ) -> Result<bool> {
+        RedisQueue::release_with(self, queue, reserved, delay, replacement, holds).await
+    }
+
+    async fn fail_with(
+        &self,
+        queue: &QueueKeys,
+        reserved: &[u8],
+        record: &FailedJob,
+        settlement: &Settlement,
+        hook_claim: Option<Duration>,
+    ) -> Result<bool> {
+        RedisQueue::fail_with(self, queue, reserved, record, settlement, hook_claim).await
+    }
+
+    async fn renew_holds(&self, holds: &[Hold], lease: Duration) -> Result<u64> {
+        RedisQueue::renew_holds(self, holds, lease).await
+    }
+
+    async fn hook_done(&self, uuid: &str) -> Result<()> {
+        RedisQueue::hook_done(self, uuid).await
+    }
+
+    async fn hooks_due(&self) -> Result<bool> {
+        RedisQueue::hooks_due(self).await
+    }
+
+    async fn claim_hooks(&self, claim: Duration, limit: usize) -> Result<Vec<String>> {
+        RedisQueue::claim_hooks(self, claim, limit).await
+    }
+
+    async fn timed<T: Send>(
+        &self,
+        call: impl Future<Output = redis::RedisResult<T>> + Send,
+    ) -> Result<T> {
+        RedisQueue::timed(self, call).await
+    }
+}

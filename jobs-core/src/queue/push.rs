@@ -1,0 +1,308 @@
+//! Where a job is pushed: [`Envelope`]s sealed (signed, checked) and sent in one round trip,
+//! ready ones onto their lists, delayed ones into their delayed sets, unique and debounced ones
+//! each with its lock or window.
+
+use redis::ScriptInvocation;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::job::delay::Delay;
+use crate::job::unique::{Dispatched, Duplicate, UniqueLock};
+use crate::payload::signing::SigningKey;
+use crate::payload::Payload;
+use crate::queue::due::{due_arg, seconds_arg};
+use crate::queue::keys::{check_queue_name, KeyLayout};
+use crate::queue::offline::OfflineSink;
+use crate::queue::queued::Queued;
+use crate::queue::{scripts, RedisQueue};
+
+/// Jobs of one queue pushed per script call.
+const PUSH_CHUNK: usize = 1000;
+
+/// A job ready to be pushed: its queue, its payload, and its delay if any.
+#[derive(Debug, Clone)]
+pub struct Envelope {
+    /// The job's uuid.
+    pub uuid: uuid::Uuid,
+    /// The job's registered name.
+    pub job: std::borrow::Cow<'static, str>,
+    /// The queue's name.
+    pub queue: String,
+    /// The payload JSON.
+    pub payload: String,
+    /// When set, the job goes to the delayed set: after a delay from the moment Redis runs
+    /// the push, or at a point in time.
+    pub delay: Option<Delay>,
+    /// For a unique job, the lock its push takes.
+    pub unique: Option<UniqueDispatch>,
+    /// For a debounced job, its debounce window.
+    pub debounce: Option<DebounceDispatch>,
+}
+
+/// The debounce window of a debounced job's push (see [`crate::Job::debounce_id`]).
+#[derive(Debug, Clone)]
+pub struct DebounceDispatch {
+    /// `<job>:<debounce id>`: the debounce state's key without its prefix.
+    pub key: String,
+    /// How long the job waits after the last dispatch.
+    pub wait: Duration,
+    /// How long it waits at most after the first dispatch of its window.
+    pub max_wait: Duration,
+}
+
+/// The unique lock a unique job's push takes (see [`crate::job::unique`]).
+#[derive(Debug, Clone)]
+pub struct UniqueDispatch {
+    /// The lock as the payload carries it.
+    pub lock: UniqueLock,
+    /// The job's unique id.
+    pub unique_id: String,
+    /// How long the lock lasts at most.
+    pub lasts: Duration,
+}
+
+/// The script calls of one pipeline, and which of them push unique jobs (call index,
+/// envelope index).
+struct Group<'a> {
+    name: &'a str,
+    calls: Vec<ScriptInvocation<'static>>,
+    unique_at: Vec<(usize, usize)>,
+}
+
+/// Every pipeline of one push, and the scripts their calls use.
+#[derive(Default)]
+struct Plan<'a> {
+    groups: Vec<Group<'a>>,
+    scripts: Vec<&'static redis::Script>,
+}
+
+impl RedisQueue {
+    /// Pushes jobs in one round trip: ready ones onto their lists with a wake-up token each,
+    /// delayed ones into their delayed sets, and unique ones each with its lock, unless another
+    /// job holds it. Order within a queue is kept. Returns what became of each, in order.
+    ///
+    /// With a [`QueueConfig::signing_key`](crate::QueueConfig::signing_key), each payload is
+    /// signed first ([`Error::Unsignable`] when one is not a job payload). Nothing is pushed
+    /// when any payload is larger than
+    /// [`QueueConfig::max_payload_bytes`](crate::QueueConfig::max_payload_bytes)
+    /// ([`Error::PayloadTooLarge`]).
+    pub async fn push_all(&self, envelopes: &[Envelope]) -> Result<Vec<Dispatched>> {
+        let sealed = self.seal(envelopes)?;
+        let envelopes = sealed.as_deref().unwrap_or(envelopes);
+        if let Some(offline) = self.offline_sink() {
+            return Ok(offline.0.push(self, envelopes).await);
+        }
+        let plan = self.plan(envelopes);
+        let outcomes = self.send(&plan, envelopes).await?;
+        if !self.on_queued.is_empty() {
+            self.report_queued(envelopes, &outcomes);
+        }
+        Ok(outcomes)
+    }
+
+    /// The offline sink of a handle that talks to no Redis.
+    pub(crate) fn offline_sink(&self) -> Option<std::sync::Arc<OfflineSink>> {
+        match self.is_offline() {
+            true => self.extensions().get::<OfflineSink>(),
+            false => None,
+        }
+    }
+
+    /// The script calls that push `envelopes`, in pipelines: on a cluster each queue's calls
+    /// go in a pipeline of their own, to the node that owns the queue's slot; on one server
+    /// every call goes in one pipeline. A unique job's call is its own, and its reply says
+    /// whether it was pushed.
+    fn plan<'e>(&self, envelopes: &'e [Envelope]) -> Plan<'e> {
+        let mut plan = Plan::default();
+        let mut offset = 0;
+        for run in runs(envelopes) {
+            let name = match self.layout() {
+                KeyLayout::Standalone => "",
+                KeyLayout::Cluster => run[0].queue.as_str(),
+            };
+            let at = match plan.groups.iter().position(|g| g.name == name) {
+                Some(at) => at,
+                None => {
+                    plan.groups.push(Group {
+                        name,
+                        calls: Vec::new(),
+                        unique_at: Vec::new(),
+                    });
+                    plan.groups.len() - 1
+                }
+            };
+            let script = script_for(&run[0]);
+            if !plan.scripts.iter().any(|used| std::ptr::eq(*used, script)) {
+                plan.scripts.push(script);
+            }
+            let group = &mut plan.groups[at];
+            if run[0].unique.is_some() {
+                group.unique_at.push((group.calls.len(), offset));
+            }
+            group.calls.extend(self.calls_for(script, run));
+            offset += run.len();
+        }
+        plan
+    }
+
+    /// The calls that push one run of envelopes with `script`.
+    fn calls_for(
+        &self,
+        script: &'static redis::Script,
+        run: &[Envelope],
+    ) -> Vec<ScriptInvocation<'static>> {
+        let first = &run[0];
+        let keys = self.queue_keys(&first.queue);
+        if let Some(debounce) = &first.debounce {
+            let mut call = script.key(self.keys().debounce(&first.queue, &debounce.key));
+            call.key(&keys.delayed)
+                .key(&keys.notify)
+                .arg(&first.payload)
+                .arg(seconds_arg(debounce.wait))
+                .arg(seconds_arg(debounce.max_wait));
+            return vec![call];
+        }
+        if let Some(unique) = &first.unique {
+            let mut call = script.key(self.keys().unique(&first.queue, &unique.lock.key));
+            call.key(first.delay.map_or(&keys.ready, |_| &keys.delayed))
+                .key(&keys.notify)
+                .arg(first.uuid.to_string())
+                .arg(unique.lasts.as_millis() as u64)
+                .arg(&first.payload)
+                .arg(first.delay.map_or(String::new(), |d| due_arg(Some(d))));
+            return vec![call];
+        }
+        run.chunks(PUSH_CHUNK)
+            .map(|chunk| {
+                let mut call = script.key(first.delay.map_or(&keys.ready, |_| &keys.delayed));
+                call.key(&keys.notify);
+                for envelope in chunk {
+                    if envelope.delay.is_some() {
+                        call.arg(due_arg(envelope.delay));
+                    }
+                    call.arg(&envelope.payload);
+                }
+                call
+            })
+            .collect()
+    }
+
+    /// Sends the planned pipelines; returns what became of each envelope.
+    async fn send(&self, plan: &Plan<'_>, envelopes: &[Envelope]) -> Result<Vec<Dispatched>> {
+        let mut outcomes: Vec<Dispatched> = envelopes
+            .iter()
+            .map(|e| Dispatched::Queued(e.uuid))
+            .collect();
+        for group in &plan.groups {
+            let replies = self
+                .invoke_all::<redis::Value>(&plan.scripts, &group.calls)
+                .await?;
+            for &(call, at) in &group.unique_at {
+                // The holder's uuid; a lock someone else set by hand reads as the nil uuid.
+                let holder = match &replies[call] {
+                    redis::Value::BulkString(bytes) if !bytes.is_empty() => {
+                        Some(String::from_utf8_lossy(bytes).parse().unwrap_or_default())
+                    }
+                    _ => None,
+                };
+                if let (Some(holder), Some(unique)) = (holder, &envelopes[at].unique) {
+                    outcomes[at] = Dispatched::Duplicate(Duplicate {
+                        job: envelopes[at].job.to_string(),
+                        unique_id: unique.unique_id.clone(),
+                        holder,
+                    });
+                }
+            }
+        }
+        Ok(outcomes)
+    }
+
+    /// Tells the `on_queued` listeners of the jobs pushed.
+    fn report_queued(&self, envelopes: &[Envelope], outcomes: &[Dispatched]) {
+        for (envelope, outcome) in envelopes.iter().zip(outcomes) {
+            if outcome.is_duplicate() {
+                continue;
+            }
+            let queued = Queued {
+                uuid: envelope.uuid,
+                job: &envelope.job,
+                queue: &envelope.queue,
+                delay: envelope.delay,
+                payload: &envelope.payload,
+            };
+            for listener in self.on_queued.iter() {
+                let call = std::panic::AssertUnwindSafe(|| listener(&queued));
+                if std::panic::catch_unwind(call).is_err() {
+                    tracing::warn!(uuid = %envelope.uuid, "an on_queued listener panicked");
+                }
+            }
+        }
+    }
+
+    /// Envelopes ready to push: signed with the handle's signing key (`None`: there is none,
+    /// and the envelopes are pushed as they are), each checked for its queue's name and its
+    /// size.
+    pub(crate) fn seal(&self, envelopes: &[Envelope]) -> Result<Option<Vec<Envelope>>> {
+        let signed = match &self.config.signing_key {
+            Some(key) => Some(sign_all(key, envelopes)?),
+            None => None,
+        };
+        for envelope in signed.as_deref().unwrap_or(envelopes) {
+            check_queue_name(&envelope.queue)?;
+            if envelope.payload.len() > self.config.max_payload_bytes {
+                return Err(Error::PayloadTooLarge {
+                    job: envelope.job.to_string(),
+                    size: envelope.payload.len(),
+                    limit: self.config.max_payload_bytes,
+                });
+            }
+        }
+        Ok(signed)
+    }
+
+    /// `envelope` sealed ([`RedisQueue::seal`]): signed, if this handle signs, and checked.
+    pub(crate) fn seal_one(&self, envelope: &Envelope) -> Result<Envelope> {
+        Ok(match self.seal(std::slice::from_ref(envelope))? {
+            Some(mut signed) => signed.remove(0),
+            None => envelope.clone(),
+        })
+    }
+}
+
+/// The script that pushes a run starting with `first`.
+fn script_for(first: &Envelope) -> &'static redis::Script {
+    match (&first.unique, &first.debounce, first.delay) {
+        (Some(_), _, _) => &scripts::PUSH_UNIQUE,
+        (None, Some(_), _) => &scripts::DEBOUNCE,
+        (None, None, Some(_)) => &scripts::LATER,
+        (None, None, None) => &scripts::PUSH,
+    }
+}
+
+/// Splits envelopes into runs of the same queue and kind (ready or delayed), keeping order; a
+/// unique or debounced job is a run of its own.
+fn runs(envelopes: &[Envelope]) -> impl Iterator<Item = &[Envelope]> {
+    let plain = |e: &Envelope| e.unique.is_none() && e.debounce.is_none();
+    envelopes.chunk_by(move |a, b| {
+        a.queue == b.queue && a.delay.is_some() == b.delay.is_some() && plain(a) && plain(b)
+    })
+}
+
+/// Envelopes whose payloads carry their signature under `key`.
+fn sign_all(key: &SigningKey, envelopes: &[Envelope]) -> Result<Vec<Envelope>> {
+    envelopes
+        .iter()
+        .map(|envelope| {
+            let mut payload =
+                Payload::from_json(&envelope.payload).map_err(|source| Error::Unsignable {
+                    job: envelope.job.to_string(),
+                    source,
+                })?;
+            payload.signature = Some(key.sign(&payload));
+            Ok(Envelope {
+                payload: payload.to_json(),
+                ..envelope.clone()
+            })
+        })
+        .collect()
+}

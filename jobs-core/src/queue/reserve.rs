@@ -1,0 +1,87 @@
+//! Where a job is reserved (`pop.lua`), its reservation extended while it runs, and deleted
+//! once it is done.
+
+use redis::AsyncCommands;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::queue::due::seconds_arg;
+use crate::queue::keys::QueueKeys;
+use crate::queue::{scripts, RedisQueue};
+
+/// What one pop returned.
+#[derive(Debug, Clone, Default)]
+pub struct Popped {
+    /// The reserved copies, in queue order: the payloads with `attempts` raised by one.
+    pub jobs: Vec<String>,
+    /// Reserved payloads that are not UTF-8 text, byte for byte: no job can decode them, and
+    /// they must be failed by these exact bytes.
+    pub unreadable: Vec<Vec<u8>>,
+    /// Time until the next delayed job or reservation falls due, by the server's clock.
+    pub next_due: Option<Duration>,
+}
+
+impl RedisQueue {
+    /// Reserves up to `count` jobs of `queue`, after migrating due delayed jobs and expired
+    /// reservations (at most `migrate_limit` of each in this call). Each reservation expires
+    /// `retry_after` from now, by the server's clock.
+    pub(crate) async fn pop(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        count: usize,
+        migrate_limit: usize,
+    ) -> Result<Popped> {
+        let mut call = scripts::POP.key(&queue.ready);
+        call.key(&queue.delayed)
+            .key(&queue.reserved)
+            .key(&queue.notify)
+            .arg(seconds_arg(retry_after))
+            .arg(count.max(1))
+            .arg(migrate_limit.max(1));
+        let (popped, next_due_us): (Vec<Vec<u8>>, i64) = self.invoke(&call).await?;
+        let mut jobs = Vec::with_capacity(popped.len());
+        let mut unreadable = Vec::new();
+        for bytes in popped {
+            match String::from_utf8(bytes) {
+                Ok(job) => jobs.push(job),
+                Err(err) => unreadable.push(err.into_bytes()),
+            }
+        }
+        Ok(Popped {
+            jobs,
+            unreadable,
+            next_due: u64::try_from(next_due_us).ok().map(Duration::from_micros),
+        })
+    }
+
+    /// Deletes finished jobs' reservations of one queue in one call; returns how many were
+    /// still held.
+    pub(crate) async fn delete_many(&self, queue: &QueueKeys, reserved: &[&str]) -> Result<u64> {
+        if reserved.is_empty() {
+            return Ok(0);
+        }
+        self.call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
+            .await
+    }
+
+    /// Pushes the expiry of reservations still held to `retry_after` from now (server time);
+    /// returns how many were still held. A live worker calls this for its running jobs, so a
+    /// long job is never handed to a second worker.
+    pub(crate) async fn extend(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        reserved: &[&str],
+    ) -> Result<u64> {
+        if reserved.is_empty() {
+            return Ok(0);
+        }
+        let mut call = scripts::EXTEND.key(&queue.reserved);
+        call.arg(seconds_arg(retry_after));
+        for member in reserved {
+            call.arg(*member);
+        }
+        self.invoke(&call).await
+    }
+}

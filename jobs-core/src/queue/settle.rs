@@ -1,0 +1,182 @@
+//! Where a job is settled: acknowledged when done (`complete.lua`), released to run again
+//! (`release.lua`), or recorded as failed (`fail.lua`), each with what settling it changes
+//! besides its reservation in the same step.
+//!
+//! The queue layer frees what the job held. Everything else a capability needs done when a job
+//! settles (a chain's next link, a batch's count) it adds as a [`SettleStep`]: on one server
+//! the step adds named effects to the same script call, so the reservation's removal and every
+//! effect are one atomic step; on a cluster, where the keys are in other slots, the step takes
+//! itself in calls of its own that can each be taken again, before the reservation is removed.
+
+use async_trait::async_trait;
+use redis::AsyncCommands;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::payload::failed::FailedJob;
+use crate::queue::due::seconds_arg;
+use crate::queue::effects::Effects;
+use crate::queue::hold::{add_holds, Hold};
+use crate::queue::keys::{KeyLayout, QueueKeys};
+use crate::queue::{scripts, RedisQueue};
+
+/// How a job ended, for the steps that settle it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It is done.
+    Done,
+    /// It failed for good.
+    Failed,
+}
+
+/// A capability's part in settling a job that is done or failed for good.
+#[async_trait]
+pub trait SettleStep: Send + Sync + std::fmt::Debug {
+    /// On one server: adds this step's effects to the settling script's call.
+    async fn effects(&self, queue: &RedisQueue, ending: Ending, effects: &mut Effects)
+        -> Result<()>;
+
+    /// On a cluster: takes this step in calls of its own, each of which can be taken again
+    /// with the same result, before the job's reservation is removed.
+    async fn apart(&self, queue: &RedisQueue, ending: Ending) -> Result<()>;
+
+    /// The group (a batch) this step only counts a done job in, when that is all it does: the
+    /// worker then acknowledges the job together with the group's other finished jobs in one
+    /// call, which counts them in the same step.
+    fn counted_in(&self) -> Option<uuid::Uuid> {
+        None
+    }
+}
+
+/// What settling a job changes besides its reservation, applied in the same step.
+#[derive(Debug, Default)]
+pub struct Settlement {
+    /// What the job held: freed (when it comes back, only what it held for the attempt).
+    pub holds: Vec<Hold>,
+    /// The capabilities' steps: a chain's next link, a batch's count, ...
+    pub steps: Vec<Box<dyn SettleStep>>,
+}
+
+impl RedisQueue {
+    /// Moves a reserved job to the delayed set, due after `delay`, putting `replacement` back
+    /// instead of the reserved copy when given (a requeue that costs no attempt), and freeing
+    /// `holds` in the same step. Returns `false`, changing nothing, when the reservation was no
+    /// longer held.
+    ///
+    /// On a cluster the holds live in other slots: they are freed first, each by its owner, and
+    /// the job is released after.
+    pub(crate) async fn release_with(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+        delay: Duration,
+        replacement: Option<&str>,
+        holds: &[Hold],
+    ) -> Result<bool> {
+        let holds = self.free_apart(holds).await?;
+        let mut call = scripts::RELEASE.key(&queue.reserved);
+        call.key(&queue.delayed)
+            .key(&queue.notify)
+            .arg(reserved)
+            .arg(seconds_arg(delay))
+            .arg(replacement.unwrap_or(""));
+        add_holds(&mut call, holds);
+        let released: u64 = self.invoke(&call).await?;
+        Ok(released == 1)
+    }
+
+    /// Acknowledges a finished job and applies its `settlement` in the same step. Returns
+    /// `false`, changing nothing, when the reservation was no longer held.
+    ///
+    /// On a cluster the holds and the steps' keys live in other slots: they are freed and
+    /// taken first, and the reservation is removed last, so a crash between the two leaves a
+    /// job that runs again rather than a lock that outlives its job.
+    pub(crate) async fn complete(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+        settlement: &Settlement,
+    ) -> Result<bool> {
+        let effects = self.settle_effects(settlement, Ending::Done).await?;
+        let mut call = scripts::COMPLETE.key(&queue.reserved);
+        call.arg(reserved);
+        effects.add_to(&mut call);
+        let completed: u64 = self.invoke(&call).await?;
+        if completed == 2 {
+            tracing::warn!(
+                queue = %queue.name,
+                "a step of settling the job found its state changed while the job ran, and left it as it was"
+            );
+        }
+        Ok(completed >= 1)
+    }
+
+    /// Records a failed job, removing its reservation (`reserved`, as bytes that need not be
+    /// UTF-8; empty for a job that was never reserved) and applying its `settlement`, and
+    /// prunes the failed-job store. For a job with a `failed()` hook, its call is owed in the
+    /// same step as the record (`hook_claim`: how long the worker failing it has to run it
+    /// before another one may; see [`RedisQueue::hook_done`]). Returns `false`, changing
+    /// nothing, when the reservation was no longer held.
+    ///
+    /// On one server this is one atomic script call. On a cluster the reservation and the
+    /// failed-job store live in different slots, so it takes three calls, each within one slot,
+    /// in an order that loses nothing: check that the reservation is held, record the failure,
+    /// then remove the reservation. Should the worker die between the last two, the
+    /// reservation expires and the job runs again; a second failure overwrites the same record.
+    pub(crate) async fn fail_with(
+        &self,
+        queue: &QueueKeys,
+        reserved: &[u8],
+        record: &FailedJob,
+        settlement: &Settlement,
+        hook_claim: Option<Duration>,
+    ) -> Result<bool> {
+        let layout = self.layout();
+        let separate_removal = !reserved.is_empty() && layout == KeyLayout::Cluster;
+        if separate_removal {
+            let held: Option<f64> = self
+                .call(|mut conn| async move { conn.zscore(&queue.reserved, reserved).await })
+                .await?;
+            if held.is_none() {
+                return Ok(false);
+            }
+        }
+        let effects = self.settle_effects(settlement, Ending::Failed).await?;
+        let mut call = scripts::FAIL.key(self.keys().failed_jobs());
+        call.key(self.keys().failed_jobs_index())
+            .key(self.keys().failed_hooks());
+        match layout {
+            KeyLayout::Standalone => call.key(&queue.reserved).arg(reserved),
+            KeyLayout::Cluster => call.arg(""),
+        };
+        call.arg(&record.uuid)
+            .arg(record.to_json())
+            .arg(self.config.failed_max_jobs)
+            .arg(self.config.failed_max_age.as_secs())
+            .arg(hook_claim.map_or(String::new(), seconds_arg));
+        effects.add_to(&mut call);
+        let recorded: u64 = self.invoke(&call).await?;
+        if separate_removal {
+            self.call(
+                |mut conn| async move { conn.zrem::<_, _, ()>(&queue.reserved, reserved).await },
+            )
+            .await?;
+        }
+        Ok(recorded == 1)
+    }
+
+    /// The effects the settling call applies: on one server, the holds and every step's; on a
+    /// cluster none, the holds being freed and the steps taken here, in calls of their own.
+    async fn settle_effects(&self, settlement: &Settlement, ending: Ending) -> Result<Effects> {
+        let holds = self.free_apart(&settlement.holds).await?;
+        let mut effects = Effects::default();
+        effects.holds(holds);
+        for step in &settlement.steps {
+            match self.layout() {
+                KeyLayout::Standalone => step.effects(self, ending, &mut effects).await?,
+                KeyLayout::Cluster => step.apart(self, ending).await?,
+            }
+        }
+        Ok(effects)
+    }
+}

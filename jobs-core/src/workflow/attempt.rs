@@ -1,0 +1,271 @@
+//! A job's workflow as its handler sees it: the chain it is a link of and the batch it belongs
+//! to, read from its payload when the attempt starts ([`AttemptHook`]), and the links and jobs
+//! its handler adds ([`ChainEdits`], [`BatchEdits`]), pushed in the step that settles it as
+//! done ([`WorkflowStep`]).
+
+use std::sync::{Arc, Mutex};
+use uuid::Uuid;
+
+use crate::dispatch::{AnyDispatch, Placement};
+use crate::error::Result;
+use crate::job::attempt::{AttemptHook, AttemptHookRegistration};
+use crate::job::context::JobContext;
+use crate::job::Job;
+use crate::payload::Payload;
+use crate::queue::settle::{Ending, SettleStep};
+use crate::queue::{Envelope, RedisQueue};
+use crate::workflow::progress::{BatchProgress, ChainProgress};
+use crate::workflow::step::{sealed_links, WorkflowStep};
+use crate::PendingDispatch;
+
+/// The workflow state of one attempt, kept in its context's extensions.
+#[derive(Debug, Default)]
+struct WorkflowAttempt {
+    /// The chain the job is a link of (its first job's uuid).
+    chain: Option<Uuid>,
+    /// The batch the job belongs to.
+    batch: Option<Uuid>,
+    /// The links its handler added to its chain.
+    chain_edits: Mutex<ChainAdditions>,
+    /// The jobs its handler added to its batch.
+    batch_added: Mutex<Vec<Envelope>>,
+}
+
+impl WorkflowAttempt {
+    fn of(ctx: &JobContext) -> Arc<WorkflowAttempt> {
+        ctx.extensions().get_or_insert_with(WorkflowAttempt::default)
+    }
+}
+
+impl JobContext {
+    /// The batch this job belongs to, if any: its id, and jobs to add to it once this job is
+    /// done. Read the batch's progress or cancel it through the worker's handle
+    /// ([`RedisQueue::batch`], [`RedisQueue::cancel_batch`]).
+    ///
+    /// ```
+    /// # use jobs_core::{job, Job, JobContext, JobResult};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Serialize, Deserialize)]
+    /// struct ImportPage { page: u64, last: u64 }
+    ///
+    /// #[job]
+    /// impl Job for ImportPage {
+    ///     async fn handle(&self, ctx: &JobContext) -> JobResult {
+    ///         if let (Some(batch), true) = (ctx.batch(), self.page < self.last) {
+    ///             batch.add(ImportPage { page: self.page + 1, last: self.last }.dispatch())?;
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn batch(&self) -> Option<BatchEdits> {
+        let state = WorkflowAttempt::of(self);
+        Some(BatchEdits {
+            batch: state.batch?,
+            queue: self.queue().to_owned(),
+            state,
+        })
+    }
+
+    /// The chain this job is a link of: add links to it, pushed once this job is done. A job
+    /// that is not a link starts a chain this way, whose id is its own uuid.
+    ///
+    /// ```
+    /// # use jobs_core::{job, Job, JobContext, JobResult};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize)] struct Audit { file: u64 }
+    /// # #[job] impl Job for Audit { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+    /// #[derive(Serialize, Deserialize)]
+    /// struct ImportFile { file: u64 }
+    ///
+    /// #[job]
+    /// impl Job for ImportFile {
+    ///     async fn handle(&self, ctx: &JobContext) -> JobResult {
+    ///         ctx.chain().append(Audit { file: self.file }.dispatch())?;
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn chain(&self) -> ChainEdits {
+        let state = WorkflowAttempt::of(self);
+        ChainEdits {
+            chain: state.chain.unwrap_or(self.uuid()),
+            queue: self.queue().to_owned(),
+            state,
+        }
+    }
+
+    /// The chain this job is a link of (its first job's uuid), if it is one.
+    pub fn chain_id(&self) -> Option<Uuid> {
+        WorkflowAttempt::of(self).chain
+    }
+}
+
+/// The chain this job is a link of, or that its handler started, with the links its handler
+/// added (taken: a second call finds none); `None` for a job that is neither.
+pub fn take_chain_edits(ctx: &JobContext) -> Option<(Uuid, ChainAdditions)> {
+    let state = WorkflowAttempt::of(ctx);
+    let edits = std::mem::take(&mut *lock(&state.chain_edits));
+    let added = !edits.prepend.is_empty() || !edits.append.is_empty();
+    match state.chain {
+        Some(chain) => Some((chain, edits)),
+        None if added => Some((ctx.uuid(), edits)),
+        None => None,
+    }
+}
+
+/// The batch this job belongs to and the jobs its handler added to it (taken: a second call
+/// finds none); `None` for a job of no batch.
+pub fn take_batch_added(ctx: &JobContext) -> Option<(Uuid, Vec<Envelope>)> {
+    let state = WorkflowAttempt::of(ctx);
+    let added = std::mem::take(&mut *lock(&state.batch_added));
+    Some((state.batch?, added))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The workflow's part in every attempt.
+struct Workflows;
+
+inventory::submit!(AttemptHookRegistration(&Workflows));
+
+impl AttemptHook for Workflows {
+    fn start(&self, payload: &Payload, ctx: &JobContext) {
+        if payload.chain.is_some() || payload.batch.is_some() {
+            ctx.extensions().insert(WorkflowAttempt {
+                chain: payload.chain,
+                batch: payload.batch,
+                ..WorkflowAttempt::default()
+            });
+        }
+    }
+
+    /// A job that is done pushes the links and jobs its handler added, sealed now; one that
+    /// failed drops them. A link or job that cannot be sealed fails the job that added it.
+    fn settle(
+        &self,
+        ctx: &JobContext,
+        queue: &RedisQueue,
+        ending: Ending,
+    ) -> std::result::Result<Option<Box<dyn SettleStep>>, String> {
+        let chain = take_chain_edits(ctx);
+        let batch = take_batch_added(ctx);
+        let job = ctx.uuid();
+        let step = match ending {
+            Ending::Done => {
+                let built = (|| -> Result<_> {
+                    let chain = match &chain {
+                        Some((id, edits)) => Some(ChainProgress {
+                            id: *id,
+                            link: job,
+                            prepend: sealed_links(queue, &edits.prepend)?,
+                            append: sealed_links(queue, &edits.append)?,
+                        }),
+                        None => None,
+                    };
+                    let batch = match &batch {
+                        Some((id, added)) => Some(BatchProgress {
+                            id: *id,
+                            job,
+                            added: sealed_links(queue, added)?,
+                        }),
+                        None => None,
+                    };
+                    Ok(WorkflowStep { job, chain, batch })
+                })();
+                built.map_err(|err| format!("cannot add a job to its workflow: {err}"))?
+            }
+            Ending::Failed => WorkflowStep {
+                job,
+                chain: ctx.chain_id().map(|chain| ChainProgress::new(chain, job)),
+                batch: batch.map(|(id, _)| BatchProgress::new(id, job)),
+            },
+        };
+        let any = step.chain.is_some() || step.batch.is_some();
+        Ok(any.then(|| Box::new(step) as Box<dyn SettleStep>))
+    }
+}
+
+/// The links a running job adds to its chain, pushed when it is done (in the step that
+/// acknowledges it) and dropped if it is released or fails. Get it from
+/// [`JobContext::chain`](crate::JobContext::chain).
+///
+/// A job that is not a link starts a chain of its own this way: it is the chain's first link.
+#[derive(Debug)]
+pub struct ChainEdits {
+    chain: Uuid,
+    queue: String,
+    state: Arc<WorkflowAttempt>,
+}
+
+/// What a running job's handler added to its chain.
+#[derive(Debug, Default)]
+pub struct ChainAdditions {
+    /// Links to run right after this one, in the order they were prepended.
+    pub prepend: Vec<Envelope>,
+    /// Links to run after the rest of the chain, in order.
+    pub append: Vec<Envelope>,
+}
+
+impl ChainEdits {
+    /// Runs `job` right after this link, before the rest of the chain. Of several prepended
+    /// jobs the last one runs first, as Laravel's `prependToChain`. A job that names no queue
+    /// goes to this link's.
+    pub fn prepend<J: Job>(&self, job: PendingDispatch<J>) -> Result<()> {
+        let envelope = self.envelope(&job)?;
+        self.lock().prepend.push(envelope);
+        Ok(())
+    }
+
+    /// Runs `job` after the rest of the chain. A job that names no queue goes to this link's.
+    pub fn append<J: Job>(&self, job: PendingDispatch<J>) -> Result<()> {
+        let envelope = self.envelope(&job)?;
+        self.lock().append.push(envelope);
+        Ok(())
+    }
+
+    fn envelope(&self, job: &dyn AnyDispatch) -> Result<Envelope> {
+        job.envelope_in(&Placement {
+            chain: Some(self.chain),
+            // The batch the chain's links belong to, which the added links join.
+            batch: self.state.batch,
+            queue: Some(self.queue.clone()),
+            ..Placement::default()
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ChainAdditions> {
+        lock(&self.state.chain_edits)
+    }
+}
+
+/// The batch a running job belongs to: jobs added through it are pushed, and counted in the
+/// batch, once this job is done (in the step that acknowledges it), and dropped if it is
+/// released or fails. Get it from [`JobContext::batch`](crate::JobContext::batch).
+#[derive(Debug)]
+pub struct BatchEdits {
+    batch: Uuid,
+    queue: String,
+    state: Arc<WorkflowAttempt>,
+}
+
+impl BatchEdits {
+    /// The batch's id.
+    pub fn id(&self) -> Uuid {
+        self.batch
+    }
+
+    /// Adds `job` to the batch once this job is done. A job that names no queue goes to this
+    /// job's.
+    pub fn add<J: Job>(&self, job: PendingDispatch<J>) -> Result<()> {
+        let envelope = job.envelope_in(&Placement {
+            batch: Some(self.batch),
+            queue: Some(self.queue.clone()),
+            ..Placement::default()
+        })?;
+        lock(&self.state.batch_added).push(envelope);
+        Ok(())
+    }
+}

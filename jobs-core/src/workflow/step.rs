@@ -1,0 +1,111 @@
+//! The workflow's part in settling a job ([`SettleStep`]): a link of a chain pushes its next
+//! link when it is done and its chain's catch job when it fails for good; a job of a batch is
+//! counted there, and the batch's callbacks pushed when it is the one that finishes it. On one
+//! server these are effects of the settling script call; on a cluster, steps taken apart.
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use crate::error::Result;
+use crate::queue::effects::Effects;
+use crate::queue::settle::{Ending, SettleStep};
+use crate::queue::RedisQueue;
+use crate::workflow::apart::joined_links;
+use crate::workflow::effects;
+use crate::workflow::link::Link;
+use crate::workflow::progress::{BatchProgress, ChainProgress};
+
+/// What settling the job `job` does to its chain and its batch.
+#[derive(Debug)]
+pub(crate) struct WorkflowStep {
+    pub(crate) job: Uuid,
+    pub(crate) chain: Option<ChainProgress>,
+    pub(crate) batch: Option<BatchProgress>,
+}
+
+#[async_trait]
+impl SettleStep for WorkflowStep {
+    async fn effects(&self, queue: &RedisQueue, ending: Ending, into: &mut Effects) -> Result<()> {
+        match ending {
+            Ending::Done => self.done_effects(queue, into).await,
+            Ending::Failed => self.failed_effects(queue, into).await,
+        }
+    }
+
+    async fn apart(&self, queue: &RedisQueue, ending: Ending) -> Result<()> {
+        let (chain, batch) = (self.chain.as_ref(), self.batch.as_ref());
+        match ending {
+            Ending::Done => queue.done_apart(self.job, chain, batch).await,
+            Ending::Failed => queue.failed_apart(self.job, chain, batch).await,
+        }
+    }
+
+    fn counted_in(&self) -> Option<Uuid> {
+        match (&self.chain, &self.batch) {
+            (None, Some(batch)) if batch.added.is_empty() => Some(batch.id),
+            _ => None,
+        }
+    }
+}
+
+impl WorkflowStep {
+    /// The effects of a job that is done, for `complete.lua`: its chain's next link (and the
+    /// batch it starts, when the next link is one) and its count in its batch.
+    async fn done_effects(&self, queue: &RedisQueue, into: &mut Effects) -> Result<()> {
+        if let Some(progress) = &self.chain {
+            if let Some(step) = queue.chain_done(progress).await? {
+                let starts = step.starts;
+                effects::chain_done(into, step);
+                if let Some(batch) = starts {
+                    let (step, parked, links) = queue.batch_start_step(batch).await?;
+                    let links = links
+                        .into_iter()
+                        .map(|link| (String::new(), link.clone(), queue.queue_keys(&link.queue)))
+                        .collect();
+                    effects::batch_start(into, step, parked, links);
+                }
+            }
+        }
+        if let Some(progress) = &self.batch {
+            let joined = joined_links(self.chain.as_ref());
+            let added = progress.added.iter().map(|link| link.stored(queue)).collect();
+            let step = queue.batch_step(progress.id).await?;
+            effects::batch_done(into, step, progress.job, added, &joined);
+        }
+        Ok(())
+    }
+
+    /// The effects of a job that failed for good, for `fail.lua`: its chain's catch job and its
+    /// count in its batch.
+    async fn failed_effects(&self, queue: &RedisQueue, into: &mut Effects) -> Result<()> {
+        if let Some(progress) = &self.chain {
+            let id = progress.id.to_string();
+            effects::chain_failed(
+                into,
+                queue.keys().chain(&id),
+                queue.keys().chain_catch(&id),
+                queue.chain_catch(progress.id).await?,
+                queue.config().failed_max_age,
+            );
+        }
+        if let Some(progress) = &self.batch {
+            let leaving = queue
+                .leaving_batch(self.chain.as_ref(), Some(progress))
+                .await?;
+            let step = queue.batch_step(progress.id).await?;
+            effects::batch_failed(into, step, progress.job, &leaving);
+        }
+        Ok(())
+    }
+}
+
+/// Links sealed by `queue`, for what a handler added to its workflow.
+pub(crate) fn sealed_links(
+    queue: &RedisQueue,
+    envelopes: &[crate::queue::Envelope],
+) -> Result<Vec<Link>> {
+    envelopes
+        .iter()
+        .map(|envelope| Link::sealed(queue, envelope))
+        .collect()
+}
