@@ -88,11 +88,8 @@ impl Job for Guarded {
 
     async fn handle(&self, ctx: &JobContext) -> JobResult {
         let queue = RedisQueue::default_handle()?;
-        let mut conn = queue.connection();
         let counter = running_key(&self.group);
-        let running: i64 = queue
-            .timed(redis::AsyncCommands::incr(&mut conn, &counter, 1))
-            .await?;
+        let running: i64 = queue.query(redis::cmd("INCR").arg(&counter)).await?;
         let entry = serde_json::json!({
             "n": self.n,
             "uuid": ctx.uuid(),
@@ -102,11 +99,7 @@ impl Job for Guarded {
         });
         append(GUARDED_KEY, entry).await?;
         tokio::time::sleep(Duration::from_millis(self.ms)).await;
-        queue
-            .timed(redis::AsyncCommands::decr::<_, _, i64>(
-                &mut conn, &counter, 1,
-            ))
-            .await?;
+        queue.query::<i64>(redis::cmd("DECR").arg(&counter)).await?;
         let finished = serde_json::json!({
             "n": self.n,
             "uuid": ctx.uuid(),

@@ -253,13 +253,8 @@ async fn record_failure(ctx: &FailedContext) {
 /// Appends `entry` to the Redis list `key`, through the worker's handle.
 async fn append(key: &str, entry: serde_json::Value) -> Result<(), jobs_core::Error> {
     let queue = RedisQueue::default_handle()?;
-    let mut conn = queue.connection();
     queue
-        .timed(redis::AsyncCommands::rpush::<_, _, ()>(
-            &mut conn,
-            key,
-            entry.to_string(),
-        ))
+        .query(redis::cmd("RPUSH").arg(key).arg(entry.to_string()))
         .await
 }
 
@@ -277,10 +272,7 @@ pub async fn fresh_demo(queue_name: &str, records: &str) -> Result<RedisQueue, j
     let queue = RedisQueue::from_env()?;
     RedisQueue::set_default(queue.clone());
     queue.clear(queue_name).await?;
-    let mut conn = queue.connection();
-    queue
-        .timed(redis::AsyncCommands::del::<_, ()>(&mut conn, records))
-        .await?;
+    queue.query::<()>(redis::cmd("DEL").arg(records)).await?;
     Ok(queue)
 }
 

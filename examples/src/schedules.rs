@@ -2,7 +2,7 @@
 //! seconds and a nightly report in Paris time, each a `Step` that records when it ran.
 
 use jobs_core::schedule::{self, Missed, Schedule};
-use jobs_core::Job;
+
 use std::time::Duration;
 
 use crate::Step;

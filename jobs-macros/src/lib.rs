@@ -251,5 +251,14 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
         #krate::__private::inventory::submit! {
             #krate::JobRegistration::of::<#self_ty>()
         }
+
+        impl #self_ty {
+            /// Starts a dispatch of this job; await it (after any of `.delay()`, `.on_queue()`,
+            /// ...) to push the job.
+            #[allow(dead_code, unreachable_pub)]
+            pub fn dispatch(self) -> #krate::PendingDispatch<Self> {
+                #krate::PendingDispatch::new(self)
+            }
+        }
     })
 }

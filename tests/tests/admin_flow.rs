@@ -3,9 +3,10 @@
 //! per-minute metrics). Pause and restart are tested through the `jobsctl` command (jobs_cli.rs).
 
 use examples::{Flaky, Noop, Panic};
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::admin::{Admin, AdminError, FailedFilter, FailedSelection, Section};
 use jobs_core::queue::keys::{self, QueueKeys};
-use jobs_core::{Job, Payload};
+use jobs_core::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};

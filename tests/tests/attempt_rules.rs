@@ -3,7 +3,7 @@
 //! `failed()` hook runs once when it fails for good, whatever the reason.
 
 use examples::{FailSlowly, Flaky, Panic, FAILED_HOOKS_KEY};
-use jobs_core::{Job, Payload};
+use jobs_core::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;

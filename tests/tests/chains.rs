@@ -5,7 +5,7 @@
 
 use examples::{Caught, RebuildIndex, Step};
 use jobs_core::workflow::{Chain, Link};
-use jobs_core::{Error, Job, Payload};
+use jobs_core::{Error, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::steps::labels;

@@ -6,8 +6,9 @@
 //! (push onto the queue, remove the failed-job record) are in different slots.
 
 use examples::{Flaky, Guarded, Noop, Panic, RebuildIndex};
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::queue::keys::KeyLayout;
-use jobs_core::{Bulk, FailedJob, Job, QueueConfig};
+use jobs_core::{Bulk, FailedJob, QueueConfig};
 use redis::AsyncCommands;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -661,8 +662,9 @@ async fn chains_and_batches_take_each_step_once_across_slots() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workflow_step_taken_again_after_a_crash_pushes_nothing_twice() {
     use examples::Step;
+    use jobs_core::__worker::Settlement;
     use jobs_core::workflow::{Batch, BatchProgress, Chain, ChainProgress};
-    use jobs_core::{Payload, Settlement};
+    use jobs_core::Payload;
     let cluster = TestCluster::start();
     let queue = cluster.queue();
     let chain = Chain::new(Step::new("first").dispatch().on_queue("high"))
@@ -685,10 +687,7 @@ async fn a_workflow_step_taken_again_after_a_crash_pushes_nothing_twice() {
     let high = queue.queue_keys("high");
     let popped = queue.pop(&high, retry_after, 1, 10).await.unwrap();
     let link = Payload::from_json(&popped.jobs[0]).unwrap();
-    let settlement = Settlement {
-        chain: Some(ChainProgress::new(chain, link.uuid)),
-        ..Settlement::default()
-    };
+    let settlement = Settlement::from(ChainProgress::new(chain, link.uuid));
     for _ in 0..2 {
         queue
             .complete(&high, &popped.jobs[0], &settlement)
@@ -705,10 +704,7 @@ async fn a_workflow_step_taken_again_after_a_crash_pushes_nothing_twice() {
     let normal = queue.queue_keys("normal");
     let popped = queue.pop(&normal, retry_after, 1, 10).await.unwrap();
     let job = Payload::from_json(&popped.jobs[0]).unwrap();
-    let settlement = Settlement {
-        batch: Some(BatchProgress::new(batch, job.uuid)),
-        ..Settlement::default()
-    };
+    let settlement = Settlement::from(BatchProgress::new(batch, job.uuid));
     for _ in 0..2 {
         queue
             .complete(&normal, &popped.jobs[0], &settlement)

@@ -4,7 +4,7 @@
 //! on one server and on a Redis Cluster (`<test>::one_server`, `<test>::cluster`).
 
 use examples::{Flaky, Noop, Panic};
-use jobs_core::{Job, Payload};
+use jobs_core::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::dashboard::Dashboard;

@@ -10,7 +10,7 @@
 //! The screenshot goes to `$DASHBOARD_SCREENSHOT`, else to cargo's test temporary directory.
 
 use examples::{Flaky, Noop, Panic, Sleep};
-use jobs_core::{Job, Payload};
+use jobs_core::Payload;
 use redis::AsyncCommands;
 use std::path::{Path, PathBuf};
 use std::process::Command;

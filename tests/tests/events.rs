@@ -2,7 +2,7 @@
 //! worker run in this process against a real redis-server.
 
 use examples::{Flaky, Guarded, Noop, Panic, RebuildIndex};
-use jobs_core::{Bulk, Job};
+use jobs_core::Bulk;
 use jobs_worker::events::{Cause, JobEvent, Listener};
 use jobs_worker::{Exit, Worker, WorkerConfig};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -6,7 +6,7 @@
 
 use examples::{Record, Sleep, RECORDS_KEY};
 use jobs_core::queue::keys::QueueKeys;
-use jobs_core::{Bulk, Error, Job, Payload, QueueConfig, RedisQueue};
+use jobs_core::{Bulk, Error, Payload, QueueConfig, RedisQueue};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use std::collections::{HashMap, HashSet};

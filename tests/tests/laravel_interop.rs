@@ -7,7 +7,7 @@
 //! Laravel job class runs on a Rust worker, encrypted ones with the app's key.
 
 use examples::{SendInvoice, Shared, INVOICES_KEY, RECORDS_KEY, SHARED_KEY};
-use jobs_core::{Job, QueueConfig, RedisQueue};
+use jobs_core::{QueueConfig, RedisQueue};
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
 use std::process::Command;

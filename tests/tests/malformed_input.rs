@@ -8,7 +8,7 @@
 
 use examples::{Noop, Sleep};
 use jobs_core::queue::keys::QueueKeys;
-use jobs_core::{Job, Payload, QueueConfig};
+use jobs_core::{Payload, QueueConfig};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;

@@ -7,7 +7,6 @@
 use examples::{Noop, Panic, Sleep};
 use jobs_core::admin::telemetry::Outcome;
 use jobs_core::admin::Admin;
-use jobs_core::Job;
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -7,7 +7,6 @@ use examples::{Noop, RebuildIndex, RefreshCache};
 use jobs_core::admin::telemetry::{Outcome, RecentJob};
 use jobs_core::admin::{Admin, BatchFilter, BatchState, RecentFilter, UniqueFilter};
 use jobs_core::workflow::Batch;
-use jobs_core::Job;
 use redis::AsyncCommands;
 use std::collections::HashSet;
 use tests::dashboard::Dashboard;

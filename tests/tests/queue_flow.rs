@@ -1,6 +1,7 @@
 //! The queue flow of `RedisQueue`, without a worker, against a real redis-server: each test
 //! starts its own server and checks the exact Redis state Laravel's flow leaves behind.
 
+use jobs_core::__worker::WorkerQueue;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

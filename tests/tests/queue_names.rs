@@ -4,7 +4,7 @@
 
 use examples::Noop;
 use jobs_core::queue::keys::InvalidQueueName;
-use jobs_core::{Bulk, Error, Job};
+use jobs_core::{Bulk, Error};
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;
 use tests::worker_process::WorkerProcess;

@@ -4,7 +4,7 @@
 
 use examples::{now_ms, Flaky, Noop, Record, RECORDS_KEY};
 use jobs_core::queue::keys::QueueKeys;
-use jobs_core::{Bulk, Error, Job, Payload, QueueConfig, RedisQueue, SigningKey};
+use jobs_core::{Bulk, Error, Payload, QueueConfig, RedisQueue, SigningKey};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;

@@ -2,7 +2,6 @@
 //! and the dashboard's search to find a job.
 
 use examples::Flaky;
-use jobs_core::Job;
 use std::time::Duration;
 use tests::dashboard::Dashboard;
 use tests::jobs_command::JobsCommand;

@@ -7,7 +7,7 @@
 
 use examples::Noop;
 use jobs_core::admin::Admin;
-use jobs_core::{Job, RedisQueue};
+use jobs_core::RedisQueue;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! that runs past its timeout is stopped by the timeout alone.
 
 use examples::{Block, Noop, Sleep};
-use jobs_core::{Job, Payload};
+use jobs_core::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;

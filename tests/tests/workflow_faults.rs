@@ -4,7 +4,7 @@
 
 use examples::{Caught, Step};
 use jobs_core::workflow::{Batch, BatchStatus, Chain};
-use jobs_core::{Job, Payload};
+use jobs_core::Payload;
 use redis::AsyncCommands;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};

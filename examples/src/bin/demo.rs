@@ -4,7 +4,6 @@
 
 use anyhow::{bail, Context};
 use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep, RECORDS_KEY};
-use jobs_core::Job;
 use jobs_worker::{Worker, WorkerConfig};
 use std::time::{Duration, Instant};
 
@@ -18,7 +17,6 @@ async fn main() -> anyhow::Result<()> {
     let queue = examples::fresh_demo(QUEUE, RECORDS_KEY)
         .await
         .with_context(|| format!("cannot reach Redis at {url}"))?;
-    let mut conn = queue.connection();
 
     println!("Dispatching to queue {QUEUE:?} on {url}:");
     let noop = Noop {}.dispatch().on_queue(QUEUE).await?;
@@ -74,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
         stats.failed()
     );
     let records: Vec<String> = queue
-        .timed(redis::AsyncCommands::lrange(&mut conn, RECORDS_KEY, 0, -1))
+        .query(redis::cmd("LRANGE").arg(RECORDS_KEY).arg(0).arg(-1))
         .await?;
     for entry in records {
         let entry: serde_json::Value = serde_json::from_str(&entry)?;

@@ -6,7 +6,7 @@
 use anyhow::{bail, Context};
 use clap::Parser;
 use examples::{Caught, Step, STEPS_KEY};
-use jobs_core::{Batch, Chain, Job};
+use jobs_core::{Batch, Chain};
 use jobs_worker::{Worker, WorkerConfig};
 use std::time::{Duration, Instant};
 
@@ -32,7 +32,6 @@ async fn main() -> anyhow::Result<()> {
     let queue = examples::fresh_demo(QUEUE, STEPS_KEY)
         .await
         .with_context(|| format!("cannot reach Redis at {url}"))?;
-    let mut conn = queue.connection();
 
     let step = |label: &str, ms: u64| {
         Step {
@@ -130,7 +129,7 @@ async fn main() -> anyhow::Result<()> {
 
     println!("\nWhat ran, in order (rows summed up):");
     let steps: Vec<String> = queue
-        .timed(redis::AsyncCommands::lrange(&mut conn, STEPS_KEY, 0, -1))
+        .query(redis::cmd("LRANGE").arg(STEPS_KEY).arg(0).arg(-1))
         .await?;
     let mut rows = 0;
     for entry in steps {

@@ -121,4 +121,3 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
 }
-

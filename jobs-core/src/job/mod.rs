@@ -20,8 +20,8 @@ use serde::Serialize;
 use crate::job::backoff::Backoff;
 use crate::job::context::JobContext;
 use crate::job::failed::FailedContext;
-use crate::job::unique::UniqueUntil;
 use crate::job::middleware::Layer;
+use crate::job::unique::UniqueUntil;
 
 /// A unit of background work: a plain serializable struct with an async handler.
 ///

@@ -115,10 +115,12 @@ pub(crate) async fn run_holding(
 /// The worker's Redis handle, or the error a Redis-backed middleware ends the attempt with
 /// when the job runs without one (or with a fake queue's, in a test).
 pub(crate) fn redis<'c>(ctx: &'c JobContext, what: &str) -> Result<&'c RedisQueue, JobError> {
-    ctx.redis().filter(|redis| !redis.is_offline()).ok_or_else(|| {
-        JobError::msg(format!(
+    ctx.redis()
+        .filter(|redis| !redis.is_offline())
+        .ok_or_else(|| {
+            JobError::msg(format!(
             "{what} keeps its state in Redis: run the job in a worker, or synchronously with a \
              real Redis handle (jobs_worker::testing::Run::via)"
         ))
-    })
+        })
 }

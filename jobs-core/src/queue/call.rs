@@ -33,14 +33,22 @@ impl RedisQueue {
         }
     }
 
-    /// Sends one command ([`RedisQueue::call`]).
-    pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
+    /// Sends one command of one's own through this handle's connection, under its command
+    /// timeout, made once more on a fresh connection when the first met a refused one (a
+    /// handler keeping a counter of its own, say).
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: jobs_core::RedisQueue) -> Result<(), jobs_core::Error> {
+    /// let seen: i64 = queue.query(redis::cmd("INCR").arg("imports:seen")).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
         self.call(|mut conn| async move { cmd.query_async(&mut conn).await })
             .await
     }
 
-    /// Sends one pipeline ([`RedisQueue::call`]).
-    pub(crate) async fn query_pipe<T: FromRedisValue>(&self, pipe: &Pipeline) -> Result<T> {
+    /// Sends one pipeline of one's own, as [`RedisQueue::query`] sends a command.
+    pub async fn query_pipe<T: FromRedisValue>(&self, pipe: &Pipeline) -> Result<T> {
         self.call(|mut conn| async move { pipe.query_async(&mut conn).await })
             .await
     }

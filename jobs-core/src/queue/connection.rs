@@ -13,9 +13,9 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::queue::config::QueueConfig;
 use crate::queue::keys::KeyLayout;
 use crate::queue::url::{redact_url, redis_client, tls_certificates, unusable_ca};
-use crate::queue::config::QueueConfig;
 
 /// URL scheme that names a Redis Cluster by some of its nodes:
 /// `redis+cluster://host:port,host:port/`.

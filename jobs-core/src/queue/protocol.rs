@@ -27,7 +27,11 @@ pub trait WorkerQueue: Sync {
     ) -> impl Future<Output = Result<Popped>> + Send;
 
     /// Deletes a finished job's reservation; `false` when it was no longer held.
-    fn delete(&self, queue: &QueueKeys, reserved: &str) -> impl Future<Output = Result<bool>> + Send;
+    fn delete(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+    ) -> impl Future<Output = Result<bool>> + Send;
 
     /// Deletes finished jobs' reservations of one queue; returns how many were still held.
     fn delete_many(
@@ -92,7 +96,8 @@ pub trait WorkerQueue: Sync {
     ) -> impl Future<Output = Result<bool>> + Send {
         async move {
             let settlement = Settlement::default();
-            self.fail_with(queue, reserved, record, &settlement, None).await
+            self.fail_with(queue, reserved, record, &settlement, None)
+                .await
         }
     }
 
@@ -107,7 +112,11 @@ pub trait WorkerQueue: Sync {
     ) -> impl Future<Output = Result<bool>> + Send;
 
     /// Renews the holds of running jobs for `lease` (`hold.rs`).
-    fn renew_holds(&self, holds: &[Hold], lease: Duration) -> impl Future<Output = Result<u64>> + Send;
+    fn renew_holds(
+        &self,
+        holds: &[Hold],
+        lease: Duration,
+    ) -> impl Future<Output = Result<u64>> + Send;
 
     /// Reports a failed job's `failed()` hook done (`failed.rs`).
     fn hook_done(&self, uuid: &str) -> impl Future<Output = Result<()>> + Send;
@@ -148,11 +157,21 @@ impl WorkerQueue for RedisQueue {
         RedisQueue::delete_many(self, queue, reserved).await
     }
 
-    async fn extend(&self, queue: &QueueKeys, retry_after: Duration, reserved: &[&str]) -> Result<u64> {
+    async fn extend(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        reserved: &[&str],
+    ) -> Result<u64> {
         RedisQueue::extend(self, queue, retry_after, reserved).await
     }
 
-    async fn complete(&self, queue: &QueueKeys, reserved: &str, settlement: &Settlement) -> Result<bool> {
+    async fn complete(
+        &self,
+        queue: &QueueKeys,
+        reserved: &str,
+        settlement: &Settlement,
+    ) -> Result<bool> {
         RedisQueue::complete(self, queue, reserved, settlement).await
     }
 

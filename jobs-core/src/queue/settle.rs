@@ -33,8 +33,12 @@ pub enum Ending {
 #[async_trait]
 pub trait SettleStep: Send + Sync + std::fmt::Debug {
     /// On one server: adds this step's effects to the settling script's call.
-    async fn effects(&self, queue: &RedisQueue, ending: Ending, effects: &mut Effects)
-        -> Result<()>;
+    async fn effects(
+        &self,
+        queue: &RedisQueue,
+        ending: Ending,
+        effects: &mut Effects,
+    ) -> Result<()>;
 
     /// On a cluster: takes this step in calls of its own, each of which can be taken again
     /// with the same result, before the job's reservation is removed.

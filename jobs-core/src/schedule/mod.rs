@@ -29,7 +29,6 @@ use crate::job::Job;
 use crate::queue::Envelope;
 use crate::PendingDispatch;
 
-
 /// What to do with ticks missed while no worker ran the schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Missed {

@@ -338,6 +338,13 @@ impl OfflineSchedule for Recorder {
         envelope: &'a Envelope,
         overlap_lock: Option<(String, std::time::Duration)>,
     ) -> BoxFuture<'a, Fired> {
-        Box::pin(Recorder::fire(self, queue, name, tick, envelope, overlap_lock))
+        Box::pin(Recorder::fire(
+            self,
+            queue,
+            name,
+            tick,
+            envelope,
+            overlap_lock,
+        ))
     }
 }

@@ -84,7 +84,9 @@ impl RedisQueue {
     /// The uuids of the links the chain `id` keeps, in order.
     pub(crate) async fn chain_rest(&self, id: Uuid) -> Result<Vec<Uuid>> {
         let key = self.keys().chain(&id.to_string());
-        let stored: Vec<String> = self.query(redis::cmd("LRANGE").arg(key).arg(0).arg(-1)).await?;
+        let stored: Vec<String> = self
+            .query(redis::cmd("LRANGE").arg(key).arg(0).arg(-1))
+            .await?;
         Ok(stored
             .iter()
             .filter_map(|link| Link::decode(link).map(|link| link.uuid))

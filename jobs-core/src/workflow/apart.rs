@@ -165,7 +165,13 @@ impl RedisQueue {
 pub(crate) fn joined_links(chain: Option<&ChainProgress>) -> Vec<Uuid> {
     chain
         .iter()
-        .flat_map(|chain| chain.prepend.iter().chain(&chain.append).map(|link| link.uuid))
+        .flat_map(|chain| {
+            chain
+                .prepend
+                .iter()
+                .chain(&chain.append)
+                .map(|link| link.uuid)
+        })
         .collect()
 }
 

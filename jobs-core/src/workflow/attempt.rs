@@ -33,7 +33,8 @@ struct WorkflowAttempt {
 
 impl WorkflowAttempt {
     fn of(ctx: &JobContext) -> Arc<WorkflowAttempt> {
-        ctx.extensions().get_or_insert_with(WorkflowAttempt::default)
+        ctx.extensions()
+            .get_or_insert_with(WorkflowAttempt::default)
     }
 }
 

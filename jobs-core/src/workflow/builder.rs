@@ -3,7 +3,6 @@
 //! chain, chains as jobs of a batch), so both are defined here; [`plan`](super::plan) seals
 //! them for Redis and [`start`](super::start) pushes them.
 
-
 use crate::dispatch::AnyDispatch;
 use crate::error::Result;
 use crate::job::delay::Delay;

@@ -246,4 +246,3 @@ pub(crate) struct Opening {
     pub(crate) allow_failures: bool,
     pub(crate) callbacks: Callbacks,
 }
-

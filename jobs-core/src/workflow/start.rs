@@ -363,4 +363,3 @@ fn add_member(
             .map_or(String::new(), Link::encode),
     );
 }
-

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::error::Result;
 use crate::queue::effects::Effects;
-use crate::queue::settle::{Ending, SettleStep};
+use crate::queue::settle::{Ending, SettleStep, Settlement};
 use crate::queue::RedisQueue;
 use crate::workflow::apart::joined_links;
 use crate::workflow::effects;
@@ -68,7 +68,11 @@ impl WorkflowStep {
         }
         if let Some(progress) = &self.batch {
             let joined = joined_links(self.chain.as_ref());
-            let added = progress.added.iter().map(|link| link.stored(queue)).collect();
+            let added = progress
+                .added
+                .iter()
+                .map(|link| link.stored(queue))
+                .collect();
             let step = queue.batch_step(progress.id).await?;
             effects::batch_done(into, step, progress.job, added, &joined);
         }
@@ -108,4 +112,34 @@ pub(crate) fn sealed_links(
         .iter()
         .map(|envelope| Link::sealed(queue, envelope))
         .collect()
+}
+
+impl From<ChainProgress> for Settlement {
+    /// Settling a link of a chain that belongs to no batch.
+    fn from(chain: ChainProgress) -> Settlement {
+        let step = WorkflowStep {
+            job: chain.link,
+            chain: Some(chain),
+            batch: None,
+        };
+        Settlement {
+            holds: Vec::new(),
+            steps: vec![Box::new(step)],
+        }
+    }
+}
+
+impl From<BatchProgress> for Settlement {
+    /// Settling a job of a batch that is no link of a chain.
+    fn from(batch: BatchProgress) -> Settlement {
+        let step = WorkflowStep {
+            job: batch.job,
+            chain: None,
+            batch: Some(batch),
+        };
+        Settlement {
+            holds: Vec::new(),
+            steps: vec![Box::new(step)],
+        }
+    }
 }

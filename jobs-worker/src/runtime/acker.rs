@@ -8,6 +8,7 @@
 //! Acknowledgements that cannot be delivered (Redis is unreachable) are kept and sent again,
 //! with whatever finished meanwhile, until Redis answers.
 
+use jobs_core::__worker::{complete_in_batch, WorkerQueue};
 use jobs_core::queue::keys::QueueKeys;
 use jobs_core::RedisQueue;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -189,7 +190,7 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> jobs_co
                 let reserved: Vec<&str> = members.iter().map(|(raw, _)| *raw).collect();
                 queue.delete_many(keys, &reserved).await
             }
-            Some(batch) => queue.complete_in_batch(keys, batch, &members).await,
+            Some(batch) => complete_in_batch(queue, keys, batch, &members).await,
         };
         match sent {
             Ok(held) => {

@@ -3,6 +3,7 @@
 //! a job's code runs.
 
 use futures_util::FutureExt;
+use jobs_core::__worker::{start_attempt, AttemptSetup};
 use jobs_core::middleware::{panic_message, Layer, Middleware, Next, Panicked};
 use jobs_core::queue::hold::{Hold, HoldUntil, Holds};
 use jobs_core::{JobContext, RedisQueue, Request, UniqueUntil};
@@ -56,10 +57,9 @@ pub(crate) async fn run(
     let ctx = Arc::new(
         JobContext::new(payload.uuid, &payload.job, queue, payload.attempts)
             .with_redis(around.redis.clone(), around.config.retry_after)
-            .with_holds(around.holds)
-            .with_chain(payload.chain)
-            .with_batch(payload.batch),
+            .with_holds(around.holds),
     );
+    start_attempt(payload, &ctx);
     let unique_lock = payload.unique.as_ref().map(|unique| {
         let hold = Hold {
             key: around.redis.keys().unique(queue, &unique.key),

@@ -10,6 +10,7 @@
 //! time only when a worker dies between running it and removing its entry.
 
 use futures_util::FutureExt;
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::middleware::panic_message;
 use jobs_core::{FailedContext, RedisQueue};
 use std::panic::AssertUnwindSafe;

@@ -7,6 +7,7 @@
 //! over is left to expire too. What running jobs hold through their middleware (funnel
 //! slots, overlap locks) is renewed the same way.
 
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::queue::hold::{Hold, Holds};
 use jobs_core::RedisQueue;
 use std::collections::HashMap;

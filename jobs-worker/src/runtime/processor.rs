@@ -6,10 +6,9 @@
 //! [`settle`](super::settle) -> tell the listeners -> run a failed job's `failed()` hook
 //! ([`hooks`](super::hooks)).
 
+use jobs_core::__worker::{settle_steps, Ending, SettleStep};
 use jobs_core::middleware::Layer;
 use jobs_core::queue::hold::Holds;
-use jobs_core::queue::Envelope;
-use jobs_core::workflow::{BatchProgress, ChainProgress, Link};
 use jobs_core::{FailedContext, JobContext, RedisQueue};
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,13 +18,13 @@ use tracing::Instrument;
 use crate::config::WorkerConfig;
 use crate::events::{Cause, JobEvent, Listeners};
 use crate::runtime::cancelled::CancelledBatches;
-use crate::runtime::decode::decode;
+use crate::runtime::decode::{decode, Decoded, Undecodable};
 use crate::runtime::execute::{self, job_span, Surroundings};
 use crate::runtime::hooks;
-use crate::runtime::lease::Running;
+use crate::runtime::lease::{Held, Running};
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::Verdict;
-use crate::runtime::settle::{AttemptEffects, Settled, Settler, Workflow};
+use crate::runtime::settle::{AttemptEffects, Settled, Settler};
 
 /// Runs jobs and settles them. One processor serves every job task of a worker.
 pub(crate) struct Processor {
@@ -94,190 +93,168 @@ impl Processor {
         let holds = Arc::new(Holds::default());
         let held = self.running.hold(&job, holds.clone());
         let _counted = crate::prometheus::running_job();
-        let decoded = decode(&job, self.settler.queue.config());
-        match decoded {
+        match decode(&job, self.settler.queue.config()) {
             Ok(decoded) => {
                 let payload = &decoded.payload;
-                let uuid = payload.uuid.to_string();
                 let span = job_span(
                     &payload.display_name,
-                    &uuid,
+                    &payload.uuid.to_string(),
                     &job.queue.name,
                     payload.attempts,
                 );
-                async {
-                    let around = Surroundings {
-                        config: &self.config,
-                        middleware: &self.middleware,
-                        redis: &self.redis,
-                        holds,
-                        cancelled: Some(&self.cancelled),
-                        started,
-                    };
-                    // Listeners and hooks run boxed, so a worker without them carries none of
-                    // their state in every job's future.
-                    let event = (!self.listeners.is_empty()).then(|| JobEvent {
-                        uuid: payload.uuid,
-                        job: payload.job.clone(),
-                        display_name: payload.display_name.clone(),
-                        queue: job.queue.name.clone(),
-                        attempt: payload.attempts,
-                    });
-                    if let Some(event) = &event {
-                        let processing = self.listeners.emit("processing", |l| l.processing(event));
-                        Box::pin(processing).await;
-                    }
-                    // Boxed: the attempt's state is large, and this future is moved into its
-                    // task and polled often.
-                    let (verdict, error, ctx) = Box::pin(execute::run(
-                        around,
-                        &decoded,
-                        &job.queue.name,
-                        Some(&held),
-                        interrupt,
-                    ))
-                    .await;
-                    let (verdict, workflow) = workflow_progress(&self.settler.queue, &ctx, verdict);
-                    let reported = event.map(|event| (event, verdict.clone(), error.clone()));
-                    let id = JobId {
-                        uuid: &uuid,
-                        job: &payload.job,
-                        attempt: payload.attempts,
-                        tags: &payload.tags,
-                        failed_hook: matches!(verdict, Verdict::Fail(_))
-                            && decoded.registration.options().failed_hook,
-                    };
-                    let failure = match &verdict {
-                        Verdict::Fail(reason) => Some(reason.clone()),
-                        _ => None,
-                    };
-                    let failed_in_batch = matches!(verdict, Verdict::Fail(_))
-                        .then_some(payload.batch)
-                        .flatten();
-                    let settled = self
-                        .settler
-                        .settle(
-                            job,
-                            id,
-                            verdict,
-                            error,
-                            started,
-                            AttemptEffects {
-                                holds: ctx.holds(),
-                                workflow,
-                            },
-                        )
-                        .await;
-                    // The failure may have cancelled the batch: its next job here reads again.
-                    if let Some(batch) = failed_in_batch {
-                        self.cancelled.forget(batch);
-                    }
-                    if let Some((event, verdict, error)) = reported {
-                        Box::pin(self.report(&event, &verdict, error.as_deref(), settled)).await;
-                    }
-                    if let (Settled::Failed { recorded: true }, Some(reason)) = (settled, failure) {
-                        let failed = FailedContext::new(
-                            ctx.uuid(),
-                            ctx.job_name(),
-                            ctx.queue(),
-                            ctx.attempt(),
-                            reason,
-                        );
-                        let queue = &self.settler.queue;
-                        Box::pin(hooks::run(queue, &self.config, &decoded, failed)).await;
-                    }
-                    settled
-                }
-                .instrument(span)
-                .await
-            }
-            Err(undecodable) => {
-                let span = tracing::info_span!(
-                    "job",
-                    job = "?",
-                    uuid = %undecodable.uuid,
-                    queue = %job.queue.name,
-                );
-                let verdict = Verdict::Fail(undecodable.reason);
-                let id = JobId {
-                    uuid: &undecodable.uuid,
-                    job: &undecodable.job,
-                    attempt: 0,
-                    tags: &[],
-                    failed_hook: false,
+                let attempt = Attempt {
+                    job,
+                    decoded: &decoded,
+                    holds,
+                    held: &held,
+                    started,
                 };
-                self.settler
-                    .settle(
-                        job,
-                        id,
-                        verdict,
-                        None,
-                        started,
-                        AttemptEffects {
-                            holds: &Holds::default(),
-                            workflow: None,
-                        },
-                    )
-                    .instrument(span)
-                    .await
+                self.run(attempt, interrupt).instrument(span).await
             }
+            Err(undecodable) => self.fail_undecodable(job, undecodable, started).await,
         }
+    }
+
+    /// Runs a decoded job, settles it, tells the listeners and runs its `failed()` hook.
+    async fn run(&self, attempt: Attempt<'_>, interrupt: CancellationToken) -> Settled {
+        let Attempt {
+            job,
+            decoded,
+            holds,
+            held,
+            started,
+        } = attempt;
+        let payload = &decoded.payload;
+        let uuid = payload.uuid.to_string();
+        let around = Surroundings {
+            config: &self.config,
+            middleware: &self.middleware,
+            redis: &self.redis,
+            holds,
+            cancelled: Some(&self.cancelled),
+            started,
+        };
+        // Listeners and hooks run boxed, so a worker without them carries none of their state
+        // in every job's future.
+        let event = (!self.listeners.is_empty()).then(|| JobEvent {
+            uuid: payload.uuid,
+            job: payload.job.clone(),
+            display_name: payload.display_name.clone(),
+            queue: job.queue.name.clone(),
+            attempt: payload.attempts,
+        });
+        if let Some(event) = &event {
+            let processing = self.listeners.emit("processing", |l| l.processing(event));
+            Box::pin(processing).await;
+        }
+        // Boxed: the attempt's state is large, and this future is moved into its task and
+        // polled often.
+        let attempt = execute::run(around, decoded, &job.queue.name, Some(held), interrupt);
+        let (verdict, error, ctx) = Box::pin(attempt).await;
+        let (verdict, steps) = attempt_steps(&self.settler.queue, &ctx, verdict);
+        let reported = event.map(|event| (event, verdict.clone(), error.clone()));
+        let failed = matches!(verdict, Verdict::Fail(_));
+        let id = JobId {
+            uuid: &uuid,
+            job: &payload.job,
+            attempt: payload.attempts,
+            tags: &payload.tags,
+            failed_hook: failed && decoded.registration.options().failed_hook,
+        };
+        let failure = match &verdict {
+            Verdict::Fail(reason) => Some(reason.clone()),
+            _ => None,
+        };
+        let effects = AttemptEffects {
+            holds: ctx.holds(),
+            steps,
+        };
+        let settled = self
+            .settler
+            .settle(job, id, verdict, error, started, effects)
+            .await;
+        // The failure may have cancelled the batch: its next job here reads again.
+        if let (true, Some(batch)) = (failed, payload.batch) {
+            self.cancelled.forget(batch);
+        }
+        if let Some((event, verdict, error)) = reported {
+            Box::pin(self.report(&event, &verdict, error.as_deref(), settled)).await;
+        }
+        if let (Settled::Failed { recorded: true }, Some(reason)) = (settled, failure) {
+            let failed = FailedContext::new(
+                ctx.uuid(),
+                ctx.job_name(),
+                ctx.queue(),
+                ctx.attempt(),
+                reason,
+            );
+            let queue = &self.settler.queue;
+            Box::pin(hooks::run(queue, &self.config, decoded, failed)).await;
+        }
+        settled
+    }
+
+    /// Fails a job whose payload cannot be decoded, by its reserved bytes.
+    async fn fail_undecodable(
+        &self,
+        job: Reserved,
+        undecodable: Undecodable,
+        started: Instant,
+    ) -> Settled {
+        let span = tracing::info_span!(
+            "job",
+            job = "?",
+            uuid = %undecodable.uuid,
+            queue = %job.queue.name,
+        );
+        let verdict = Verdict::Fail(undecodable.reason);
+        let id = JobId {
+            uuid: &undecodable.uuid,
+            job: &undecodable.job,
+            attempt: 0,
+            tags: &[],
+            failed_hook: false,
+        };
+        let effects = AttemptEffects {
+            holds: &Holds::default(),
+            steps: Vec::new(),
+        };
+        self.settler
+            .settle(job, id, verdict, None, started, effects)
+            .instrument(span)
+            .await
     }
 }
 
-/// The steps an attempt makes its chain and its batch take, for a link of a chain (or a job
-/// whose handler added links) and a job of a batch: a job that is done pushes the links and
-/// jobs its handler added, signed now; one that comes back or fails drops them. A link or job
-/// that cannot be pushed fails the job that added it.
-fn workflow_progress(
+/// A reserved job, decoded, as the processor runs it.
+struct Attempt<'a> {
+    job: Reserved,
+    decoded: &'a Decoded,
+    holds: Arc<Holds>,
+    held: &'a Held,
+    started: Instant,
+}
+
+/// The steps the capabilities a job belongs to take when its attempt settles as done or failed
+/// ([`jobs_core::__worker::settle_steps`]); none when it comes back. A job that is done but
+/// cannot be settled as done (a link it added cannot be pushed) fails, for that reason.
+fn attempt_steps(
     queue: &RedisQueue,
     ctx: &JobContext,
     verdict: Verdict,
-) -> (Verdict, Option<Box<Workflow>>) {
-    let chain = ctx.chain_progress();
-    let batch = ctx.batch_progress();
-    let unchanged = || {
-        (
-            ctx.chain_id()
-                .map(|chain| ChainProgress::new(chain, ctx.uuid())),
-            batch
-                .as_ref()
-                .map(|(id, _)| BatchProgress::new(*id, ctx.uuid())),
-        )
+) -> (Verdict, Vec<Box<dyn SettleStep>>) {
+    let ending = match verdict {
+        Verdict::Done | Verdict::Skip => Ending::Done,
+        Verdict::Fail(_) => Ending::Failed,
+        Verdict::Release(_) | Verdict::Retry(_) | Verdict::Requeue(_) => {
+            return (verdict, Vec::new())
+        }
     };
-    if !matches!(verdict, Verdict::Done | Verdict::Skip) {
-        let (chain, batch) = unchanged();
-        return (verdict, Workflow::of(chain, batch));
-    }
-    let links = |envelopes: &[Envelope]| -> jobs_core::Result<Vec<Link>> {
-        envelopes.iter().map(|e| queue.link(e)).collect()
-    };
-    let built = (|| -> jobs_core::Result<_> {
-        let chain = match &chain {
-            Some((id, edits)) => Some(ChainProgress {
-                id: *id,
-                link: ctx.uuid(),
-                prepend: links(&edits.prepend)?,
-                append: links(&edits.append)?,
-            }),
-            None => None,
-        };
-        let batch = match &batch {
-            Some((id, added)) => Some(BatchProgress {
-                id: *id,
-                job: ctx.uuid(),
-                added: links(added)?,
-            }),
-            None => None,
-        };
-        Ok((chain, batch))
-    })();
-    match built {
-        Ok((chain, batch)) => (verdict, Workflow::of(chain, batch)),
-        Err(err) => {
-            let (chain, batch) = unchanged();
-            let reason = format!("cannot add a job to its workflow: {err}");
-            (Verdict::Fail(reason), Workflow::of(chain, batch))
+    match settle_steps(ctx, queue, ending) {
+        Ok(steps) => (verdict, steps),
+        Err(reason) => {
+            let steps = settle_steps(ctx, queue, Ending::Failed).unwrap_or_default();
+            (Verdict::Fail(reason), steps)
         }
     }
 }

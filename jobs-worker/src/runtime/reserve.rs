@@ -1,5 +1,6 @@
 //! Where a job is reserved: the fetcher pops jobs from the worker's queues in strict priority order.
 
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::queue::keys::QueueKeys;
 use jobs_core::RedisQueue;
 use std::sync::Arc;

@@ -7,6 +7,7 @@
 //! policy says.
 
 use chrono::{DateTime, Utc};
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::schedule::{Fired, Schedule};
 use jobs_core::RedisQueue;
 use std::collections::BTreeMap;

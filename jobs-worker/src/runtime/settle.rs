@@ -1,11 +1,11 @@
 //! Settling an attempt in Redis: a finished job goes to the acker, a released one back to
 //! `:delayed`, a failed one to the failed-job store, each counted for the operators.
 
+use jobs_core::__worker::{SettleStep, Settlement, WorkerQueue};
 use jobs_core::admin::telemetry::Outcome;
 use jobs_core::payload::counters;
 use jobs_core::queue::hold::Holds;
-use jobs_core::workflow::{BatchProgress, ChainProgress};
-use jobs_core::{FailedJob, RedisQueue, Settlement};
+use jobs_core::{FailedJob, RedisQueue};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -37,28 +37,9 @@ pub(crate) enum Settled {
 pub(crate) struct AttemptEffects<'a> {
     /// What the attempt holds.
     pub(crate) holds: &'a Holds,
-    /// For a job of a workflow, its steps. Boxed: most jobs belong to none, and every job's
-    /// future would carry the space.
-    pub(crate) workflow: Option<Box<Workflow>>,
-}
-
-/// The workflow steps of an attempt.
-#[derive(Debug, Default)]
-pub(crate) struct Workflow {
-    /// The chain the job is a link of, with the links its handler added.
-    pub(crate) chain: Option<ChainProgress>,
-    /// The batch the job belongs to, with the jobs its handler added.
-    pub(crate) batch: Option<BatchProgress>,
-}
-
-impl Workflow {
-    /// The steps, boxed, or `None` when there are none.
-    pub(crate) fn of(
-        chain: Option<ChainProgress>,
-        batch: Option<BatchProgress>,
-    ) -> Option<Box<Workflow>> {
-        (chain.is_some() || batch.is_some()).then(|| Box::new(Workflow { chain, batch }))
-    }
+    /// The steps the capabilities it belongs to take when it settles (a chain's next link, a
+    /// batch's count).
+    pub(crate) steps: Vec<Box<dyn SettleStep>>,
 }
 
 /// Settles attempts: one for every job task of a worker, and a copy with a connection of its
@@ -88,12 +69,11 @@ impl Settler {
     }
 
     /// Logs the verdict and applies it: a finished job goes to the acker (or, when it holds
-    /// something, is acknowledged in the call that frees it); a released one back to
-    /// `:delayed`; a failed one to the failed-job store with the payload as it was before this
-    /// reservation. What the attempt held is freed in the same step; the unique lock only when
-    /// the job is finished. A link of a `chain` pushes the next link when it is done, the
-    /// chain's catch job when it fails, in the same step. Every verdict is counted in the per-minute metrics under the job's
-    /// name (`?` when the payload has none).
+    /// something or has steps to take, is acknowledged in the call that takes them); a released
+    /// one back to `:delayed`; a failed one to the failed-job store with the payload as it was
+    /// before this reservation. What the attempt held is freed in the same step; the unique
+    /// lock only when the job is finished. Every verdict is counted in the per-minute metrics
+    /// under the job's name (`?` when the payload has none).
     pub(crate) async fn settle(
         &self,
         job: Reserved,
@@ -103,12 +83,45 @@ impl Settler {
         started: Instant,
         effects: AttemptEffects<'_>,
     ) -> Settled {
-        let AttemptEffects { holds, workflow } = effects;
-        let uuid = id.uuid;
         let runtime = started.elapsed();
         let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
         let release_reason = error.as_deref().unwrap_or("released by the job");
-        let (outcome, reason) = match &verdict {
+        self.record(&job, &id, &verdict, runtime, release_reason);
+        match verdict {
+            Verdict::Done | Verdict::Skip => {
+                match verdict {
+                    Verdict::Skip => info!(status = "SKIPPED", duration_ms, "SKIPPED"),
+                    _ => info!(status = "DONE", duration_ms, "DONE"),
+                }
+                self.done(job, id.uuid, effects).await
+            }
+            Verdict::Release(delay) | Verdict::Retry(delay) | Verdict::Requeue(delay) => {
+                let status = match verdict {
+                    Verdict::Requeue(_) => "REQUEUED",
+                    _ => "RELEASED",
+                };
+                let retry_in_s = delay.as_secs_f64();
+                let reason = release_reason;
+                info!(status, duration_ms, retry_in_s, reason, "{status}");
+                self.release(job, &verdict, delay, effects.holds).await
+            }
+            Verdict::Fail(reason) => {
+                warn!(status = "FAILED", duration_ms, reason = %reason, "FAILED");
+                self.fail(job, &id, reason, effects).await
+            }
+        }
+    }
+
+    /// Counts the attempt for operators, under its outcome.
+    fn record(
+        &self,
+        job: &Reserved,
+        id: &JobId<'_>,
+        verdict: &Verdict,
+        runtime: Duration,
+        release_reason: &str,
+    ) {
+        let (outcome, reason) = match verdict {
             Verdict::Done | Verdict::Skip => (Outcome::Done, None),
             Verdict::Release(_) | Verdict::Retry(_) => (Outcome::Released, Some(release_reason)),
             Verdict::Requeue(_) => (
@@ -120,92 +133,95 @@ impl Settler {
         self.control.record(&Attempt {
             queue: &job.queue.name,
             job: id.job,
-            uuid,
+            uuid: id.uuid,
             attempt: id.attempt,
             outcome,
             runtime,
             reason,
             tags: id.tags,
         });
-        match verdict {
-            Verdict::Done | Verdict::Skip => {
-                match verdict {
-                    Verdict::Skip => info!(status = "SKIPPED", duration_ms, "SKIPPED"),
-                    _ => info!(status = "DONE", duration_ms, "DONE"),
-                }
-                let Workflow { chain, batch } = workflow.map(|w| *w).unwrap_or_default();
-                let counted_only = batch.as_ref().filter(|b| b.added.is_empty());
-                if holds.is_empty() && chain.is_none() && batch.is_none() {
-                    self.acks.ack(job);
-                } else if let (true, None, Some(batch)) = (holds.is_empty(), &chain, counted_only) {
-                    // Counted in its batch by the acker, with the batch's other finished jobs.
-                    self.acks.ack_in_batch(job, batch.id, batch.job);
-                } else {
-                    // Boxed, as the call below: its space would weigh on every job's future.
-                    let settlement = Box::new(Settlement {
-                        holds: holds.to_free(true),
-                        chain,
-                        batch,
-                    });
-                    Box::pin(self.apply(&job, "acknowledge the job", |q| {
-                        q.complete(&job.queue, &job.raw, &settlement)
-                    }))
-                    .await;
-                }
-                Settled::Done
-            }
-            Verdict::Release(delay) | Verdict::Retry(delay) | Verdict::Requeue(delay) => {
-                let retry_in_s = delay.as_secs_f64();
-                // A requeue puts back a copy with its attempt given back, a retry one with its
-                // failure counted; a release puts back the reserved copy itself.
-                let replacement = match verdict {
-                    Verdict::Requeue(_) => counters::requeued(&job.raw),
-                    Verdict::Retry(_) => counters::after_exception(&job.raw),
-                    _ => None,
-                };
-                let status = match verdict {
-                    Verdict::Requeue(_) => "REQUEUED",
-                    _ => "RELEASED",
-                };
-                info!(
-                    status,
-                    duration_ms,
-                    retry_in_s,
-                    reason = release_reason,
-                    "{status}"
-                );
-                let held = holds.to_free(false);
-                Box::pin(self.apply(&job, "release the job", |q| {
-                    q.release_with(&job.queue, &job.raw, delay, replacement.as_deref(), &held)
-                }))
-                .await;
-                Settled::Released
-            }
-            Verdict::Fail(reason) => {
-                warn!(status = "FAILED", duration_ms, reason = %reason, "FAILED");
-                let failed = FailedJob::new(
-                    uuid,
-                    &self.queue.config().connection_name,
-                    &job.queue.name,
-                    jobs_core::payload::unreserved(&job.raw),
-                    reason,
-                );
-                self.stats.record_failure();
-                let reserved = job.unreadable.as_deref().unwrap_or(job.raw.as_bytes());
-                let Workflow { chain, batch } = workflow.map(|w| *w).unwrap_or_default();
+    }
+
+    /// A finished job: acknowledged by the acker when it holds nothing and has no steps (or
+    /// only a count in its batch, which the acker makes with the batch's other finished
+    /// jobs), else in the call that frees its holds and takes its steps.
+    async fn done(&self, job: Reserved, uuid: &str, effects: AttemptEffects<'_>) -> Settled {
+        let AttemptEffects { holds, steps } = effects;
+        let counted_in = match steps.as_slice() {
+            [only] => only
+                .counted_in()
+                .and_then(|batch| Some((batch, uuid.parse().ok()?))),
+            _ => None,
+        };
+        match (holds.is_empty(), steps.is_empty(), counted_in) {
+            (true, true, _) => self.acks.ack(job),
+            (true, false, Some((batch, uuid))) => self.acks.ack_in_batch(job, batch, uuid),
+            _ => {
+                // Boxed, as the call below: its space would weigh on every job's future.
                 let settlement = Box::new(Settlement {
                     holds: holds.to_free(true),
-                    chain,
-                    batch,
+                    steps,
                 });
-                let hook_claim = id.failed_hook.then_some(self.retry_after);
-                let recorded = Box::pin(self.apply(&job, "record the failed job", |q| {
-                    q.fail_with(&job.queue, reserved, &failed, &settlement, hook_claim)
+                Box::pin(self.apply(&job, "acknowledge the job", |q| {
+                    q.complete(&job.queue, &job.raw, &settlement)
                 }))
                 .await;
-                Settled::Failed { recorded }
             }
         }
+        Settled::Done
+    }
+
+    /// A job put back to run later: a requeue puts back a copy with its attempt given back, a
+    /// retry one with its failure counted; a release puts back the reserved copy itself. What
+    /// it held for the attempt is freed.
+    async fn release(
+        &self,
+        job: Reserved,
+        verdict: &Verdict,
+        delay: Duration,
+        holds: &Holds,
+    ) -> Settled {
+        let replacement = match verdict {
+            Verdict::Requeue(_) => counters::requeued(&job.raw),
+            Verdict::Retry(_) => counters::after_exception(&job.raw),
+            _ => None,
+        };
+        let held = holds.to_free(false);
+        Box::pin(self.apply(&job, "release the job", |q| {
+            q.release_with(&job.queue, &job.raw, delay, replacement.as_deref(), &held)
+        }))
+        .await;
+        Settled::Released
+    }
+
+    /// A job that failed for good: its record written, its holds freed and its steps taken in
+    /// the same step, its `failed()` hook owed there when it has one.
+    async fn fail(
+        &self,
+        job: Reserved,
+        id: &JobId<'_>,
+        reason: String,
+        effects: AttemptEffects<'_>,
+    ) -> Settled {
+        let failed = FailedJob::new(
+            id.uuid,
+            &self.queue.config().connection_name,
+            &job.queue.name,
+            jobs_core::payload::unreserved(&job.raw),
+            reason,
+        );
+        self.stats.record_failure();
+        let reserved = job.unreadable.as_deref().unwrap_or(job.raw.as_bytes());
+        let settlement = Box::new(Settlement {
+            holds: effects.holds.to_free(true),
+            steps: effects.steps,
+        });
+        let hook_claim = id.failed_hook.then_some(self.retry_after);
+        let recorded = Box::pin(self.apply(&job, "record the failed job", |q| {
+            q.fail_with(&job.queue, reserved, &failed, &settlement, hook_claim)
+        }))
+        .await;
+        Settled::Failed { recorded }
     }
 
     /// Runs a Redis change for a job, retrying through short outages. If Redis stays away

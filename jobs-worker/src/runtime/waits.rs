@@ -6,6 +6,7 @@
 //! When Redis cannot be reached at start, the write is retried in the background until it
 //! succeeds or the worker stops.
 
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::admin::WaitThreshold;
 use jobs_core::RedisQueue;
 use std::time::Duration;

@@ -20,7 +20,7 @@
 //!    while its handler still blocks here);
 //! 4. ends the process with status [`EXIT_CODE`].
 
-use jobs_core::workflow::{BatchProgress, ChainProgress};
+use jobs_core::__worker::{settle_steps, Ending};
 use jobs_core::RedisQueue;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -34,7 +34,7 @@ use crate::runtime::execute::{job_span, verdict};
 use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::{AttemptError, Verdict};
-use crate::runtime::settle::{AttemptEffects, Settler, Workflow};
+use crate::runtime::settle::{AttemptEffects, Settler};
 
 /// The process exit status after the watchdog ended a worker: 1, as Laravel's worker exits
 /// when a job times out.
@@ -196,14 +196,10 @@ impl Guarded {
                         failed_hook: jobs_core::job::registry::find(ctx.job_name())
                             .is_some_and(|r| r.options().failed_hook),
                     };
+                    let steps = settle_steps(ctx, &settler.queue, Ending::Failed);
                     let effects = AttemptEffects {
                         holds: ctx.holds(),
-                        workflow: Workflow::of(
-                            ctx.chain_id()
-                                .map(|chain| ChainProgress::new(chain, ctx.uuid())),
-                            ctx.batch()
-                                .map(|batch| BatchProgress::new(batch.id(), ctx.uuid())),
-                        ),
+                        steps: steps.unwrap_or_default(),
                     };
                     settler
                         .settle(job, id, verdict, error, deadline.started, effects)

@@ -1,6 +1,7 @@
 //! The worker: a job loop with its services around it, from start to stop.
 
 use crate::events::{Listener, Listeners};
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::middleware::Layer;
 use jobs_core::RedisQueue;
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! Running a job synchronously, through the path a worker's attempt takes.
 
+use jobs_core::__worker::{take_batch_added, take_chain_edits};
 use jobs_core::middleware::Layer;
 use jobs_core::payload::counters::{self, counters};
 use jobs_core::payload::with_attempts;
@@ -44,7 +45,7 @@ pub struct Run {
 
 /// A synchronous run of `job`, with its type's options.
 pub fn run<J: Job>(job: J) -> Run {
-    Run::dispatch(job.dispatch())
+    Run::dispatch(PendingDispatch::new(job))
 }
 
 impl Run {
@@ -221,8 +222,8 @@ impl Run {
                 chain_appended: Vec::new(),
                 batch_added: Vec::new(),
             };
-            let chain = ctx.chain_progress();
-            let batch = ctx.batch_progress();
+            let chain = take_chain_edits(&ctx);
+            let batch = take_batch_added(&ctx);
             if matches!(attempt.outcome, Outcome::Done | Outcome::Skipped) {
                 if let Some((id, edits)) = chain {
                     attempt.chain_prepended = records(&edits.prepend, Origin::Chain { id });

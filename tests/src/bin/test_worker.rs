@@ -5,7 +5,6 @@
 //! `TEST_SCHEDULE_OVERLAP=1` makes it `without_overlapping`.
 
 use jobs_core::schedule::{Missed, Schedule};
-use jobs_core::Job;
 use std::time::Duration;
 
 fn main() -> std::process::ExitCode {
