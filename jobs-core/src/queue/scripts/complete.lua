@@ -4,7 +4,8 @@
 -- KEYS[1]  queues:<name>:reserved
 -- KEYS[2..] the keys of the effects, in turn (lib/effects.lua)
 -- ARGV[1]  the reserved copy, byte for byte as pop returned it
--- ARGV[2..] the effects, each its name and its arguments:
+-- ARGV[2..] the effects, each its name and its arguments, applied in turn by apply_effects
+--          (lib/effects.lua):
 --          'holds'  free what the job held (lib/holds.lua)
 --          'chain'  push the chain's next link (lib/chain.lua)
 --          'batch'  count the job done in its batch, with the jobs it added (lib/batch.lua)
@@ -15,19 +16,15 @@ if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then
   return 0
 end
 local reply = 1
-local at = effects_from(2, 2)
-while not at.done() do
-  local effect = at.next_arg()
-  if effect == 'holds' then
-    holds_freed(at)
-  elseif effect == 'chain' then
+local unknown = apply_effects(effects_from(2, 2), {
+  holds = holds_freed,
+  chain = function(at)
     if not chain_done(at) then reply = 2 end
-  elseif effect == 'batch' then
-    batch_done(at)
-  elseif effect == 'batch_start' then
-    batch_start(at)
-  else
-    return redis.error_reply('complete: unknown effect ' .. effect)
-  end
+  end,
+  batch = batch_done,
+  batch_start = batch_start,
+}, 'complete')
+if unknown then
+  return unknown
 end
 return reply

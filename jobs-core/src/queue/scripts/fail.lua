@@ -18,7 +18,8 @@
 -- ARGV[5]  how long to keep failed jobs, in seconds
 -- ARGV[6]  '' for a job without a failed() hook; else the seconds after which another worker
 --          runs its hook, should the one failing it not report it done by then
--- ARGV[7..] the effects, each its name and its arguments:
+-- ARGV[7..] the effects, each its name and its arguments, applied in turn by apply_effects
+--          (lib/effects.lua):
 --          'holds'  free what the job held (lib/holds.lua)
 --          'chain'  push the chain's catch job (lib/chain.lua)
 --          'batch'  count the job failed in its batch (lib/batch.lua)
@@ -28,18 +29,13 @@
 if KEYS[4] and ARGV[1] ~= '' and redis.call('zrem', KEYS[4], ARGV[1]) == 0 then
   return 0
 end
-local at = effects_from(5, 7)
-while not at.done() do
-  local effect = at.next_arg()
-  if effect == 'holds' then
-    holds_freed(at)
-  elseif effect == 'chain' then
-    chain_failed(at)
-  elseif effect == 'batch' then
-    batch_failed(at)
-  else
-    return redis.error_reply('fail: unknown effect ' .. effect)
-  end
+local unknown = apply_effects(effects_from(5, 7), {
+  holds = holds_freed,
+  chain = chain_failed,
+  batch = batch_failed,
+}, 'fail')
+if unknown then
+  return unknown
 end
 local now = now_seconds_precise()
 redis.call('hset', KEYS[1], ARGV[2], ARGV[3])
