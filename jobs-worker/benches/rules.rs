@@ -24,7 +24,7 @@
 mod common;
 
 use clap::Parser;
-use common::round2;
+use common::{round2, wall_us};
 use jobs_core::middleware::{Funnel, Layer, Limit, RateLimited};
 use jobs_core::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
 use jobs_worker::{Worker, WorkerConfig};
@@ -34,7 +34,7 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 const QUEUE: &str = "rules";
 const STARTS: &str = "rules:starts";
@@ -139,13 +139,6 @@ impl Job for Funneled {
         queue.timed(conn.decr::<_, _, ()>(RUNNING, 1)).await?;
         Ok(())
     }
-}
-
-fn wall_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
 }
 
 async fn flush(queue: &RedisQueue) -> Result<(), String> {
