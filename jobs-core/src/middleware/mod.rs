@@ -40,6 +40,7 @@
 //! }
 //! ```
 
+mod busy;
 mod funnel;
 mod named;
 mod overlap;
@@ -66,6 +67,7 @@ use std::time::Duration;
 use crate::job::registry::JobFuture;
 use crate::job::{JobError, JobResult};
 use crate::JobContext;
+use busy::WhenBusy;
 
 /// Code run around a job's handler. See the [module](self) documentation.
 ///
@@ -171,29 +173,6 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
-}
-
-/// What a built-in middleware does with a job it cannot run yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum WhenBusy {
-    /// Try again later without counting the attempt (the default).
-    #[default]
-    Requeue,
-    /// Try again later, counting the attempt, as Laravel's middleware does.
-    Release,
-    /// Drop the job, settled as done (Laravel's `dontRelease()`).
-    Skip,
-}
-
-impl WhenBusy {
-    /// Asks `ctx` for this verdict, to take effect after `delay`.
-    pub(crate) fn apply(self, ctx: &JobContext, delay: Duration) {
-        match self {
-            WhenBusy::Requeue => ctx.requeue(delay),
-            WhenBusy::Release => ctx.release(delay),
-            WhenBusy::Skip => ctx.skip(),
-        }
-    }
 }
 
 /// Runs the rest of the job holding `key` for this attempt, when `take` (a script call that
