@@ -14,11 +14,10 @@ use syn::{parse_macro_input, Expr, ExprArray, ImplItem, ItemImpl, Lit, LitInt, L
 #[proc_macro_attribute]
 pub fn job(args: TokenStream, input: TokenStream) -> TokenStream {
     let item = parse_macro_input!(input as ItemImpl);
-    let mut options = Options::default();
-    let parser = syn::meta::parser(|meta| options.parse(meta));
-    if let Err(err) = parser.parse(args) {
-        return err.to_compile_error().into();
-    }
+    let options = match Options::from_args(args) {
+        Ok(options) => options,
+        Err(err) => return err.to_compile_error().into(),
+    };
     match expand(options, item) {
         Ok(tokens) => tokens.into(),
         Err(err) => err.to_compile_error().into(),
@@ -45,6 +44,12 @@ struct Options {
 }
 
 impl Options {
+    fn from_args(args: TokenStream) -> syn::Result<Self> {
+        let mut options = Options::default();
+        syn::meta::parser(|meta| options.parse(meta)).parse(args)?;
+        Ok(options)
+    }
+
     fn parse(&mut self, meta: syn::meta::ParseNestedMeta) -> syn::Result<()> {
         let key = meta
             .path
@@ -62,38 +67,10 @@ impl Options {
             "max_exceptions" => self.max_exceptions = Some(meta.value()?.parse()?),
             "debounce" => self.debounce = Some(meta.value()?.parse()?),
             "max_wait" => self.max_wait = Some(meta.value()?.parse()?),
-            "unique_for" => {
-                let seconds: LitInt = meta.value()?.parse()?;
-                if seconds.base10_parse::<u64>()? == 0 {
-                    return Err(syn::Error::new_spanned(
-                        seconds,
-                        "unique_for must be at least 1 second: a lock without an end can \
-                         outlive a lost job",
-                    ));
-                }
-                self.unique_for = Some(seconds);
-            }
-            "unique_until" => {
-                let until: LitStr = meta.value()?.parse()?;
-                if !matches!(until.value().as_str(), "done" | "processing") {
-                    return Err(syn::Error::new_spanned(
-                        until,
-                        "unique_until is \"done\" or \"processing\"",
-                    ));
-                }
-                self.unique_until = Some(until);
-            }
-            "backoff" => {
-                let value: Expr = meta.value()?.parse()?;
-                self.backoff = Some(backoff_list(&value)?);
-            }
-            "fail_on_timeout" => {
-                self.fail_on_timeout = if meta.input.peek(syn::Token![=]) {
-                    meta.value()?.parse::<syn::LitBool>()?.value
-                } else {
-                    true
-                };
-            }
+            "unique_for" => self.unique_for = Some(unique_for(meta.value()?.parse()?)?),
+            "unique_until" => self.unique_until = Some(unique_until(meta.value()?.parse()?)?),
+            "backoff" => self.backoff = Some(backoff_list(&meta.value()?.parse()?)?),
+            "fail_on_timeout" => self.fail_on_timeout = flag(&meta)?,
             "crate" => {
                 let path: LitStr = meta.value()?.parse()?;
                 self.krate = Some(path.parse()?);
@@ -107,6 +84,58 @@ impl Options {
             }
         }
         Ok(())
+    }
+
+    /// Options that only mean something together, or that contradict each other.
+    fn check_combinations(&self) -> syn::Result<()> {
+        if let (Some(until), None) = (&self.unique_until, &self.unique_for) {
+            return Err(syn::Error::new_spanned(
+                until,
+                "unique_until needs unique_for: how long the lock lasts at most",
+            ));
+        }
+        if let (Some(debounce), Some(_)) = (&self.debounce, &self.unique_for) {
+            return Err(syn::Error::new_spanned(
+                debounce,
+                "a job is either debounced or unique: debouncing already leaves one job per id",
+            ));
+        }
+        if let (Some(max_wait), None) = (&self.max_wait, &self.debounce) {
+            return Err(syn::Error::new_spanned(
+                max_wait,
+                "max_wait bounds a debounce: give debounce too",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn unique_for(seconds: LitInt) -> syn::Result<LitInt> {
+    if seconds.base10_parse::<u64>()? == 0 {
+        return Err(syn::Error::new_spanned(
+            seconds,
+            "unique_for must be at least 1 second: a lock without an end can outlive a lost job",
+        ));
+    }
+    Ok(seconds)
+}
+
+fn unique_until(until: LitStr) -> syn::Result<LitStr> {
+    if !matches!(until.value().as_str(), "done" | "processing") {
+        return Err(syn::Error::new_spanned(
+            until,
+            "unique_until is \"done\" or \"processing\"",
+        ));
+    }
+    Ok(until)
+}
+
+/// `fail_on_timeout` alone means `fail_on_timeout = true`.
+fn flag(meta: &syn::meta::ParseNestedMeta) -> syn::Result<bool> {
+    if meta.input.peek(syn::Token![=]) {
+        Ok(meta.value()?.parse::<syn::LitBool>()?.value)
+    } else {
+        Ok(true)
     }
 }
 
@@ -128,6 +157,46 @@ fn backoff_list(value: &Expr) -> syn::Result<Vec<LitInt>> {
 }
 
 fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
+    check_impl_block(&item)?;
+    options.check_combinations()?;
+    let self_ty = item.self_ty.clone();
+    let name = job_name(&options, &self_ty)?;
+    let krate = options
+        .krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::jobs_core));
+
+    if !has_item(&item.items, "NAME") {
+        item.items
+            .push(syn::parse_quote!(const NAME: &'static str = #name;));
+    }
+    let failed_hook = has_item(&item.items, "failed");
+    if !has_item(&item.items, "options") {
+        item.items.push(options_fn(&options, &krate, failed_hook));
+    }
+
+    Ok(quote! {
+        #[#krate::__private::async_trait]
+        #item
+
+        #krate::__private::inventory::submit! {
+            #krate::JobRegistration::of::<#self_ty>()
+        }
+
+        impl #self_ty {
+            /// Starts a dispatch of this job; await it (after any of `.delay()`, `.on_queue()`,
+            /// ...) to push the job.
+            #[allow(dead_code, unreachable_pub)]
+            pub fn dispatch(self) -> #krate::PendingDispatch<Self> {
+                #krate::PendingDispatch::new(self)
+            }
+        }
+    })
+}
+
+/// The attribute registers the type under one name, so it only fits a non-generic
+/// `impl Job for T`.
+fn check_impl_block(item: &ItemImpl) -> syn::Result<()> {
     let Some((_, trait_path, _)) = &item.trait_ else {
         return Err(syn::Error::new_spanned(
             &item.self_ty,
@@ -151,114 +220,75 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
             "#[job] does not support generic job types: each job type needs one registered name",
         ));
     }
-    if let (Some(until), None) = (&options.unique_until, &options.unique_for) {
-        return Err(syn::Error::new_spanned(
-            until,
-            "unique_until needs unique_for: how long the lock lasts at most",
-        ));
-    }
-    if let (Some(debounce), Some(_)) = (&options.debounce, &options.unique_for) {
-        return Err(syn::Error::new_spanned(
-            debounce,
-            "a job is either debounced or unique: debouncing already leaves one job per id",
-        ));
-    }
-    if let (Some(max_wait), None) = (&options.max_wait, &options.debounce) {
-        return Err(syn::Error::new_spanned(
-            max_wait,
-            "max_wait bounds a debounce: give debounce too",
-        ));
-    }
-    let self_ty = item.self_ty.clone();
-    let type_name = match &*self_ty {
+    Ok(())
+}
+
+/// The `name` option, or else the type's own name.
+fn job_name(options: &Options, self_ty: &syn::Type) -> syn::Result<LitStr> {
+    let type_name = match self_ty {
         syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
         _ => None,
     };
-    let name = match (&options.name, type_name) {
-        (Some(name), _) => name.clone(),
-        (None, Some(type_name)) => LitStr::new(&type_name, Span::call_site()),
-        (None, None) => {
-            return Err(syn::Error::new_spanned(
-                &self_ty,
-                "give this job a name with #[job(name = \"...\")]",
-            ))
-        }
-    };
-    let krate = options
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::jobs_core));
-
-    let has = |items: &[ImplItem], wanted: &str| {
-        items.iter().any(|i| match i {
-            ImplItem::Const(c) => c.ident == wanted,
-            ImplItem::Fn(f) => f.sig.ident == wanted,
-            _ => false,
-        })
-    };
-    if !has(&item.items, "NAME") {
-        item.items
-            .push(syn::parse_quote!(const NAME: &'static str = #name;));
+    match (&options.name, type_name) {
+        (Some(name), _) => Ok(name.clone()),
+        (None, Some(type_name)) => Ok(LitStr::new(&type_name, Span::call_site())),
+        (None, None) => Err(syn::Error::new_spanned(
+            self_ty,
+            "give this job a name with #[job(name = \"...\")]",
+        )),
     }
-    let failed_hook = has(&item.items, "failed");
-    if !has(&item.items, "options") {
-        let some = |v: Option<proc_macro2::TokenStream>| match v {
-            Some(v) => quote!(::core::option::Option::Some(#v)),
-            None => quote!(::core::option::Option::None),
-        };
-        let queue = some(options.queue.as_ref().map(|q| quote!(#q)));
-        let display_name = some(options.display_name.as_ref().map(|d| quote!(#d)));
-        let laravel = some(options.laravel.as_ref().map(|l| quote!(#l)));
-        let tries = some(options.tries.as_ref().map(|t| quote!(#t)));
-        let timeout = some(options.timeout.as_ref().map(|t| quote!(#t)));
-        let backoff = some(options.backoff.as_ref().map(|b| quote!(&[#(#b),*])));
-        let fail_on_timeout = options.fail_on_timeout;
-        let unique_for = some(options.unique_for.as_ref().map(|u| quote!(#u)));
-        let retry_for = some(options.retry_for.as_ref().map(|r| quote!(#r)));
-        let max_exceptions = some(options.max_exceptions.as_ref().map(|m| quote!(#m)));
-        let debounce = some(options.debounce.as_ref().map(|d| quote!(#d)));
-        let max_wait = some(options.max_wait.as_ref().map(|m| quote!(#m)));
-        let unique_until = match options.unique_until.as_ref().map(LitStr::value).as_deref() {
-            Some("processing") => quote!(#krate::UniqueUntil::Processing),
-            _ => quote!(#krate::UniqueUntil::Done),
-        };
-        item.items.push(syn::parse_quote! {
-            fn options() -> #krate::JobOptions {
-                #krate::JobOptions {
-                    queue: #queue,
-                    tries: #tries,
-                    backoff: #backoff,
-                    timeout: #timeout,
-                    fail_on_timeout: #fail_on_timeout,
-                    display_name: #display_name,
-                    laravel: #laravel,
-                    retry_for: #retry_for,
-                    max_exceptions: #max_exceptions,
-                    debounce: #debounce,
-                    max_wait: #max_wait,
-                    unique_for: #unique_for,
-                    unique_until: #unique_until,
-                    failed_hook: #failed_hook,
-                }
-            }
-        });
-    }
+}
 
-    Ok(quote! {
-        #[#krate::__private::async_trait]
-        #item
-
-        #krate::__private::inventory::submit! {
-            #krate::JobRegistration::of::<#self_ty>()
-        }
-
-        impl #self_ty {
-            /// Starts a dispatch of this job; await it (after any of `.delay()`, `.on_queue()`,
-            /// ...) to push the job.
-            #[allow(dead_code, unreachable_pub)]
-            pub fn dispatch(self) -> #krate::PendingDispatch<Self> {
-                #krate::PendingDispatch::new(self)
-            }
-        }
+/// Whether the impl block already writes this constant or method itself, which wins over the
+/// attribute.
+fn has_item(items: &[ImplItem], wanted: &str) -> bool {
+    items.iter().any(|i| match i {
+        ImplItem::Const(c) => c.ident == wanted,
+        ImplItem::Fn(f) => f.sig.ident == wanted,
+        _ => false,
     })
+}
+
+/// `fn options() -> JobOptions` built from the attribute's options.
+fn options_fn(options: &Options, krate: &Path, failed_hook: bool) -> ImplItem {
+    let some = |v: Option<proc_macro2::TokenStream>| match v {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    };
+    let queue = some(options.queue.as_ref().map(|q| quote!(#q)));
+    let display_name = some(options.display_name.as_ref().map(|d| quote!(#d)));
+    let laravel = some(options.laravel.as_ref().map(|l| quote!(#l)));
+    let tries = some(options.tries.as_ref().map(|t| quote!(#t)));
+    let timeout = some(options.timeout.as_ref().map(|t| quote!(#t)));
+    let backoff = some(options.backoff.as_ref().map(|b| quote!(&[#(#b),*])));
+    let fail_on_timeout = options.fail_on_timeout;
+    let unique_for = some(options.unique_for.as_ref().map(|u| quote!(#u)));
+    let retry_for = some(options.retry_for.as_ref().map(|r| quote!(#r)));
+    let max_exceptions = some(options.max_exceptions.as_ref().map(|m| quote!(#m)));
+    let debounce = some(options.debounce.as_ref().map(|d| quote!(#d)));
+    let max_wait = some(options.max_wait.as_ref().map(|m| quote!(#m)));
+    let unique_until = match options.unique_until.as_ref().map(LitStr::value).as_deref() {
+        Some("processing") => quote!(#krate::UniqueUntil::Processing),
+        _ => quote!(#krate::UniqueUntil::Done),
+    };
+    syn::parse_quote! {
+        fn options() -> #krate::JobOptions {
+            #krate::JobOptions {
+                queue: #queue,
+                tries: #tries,
+                backoff: #backoff,
+                timeout: #timeout,
+                fail_on_timeout: #fail_on_timeout,
+                display_name: #display_name,
+                laravel: #laravel,
+                retry_for: #retry_for,
+                max_exceptions: #max_exceptions,
+                debounce: #debounce,
+                max_wait: #max_wait,
+                unique_for: #unique_for,
+                unique_until: #unique_until,
+                failed_hook: #failed_hook,
+            }
+        }
+    }
 }

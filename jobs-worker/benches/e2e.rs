@@ -25,7 +25,8 @@
 mod common;
 
 use clap::Parser;
-use common::{own_cpu_seconds, round2};
+use common::{own_cpu_seconds, round2, wall_us};
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::{job, Batch, Bulk, Chain, Job, JobContext, JobResult, RedisQueue};
 use jobs_worker::Stats;
 use jobs_worker::{Worker, WorkerConfig};
@@ -199,13 +200,6 @@ impl Job for Timed {
     }
 }
 
-fn wall_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
-}
-
 fn wall_ms() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -316,317 +310,422 @@ async fn timed_drain(args: &Args, queue: &RedisQueue, jobs: usize) -> Result<(f6
 }
 
 async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
-    let err = |e: jobs_core::Error| e.to_string();
-    let mut out = Map::new();
     match args.scenario.as_str() {
         "prep" => {
-            push_noops(queue, args.jobs).await.map_err(err)?;
+            push_noops(queue, args.jobs).await.map_err(error_text)?;
+            Ok(Map::new())
         }
         "prep-batch" => {
-            Batch::new()
-                .name("peerkit")
-                .jobs((0..args.jobs as u64).map(|n| BatchNoop { n }.dispatch().on_queue(QUEUE)))
-                .then(BatchDone {}.dispatch().on_queue(QUEUE))
-                .via(queue)
-                .dispatch()
-                .await
-                .map_err(err)?;
+            dispatch_batch(queue, args.jobs).await?;
+            Ok(Map::new())
         }
-        "chain" => {
-            let links = args.jobs;
-            *LINK_TIMES.lock().unwrap() = vec![(0, 0); links];
-            let mut chain = Chain::new(ChainLink { n: 0 }.dispatch().on_queue(QUEUE));
-            for n in 1..links {
-                chain = chain.then(ChainLink { n }.dispatch().on_queue(QUEUE));
-            }
-            chain.via(queue).dispatch().await.map_err(err)?;
-            tracker().reset(links);
-            let worker = worker(args, queue);
-            let stop = worker.stop_token();
-            let stats = worker.stats();
-            let running = tokio::spawn(worker.run());
-            let finished = tracker()
-                .wait_until_done(Duration::from_secs_f64(args.timeout_s), &stats)
-                .await;
-            stop.cancel();
-            let _ = running.await;
-            if finished.is_none() {
-                return Err(format!("only {} of {links} links ran", tracker().done()));
-            }
-            let times = LINK_TIMES.lock().unwrap().clone();
-            // From one link's end to the next one's start, in milliseconds.
-            let gaps: Vec<f64> = times
-                .windows(2)
-                .map(|pair| (pair[1].0 as f64 - pair[0].1 as f64) / 1000.0)
-                .collect();
-            out.insert("jobs".into(), json!(links));
-            out.insert("concurrency".into(), json!(args.concurrency));
-            let fields = latency_fields(&gaps);
-            for (name, value) in fields {
-                out.insert(format!("gap_{name}"), value);
-            }
-        }
-        "batch" => {
-            prep_child(args, "prep-batch", args.jobs);
-            tracker().reset(args.jobs);
-            CALLBACK_START_US.store(0, Ordering::Release);
-            let start = Instant::now();
-            let worker = worker(args, queue);
-            let stop = worker.stop_token();
-            let running = tokio::spawn(worker.run());
-            let deadline = start + Duration::from_secs_f64(args.timeout_s);
-            while CALLBACK_START_US.load(Ordering::Acquire) == 0 && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_micros(200)).await;
-            }
-            let secs = start.elapsed().as_secs_f64();
-            stop.cancel();
-            let _ = running.await;
-            let callback = CALLBACK_START_US.load(Ordering::Acquire);
-            if callback == 0 {
-                return Err(format!(
-                    "the callback did not run within {:?}; {} of {} jobs ran",
-                    deadline - start,
-                    tracker().done(),
-                    args.jobs
-                ));
-            }
-            let last_child = LAST_CHILD_END_US.load(Ordering::Acquire);
-            out.insert("jobs".into(), json!(args.jobs));
-            out.insert("concurrency".into(), json!(args.concurrency));
-            out.insert(
-                "jobs_per_sec".into(),
-                json!((args.jobs as f64 / secs).round()),
-            );
-            out.insert("elapsed_s".into(), json!(round2(secs)));
-            out.insert(
-                "callback_ms".into(),
-                json!(round2((callback as f64 - last_child as f64) / 1000.0)),
-            );
-            out.insert("rss_mb".into(), json!(peak_rss_mb()));
-        }
-        "enqueue" => {
-            let start = Instant::now();
-            push_noops(queue, args.jobs).await.map_err(err)?;
-            let secs = start.elapsed().as_secs_f64();
-            out.insert("jobs".into(), json!(args.jobs));
-            out.insert(
-                "jobs_per_sec".into(),
-                json!((args.jobs as f64 / secs).round()),
-            );
-            out.insert("elapsed_s".into(), json!(round2(secs)));
-        }
-        "enqueue_single" => {
-            let jobs = args.jobs.min(SINGLE_MAX);
-            let start = Instant::now();
-            for n in 0..jobs {
-                Noop {
-                    n: n as u64,
-                    t: 0.0,
-                }
-                .dispatch()
-                .on_queue(QUEUE)
-                .via(queue)
-                .await
-                .map_err(err)?;
-            }
-            let secs = start.elapsed().as_secs_f64();
-            // The floor under one awaited dispatch: the same number of PINGs, each awaited,
-            // through the same connection from the same caller.
-            let mut conn = queue.connection();
-            let ping_start = Instant::now();
-            for _ in 0..jobs {
-                let _: String = redis::cmd("PING")
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| e.to_string())?;
-            }
-            let ping_secs = ping_start.elapsed().as_secs_f64();
-            let micros_each = |seconds: f64| round2(seconds * 1e6 / jobs as f64);
-            out.insert("jobs".into(), json!(jobs));
-            out.insert("jobs_per_sec".into(), json!((jobs as f64 / secs).round()));
-            out.insert("elapsed_s".into(), json!(round2(secs)));
-            out.insert("dispatch_us".into(), json!(micros_each(secs)));
-            out.insert("ping_us".into(), json!(micros_each(ping_secs)));
-        }
-        "drain" => {
-            prep_in_child(args, args.jobs);
-            let redis_cpu = redis_cpu_seconds(queue).await.map_err(err)?;
-            let own_cpu = own_cpu_seconds();
-            let (rate, secs) = timed_drain(args, queue, args.jobs).await?;
-            let per_job_us = |seconds: f64| round2(seconds * 1e6 / args.jobs as f64);
-            let redis_cpu = redis_cpu_seconds(queue).await.map_err(err)? - redis_cpu;
-            out.insert("redis_cpu_us_per_job".into(), json!(per_job_us(redis_cpu)));
-            out.insert(
-                "worker_cpu_us_per_job".into(),
-                json!(per_job_us(own_cpu_seconds() - own_cpu)),
-            );
-            out.insert("jobs".into(), json!(args.jobs));
-            out.insert("concurrency".into(), json!(args.concurrency));
-            out.insert("jobs_per_sec".into(), json!(rate.round()));
-            out.insert("elapsed_s".into(), json!(round2(secs)));
-            out.insert("rss_mb".into(), json!(peak_rss_mb()));
-        }
-        "delayed" | "pickup" => {
-            let delayed = args.scenario == "delayed";
-            let jobs = if delayed { DELAYED_JOBS } else { PICKUP_JOBS };
-            tracker().reset(jobs);
-            let worker = worker(args, queue);
-            let stop = worker.stop_token();
-            let stats = worker.stats();
-            let running = tokio::spawn(worker.run());
-            tokio::time::sleep(IDLE).await;
-            let base = wall_ms().floor();
-            let add_start = Instant::now();
-            if delayed {
-                let mut bulk = Bulk::via(queue);
-                for i in 0..jobs {
-                    let due_ms = base + 500.0 + ((i * 5000) / jobs) as f64;
-                    let due = chrono::DateTime::from_timestamp_millis(due_ms as i64).unwrap();
-                    bulk.add(Timed { due_ms }.dispatch().on_queue(QUEUE).delay(due))
-                        .map_err(err)?;
-                }
-                bulk.send().await.map_err(err)?;
-                out.insert(
-                    "add_ms".into(),
-                    json!(round2(add_start.elapsed().as_secs_f64() * 1000.0)),
-                );
-            } else {
-                for _ in 0..jobs {
-                    let t = wall_ms();
-                    Timed { due_ms: t }
-                        .dispatch()
-                        .on_queue(QUEUE)
-                        .via(queue)
-                        .await
-                        .map_err(err)?;
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-            }
-            let finished = tracker()
-                .wait_until_done(BOUND.saturating_sub(add_start.elapsed()), &stats)
-                .await;
-            stop.cancel();
-            let _ = running.await;
-            let samples = tracker().samples.lock().unwrap().clone();
-            out.insert("jobs".into(), json!(jobs));
-            out.insert("concurrency".into(), json!(args.concurrency));
-            out.insert("completed".into(), json!(samples.len()));
-            if delayed {
-                out.insert(
-                    "early".into(),
-                    json!(samples.iter().filter(|l| **l < 0.0).count()),
-                );
-            }
-            out.extend(latency_fields(&samples));
-            if finished.is_none() {
-                out.insert("error".into(), json!("bound reached"));
-            }
-        }
-        "backlog" => {
-            let mut rates = Vec::new();
-            for jobs in [20_000, 1_000_000] {
-                flush(queue).await.map_err(err)?;
-                prep_in_child(args, jobs);
-                let (rate, _) = timed_drain(args, queue, jobs).await?;
-                rates.push(rate);
-            }
-            out.insert("jobs".into(), json!(1_000_000));
-            out.insert("concurrency".into(), json!(args.concurrency));
-            out.insert("jobs_per_sec".into(), json!(rates[1].round()));
-            out.insert("jobs_per_sec_20k".into(), json!(rates[0].round()));
-            out.insert("ratio_1m_to_20k".into(), json!(round2(rates[1] / rates[0])));
-        }
-        "migrate" => {
-            let jobs = 1_000_000;
-            let payload = Noop { n: 0, t: 0.0 }
-                .dispatch()
-                .on_queue(QUEUE)
-                .envelope()
-                .map_err(err)?
-                .payload;
-            let mut conn = queue.connection();
-            for start in (0..jobs).step_by(10_000) {
-                let mut pipe = redis::pipe();
-                let mut zadd = redis::cmd("ZADD");
-                zadd.arg("queues:peerkit:delayed");
-                for n in start..start + 10_000 {
-                    // All due at the same instant; members differ by their uuid.
-                    zadd.arg(1.0).arg(payload.replacen(
-                        &payload[9..45],
-                        &format!("00000000-0000-4000-8000-{n:012}"),
-                        1,
-                    ));
-                }
-                pipe.add_command(zadd).ignore();
-                queue
-                    .timed(pipe.query_async::<()>(&mut conn))
-                    .await
-                    .map_err(err)?;
-            }
-            let _: () = queue
-                .timed(
-                    redis::cmd("CONFIG")
-                        .arg("SET")
-                        .arg("slowlog-log-slower-than")
-                        .arg(1_000)
-                        .arg("slowlog-max-len")
-                        .arg(100_000)
-                        .query_async(&mut conn),
-                )
-                .await
-                .map_err(err)?;
-            let _: () = queue
-                .timed(redis::cmd("SLOWLOG").arg("RESET").query_async(&mut conn))
-                .await
-                .map_err(err)?;
-            let (rate, secs) = timed_drain(args, queue, jobs).await?;
-            let slow: Vec<Value> = queue
-                .timed(
-                    redis::cmd("SLOWLOG")
-                        .arg("GET")
-                        .arg(100_000)
-                        .query_async::<redis::Value>(&mut conn),
-                )
-                .await
-                .map(|v| slowlog_entries(&v))
-                .map_err(err)?;
-            out.insert("jobs".into(), json!(jobs));
-            out.insert("concurrency".into(), json!(args.concurrency));
-            out.insert("jobs_per_sec".into(), json!(rate.round()));
-            out.insert("elapsed_s".into(), json!(round2(secs)));
-            // The benchmark's own SLOWLOG and CONFIG calls are not queue operations.
-            let slow: Vec<Value> = slow
-                .into_iter()
-                .filter(|e| {
-                    let command = e["command"].as_str().unwrap_or("").to_ascii_uppercase();
-                    !command.starts_with("SLOWLOG") && !command.starts_with("CONFIG")
-                })
-                .collect();
-            let micros = |e: &Value| e["us"].as_i64().unwrap_or(0);
-            let over_20ms = slow.iter().filter(|e| micros(e) > 20_000).count();
-            let slowest = slow.iter().max_by_key(|e| micros(e)).cloned();
-            out.insert("calls_over_1ms".into(), json!(slow.len()));
-            out.insert("calls_over_20ms".into(), json!(over_20ms));
-            out.insert("slowest_call".into(), json!(slowest));
-        }
-        "footprint" => {
-            let jobs = args.jobs;
-            let mut conn = queue.connection();
-            let before = used_memory(queue, &mut conn).await.map_err(err)?;
-            push_noops(queue, jobs).await.map_err(err)?;
-            let after = used_memory(queue, &mut conn).await.map_err(err)?;
-            let sample: String = queue
-                .timed(redis::AsyncCommands::lindex(&mut conn, "queues:peerkit", 0))
-                .await
-                .map_err(err)?;
-            let per_job = (after - before) as f64 / jobs as f64;
-            out.insert("jobs".into(), json!(jobs));
-            out.insert("bytes_per_job".into(), json!(per_job.round()));
-            out.insert("payload_bytes".into(), json!(sample.len()));
-            out.insert("ratio".into(), json!(round2(per_job / sample.len() as f64)));
-        }
-        other => return Err(format!("unknown scenario {other:?}")),
+        "chain" => chain(args, queue).await,
+        "batch" => batch(args, queue).await,
+        "enqueue" => enqueue(args, queue).await,
+        "enqueue_single" => enqueue_single(args, queue).await,
+        "drain" => drain(args, queue).await,
+        "delayed" => lateness(args, queue, Arrival::Delayed).await,
+        "pickup" => lateness(args, queue, Arrival::Pickup).await,
+        "backlog" => backlog(args, queue).await,
+        "migrate" => migrate(args, queue).await,
+        "footprint" => footprint(args, queue).await,
+        other => Err(format!("unknown scenario {other:?}")),
     }
+}
+
+fn error_text(e: jobs_core::Error) -> String {
+    e.to_string()
+}
+
+/// One batch of `jobs` [`BatchNoop`]s with [`BatchDone`] as its completion callback.
+async fn dispatch_batch(queue: &RedisQueue, jobs: usize) -> Result<(), String> {
+    Batch::new()
+        .name("peerkit")
+        .jobs((0..jobs as u64).map(|n| BatchNoop { n }.dispatch().on_queue(QUEUE)))
+        .then(BatchDone {}.dispatch().on_queue(QUEUE))
+        .via(queue)
+        .dispatch()
+        .await
+        .map_err(error_text)?;
+    Ok(())
+}
+
+async fn chain(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let links = args.jobs;
+    *LINK_TIMES.lock().unwrap() = vec![(0, 0); links];
+    dispatch_chain(queue, links).await?;
+    tracker().reset(links);
+    let worker = worker(args, queue);
+    let stop = worker.stop_token();
+    let stats = worker.stats();
+    let running = tokio::spawn(worker.run());
+    let finished = tracker()
+        .wait_until_done(Duration::from_secs_f64(args.timeout_s), &stats)
+        .await;
+    stop.cancel();
+    let _ = running.await;
+    if finished.is_none() {
+        return Err(format!("only {} of {links} links ran", tracker().done()));
+    }
+    let mut out = Map::new();
+    out.insert("jobs".into(), json!(links));
+    out.insert("concurrency".into(), json!(args.concurrency));
+    let fields = latency_fields(&link_gaps_ms());
+    for (name, value) in fields {
+        out.insert(format!("gap_{name}"), value);
+    }
+    Ok(out)
+}
+
+async fn dispatch_chain(queue: &RedisQueue, links: usize) -> Result<(), String> {
+    let mut chain = Chain::new(ChainLink { n: 0 }.dispatch().on_queue(QUEUE));
+    for n in 1..links {
+        chain = chain.then(ChainLink { n }.dispatch().on_queue(QUEUE));
+    }
+    chain.via(queue).dispatch().await.map_err(error_text)?;
+    Ok(())
+}
+
+/// From one link's end to the next one's start, in milliseconds.
+fn link_gaps_ms() -> Vec<f64> {
+    let times = LINK_TIMES.lock().unwrap().clone();
+    times
+        .windows(2)
+        .map(|pair| (pair[1].0 as f64 - pair[0].1 as f64) / 1000.0)
+        .collect()
+}
+
+async fn batch(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    prep_child(args, "prep-batch", args.jobs);
+    tracker().reset(args.jobs);
+    CALLBACK_START_US.store(0, Ordering::Release);
+    let start = Instant::now();
+    let worker = worker(args, queue);
+    let stop = worker.stop_token();
+    let running = tokio::spawn(worker.run());
+    let deadline = start + Duration::from_secs_f64(args.timeout_s);
+    while CALLBACK_START_US.load(Ordering::Acquire) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    stop.cancel();
+    let _ = running.await;
+    let callback = CALLBACK_START_US.load(Ordering::Acquire);
+    if callback == 0 {
+        return Err(format!(
+            "the callback did not run within {:?}; {} of {} jobs ran",
+            deadline - start,
+            tracker().done(),
+            args.jobs
+        ));
+    }
+    let last_child = LAST_CHILD_END_US.load(Ordering::Acquire);
+    let mut out = throughput(args.jobs, secs);
+    out.insert("concurrency".into(), json!(args.concurrency));
+    out.insert(
+        "callback_ms".into(),
+        json!(round2((callback as f64 - last_child as f64) / 1000.0)),
+    );
+    out.insert("rss_mb".into(), json!(peak_rss_mb()));
+    Ok(out)
+}
+
+/// `jobs`, `jobs_per_sec` and `elapsed_s` of `jobs` done in `secs`.
+fn throughput(jobs: usize, secs: f64) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("jobs".into(), json!(jobs));
+    out.insert("jobs_per_sec".into(), json!((jobs as f64 / secs).round()));
+    out.insert("elapsed_s".into(), json!(round2(secs)));
+    out
+}
+
+async fn enqueue(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let start = Instant::now();
+    push_noops(queue, args.jobs).await.map_err(error_text)?;
+    Ok(throughput(args.jobs, start.elapsed().as_secs_f64()))
+}
+
+async fn enqueue_single(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let jobs = args.jobs.min(SINGLE_MAX);
+    let secs = awaited_dispatches(queue, jobs).await?;
+    let ping_secs = awaited_pings(queue, jobs).await?;
+    let micros_each = |seconds: f64| round2(seconds * 1e6 / jobs as f64);
+    let mut out = throughput(jobs, secs);
+    out.insert("dispatch_us".into(), json!(micros_each(secs)));
+    out.insert("ping_us".into(), json!(micros_each(ping_secs)));
+    Ok(out)
+}
+
+/// Dispatches `jobs` no-op jobs one at a time, each awaited; returns the seconds they took.
+async fn awaited_dispatches(queue: &RedisQueue, jobs: usize) -> Result<f64, String> {
+    let start = Instant::now();
+    for n in 0..jobs {
+        Noop {
+            n: n as u64,
+            t: 0.0,
+        }
+        .dispatch()
+        .on_queue(QUEUE)
+        .via(queue)
+        .await
+        .map_err(error_text)?;
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// The floor under one awaited dispatch: as many PINGs, each awaited, through the same
+/// connection from the same caller; returns the seconds they took.
+async fn awaited_pings(queue: &RedisQueue, pings: usize) -> Result<f64, String> {
+    let mut conn = queue.connection();
+    let start = Instant::now();
+    for _ in 0..pings {
+        let _: String = redis::cmd("PING")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+async fn drain(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    prep_in_child(args, args.jobs);
+    let redis_cpu = redis_cpu_seconds(queue).await.map_err(error_text)?;
+    let own_cpu = own_cpu_seconds();
+    let (rate, secs) = timed_drain(args, queue, args.jobs).await?;
+    let per_job_us = |seconds: f64| round2(seconds * 1e6 / args.jobs as f64);
+    let redis_cpu = redis_cpu_seconds(queue).await.map_err(error_text)? - redis_cpu;
+    let mut out = Map::new();
+    out.insert("redis_cpu_us_per_job".into(), json!(per_job_us(redis_cpu)));
+    out.insert(
+        "worker_cpu_us_per_job".into(),
+        json!(per_job_us(own_cpu_seconds() - own_cpu)),
+    );
+    out.insert("jobs".into(), json!(args.jobs));
+    out.insert("concurrency".into(), json!(args.concurrency));
+    out.insert("jobs_per_sec".into(), json!(rate.round()));
+    out.insert("elapsed_s".into(), json!(round2(secs)));
+    out.insert("rss_mb".into(), json!(peak_rss_mb()));
+    Ok(out)
+}
+
+/// How the lateness scenarios hand their [`Timed`] jobs to the idle worker.
+#[derive(Clone, Copy, PartialEq)]
+enum Arrival {
+    /// `delayed`: one bulk of jobs due over 5 s, starting 500 ms after the push.
+    Delayed,
+    /// `pickup`: jobs due at once, pushed one by one 20 ms apart.
+    Pickup,
+}
+
+async fn lateness(
+    args: &Args,
+    queue: &RedisQueue,
+    arrival: Arrival,
+) -> Result<Map<String, Value>, String> {
+    let jobs = match arrival {
+        Arrival::Delayed => DELAYED_JOBS,
+        Arrival::Pickup => PICKUP_JOBS,
+    };
+    tracker().reset(jobs);
+    let worker = worker(args, queue);
+    let stop = worker.stop_token();
+    let stats = worker.stats();
+    let running = tokio::spawn(worker.run());
+    tokio::time::sleep(IDLE).await;
+    let mut out = Map::new();
+    let base = wall_ms().floor();
+    let add_start = Instant::now();
+    match arrival {
+        Arrival::Delayed => {
+            push_delayed(queue, jobs, base).await?;
+            let add_ms = add_start.elapsed().as_secs_f64() * 1000.0;
+            out.insert("add_ms".into(), json!(round2(add_ms)));
+        }
+        Arrival::Pickup => push_pickups(queue, jobs).await?,
+    }
+    let finished = tracker()
+        .wait_until_done(BOUND.saturating_sub(add_start.elapsed()), &stats)
+        .await;
+    stop.cancel();
+    let _ = running.await;
+    let samples = tracker().samples.lock().unwrap().clone();
+    out.insert("jobs".into(), json!(jobs));
+    out.insert("concurrency".into(), json!(args.concurrency));
+    out.insert("completed".into(), json!(samples.len()));
+    if arrival == Arrival::Delayed {
+        let early = samples.iter().filter(|l| **l < 0.0).count();
+        out.insert("early".into(), json!(early));
+    }
+    out.extend(latency_fields(&samples));
+    if finished.is_none() {
+        out.insert("error".into(), json!("bound reached"));
+    }
+    Ok(out)
+}
+
+/// One bulk of `jobs` [`Timed`] jobs, due evenly over 5 s from 500 ms after `base_ms`.
+async fn push_delayed(queue: &RedisQueue, jobs: usize, base_ms: f64) -> Result<(), String> {
+    let mut bulk = Bulk::via(queue);
+    for i in 0..jobs {
+        let due_ms = base_ms + 500.0 + ((i * 5000) / jobs) as f64;
+        let due = chrono::DateTime::from_timestamp_millis(due_ms as i64).unwrap();
+        bulk.add(Timed { due_ms }.dispatch().on_queue(QUEUE).delay(due))
+            .map_err(error_text)?;
+    }
+    bulk.send().await.map_err(error_text)?;
+    Ok(())
+}
+
+/// `jobs` [`Timed`] jobs due at once, each dispatched 20 ms after the one before.
+async fn push_pickups(queue: &RedisQueue, jobs: usize) -> Result<(), String> {
+    for _ in 0..jobs {
+        let t = wall_ms();
+        Timed { due_ms: t }
+            .dispatch()
+            .on_queue(QUEUE)
+            .via(queue)
+            .await
+            .map_err(error_text)?;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+async fn backlog(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let mut rates = Vec::new();
+    for jobs in [20_000, 1_000_000] {
+        flush(queue).await.map_err(error_text)?;
+        prep_in_child(args, jobs);
+        let (rate, _) = timed_drain(args, queue, jobs).await?;
+        rates.push(rate);
+    }
+    let mut out = Map::new();
+    out.insert("jobs".into(), json!(1_000_000));
+    out.insert("concurrency".into(), json!(args.concurrency));
+    out.insert("jobs_per_sec".into(), json!(rates[1].round()));
+    out.insert("jobs_per_sec_20k".into(), json!(rates[0].round()));
+    out.insert("ratio_1m_to_20k".into(), json!(round2(rates[1] / rates[0])));
+    Ok(out)
+}
+
+async fn migrate(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let jobs = 1_000_000;
+    let mut conn = queue.connection();
+    fill_delayed_all_due(queue, &mut conn, jobs).await?;
+    reset_slowlog(queue, &mut conn).await?;
+    let (rate, secs) = timed_drain(args, queue, jobs).await?;
+    let slow = queue_calls_in_slowlog(queue, &mut conn).await?;
+    let mut out = Map::new();
+    out.insert("jobs".into(), json!(jobs));
+    out.insert("concurrency".into(), json!(args.concurrency));
+    out.insert("jobs_per_sec".into(), json!(rate.round()));
+    out.insert("elapsed_s".into(), json!(round2(secs)));
+    let micros = |e: &Value| e["us"].as_i64().unwrap_or(0);
+    let over_20ms = slow.iter().filter(|e| micros(e) > 20_000).count();
+    let slowest = slow.iter().max_by_key(|e| micros(e)).cloned();
+    out.insert("calls_over_1ms".into(), json!(slow.len()));
+    out.insert("calls_over_20ms".into(), json!(over_20ms));
+    out.insert("slowest_call".into(), json!(slowest));
+    Ok(out)
+}
+
+/// Writes `jobs` no-op jobs straight into the delayed set, all due at the same past instant.
+async fn fill_delayed_all_due(
+    queue: &RedisQueue,
+    conn: &mut jobs_core::queue::connection::Connection,
+    jobs: usize,
+) -> Result<(), String> {
+    let payload = Noop { n: 0, t: 0.0 }
+        .dispatch()
+        .on_queue(QUEUE)
+        .envelope()
+        .map_err(error_text)?
+        .payload;
+    for start in (0..jobs).step_by(10_000) {
+        let mut pipe = redis::pipe();
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg("queues:peerkit:delayed");
+        for n in start..start + 10_000 {
+            // Members differ by their uuid alone.
+            zadd.arg(1.0).arg(payload.replacen(
+                &payload[9..45],
+                &format!("00000000-0000-4000-8000-{n:012}"),
+                1,
+            ));
+        }
+        pipe.add_command(zadd).ignore();
+        queue
+            .timed(pipe.query_async::<()>(&mut *conn))
+            .await
+            .map_err(error_text)?;
+    }
+    Ok(())
+}
+
+/// Logs every call of 1 ms or more from here on, and empties the log.
+async fn reset_slowlog(
+    queue: &RedisQueue,
+    conn: &mut jobs_core::queue::connection::Connection,
+) -> Result<(), String> {
+    let _: () = queue
+        .timed(
+            redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("slowlog-log-slower-than")
+                .arg(1_000)
+                .arg("slowlog-max-len")
+                .arg(100_000)
+                .query_async(&mut *conn),
+        )
+        .await
+        .map_err(error_text)?;
+    queue
+        .timed(redis::cmd("SLOWLOG").arg("RESET").query_async(conn))
+        .await
+        .map_err(error_text)
+}
+
+/// The SLOWLOG's entries, as [`slowlog_entries`], but for the benchmark's own SLOWLOG and
+/// CONFIG calls, which are not queue operations.
+async fn queue_calls_in_slowlog(
+    queue: &RedisQueue,
+    conn: &mut jobs_core::queue::connection::Connection,
+) -> Result<Vec<Value>, String> {
+    let slow: Vec<Value> = queue
+        .timed(
+            redis::cmd("SLOWLOG")
+                .arg("GET")
+                .arg(100_000)
+                .query_async::<redis::Value>(conn),
+        )
+        .await
+        .map(|v| slowlog_entries(&v))
+        .map_err(error_text)?;
+    Ok(slow
+        .into_iter()
+        .filter(|e| {
+            let command = e["command"].as_str().unwrap_or("").to_ascii_uppercase();
+            !command.starts_with("SLOWLOG") && !command.starts_with("CONFIG")
+        })
+        .collect())
+}
+
+async fn footprint(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let jobs = args.jobs;
+    let mut conn = queue.connection();
+    let before = used_memory(queue, &mut conn).await.map_err(error_text)?;
+    push_noops(queue, jobs).await.map_err(error_text)?;
+    let after = used_memory(queue, &mut conn).await.map_err(error_text)?;
+    let sample: String = queue
+        .timed(redis::AsyncCommands::lindex(&mut conn, "queues:peerkit", 0))
+        .await
+        .map_err(error_text)?;
+    let per_job = (after - before) as f64 / jobs as f64;
+    let mut out = Map::new();
+    out.insert("jobs".into(), json!(jobs));
+    out.insert("bytes_per_job".into(), json!(per_job.round()));
+    out.insert("payload_bytes".into(), json!(sample.len()));
+    out.insert("ratio".into(), json!(round2(per_job / sample.len() as f64)));
     Ok(out)
 }
 
@@ -646,7 +745,6 @@ async fn redis_cpu_seconds(queue: &RedisQueue) -> jobs_core::Result<f64> {
         .sum())
 }
 
-/// CPU time this process has used so far (user + system), from `/proc/self/stat`.
 async fn flush(queue: &RedisQueue) -> jobs_core::Result<()> {
     let mut conn = queue.connection();
     queue
@@ -656,7 +754,7 @@ async fn flush(queue: &RedisQueue) -> jobs_core::Result<()> {
 
 async fn used_memory(
     queue: &RedisQueue,
-    conn: &mut jobs_core::Connection,
+    conn: &mut jobs_core::queue::connection::Connection,
 ) -> jobs_core::Result<u64> {
     let info: String = queue
         .timed(redis::cmd("INFO").arg("memory").query_async(conn))

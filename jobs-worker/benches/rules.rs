@@ -24,9 +24,10 @@
 mod common;
 
 use clap::Parser;
-use common::round2;
+use common::{round2, wall_us};
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::middleware::{Funnel, Layer, Limit, RateLimited};
-use jobs_core::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
+use jobs_core::{job, Bulk, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
 use jobs_worker::{Worker, WorkerConfig};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -34,7 +35,7 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 const QUEUE: &str = "rules";
 const STARTS: &str = "rules:starts";
@@ -141,13 +142,6 @@ impl Job for Funneled {
     }
 }
 
-fn wall_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
-}
-
 async fn flush(queue: &RedisQueue) -> Result<(), String> {
     let mut conn = queue.connection();
     redis::cmd("FLUSHALL")
@@ -234,7 +228,7 @@ fn stop_workers(workers: Vec<Child>) {
 async fn push_all<J: Job>(queue: &RedisQueue, jobs: impl Iterator<Item = J>) -> Result<(), String> {
     let mut bulk = Bulk::via(queue);
     for job in jobs {
-        bulk.add(job.dispatch().on_queue(QUEUE))
+        bulk.add(PendingDispatch::new(job).on_queue(QUEUE))
             .map_err(|e| e.to_string())?;
         if bulk.len() == ROUND {
             std::mem::replace(&mut bulk, Bulk::via(queue))

@@ -16,14 +16,15 @@ mod common;
 
 use chrono::{DateTime, Utc};
 use clap::Parser;
-use common::{own_cpu_seconds, round2};
+use common::{own_cpu_seconds, round2, wall_us};
+use jobs_core::__worker::WorkerQueue;
 use jobs_core::schedule::{tick_uuid, Schedule};
 use jobs_core::{job, Job, JobContext, JobResult, RedisQueue};
 use jobs_worker::{Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 const QUEUE: &str = "bench-sched";
 const RECORDS: &str = "bench-sched:records";
@@ -51,10 +52,7 @@ struct Tick {}
 #[job(name = "bench.tick")]
 impl Job for Tick {
     async fn handle(&self, ctx: &JobContext) -> JobResult {
-        let started_us = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_micros() as u64)
-            .unwrap_or(0);
+        let started_us = wall_us();
         let queue = RedisQueue::default_handle()?;
         let mut conn = queue.connection();
         let entry = format!("{} {started_us}", ctx.uuid());

@@ -3,7 +3,8 @@
 use async_trait::async_trait;
 use std::time::Duration;
 
-use super::{redis, run_holding, Middleware, Next, WhenBusy};
+use super::busy::{when_busy_builders, WhenBusy};
+use super::{redis, run_holding, Middleware, Next};
 use crate::queue::scripts;
 use crate::{JobContext, JobResult};
 
@@ -47,16 +48,12 @@ impl Funnel {
         self
     }
 
-    /// How long a job that found no free slot waits before it tries again.
-    pub fn release_after(mut self, delay: impl Into<crate::Delay>) -> Self {
-        self.release_after = delay.into().duration_from_now();
-        self
-    }
+    when_busy_builders! {
+        /// How long a job that found no free slot waits before it tries again.
+        fn release_after;
 
-    /// Counts the wait as an attempt, as Laravel's `funnel()->then(.., release)` does.
-    pub fn count_attempt(mut self) -> Self {
-        self.when_busy = WhenBusy::Release;
-        self
+        /// Counts the wait as an attempt, as Laravel's `funnel()->then(.., release)` does.
+        fn count_attempt;
     }
 }
 

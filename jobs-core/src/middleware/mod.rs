@@ -40,6 +40,7 @@
 //! }
 //! ```
 
+mod busy;
 mod funnel;
 mod named;
 mod overlap;
@@ -62,29 +63,7 @@ use crate::job::context::JobContext;
 use crate::job::{JobError, JobResult};
 use crate::queue::hold::{Hold, HoldUntil};
 use crate::queue::RedisQueue;
-
-/// What a built-in middleware does with a job it cannot run yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum WhenBusy {
-    /// Try again later without counting the attempt (the default).
-    #[default]
-    Requeue,
-    /// Try again later, counting the attempt, as Laravel's middleware does.
-    Release,
-    /// Drop the job, settled as done (Laravel's `dontRelease()`).
-    Skip,
-}
-
-impl WhenBusy {
-    /// Asks `ctx` for this verdict, to take effect after `delay`.
-    pub(crate) fn apply(self, ctx: &JobContext, delay: Duration) {
-        match self {
-            WhenBusy::Requeue => ctx.requeue(delay),
-            WhenBusy::Release => ctx.release(delay),
-            WhenBusy::Skip => ctx.skip(),
-        }
-    }
-}
+use busy::WhenBusy;
 
 /// Runs the rest of the job holding `key` for this attempt, when `take` (a script call that
 /// answers 1 once the attempt's owner token holds the key) succeeds; otherwise asks for

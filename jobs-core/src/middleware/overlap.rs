@@ -3,7 +3,8 @@
 use async_trait::async_trait;
 use std::time::Duration;
 
-use super::{redis, run_holding, Middleware, Next, WhenBusy};
+use super::busy::{when_busy_builders, WhenBusy};
+use super::{redis, run_holding, Middleware, Next};
 use crate::queue::scripts;
 use crate::{JobContext, JobResult};
 
@@ -47,23 +48,16 @@ impl WithoutOverlapping {
         self
     }
 
-    /// How long a job whose key is taken waits before it tries again (seconds or a
-    /// `Duration`).
-    pub fn release_after(mut self, delay: impl Into<crate::Delay>) -> Self {
-        self.release_after = delay.into().duration_from_now();
-        self
-    }
+    when_busy_builders! {
+        /// How long a job whose key is taken waits before it tries again (seconds or a
+        /// `Duration`).
+        fn release_after;
 
-    /// Counts the wait as an attempt, as Laravel's middleware does.
-    pub fn count_attempt(mut self) -> Self {
-        self.when_busy = WhenBusy::Release;
-        self
-    }
+        /// Counts the wait as an attempt, as Laravel's middleware does.
+        fn count_attempt;
 
-    /// Drops a job whose key is taken, settled as done (Laravel's `dontRelease()`).
-    pub fn dont_release(mut self) -> Self {
-        self.when_busy = WhenBusy::Skip;
-        self
+        /// Drops a job whose key is taken, settled as done (Laravel's `dontRelease()`).
+        fn dont_release;
     }
 }
 

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};
 use std::time::Duration;
 
-use super::{redis, Middleware, Next, WhenBusy};
+use super::busy::{when_busy_builders, WhenBusy};
+use super::{redis, Middleware, Next};
 use crate::queue::scripts;
 use crate::{JobContext, JobError, JobResult};
 
@@ -181,16 +182,12 @@ impl RateLimited {
         self
     }
 
-    /// Counts the wait as an attempt, as Laravel's middleware does.
-    pub fn count_attempt(mut self) -> Self {
-        self.when_busy = WhenBusy::Release;
-        self
-    }
+    when_busy_builders! {
+        /// Counts the wait as an attempt, as Laravel's middleware does.
+        fn count_attempt;
 
-    /// Drops a job over the limit, settled as done (Laravel's `dontRelease()`).
-    pub fn dont_release(mut self) -> Self {
-        self.when_busy = WhenBusy::Skip;
-        self
+        /// Drops a job over the limit, settled as done (Laravel's `dontRelease()`).
+        fn dont_release;
     }
 
     /// The limits in full: named ones looked up.

@@ -1,6 +1,8 @@
-//! What the benchmarks share: the JSON line each run prints, and its number format.
+//! What the benchmarks share: the JSON line each run prints, its number format, and the wall
+//! clock that handlers in different processes stamp their times with.
 
 use serde_json::{json, Map, Value};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The line of one run: `system`, `scenario`, then the scenario's fields, or its `error`.
 pub(crate) fn result_line(
@@ -38,4 +40,13 @@ pub(crate) fn own_cpu_seconds() -> f64 {
         .filter_map(|i| fields.get(*i).and_then(|v| v.parse::<f64>().ok()))
         .sum();
     ticks / 100.0
+}
+
+/// Microseconds since the Unix epoch: comparable across the processes of one run, unlike an
+/// `Instant`.
+pub(crate) fn wall_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
 }

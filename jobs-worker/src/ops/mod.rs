@@ -7,7 +7,7 @@
 //! guide. Each family of commands has its file: `args` the command line, `failed` the
 //! failed-job store, `queues` the queues, `waits` the wait thresholds, `workers` the workers,
 //! `batches` the batches, `unique` the unique locks, `render` the tables and
-//! times, [`dashboard`] the web page. The binary is one line:
+//! times, `time` the times operators give, [`dashboard`] the web page. The binary is one line:
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
@@ -23,6 +23,7 @@ mod failed;
 mod queues;
 mod render;
 mod schedules;
+mod time;
 mod unique;
 mod waits;
 mod workers;

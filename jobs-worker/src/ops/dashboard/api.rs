@@ -2,7 +2,7 @@
 //! (see [`super::guard`]). Errors are JSON `{"error": "..."}`: 404 for an unknown failed job,
 //! 503 when Redis cannot be reached.
 
-use crate::ops::args::parse_time;
+use crate::ops::time::parse_time;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
