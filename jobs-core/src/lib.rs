@@ -86,6 +86,12 @@ pub mod __worker {
     pub use crate::queue::settle::{Ending, SettleStep, Settlement};
     pub use crate::workflow::attempt::{take_batch_added, take_chain_edits};
 
+    /// What a worker writes for operators: its heartbeat's lifetime and the minute a time
+    /// counts in.
+    pub mod telemetry {
+        pub use crate::admin::telemetry::{minute_of, WORKER_TTL};
+    }
+
     /// Acknowledges finished jobs of the batch `batch` taken from `queue`, each given as its
     /// reserved copy and uuid, and counts them in the batch, in one step; returns how many
     /// reservations were still held (only those are counted).

@@ -90,7 +90,7 @@ impl Default for WorkerConfig {
             retry_after: Duration::from_secs(90),
             concurrency: 10,
             grace: Some(Duration::from_secs(60)),
-            metrics_retention: jobs_core::admin::telemetry::DEFAULT_METRICS_RETENTION,
+            metrics_retention: jobs_core::admin::DEFAULT_METRICS_RETENTION,
             max_requeues: 1000,
             schedule: false,
             waits: Vec::new(),

@@ -86,7 +86,7 @@ pub struct WorkerOptions {
     pub grace: Option<f64>,
 
     /// Hours the per-minute job counters this worker publishes are kept in Redis.
-    #[arg(long, default_value_t = jobs_core::admin::telemetry::DEFAULT_METRICS_RETENTION.as_secs_f64() / 3600.0)]
+    #[arg(long, default_value_t = jobs_core::admin::DEFAULT_METRICS_RETENTION.as_secs_f64() / 3600.0)]
     pub metrics_retention: f64,
 
     /// Serve Prometheus metrics over HTTP on this address, e.g. 127.0.0.1:9464 (default: off).

@@ -5,7 +5,7 @@
 //! The `metrics` crate's recorder is global to the process, so one worker per process can
 //! export. Until [`install`] succeeds, recording is skipped before any label is built.
 
-use jobs_core::admin::telemetry::Outcome;
+use jobs_core::admin::AttemptOutcome;
 use jobs_core::admin::{Admin, QueueStats};
 use jobs_core::RedisQueue;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
@@ -132,7 +132,7 @@ fn installed() -> bool {
 }
 
 /// Counts one settled attempt and its run time.
-pub(crate) fn record(queue: &str, job: &str, outcome: Outcome, runtime: Duration) {
+pub(crate) fn record(queue: &str, job: &str, outcome: AttemptOutcome, runtime: Duration) {
     if !installed() {
         return;
     }

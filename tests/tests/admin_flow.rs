@@ -287,8 +287,8 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
     assert_eq!(metrics.len(), 5);
     let sum = |pick: &dyn Fn(
         &jobs_core::admin::MinuteMetrics,
-    ) -> Option<jobs_core::admin::telemetry::Counters>| {
-        let mut total = jobs_core::admin::telemetry::Counters::default();
+    ) -> Option<jobs_core::admin::OutcomeCounts>| {
+        let mut total = jobs_core::admin::OutcomeCounts::default();
         for minute in &metrics {
             if let Some(counters) = pick(minute) {
                 total.add(&counters);
@@ -319,13 +319,16 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
         (recent.len() == 3).then_some(recent)
     })
     .await;
-    use jobs_core::admin::telemetry::Outcome;
+    use jobs_core::admin::AttemptOutcome;
     assert_eq!(
         (recent[0].job.as_str(), recent[0].outcome, recent[0].attempt),
-        ("flaky", Outcome::Done, 2)
+        ("flaky", AttemptOutcome::Done, 2)
     );
     let panicked = recent.iter().find(|r| r.job == "panic").unwrap();
-    assert_eq!((panicked.outcome, panicked.attempt), (Outcome::Failed, 1));
+    assert_eq!(
+        (panicked.outcome, panicked.attempt),
+        (AttemptOutcome::Failed, 1)
+    );
     assert!(panicked
         .reason
         .as_deref()
@@ -333,7 +336,7 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
         .starts_with("panicked: "));
     let released = recent
         .iter()
-        .find(|r| r.outcome == Outcome::Released)
+        .find(|r| r.outcome == AttemptOutcome::Released)
         .unwrap();
     assert_eq!((released.job.as_str(), released.attempt), ("flaky", 1));
     assert!(recent

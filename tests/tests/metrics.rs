@@ -5,8 +5,8 @@
 //! `<test>::cluster`).
 
 use examples::{Noop, Panic, Sleep};
-use jobs_core::admin::telemetry::Outcome;
 use jobs_core::admin::Admin;
+use jobs_core::admin::AttemptOutcome;
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -186,7 +186,7 @@ async fn the_worker_exports_counters_runtimes_running_jobs_and_queue_sizes(redis
     assert_eq!(newest.uuid, failed.to_string());
     assert_eq!(
         (newest.job.as_str(), newest.outcome),
-        ("panic", Outcome::Failed)
+        ("panic", AttemptOutcome::Failed)
     );
     assert_eq!(newest.attempt, 1);
     assert!(newest
@@ -195,9 +195,9 @@ async fn the_worker_exports_counters_runtimes_running_jobs_and_queue_sizes(redis
         .unwrap()
         .contains("panicking on purpose"));
     assert_eq!(newest.worker, "default");
-    assert!(recent[1..]
-        .iter()
-        .all(|job| job.job == "noop" && job.outcome == Outcome::Done && job.reason.is_none()));
+    assert!(recent[1..].iter().all(|job| job.job == "noop"
+        && job.outcome == AttemptOutcome::Done
+        && job.reason.is_none()));
 }
 on_both_layouts!(the_worker_exports_counters_runtimes_running_jobs_and_queue_sizes);
 

@@ -4,8 +4,8 @@
 
 use chrono::Utc;
 use examples::{Noop, RebuildIndex, RefreshCache};
-use jobs_core::admin::telemetry::{Outcome, RecentJob};
 use jobs_core::admin::{Admin, BatchFilter, BatchState, RecentFilter, UniqueFilter};
+use jobs_core::admin::{AttemptOutcome, RecentJob};
 use jobs_core::workflow::Batch;
 use redis::AsyncCommands;
 use std::collections::HashSet;
@@ -230,7 +230,7 @@ async fn unique_locks_page_by_scan_steps_and_filter_by_job(redis: Server) {
 }
 on_both_layouts!(unique_locks_page_by_scan_steps_and_filter_by_job);
 
-fn attempt(n: usize, outcome: Outcome) -> RecentJob {
+fn attempt(n: usize, outcome: AttemptOutcome) -> RecentJob {
     RecentJob {
         uuid: format!("00000000-0000-4000-8000-{n:012}"),
         job: if n.is_multiple_of(2) {
@@ -260,9 +260,9 @@ async fn recent_jobs_page_by_the_last_one_shown_while_newer_ones_arrive(redis: S
     let key = queue.keys().recent("emails");
     let mut conn = redis.conn().await;
     let outcome = |n: usize| match n % 3 {
-        0 => Outcome::Failed,
-        1 => Outcome::Done,
-        _ => Outcome::Released,
+        0 => AttemptOutcome::Failed,
+        1 => AttemptOutcome::Done,
+        _ => AttemptOutcome::Released,
     };
     // As a worker writes them: LPUSH, the newest at the head.
     for n in 0..90 {
@@ -270,7 +270,7 @@ async fn recent_jobs_page_by_the_last_one_shown_while_newer_ones_arrive(redis: S
         let _: () = conn.lpush(&key, entry).await.unwrap();
     }
     let failed = RecentFilter {
-        outcome: Some(Outcome::Failed),
+        outcome: Some(AttemptOutcome::Failed),
         ..Default::default()
     };
     let first = admin
@@ -280,7 +280,7 @@ async fn recent_jobs_page_by_the_last_one_shown_while_newer_ones_arrive(redis: S
     assert_eq!(first.jobs.len(), 12);
     // Ten newer attempts arrive before the next page.
     for n in 90..100 {
-        let entry = serde_json::to_string(&attempt(n, Outcome::Failed)).unwrap();
+        let entry = serde_json::to_string(&attempt(n, AttemptOutcome::Failed)).unwrap();
         let _: () = conn.lpush(&key, entry).await.unwrap();
     }
     let second = admin
@@ -297,7 +297,7 @@ async fn recent_jobs_page_by_the_last_one_shown_while_newer_ones_arrive(redis: S
     let expected: Vec<String> = (0..90)
         .rev()
         .filter(|n| n % 3 == 0)
-        .map(|n| attempt(n, Outcome::Failed).uuid)
+        .map(|n| attempt(n, AttemptOutcome::Failed).uuid)
         .collect();
     assert_eq!(seen, expected, "each failed attempt once, newest first");
 

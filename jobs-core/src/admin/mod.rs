@@ -21,30 +21,34 @@
 
 mod batches;
 mod cursor;
+mod error;
 mod failed;
 mod queues;
 mod retry;
 mod schedules;
-pub mod telemetry;
+pub(crate) mod telemetry;
 mod unique;
 mod waits;
 mod workers;
 
 pub use batches::{BatchDetail, BatchFilter, BatchPage, BatchState, PendingBatches};
+pub use error::{AdminError, InvalidWait};
 pub use failed::{
     FailedEntry, FailedFilter, FailedPage, FailedSelection, Retried, RetryReport, FAILED_PAGE,
     FAILED_PAGE_MAX,
 };
 pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
 pub use schedules::{ScheduleInfo, STALE_AFTER};
+pub use telemetry::{
+    AttemptOutcome, Bucket, OutcomeCounts, RecentJob, WorkerInfo, DEFAULT_METRICS_RETENTION,
+};
 pub use unique::{HeldLock, UniqueFilter, UniquePage};
-pub use waits::{InvalidWait, WaitThreshold};
+pub use waits::WaitThreshold;
 pub use workers::{MinuteMetrics, RecentFilter, RecentPage};
 
 use chrono::{DateTime, TimeZone, Utc};
 
 use crate::payload::RawFields;
-use crate::queue::keys::InvalidQueueName;
 use crate::queue::RedisQueue;
 
 /// Most script calls or keys sent in one pipeline.
@@ -53,55 +57,6 @@ const CHUNK: usize = 500;
 /// How long one page of a listing searches before it returns what it found, with a cursor to
 /// go on from: a page answers promptly however large the listing and however rare its matches.
 const PAGE_BUDGET: std::time::Duration = std::time::Duration::from_millis(30);
-
-/// What can go wrong operating the queues.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AdminError {
-    /// Redis could not be reached or refused a command.
-    #[error(transparent)]
-    Queue(#[from] crate::Error),
-    /// The failed-job store has no job with this uuid.
-    #[error("no failed job with uuid {0}")]
-    FailedJobNotFound(String),
-    /// No worker keeps a schedule of this name (or none took the request to run it).
-    #[error("no worker keeps schedule {0} (start one with --schedule), or none took the request")]
-    ScheduleNotFound(String),
-    /// No batch has this id (or it was pruned).
-    #[error("no batch {0}")]
-    BatchNotFound(String),
-    /// No unique lock has this key.
-    #[error("no unique lock {0}")]
-    UniqueLockNotFound(String),
-    /// A cursor that no page of a listing gave.
-    #[error("invalid cursor {0:?}: pass the `next` of a page as it was given")]
-    InvalidCursor(String),
-    /// A wait threshold that cannot be set, or one stored in Redis that cannot be read.
-    #[error(transparent)]
-    InvalidWait(#[from] InvalidWait),
-    /// A range of failed-job positions that selects nothing.
-    #[error(
-        "invalid range {first}-{last}: positions start at 1 and the first must not exceed the last"
-    )]
-    InvalidRange {
-        /// The first position asked for.
-        first: u64,
-        /// The last position asked for.
-        last: u64,
-    },
-}
-
-impl From<InvalidQueueName> for AdminError {
-    fn from(err: InvalidQueueName) -> Self {
-        AdminError::Queue(err.into())
-    }
-}
-
-impl From<redis::RedisError> for AdminError {
-    fn from(err: redis::RedisError) -> Self {
-        AdminError::Queue(err.into())
-    }
-}
 
 /// Operations on the queues of one Redis server or of a Redis Cluster. Cheap to clone.
 #[derive(Debug, Clone)]

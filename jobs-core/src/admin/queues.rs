@@ -322,3 +322,12 @@ impl Admin {
         Ok(names)
     }
 }
+
+impl Admin {
+    /// The stats of every queue that has a wait threshold, sorted by name: its current wait,
+    /// threshold, and whether the wait is over it.
+    pub async fn watched_queues(&self) -> Result<Vec<QueueStats>, AdminError> {
+        let names: Vec<String> = self.waits().await?.into_keys().collect();
+        self.queues_stats(&names).await
+    }
+}

@@ -46,7 +46,7 @@ pub struct WorkerInfo {
 /// How a processed attempt ended, for the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub enum AttemptOutcome {
     /// The handler finished.
     Done,
     /// The job was put back to run again.
@@ -55,25 +55,29 @@ pub enum Outcome {
     Failed,
 }
 
-impl Outcome {
+impl AttemptOutcome {
     /// Its name, as serialized and as the metrics label it: `done`, `released` or `failed`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Done => "done",
-            Outcome::Released => "released",
-            Outcome::Failed => "failed",
+            AttemptOutcome::Done => "done",
+            AttemptOutcome::Released => "released",
+            AttemptOutcome::Failed => "failed",
         }
     }
 }
 
-impl std::str::FromStr for Outcome {
+impl std::str::FromStr for AttemptOutcome {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        [Outcome::Done, Outcome::Released, Outcome::Failed]
-            .into_iter()
-            .find(|outcome| outcome.as_str() == text)
-            .ok_or_else(|| format!("unknown outcome {text:?}: expected done, released or failed"))
+        [
+            AttemptOutcome::Done,
+            AttemptOutcome::Released,
+            AttemptOutcome::Failed,
+        ]
+        .into_iter()
+        .find(|outcome| outcome.as_str() == text)
+        .ok_or_else(|| format!("unknown outcome {text:?}: expected done, released or failed"))
     }
 }
 
@@ -89,7 +93,7 @@ pub struct RecentJob {
     /// The attempt's number (its payload's attempts once reserved; 0 when unknown).
     pub attempt: u32,
     /// How the attempt ended.
-    pub outcome: Outcome,
+    pub outcome: AttemptOutcome,
     /// How long it took, in microseconds.
     pub runtime_us: u64,
     /// When it ended, by the worker's clock.
@@ -110,7 +114,7 @@ impl RecentJob {
 
 /// Job counters of one queue or one job type over some time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counters {
+pub struct OutcomeCounts {
     /// Attempts processed, whatever their outcome (so `processed - failed - released` were
     /// done).
     pub processed: u64,
@@ -122,14 +126,14 @@ pub struct Counters {
     pub runtime_us: u64,
 }
 
-impl Counters {
+impl OutcomeCounts {
     /// Counts one attempt.
-    pub fn record(&mut self, outcome: Outcome, runtime: Duration) {
+    pub fn record(&mut self, outcome: AttemptOutcome, runtime: Duration) {
         self.processed += 1;
         match outcome {
-            Outcome::Done => {}
-            Outcome::Released => self.released += 1,
-            Outcome::Failed => self.failed += 1,
+            AttemptOutcome::Done => {}
+            AttemptOutcome::Released => self.released += 1,
+            AttemptOutcome::Failed => self.failed += 1,
         }
         self.runtime_us = self
             .runtime_us
@@ -137,7 +141,7 @@ impl Counters {
     }
 
     /// Adds `other` to these counters.
-    pub fn add(&mut self, other: &Counters) {
+    pub fn add(&mut self, other: &OutcomeCounts) {
         self.processed += other.processed;
         self.failed += other.failed;
         self.released += other.released;
@@ -178,10 +182,10 @@ impl Counters {
 /// `runtime_us`.
 ///
 /// ```
-/// use jobs_core::admin::telemetry::{Bucket, Outcome};
+/// use jobs_core::admin::telemetry::{Bucket, AttemptOutcome};
 /// use std::time::Duration;
 /// let mut bucket = Bucket::default();
-/// bucket.record("emails", "SendEmail", Outcome::Failed, Duration::from_millis(3));
+/// bucket.record("emails", "SendEmail", AttemptOutcome::Failed, Duration::from_millis(3));
 /// let fields = bucket.increments();
 /// assert!(fields.contains(&("queue:emails:failed".to_owned(), 1)));
 /// let back = Bucket::from_fields(fields);
@@ -189,15 +193,15 @@ impl Counters {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bucket {
-    /// Counters by queue name.
-    pub queues: BTreeMap<String, Counters>,
-    /// Counters by job name (the payload's `job`).
-    pub jobs: BTreeMap<String, Counters>,
+    /// OutcomeCounts by queue name.
+    pub queues: BTreeMap<String, OutcomeCounts>,
+    /// OutcomeCounts by job name (the payload's `job`).
+    pub jobs: BTreeMap<String, OutcomeCounts>,
 }
 
 impl Bucket {
     /// Counts one attempt of a `job` taken from `queue`.
-    pub fn record(&mut self, queue: &str, job: &str, outcome: Outcome, runtime: Duration) {
+    pub fn record(&mut self, queue: &str, job: &str, outcome: AttemptOutcome, runtime: Duration) {
         counters_of(&mut self.queues, queue).record(outcome, runtime);
         counters_of(&mut self.jobs, job).record(outcome, runtime);
     }
@@ -213,8 +217,8 @@ impl Bucket {
     }
 
     /// The sum over all queues: every attempt of the minute.
-    pub fn total(&self) -> Counters {
-        let mut total = Counters::default();
+    pub fn total(&self) -> OutcomeCounts {
+        let mut total = OutcomeCounts::default();
         for counters in self.queues.values() {
             total.add(counters);
         }
@@ -266,9 +270,12 @@ pub fn minute_of(time: DateTime<Utc>) -> i64 {
     time.timestamp().div_euclid(60)
 }
 
-fn counters_of<'a>(map: &'a mut BTreeMap<String, Counters>, name: &str) -> &'a mut Counters {
+fn counters_of<'a>(
+    map: &'a mut BTreeMap<String, OutcomeCounts>,
+    name: &str,
+) -> &'a mut OutcomeCounts {
     if !map.contains_key(name) {
-        map.insert(name.to_owned(), Counters::default());
+        map.insert(name.to_owned(), OutcomeCounts::default());
     }
     map.get_mut(name).expect("inserted above")
 }
@@ -283,13 +290,13 @@ mod tests {
         bucket.record(
             "a:b",
             "App\\Jobs:X",
-            Outcome::Released,
+            AttemptOutcome::Released,
             Duration::from_micros(7),
         );
         bucket.record(
             "a:b",
             "App\\Jobs:X",
-            Outcome::Done,
+            AttemptOutcome::Done,
             Duration::from_micros(3),
         );
         let back = Bucket::from_fields(bucket.increments());

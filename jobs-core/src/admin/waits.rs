@@ -27,8 +27,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use super::{Admin, AdminError, QueueStats};
-use crate::queue::keys::{check_queue_name, InvalidQueueName};
+use crate::admin::error::{AdminError, InvalidWait};
+use crate::admin::Admin;
+use crate::queue::keys::check_queue_name;
 
 /// A queue's wait threshold: the seconds its jobs may wait before the queue is flagged.
 /// Written `QUEUE=SECONDS` on the command line (`emails=60`).
@@ -96,39 +97,6 @@ impl FromStr for WaitThreshold {
     }
 }
 
-/// A wait threshold that cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum InvalidWait {
-    /// Not written `QUEUE=SECONDS`.
-    #[error("invalid wait threshold {0:?}: expected QUEUE=SECONDS, e.g. emails=60")]
-    Format(String),
-    /// The queue's name is one no worker could serve.
-    #[error(transparent)]
-    Queue(#[from] InvalidQueueName),
-    /// The seconds are not a whole number of at least 1.
-    #[error(
-        "invalid wait threshold for queue {queue}: {value:?} is not a whole number of seconds of at least 1"
-    )]
-    Seconds {
-        /// The queue's name.
-        queue: String,
-        /// The seconds as given.
-        value: String,
-    },
-    /// The threshold stored in Redis for a queue is not a whole number of seconds (it was
-    /// written by hand); `jobsctl waits set` or `jobsctl waits clear` replaces it.
-    #[error(
-        "the wait threshold stored for queue {queue} is {value:?}, not a whole number of seconds: set it again with `jobsctl waits set` or remove it with `jobsctl waits clear`"
-    )]
-    Stored {
-        /// The queue's name.
-        queue: String,
-        /// The value found in Redis.
-        value: String,
-    },
-}
-
 /// A threshold as read from Redis.
 pub(super) fn stored_threshold(queue: &str, value: String) -> Result<u64, AdminError> {
     value.trim().parse().map_err(|_| {
@@ -186,13 +154,6 @@ impl Admin {
             .timed(conn.hdel(self.queue.keys().waits(), queue))
             .await?;
         Ok(removed == 1)
-    }
-
-    /// The stats of every queue that has a wait threshold, sorted by name: its current wait,
-    /// threshold, and whether the wait is over it.
-    pub async fn watched_queues(&self) -> Result<Vec<QueueStats>, AdminError> {
-        let names: Vec<String> = self.waits().await?.into_keys().collect();
-        self.queues_stats(&names).await
     }
 }
 

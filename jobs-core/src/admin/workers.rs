@@ -6,7 +6,7 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-use super::telemetry::{Bucket, Outcome, RecentJob, WorkerInfo};
+use super::telemetry::{AttemptOutcome, Bucket, RecentJob, WorkerInfo};
 use super::{Admin, AdminError, CHUNK};
 use crate::error::Result;
 use crate::queue::scripts;
@@ -19,7 +19,7 @@ pub struct RecentFilter {
     /// Only jobs of this type (the payload's `job`).
     pub job: Option<String>,
     /// Only attempts that ended this way.
-    pub outcome: Option<Outcome>,
+    pub outcome: Option<AttemptOutcome>,
 }
 
 impl RecentFilter {

@@ -6,7 +6,9 @@ use std::time::Duration;
 use crate::payload::encrypted::LaravelKey;
 use crate::payload::signing::SigningKey;
 use crate::queue::keys;
-use crate::queue::url::TLS_CA_FILE_ENV;
+
+/// The environment variable [`QueueConfig::default`] reads the TLS CA certificate file from.
+pub const TLS_CA_FILE_ENV: &str = "REDIS_TLS_CA_FILE";
 
 /// Settings of a [`RedisQueue`](crate::RedisQueue).
 ///

@@ -33,14 +33,14 @@ mod size;
 pub(crate) mod spread;
 mod url;
 
-pub use config::QueueConfig;
+pub use config::{QueueConfig, TLS_CA_FILE_ENV};
 pub use extensions::Extensions;
 pub use handle::RedisQueue;
 pub use push::{DebounceDispatch, Envelope, UniqueDispatch};
 pub use queued::Queued;
 pub use reserve::Popped;
 pub use size::QueueSize;
-pub use url::{redact_url, redis_client, redis_url_from_env, DEFAULT_REDIS_URL, TLS_CA_FILE_ENV};
+pub use url::{redact_url, redis_client, redis_url_from_env, DEFAULT_REDIS_URL};
 
 pub(crate) use default::{scoped_default, thread_default, ThreadDefault};
 pub(crate) use due::{delay_from_due, due_arg};

@@ -27,3 +27,13 @@ pub(crate) trait Offline: Send + Sync + 'static {
 
 /// The [`Offline`] sink of an offline handle, as its extensions hold it.
 pub(crate) struct OfflineSink(pub(crate) std::sync::Arc<dyn Offline>);
+
+impl RedisQueue {
+    /// The offline sink of a handle that talks to no Redis.
+    pub(crate) fn offline_sink(&self) -> Option<std::sync::Arc<OfflineSink>> {
+        match self.is_offline() {
+            true => self.extensions().get::<OfflineSink>(),
+            false => None,
+        }
+    }
+}

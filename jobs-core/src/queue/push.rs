@@ -12,7 +12,6 @@ use crate::payload::signing::SigningKey;
 use crate::payload::Payload;
 use crate::queue::due::{due_arg, seconds_arg};
 use crate::queue::keys::{check_queue_name, KeyLayout};
-use crate::queue::offline::OfflineSink;
 use crate::queue::queued::Queued;
 use crate::queue::{scripts, RedisQueue};
 
@@ -98,14 +97,6 @@ impl RedisQueue {
             self.report_queued(envelopes, &outcomes);
         }
         Ok(outcomes)
-    }
-
-    /// The offline sink of a handle that talks to no Redis.
-    pub(crate) fn offline_sink(&self) -> Option<std::sync::Arc<OfflineSink>> {
-        match self.is_offline() {
-            true => self.extensions().get::<OfflineSink>(),
-            false => None,
-        }
     }
 
     /// The script calls that push `envelopes`, in pipelines: on a cluster each queue's calls

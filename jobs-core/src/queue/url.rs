@@ -11,9 +11,6 @@ use crate::queue::config::QueueConfig;
 /// The URL used when neither code nor `REDIS_URL` names one.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
-/// The environment variable [`QueueConfig::default`] reads the TLS CA certificate file from.
-pub const TLS_CA_FILE_ENV: &str = "REDIS_TLS_CA_FILE";
-
 /// The Redis URL from `REDIS_URL`, or [`DEFAULT_REDIS_URL`].
 pub fn redis_url_from_env() -> String {
     std::env::var("REDIS_URL")

@@ -41,14 +41,15 @@
 //! `jobs_worker::testing`, which also offers a fake that runs every dispatch inline.
 
 mod assertions;
+mod inline;
 mod recorded;
 mod recorder;
 
+pub use inline::{BoxFuture, RunInline, Work};
 pub use recorded::{ChainLink, Origin, Recorded, RecordedBatch, RecordedChain};
 
 use chrono::{DateTime, Utc};
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -70,31 +71,6 @@ use crate::workflow::offline::OfflineWorkflows;
 #[derive(Clone, Debug)]
 pub struct Fake {
     handle: RedisQueue,
-}
-
-/// Runs what a fake records, for a fake that runs dispatches inline (Laravel's `sync` driver).
-/// `jobs_worker::testing::inline` provides one that runs jobs as a worker does.
-pub trait RunInline: Send + Sync + 'static {
-    /// Runs `work`, recorded by the fake whose handle is `queue`. Dispatches it makes go to
-    /// the same fake when it runs in the dispatch's task.
-    fn run<'a>(&'a self, queue: &'a RedisQueue, work: Work) -> BoxFuture<'a>;
-}
-
-/// A boxed future of [`RunInline::run`].
-pub type BoxFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
-
-/// What a fake that runs dispatches inline hands its runner.
-// Records of a test, built once and read: the size of their variants does not matter.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum Work {
-    /// A job pushed.
-    Job(Recorded),
-    /// A chain dispatched.
-    Chain(RecordedChain),
-    /// A batch dispatched.
-    Batch(RecordedBatch),
 }
 
 impl Default for Fake {

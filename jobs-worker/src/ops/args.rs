@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
-use jobs_core::admin::telemetry::Outcome;
+use jobs_core::admin::AttemptOutcome;
 use jobs_core::admin::{BatchState, FailedFilter, Section};
 
 use super::time::parse_time;
@@ -116,7 +116,7 @@ pub(super) enum Command {
         job: Option<String>,
         /// Only attempts that ended so: done, released or failed.
         #[arg(long)]
-        outcome: Option<Outcome>,
+        outcome: Option<AttemptOutcome>,
         /// Go on after this cursor: the one a listing printed for its next page.
         #[arg(long)]
         after: Option<String>,

@@ -9,7 +9,8 @@
 //! Prometheus counters ([`crate::prometheus`]) are fed from the same [`Control::record`].
 
 use chrono::{DateTime, Utc};
-use jobs_core::admin::telemetry::{self, Bucket, Outcome, RecentJob, WorkerInfo};
+use jobs_core::__worker::telemetry;
+use jobs_core::admin::{AttemptOutcome, Bucket, RecentJob, WorkerInfo};
 use jobs_core::queue::keys;
 use jobs_core::RedisQueue;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -57,7 +58,7 @@ pub(crate) struct Attempt<'a> {
     /// The attempt's number (0 when unknown).
     pub attempt: u32,
     /// How it ended.
-    pub outcome: Outcome,
+    pub outcome: AttemptOutcome,
     /// How long it took.
     pub runtime: Duration,
     /// Why it failed or was released.
@@ -376,9 +377,9 @@ mod tests {
                 uuid: &uuid,
                 attempt: n as u32,
                 outcome: if failed {
-                    Outcome::Failed
+                    AttemptOutcome::Failed
                 } else {
-                    Outcome::Done
+                    AttemptOutcome::Done
                 },
                 runtime: Duration::from_micros(n as u64),
                 reason: failed.then_some("boom"),

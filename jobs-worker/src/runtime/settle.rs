@@ -2,7 +2,7 @@
 //! `:delayed`, a failed one to the failed-job store, each counted for the operators.
 
 use jobs_core::__worker::{SettleStep, Settlement, WorkerQueue};
-use jobs_core::admin::telemetry::Outcome;
+use jobs_core::admin::AttemptOutcome;
 use jobs_core::payload::counters;
 use jobs_core::queue::hold::Holds;
 use jobs_core::{FailedJob, RedisQueue};
@@ -122,13 +122,15 @@ impl Settler {
         release_reason: &str,
     ) {
         let (outcome, reason) = match verdict {
-            Verdict::Done | Verdict::Skip => (Outcome::Done, None),
-            Verdict::Release(_) | Verdict::Retry(_) => (Outcome::Released, Some(release_reason)),
+            Verdict::Done | Verdict::Skip => (AttemptOutcome::Done, None),
+            Verdict::Release(_) | Verdict::Retry(_) => {
+                (AttemptOutcome::Released, Some(release_reason))
+            }
             Verdict::Requeue(_) => (
-                Outcome::Released,
+                AttemptOutcome::Released,
                 Some("requeued: a limit or lock was busy"),
             ),
-            Verdict::Fail(reason) => (Outcome::Failed, Some(reason.as_str())),
+            Verdict::Fail(reason) => (AttemptOutcome::Failed, Some(reason.as_str())),
         };
         self.control.record(&Attempt {
             queue: &job.queue.name,

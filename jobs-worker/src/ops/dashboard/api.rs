@@ -9,11 +9,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use jobs_core::admin::telemetry::{Outcome, WorkerInfo};
 use jobs_core::admin::{
     Admin, AdminError, BatchFilter, BatchState, FailedEntry, FailedFilter, FailedSelection,
     QueueStats, RecentFilter, UniqueFilter,
 };
+use jobs_core::admin::{AttemptOutcome, WorkerInfo};
 use jobs_core::queue::keys::RECENT_LIMIT;
 use serde::{Deserialize, Serialize};
 
@@ -508,7 +508,7 @@ async fn recent(
         tag: given(query.tag),
         job: given(query.job),
         outcome: given(query.outcome)
-            .map(|o| o.parse::<Outcome>().map_err(ApiError::bad_request))
+            .map(|o| o.parse::<AttemptOutcome>().map_err(ApiError::bad_request))
             .transpose()?,
     };
     let limit = query.limit.unwrap_or(20).min(RECENT_LIMIT);

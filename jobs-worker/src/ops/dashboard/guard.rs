@@ -15,7 +15,7 @@ use base64::Engine;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::DashboardError;
+use crate::ops::dashboard::error::DashboardError;
 
 /// The header, and its value, that every state-changing request must carry.
 pub const REQUESTED_WITH: (&str, &str) = ("x-requested-with", "jobs-dashboard");

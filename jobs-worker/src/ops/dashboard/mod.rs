@@ -9,7 +9,10 @@
 //! site cannot make ([`guard`]). `docs/operations.md` describes it.
 
 mod api;
+mod error;
 pub mod guard;
+
+pub use error::DashboardError;
 
 use axum::Router;
 use clap::Args;
@@ -31,26 +34,6 @@ pub struct DashboardArgs {
     /// Require HTTP basic auth with these credentials, as user:password.
     #[arg(long, env = AUTH_ENV, hide_env_values = true)]
     pub auth: Option<String>,
-}
-
-/// Why the dashboard cannot run.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DashboardError {
-    /// `--auth` is not `user:password`.
-    #[error("--auth must be user:password, with a user and a password")]
-    InvalidAuth,
-    /// The address cannot be listened on.
-    #[error("cannot listen on {addr}: {source}")]
-    Listen {
-        /// The address asked for.
-        addr: SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The server failed while running.
-    #[error("the dashboard server failed: {0}")]
-    Serve(std::io::Error),
 }
 
 /// The dashboard's routes: the page, its assets and the JSON API, behind the [`guard`].
