@@ -6,12 +6,12 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::job::backoff::Backoff;
-use crate::job::delay::Delay;
-use crate::job::unique::{Dispatched, UniqueLock};
 use crate::job::{Job, JobOptions};
+use crate::payload::backoff::Backoff;
+use crate::payload::delay::Delay;
 use crate::payload::laravel::CALL_QUEUED_HANDLER;
 use crate::payload::php;
+use crate::payload::unique::{Dispatched, UniqueLock};
 use crate::payload::Payload;
 use crate::queue::{DebounceDispatch, Envelope, RedisQueue, UniqueDispatch};
 
@@ -44,7 +44,7 @@ pub struct PendingDispatch<J: Job> {
     max_exceptions: Option<u32>,
     through: Vec<String>,
     tags: Vec<String>,
-    connection: Option<RedisQueue>,
+    via: Option<RedisQueue>,
 }
 
 impl<J: Job> PendingDispatch<J> {
@@ -61,7 +61,7 @@ impl<J: Job> PendingDispatch<J> {
             max_exceptions: None,
             through: Vec::new(),
             tags: Vec::new(),
-            connection: None,
+            via: None,
         }
     }
 
@@ -127,7 +127,7 @@ impl<J: Job> PendingDispatch<J> {
 
     /// Pushes through this handle instead of the process-wide default.
     pub fn via(mut self, queue: &RedisQueue) -> Self {
-        self.connection = Some(queue.clone());
+        self.via = Some(queue.clone());
         self
     }
 
@@ -274,7 +274,7 @@ impl<J: Job> PendingDispatch<J> {
 
     fn send(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
         let prepared = self.envelope().and_then(|envelope| {
-            let queue = match &self.connection {
+            let queue = match &self.via {
                 Some(queue) => queue.clone(),
                 None => RedisQueue::default_handle()?,
             };
@@ -373,7 +373,7 @@ impl<J: Job> IntoFuture for PendingDispatch<J> {
 #[derive(Debug, Default)]
 pub struct Bulk {
     envelopes: Vec<Envelope>,
-    connection: Option<RedisQueue>,
+    via: Option<RedisQueue>,
 }
 
 impl Bulk {
@@ -386,7 +386,7 @@ impl Bulk {
     pub fn via(queue: &RedisQueue) -> Self {
         Bulk {
             envelopes: Vec::new(),
-            connection: Some(queue.clone()),
+            via: Some(queue.clone()),
         }
     }
 
@@ -409,7 +409,7 @@ impl Bulk {
     /// Pushes everything; returns what became of each dispatch, in the order added: queued
     /// with its uuid, or refused as a [`Duplicate`](crate::Duplicate) of a unique job already queued or running.
     pub async fn send(self) -> Result<Vec<Dispatched>> {
-        let queue = match self.connection {
+        let queue = match self.via {
             Some(queue) => queue,
             None => RedisQueue::default_handle()?,
         };

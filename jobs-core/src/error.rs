@@ -69,10 +69,10 @@ pub enum Error {
     },
     /// A queue name no worker could take jobs from (see [`check_queue_name`](crate::queue::keys::check_queue_name)).
     #[error(transparent)]
-    InvalidQueueName(#[from] crate::queue::keys::InvalidQueueName),
+    InvalidQueueName(#[from] InvalidQueueName),
     /// A unique job's lock is held by another job: nothing was pushed.
     #[error(transparent)]
-    Duplicate(#[from] crate::job::unique::Duplicate),
+    Duplicate(#[from] crate::payload::unique::Duplicate),
     /// A job that cannot be part of a chain or a batch: a unique or debounced job, whose
     /// push may be refused or replaced.
     #[error("job {job} cannot be part of a chain or a batch: it is {kind}")]
@@ -120,3 +120,13 @@ impl From<redis::RedisError> for Error {
 
 /// The result of queue operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A name no worker could take jobs from, refused before anything is written under it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid queue name {name:?}: {reason}")]
+pub struct InvalidQueueName {
+    /// The name as given.
+    pub name: String,
+    /// Which rule it breaks.
+    pub reason: &'static str,
+}

@@ -160,10 +160,15 @@ const EXAMPLES_PREFIX: &str = "examples:";
 /// its heartbeat record, the set of live workers, a minute's job counters, a queue's recent
 /// jobs.
 fn published_by_workers(key: &str) -> bool {
+    let unprefixed = keys::Keys::new(keys::KeyLayout::Standalone, "");
     key == keys::WORKERS
-        || [keys::METRICS_PREFIX, &keys::worker(""), &keys::recent("")]
-            .iter()
-            .any(|prefix| key.starts_with(prefix))
+        || [
+            keys::METRICS_PREFIX,
+            &unprefixed.worker(""),
+            &unprefixed.recent(""),
+        ]
+        .iter()
+        .any(|prefix| key.starts_with(prefix))
 }
 
 impl std::fmt::Debug for TestCluster {

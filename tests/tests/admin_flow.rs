@@ -275,7 +275,7 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
     assert_eq!((info.concurrency, info.running, info.failed), (3, 0, 1));
     assert!(!info.host.is_empty());
     let mut conn = redis.conn().await;
-    let ttl: i64 = conn.ttl(keys::worker(&info.id)).await.unwrap();
+    let ttl: i64 = conn.ttl(queue.keys().worker(&info.id)).await.unwrap();
     assert!((1..=10).contains(&ttl), "ttl {ttl}");
 
     let metrics = wait_for(LONG, "the metrics count 6 attempts", || async {
@@ -343,7 +343,7 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
         .iter()
         .all(|r| r.worker == "billing" && r.queue == "q2"));
     assert_eq!(admin.recent("q1", 2).await.unwrap().len(), 2);
-    let ttl: i64 = conn.ttl(keys::recent("q1")).await.unwrap();
+    let ttl: i64 = conn.ttl(queue.keys().recent("q1")).await.unwrap();
     assert!(ttl > 23 * 3600, "ttl {ttl}");
 
     drop(worker);

@@ -9,7 +9,7 @@ use crate::queue::keys::InvalidQueueName;
 pub enum AdminError {
     /// Redis could not be reached or refused a command.
     #[error(transparent)]
-    Queue(#[from] crate::Error),
+    Queue(#[from] crate::error::Error),
     /// The failed-job store has no job with this uuid.
     #[error("no failed job with uuid {0}")]
     FailedJobNotFound(String),

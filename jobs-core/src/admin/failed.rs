@@ -215,7 +215,7 @@ impl Admin {
             .arg(text);
         let reply: Vec<redis::Value> = self.queue.invoke(&call).await?;
         Step::of(reply).ok_or_else(|| {
-            AdminError::Queue(crate::Error::from(redis::RedisError::from((
+            AdminError::Queue(crate::error::Error::from(redis::RedisError::from((
                 redis::ErrorKind::Parse,
                 "failed_page.lua answered in an unexpected shape",
             ))))

@@ -86,7 +86,7 @@ impl Admin {
     }
 
     /// Every unique lock, sorted by key, with its holder: the locks of unique jobs queued,
-    /// delayed or running (see [`crate::job::unique`]).
+    /// delayed or running (see [`crate::payload::unique`]).
     pub async fn unique_locks(&self) -> Result<Vec<HeldLock>, AdminError> {
         let pattern = self.queue.keys().unique_pattern();
         let mut keys = self.queue.scan_keys(&pattern, Some("string")).await?;

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use uuid::Uuid;
 
-use crate::job::delay::Delay;
 use crate::job::identity::JobIdentity;
+use crate::payload::delay::Delay;
 use crate::queue::hold::Holds;
 use crate::queue::{Extensions, RedisQueue};
 

@@ -1,27 +1,27 @@
 //! The `Job` trait and the options a job type carries.
 
 pub mod attempt;
-pub mod backoff;
 pub mod context;
-pub mod delay;
 pub mod failed;
 pub mod identity;
 pub mod middleware;
 pub mod registry;
 mod result;
-pub mod unique;
 
 pub use result::{JobError, JobResult};
+
+// Where they were first defined; they are parts of the payload.
+pub use crate::payload::{backoff, delay, unique};
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::job::backoff::Backoff;
 use crate::job::context::JobContext;
 use crate::job::failed::FailedContext;
 use crate::job::middleware::Layer;
-use crate::job::unique::UniqueUntil;
+use crate::payload::backoff::Backoff;
+use crate::payload::unique::UniqueUntil;
 
 /// A unit of background work: a plain serializable struct with an async handler.
 ///
@@ -131,7 +131,7 @@ pub struct JobOptions {
     /// Seconds a debounced job waits at most after the first dispatch of its window.
     pub max_wait: Option<u64>,
     /// Seconds a unique job's lock lasts at most: set, the job is unique (see
-    /// [`crate::job::unique`]).
+    /// [`crate::payload::unique`]).
     pub unique_for: Option<u64>,
     /// Until when a unique job keeps its lock.
     pub unique_until: UniqueUntil,

@@ -49,7 +49,7 @@ macro_rules! when_busy_builders {
     () => {};
     ($(#[$doc:meta])* fn release_after; $($rest:tt)*) => {
         $(#[$doc])*
-        pub fn release_after(mut self, delay: impl Into<$crate::Delay>) -> Self {
+        pub fn release_after(mut self, delay: impl Into<$crate::payload::delay::Delay>) -> Self {
             self.release_after = delay.into().duration_from_now();
             self
         }

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use super::busy::{when_busy_builders, WhenBusy};
 use super::{redis, run_holding, Middleware, Next};
+use crate::job::context::JobContext;
+use crate::job::JobResult;
 use crate::queue::scripts;
-use crate::{JobContext, JobResult};
 
 /// Runs at most `limit` jobs under one name at once, across every worker and host
 /// (Laravel's `Redis::funnel`). A job that finds every slot taken is requeued after

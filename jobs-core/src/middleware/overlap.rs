@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use super::busy::{when_busy_builders, WhenBusy};
 use super::{redis, run_holding, Middleware, Next};
+use crate::job::context::JobContext;
+use crate::job::JobResult;
 use crate::queue::scripts;
-use crate::{JobContext, JobResult};
 
 /// Runs at most one job with a given key at a time, across every worker (Laravel's
 /// `WithoutOverlapping`). A job whose key is taken is requeued after

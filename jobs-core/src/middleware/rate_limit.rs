@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use super::busy::{when_busy_builders, WhenBusy};
 use super::{redis, Middleware, Next};
+use crate::job::context::JobContext;
+use crate::job::{JobError, JobResult};
 use crate::queue::scripts;
-use crate::{JobContext, JobError, JobResult};
 
 /// A rate: at most `max` jobs within any window of `window`, optionally kept apart by a key
 /// (`by`), so that each account (say) has a window of its own.

@@ -3,7 +3,8 @@
 use async_trait::async_trait;
 
 use super::{Middleware, Next};
-use crate::{JobContext, JobResult};
+use crate::job::context::JobContext;
+use crate::job::JobResult;
 
 /// Skips the job, settled as done without running its handler, when a condition holds
 /// (Laravel's `Skip::when` and `Skip::unless`). The condition is decided when the job's

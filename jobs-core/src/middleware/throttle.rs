@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{redis, Middleware, Next};
+use crate::job::context::JobContext;
+use crate::job::{JobError, JobResult};
 use crate::queue::scripts;
-use crate::{JobContext, JobError, JobResult};
 
 /// Predicate on an attempt's error.
 type ErrorFilter = Arc<dyn Fn(&JobError) -> bool + Send + Sync>;
@@ -70,7 +71,7 @@ impl ThrottleExceptions {
     }
 
     /// Releases a job after a counted error after `delay` instead of its own backoff.
-    pub fn backoff(mut self, delay: impl Into<crate::Delay>) -> Self {
+    pub fn backoff(mut self, delay: impl Into<crate::payload::delay::Delay>) -> Self {
         self.backoff = Some(delay.into().duration_from_now());
         self
     }

@@ -170,7 +170,7 @@ mod tests {
             twice,
             r#"{"data":{"exceptions":5,"requeues":6},"id":"x","exceptions":2,"requeues":1,"attempts":0}"#
         );
-        let payload = crate::Payload::from_json(
+        let payload = crate::payload::Payload::from_json(
             r#"{"uuid":"9f0c1d57-7d6a-4c3b-9a55-0b1c8f6e2a10","displayName":"J","job":"J","maxTries":null,"maxExceptions":null,"backoff":null,"timeout":null,"retryUntil":null,"data":{},"id":"x","exceptions":2,"requeues":1,"attempts":0}"#,
         )
         .unwrap();

@@ -1,19 +1,22 @@
 //! The job payload: the one JSON document that travels through Redis.
 
+pub mod backoff;
 pub mod counters;
+pub mod delay;
 pub mod encrypted;
 pub mod failed;
 pub mod laravel;
 pub mod php;
 pub mod signing;
+pub mod unique;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use crate::job::backoff::Backoff;
-use crate::job::unique::UniqueLock;
+use crate::payload::backoff::Backoff;
+use crate::payload::unique::UniqueLock;
 
 /// A job as stored in Redis, field for field and in the order of Laravel's Redis payload.
 ///
@@ -58,7 +61,7 @@ pub struct Payload {
     pub data: Box<RawValue>,
     /// Unix time of the dispatch (absent from what Laravel before 11 writes).
     pub created_at: Option<i64>,
-    /// The unique lock of a unique job (see [`crate::job::unique`]); absent otherwise.
+    /// The unique lock of a unique job (see [`crate::payload::unique`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unique: Option<UniqueLock>,
     /// Names of middleware the dispatch asked for ([`crate::middleware::define`]), run

@@ -6,7 +6,7 @@ use std::future::Future;
 
 use crate::error::{Error, Result};
 use crate::queue::connection::Connection;
-use crate::queue::RedisQueue;
+use crate::queue::handle::RedisQueue;
 
 impl RedisQueue {
     /// Runs one Redis call under the command timeout. A call that finds the connection refused

@@ -18,11 +18,11 @@ pub const TLS_CA_FILE_ENV: &str = "REDIS_TLS_CA_FILE";
 /// certificates, or against [`QueueConfig::tls_ca_file`] when it is set.
 #[derive(Debug, Clone)]
 pub struct QueueConfig {
-    /// The longest any one Redis call may take before it fails with [`Error::Timeout`](crate::Error::Timeout)
+    /// The longest any one Redis call may take before it fails with [`Error::Timeout`](crate::error::Error::Timeout)
     /// (default 5 s). Dispatch never waits longer than this.
     pub command_timeout: Duration,
     /// The largest payload accepted, in bytes (default 4 MiB). Dispatch refuses a larger one
-    /// with [`Error::PayloadTooLarge`](crate::Error::PayloadTooLarge); a worker fails a larger one it reserves without
+    /// with [`Error::PayloadTooLarge`](crate::error::Error::PayloadTooLarge); a worker fails a larger one it reserves without
     /// decoding it.
     pub max_payload_bytes: usize,
     /// How many failed jobs the failed-job store keeps at most (default 10,000).
@@ -38,7 +38,7 @@ pub struct QueueConfig {
     /// A PEM file of the CA certificates that a `rediss://` server's certificate must chain
     /// to, instead of the system's trusted certificates. Default: the path in
     /// `REDIS_TLS_CA_FILE` ([`TLS_CA_FILE_ENV`]), or none. It is read when the handle is
-    /// created; setting it for a `redis://` URL is an error ([`Error::InvalidTls`](crate::Error::InvalidTls)).
+    /// created; setting it for a `redis://` URL is an error ([`Error::InvalidTls`](crate::error::Error::InvalidTls)).
     pub tls_ca_file: Option<PathBuf>,
     /// The prefix put before every key this handle reads or writes, to share queues with a
     /// Laravel app whose Redis connection has one (`database.redis.options.prefix`, by

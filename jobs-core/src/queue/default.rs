@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::OnceLock;
 
 use crate::error::Result;
-use crate::queue::RedisQueue;
+use crate::queue::handle::RedisQueue;
 
 static PROCESS_DEFAULT: OnceLock<RedisQueue> = OnceLock::new();
 

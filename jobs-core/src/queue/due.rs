@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::job::delay::Delay;
+use crate::payload::delay::Delay;
 
 /// Seconds with a millisecond fraction, as the scripts take them.
 pub(crate) fn seconds_arg(d: Duration) -> String {

@@ -8,7 +8,8 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::payload::failed::FailedJob;
 use crate::queue::due::seconds_arg;
-use crate::queue::{scripts, RedisQueue};
+use crate::queue::handle::RedisQueue;
+use crate::queue::scripts;
 
 /// Failed-job records read per call: no Redis call grows with the store.
 pub(crate) const FAILED_CHUNK: usize = 500;

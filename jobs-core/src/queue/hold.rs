@@ -12,8 +12,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::error::Result;
+use crate::queue::handle::RedisQueue;
 use crate::queue::keys::KeyLayout;
-use crate::queue::{scripts, RedisQueue};
+use crate::queue::scripts;
 
 /// One key held by one owner.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -125,7 +126,7 @@ impl RedisQueue {
 
     /// On a cluster, frees `holds` in calls of their own and returns none left for the settling
     /// script; on one server returns them all for it.
-    pub(crate) async fn free_apart<'h>(&self, holds: &'h [Hold]) -> Result<&'h [Hold]> {
+    pub(crate) async fn free_on_cluster<'h>(&self, holds: &'h [Hold]) -> Result<&'h [Hold]> {
         match self.layout() {
             KeyLayout::Standalone => Ok(holds),
             KeyLayout::Cluster => {

@@ -97,15 +97,8 @@ pub fn has_hash_tag(key: &str) -> bool {
         .is_some_and(|len| len > 0)
 }
 
-/// A name no worker could take jobs from, refused before anything is written under it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid queue name {name:?}: {reason}")]
-pub struct InvalidQueueName {
-    /// The name as given.
-    pub name: String,
-    /// Which rule it breaks.
-    pub reason: &'static str,
-}
+// Defined with the crate's errors, which wrap it; the queue-name rule is here.
+pub use crate::error::InvalidQueueName;
 
 /// Checks that `name` can name a queue. Dispatch, bulk dispatch, the worker's `--queue` and
 /// the operators' tools all apply this one rule, so a job can never be pushed where no worker
@@ -213,31 +206,22 @@ pub const RECENT_LIMIT: usize = 100;
 /// The list of a queue's most recently finished attempts (JSON, newest first, at most
 /// [`RECENT_LIMIT`]).
 ///
-/// ```
-/// assert_eq!(jobs_core::queue::keys::recent("emails"), "jobs:recent:emails");
-/// ```
-pub fn recent(queue: &str) -> String {
+fn recent(queue: &str) -> String {
     format!("{OPS_PREFIX}recent:{queue}")
 }
 
-/// Prefix of the per-minute metric hashes; see [`metrics_minute`].
+/// Prefix of the per-minute metric hashes; see [`Keys::metrics_minute`].
 pub const METRICS_PREFIX: &str = "jobs:metrics:";
 
 /// The heartbeat record (JSON, with a TTL) of the worker with this id.
 ///
-/// ```
-/// assert_eq!(jobs_core::queue::keys::worker("4f1c"), "jobs:worker:4f1c");
-/// ```
-pub fn worker(id: &str) -> String {
+fn worker(id: &str) -> String {
     format!("{OPS_PREFIX}worker:{id}")
 }
 
 /// The hash of job counters for one minute, `minute` being Unix seconds / 60.
 ///
-/// ```
-/// assert_eq!(jobs_core::queue::keys::metrics_minute(29_395_828), "jobs:metrics:29395828");
-/// ```
-pub fn metrics_minute(minute: i64) -> String {
+fn metrics_minute(minute: i64) -> String {
     format!("{METRICS_PREFIX}{minute}")
 }
 
@@ -357,17 +341,35 @@ impl Keys {
         self.prefixed(RESTART)
     }
 
-    /// A queue's most recently finished attempts ([`recent`]).
+    /// A queue's most recently finished attempts.
+    ///
+    /// ```
+    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// let keys = Keys::new(KeyLayout::Standalone, "");
+    /// assert_eq!(keys.recent("emails"), "jobs:recent:emails");
+    /// ```
     pub fn recent(&self, queue: &str) -> String {
         self.prefixed(&recent(queue))
     }
 
-    /// A worker's heartbeat record ([`worker`]).
+    /// A worker's heartbeat record (JSON, with a TTL).
+    ///
+    /// ```
+    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// let keys = Keys::new(KeyLayout::Standalone, "app_");
+    /// assert_eq!(keys.worker("4f1c"), "app_jobs:worker:4f1c");
+    /// ```
     pub fn worker(&self, id: &str) -> String {
         self.prefixed(&worker(id))
     }
 
-    /// One minute's job counters ([`metrics_minute`]).
+    /// One minute's job counters, `minute` being Unix seconds / 60.
+    ///
+    /// ```
+    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// let keys = Keys::new(KeyLayout::Standalone, "");
+    /// assert_eq!(keys.metrics_minute(29_395_828), "jobs:metrics:29395828");
+    /// ```
     pub fn metrics_minute(&self, minute: i64) -> String {
         self.prefixed(&metrics_minute(minute))
     }

@@ -6,10 +6,10 @@
 
 use futures_util::future::BoxFuture;
 
-use crate::job::unique::Dispatched;
+use crate::payload::unique::Dispatched;
+use crate::queue::handle::RedisQueue;
 use crate::queue::hold::Hold;
 use crate::queue::push::Envelope;
-use crate::queue::RedisQueue;
 
 /// Where an offline handle's pushes go.
 pub(crate) trait Offline: Send + Sync + 'static {

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::payload::failed::FailedJob;
+use crate::queue::handle::RedisQueue;
 use crate::queue::hold::Hold;
 use crate::queue::keys::QueueKeys;
 use crate::queue::reserve::Popped;
 use crate::queue::settle::Settlement;
-use crate::queue::RedisQueue;
 
 /// The queue operations of a worker. Not a public API: its shape follows the worker's needs.
 pub trait WorkerQueue: Sync {

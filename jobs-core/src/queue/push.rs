@@ -6,14 +6,15 @@ use redis::ScriptInvocation;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::job::delay::Delay;
-use crate::job::unique::{Dispatched, Duplicate, UniqueLock};
+use crate::payload::delay::Delay;
 use crate::payload::signing::SigningKey;
+use crate::payload::unique::{Dispatched, Duplicate, UniqueLock};
 use crate::payload::Payload;
 use crate::queue::due::{due_arg, seconds_arg};
+use crate::queue::handle::RedisQueue;
 use crate::queue::keys::{check_queue_name, KeyLayout};
 use crate::queue::queued::Queued;
-use crate::queue::{scripts, RedisQueue};
+use crate::queue::scripts;
 
 /// Jobs of one queue pushed per script call.
 const PUSH_CHUNK: usize = 1000;
@@ -49,7 +50,7 @@ pub struct DebounceDispatch {
     pub max_wait: Duration,
 }
 
-/// The unique lock a unique job's push takes (see [`crate::job::unique`]).
+/// The unique lock a unique job's push takes (see [`crate::payload::unique`]).
 #[derive(Debug, Clone)]
 pub struct UniqueDispatch {
     /// The lock as the payload carries it.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::job::delay::Delay;
+use crate::payload::delay::Delay;
 
 /// A job just pushed, as [`RedisQueue::on_queued`](crate::RedisQueue::on_queued) reports it
 /// (Laravel's `JobQueued`).

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::queue::due::seconds_arg;
+use crate::queue::handle::RedisQueue;
 use crate::queue::keys::QueueKeys;
-use crate::queue::{scripts, RedisQueue};
+use crate::queue::scripts;
 
 /// What one pop returned.
 #[derive(Debug, Clone, Default)]

@@ -16,9 +16,10 @@ use crate::error::Result;
 use crate::payload::failed::FailedJob;
 use crate::queue::due::seconds_arg;
 use crate::queue::effects::Effects;
+use crate::queue::handle::RedisQueue;
 use crate::queue::hold::{add_holds, Hold};
 use crate::queue::keys::{KeyLayout, QueueKeys};
-use crate::queue::{scripts, RedisQueue};
+use crate::queue::scripts;
 
 /// How a job ended, for the steps that settle it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +43,7 @@ pub trait SettleStep: Send + Sync + std::fmt::Debug {
 
     /// On a cluster: takes this step in calls of its own, each of which can be taken again
     /// with the same result, before the job's reservation is removed.
-    async fn apart(&self, queue: &RedisQueue, ending: Ending) -> Result<()>;
+    async fn on_cluster(&self, queue: &RedisQueue, ending: Ending) -> Result<()>;
 
     /// The group (a batch) this step only counts a done job in, when that is all it does: the
     /// worker then acknowledges the job together with the group's other finished jobs in one
@@ -77,7 +78,7 @@ impl RedisQueue {
         replacement: Option<&str>,
         holds: &[Hold],
     ) -> Result<bool> {
-        let holds = self.free_apart(holds).await?;
+        let holds = self.free_on_cluster(holds).await?;
         let mut call = scripts::RELEASE.key(&queue.reserved);
         call.key(&queue.delayed)
             .key(&queue.notify)
@@ -172,13 +173,13 @@ impl RedisQueue {
     /// The effects the settling call applies: on one server, the holds and every step's; on a
     /// cluster none, the holds being freed and the steps taken here, in calls of their own.
     async fn settle_effects(&self, settlement: &Settlement, ending: Ending) -> Result<Effects> {
-        let holds = self.free_apart(&settlement.holds).await?;
+        let holds = self.free_on_cluster(&settlement.holds).await?;
         let mut effects = Effects::default();
         effects.holds(holds);
         for step in &settlement.steps {
             match self.layout() {
                 KeyLayout::Standalone => step.effects(self, ending, &mut effects).await?,
-                KeyLayout::Cluster => step.apart(self, ending).await?,
+                KeyLayout::Cluster => step.on_cluster(self, ending).await?,
             }
         }
         Ok(effects)

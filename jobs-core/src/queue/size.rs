@@ -1,8 +1,9 @@
 //! A queue's sizes, and clearing it.
 
 use crate::error::Result;
+use crate::queue::handle::RedisQueue;
 use crate::queue::keys::check_queue_name;
-use crate::queue::{scripts, RedisQueue};
+use crate::queue::scripts;
 
 /// Sizes of one queue.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use redis::{Cmd, FromRedisValue, Value};
 
 use crate::error::Result;
 use crate::queue::connection::Connection;
-use crate::RedisQueue;
+use crate::queue::handle::RedisQueue;
 
 /// Most commands sent at once, and most keys a `SCAN` step asks a node for.
 const STEP: usize = 1000;

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::Schedule;
 use crate::error::Result;
-use crate::job::unique::{UniqueLock, UniqueUntil};
+use crate::payload::unique::{UniqueLock, UniqueUntil};
 use crate::payload::Payload;
 use crate::queue::{scripts, RedisQueue};
 

@@ -23,11 +23,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
+use crate::dispatch::PendingDispatch;
 use crate::dispatch::{AnyDispatch, Placement};
 use crate::error::Result;
 use crate::job::Job;
 use crate::queue::Envelope;
-use crate::PendingDispatch;
 
 /// What to do with ticks missed while no worker ran the schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use super::recorded::{Recorded, RecordedBatch, RecordedChain};
 use super::Fake;
-use crate::job::delay::Delay;
 use crate::job::Job;
+use crate::payload::delay::Delay;
 
 impl Fake {
     /// Asserts that a job of type `J` was pushed.

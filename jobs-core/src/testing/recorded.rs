@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::job::delay::Delay;
 use crate::job::Job;
+use crate::payload::delay::Delay;
 use crate::payload::laravel::job_data;
 use crate::payload::{php, Payload};
 use crate::queue::{delay_from_due, Envelope};

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use futures_util::future::BoxFuture;
 
-use crate::job::unique::{Dispatched, Duplicate};
+use crate::payload::unique::{Dispatched, Duplicate};
 use crate::queue::hold::Hold;
 use crate::queue::offline::Offline;
 use crate::queue::{Envelope, RedisQueue};

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use uuid::Uuid;
 
+use crate::dispatch::PendingDispatch;
 use crate::dispatch::{AnyDispatch, Placement};
 use crate::error::Result;
 use crate::job::attempt::{AttemptHook, AttemptHookRegistration};
@@ -16,7 +17,6 @@ use crate::queue::settle::{Ending, SettleStep};
 use crate::queue::{Envelope, RedisQueue};
 use crate::workflow::progress::{BatchProgress, ChainProgress};
 use crate::workflow::step::{sealed_links, WorkflowStep};
-use crate::PendingDispatch;
 
 /// The workflow state of one attempt, kept in its context's extensions.
 #[derive(Debug, Default)]

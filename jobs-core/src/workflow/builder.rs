@@ -4,11 +4,11 @@
 //! them for Redis and [`start`](super::start) pushes them.
 
 use crate::dispatch::AnyDispatch;
+use crate::dispatch::PendingDispatch;
 use crate::error::Result;
-use crate::job::delay::Delay;
 use crate::job::Job;
+use crate::payload::delay::Delay;
 use crate::queue::RedisQueue;
-use crate::PendingDispatch;
 
 /// Jobs of any types that run one after another: each link is pushed when the one before it
 /// is done, in the same step that acknowledges it. A link that fails for good stops the chain
@@ -43,7 +43,7 @@ pub struct Chain {
     pub(crate) catch: Option<Box<dyn AnyDispatch>>,
     pub(crate) queue: Option<String>,
     pub(crate) delay: Option<Delay>,
-    connection: Option<RedisQueue>,
+    via: Option<RedisQueue>,
 }
 
 /// One link of a chain: a job, or a batch whose jobs all run before the chain goes on.
@@ -60,7 +60,7 @@ impl Chain {
             catch: None,
             queue: None,
             delay: None,
-            connection: None,
+            via: None,
         }
     }
 
@@ -104,13 +104,13 @@ impl Chain {
 
     /// Pushes through this handle instead of the process-wide default.
     pub fn via(mut self, queue: &RedisQueue) -> Chain {
-        self.connection = Some(queue.clone());
+        self.via = Some(queue.clone());
         self
     }
 
     /// The handle it pushes through.
     pub(crate) fn handle(&self) -> Result<RedisQueue> {
-        match &self.connection {
+        match &self.via {
             Some(queue) => Ok(queue.clone()),
             None => RedisQueue::default_handle(),
         }
@@ -155,7 +155,7 @@ pub struct Batch {
     pub(crate) callbacks: [Option<Box<dyn AnyDispatch>>; 3],
     pub(crate) allow_failures: bool,
     pub(crate) queue: Option<String>,
-    connection: Option<RedisQueue>,
+    via: Option<RedisQueue>,
 }
 
 /// One job of a batch, or one chain whose links are all jobs of the batch.
@@ -232,13 +232,13 @@ impl Batch {
 
     /// Pushes through this handle instead of the process-wide default.
     pub fn via(mut self, queue: &RedisQueue) -> Batch {
-        self.connection = Some(queue.clone());
+        self.via = Some(queue.clone());
         self
     }
 
     /// The handle it pushes through.
     pub(crate) fn handle(&self) -> Result<RedisQueue> {
-        match &self.connection {
+        match &self.via {
             Some(queue) => Ok(queue.clone()),
             None => RedisQueue::default_handle(),
         }

@@ -86,7 +86,7 @@ impl RedisQueue {
         if self.layout() == KeyLayout::Cluster {
             // Counted in the batch's slot first, the reservations removed last.
             let jobs: Vec<Uuid> = finished.iter().map(|(_, uuid)| *uuid).collect();
-            self.batch_done_apart(id, &jobs).await?;
+            self.batch_done_on_cluster(id, &jobs).await?;
             let reserved: Vec<&str> = finished.iter().map(|(reserved, _)| *reserved).collect();
             return self.delete_many(queue, &reserved).await;
         }

@@ -20,13 +20,13 @@
 //!
 //! One file per role: `builder.rs` (what an application builds), `plan.rs` (sealed for
 //! Redis), `start.rs` (pushed), `advance.rs` (a chain advanced), `count.rs` (a batch counted),
-//! `effects.rs` (both as settling-script effects), `apart.rs` (both on a cluster), `record.rs`
+//! `effects.rs` (both as settling-script effects), `cluster.rs` (both on a cluster), `record.rs`
 //! (a batch's keys and callbacks), `status.rs` (a batch's state for operators).
 
 mod advance;
-mod apart;
 pub(crate) mod attempt;
 mod builder;
+mod cluster;
 mod count;
 mod effects;
 mod link;

@@ -92,8 +92,8 @@ impl Chain {
 }
 
 /// The error of a chain that cannot be built as asked.
-fn invalid(why: &'static str) -> crate::Error {
-    crate::Error::InvalidWorkflow(why)
+fn invalid(why: &'static str) -> crate::error::Error {
+    crate::error::Error::InvalidWorkflow(why)
 }
 
 impl Batch {
@@ -143,7 +143,7 @@ impl Batch {
         if callbacks[1].is_none() {
             callbacks[1] = in_chain.catch.clone();
         } else if in_chain.catch.is_some() {
-            return Err(crate::Error::InvalidWorkflow(
+            return Err(crate::error::Error::InvalidWorkflow(
                 "a batch in a chain that has a catch job cannot have a catch job of its own",
             ));
         }

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use uuid::Uuid;
 
+use crate::dispatch::PendingDispatch;
 use crate::error::Result;
 use crate::job::Job;
 use crate::queue::keys::{KeyLayout, QueueKeys};
@@ -15,7 +16,6 @@ use crate::workflow::builder::{Batch, Chain, Member};
 use crate::workflow::link::Link;
 use crate::workflow::plan::{prepare_members, ChainLinks, InChain, Opening, Prepared};
 use crate::workflow::record::BatchKeys;
-use crate::PendingDispatch;
 
 /// Jobs of a batch pushed per script call; a larger batch is pushed in parts, and cannot
 /// finish before its last part is in.
@@ -24,7 +24,7 @@ const PART: usize = 1000;
 impl Chain {
     /// Pushes the first link and keeps the others, with the catch job, in Redis, in one step.
     /// Returns the chain's id, which is its first job's uuid. A unique or debounced job cannot
-    /// be a link ([`Error::NotInWorkflow`](crate::Error::NotInWorkflow)).
+    /// be a link ([`Error::NotInWorkflow`](crate::error::Error::NotInWorkflow)).
     pub fn dispatch(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
         let prepared = self.handle().and_then(|queue| {
             let links = self.links_in(&queue, None, None)?;
@@ -51,7 +51,7 @@ impl Chain {
 impl Batch {
     /// Creates the batch and pushes its jobs: at most a thousand per script call, each job
     /// counted in the call that pushes it. Returns the batch's id. A unique or debounced job
-    /// cannot be in a batch ([`Error::NotInWorkflow`](crate::Error::NotInWorkflow)).
+    /// cannot be in a batch ([`Error::NotInWorkflow`](crate::error::Error::NotInWorkflow)).
     pub fn dispatch(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
         let prepared = self.prepare();
         async move {
@@ -90,7 +90,7 @@ impl RedisQueue {
     /// pushed after, so a first job never runs without its chain.
     pub(crate) async fn start_chain(&self, links: &ChainLinks) -> Result<()> {
         if self.layout() == KeyLayout::Cluster {
-            return self.start_chain_apart(links).await;
+            return self.start_chain_on_cluster(links).await;
         }
         let first = &links.first;
         let id = first.uuid.to_string();
@@ -109,15 +109,15 @@ impl RedisQueue {
         Ok(())
     }
 
-    async fn start_chain_apart(&self, links: &ChainLinks) -> Result<()> {
-        self.keep_chain_apart(links).await?;
+    async fn start_chain_on_cluster(&self, links: &ChainLinks) -> Result<()> {
+        self.keep_chain_on_cluster(links).await?;
         self.push_once(&links.first).await?;
         Ok(())
     }
 
     /// Keeps a chain's links after the first and its catch job, on a cluster (in the chain's
     /// slot), without pushing its first job.
-    pub(crate) async fn keep_chain_apart(&self, links: &ChainLinks) -> Result<()> {
+    pub(crate) async fn keep_chain_on_cluster(&self, links: &ChainLinks) -> Result<()> {
         if !links.rest.is_empty() || links.catch.is_some() {
             let id = links.first.uuid.to_string();
             let mut pipe = redis::pipe();
@@ -129,9 +129,7 @@ impl RedisQueue {
                 pipe.set(self.keys().chain_catch(&id), catch.encode())
                     .ignore();
             }
-            let pipe = &pipe;
-            self.call(|mut conn| async move { pipe.query_async::<()>(&mut conn).await })
-                .await?;
+            self.query_pipe::<()>(&pipe).await?;
         }
         Ok(())
     }
@@ -227,7 +225,7 @@ impl RedisQueue {
             }
             if self.layout() == KeyLayout::Cluster {
                 let created = at == 0 && opening.is_some();
-                self.send_part_apart(id, created, part, parking, &reply[1..])
+                self.send_part_on_cluster(id, created, part, parking, &reply[1..])
                     .await?;
             }
         }
@@ -276,7 +274,7 @@ impl RedisQueue {
     /// On a cluster, what a part's call only counted: the batch in the index of batches (when
     /// the part created it), each job's chain kept and its first job pushed (or, parking, only
     /// its chain kept), and the callbacks the part made due, each pushed once.
-    async fn send_part_apart(
+    async fn send_part_on_cluster(
         &self,
         id: Uuid,
         created: bool,
@@ -289,7 +287,7 @@ impl RedisQueue {
         }
         for member in part {
             match parking {
-                true => self.keep_chain_apart(&member.links).await?,
+                true => self.keep_chain_on_cluster(&member.links).await?,
                 false => self.start_chain(&member.links).await?,
             }
         }

@@ -1,7 +1,7 @@
 //! The workflow's part in settling a job ([`SettleStep`]): a link of a chain pushes its next
 //! link when it is done and its chain's catch job when it fails for good; a job of a batch is
 //! counted there, and the batch's callbacks pushed when it is the one that finishes it. On one
-//! server these are effects of the settling script call; on a cluster, steps taken apart.
+//! server these are effects of the settling script call; on a cluster, steps taken in calls of their own.
 
 use async_trait::async_trait;
 use uuid::Uuid;
@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::queue::effects::Effects;
 use crate::queue::settle::{Ending, SettleStep, Settlement};
 use crate::queue::RedisQueue;
-use crate::workflow::apart::joined_links;
+use crate::workflow::cluster::joined_links;
 use crate::workflow::effects;
 use crate::workflow::link::Link;
 use crate::workflow::progress::{BatchProgress, ChainProgress};
@@ -32,11 +32,11 @@ impl SettleStep for WorkflowStep {
         }
     }
 
-    async fn apart(&self, queue: &RedisQueue, ending: Ending) -> Result<()> {
+    async fn on_cluster(&self, queue: &RedisQueue, ending: Ending) -> Result<()> {
         let (chain, batch) = (self.chain.as_ref(), self.batch.as_ref());
         match ending {
-            Ending::Done => queue.done_apart(self.job, chain, batch).await,
-            Ending::Failed => queue.failed_apart(self.job, chain, batch).await,
+            Ending::Done => queue.done_on_cluster(self.job, chain, batch).await,
+            Ending::Failed => queue.failed_on_cluster(self.job, chain, batch).await,
         }
     }
 

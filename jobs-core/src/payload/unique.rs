@@ -5,7 +5,7 @@
 //! and lasts `unique_for` at most. It is kept through releases and retries, and freed in the
 //! call that settles the job when it is done or has failed for good, or, for jobs unique
 //! until processing, just before the handler runs. A dispatch that finds the lock taken
-//! pushes nothing and returns [`Error::Duplicate`](crate::Error::Duplicate), naming the job
+//! pushes nothing and returns [`Error::Duplicate`](crate::error::Error::Duplicate), naming the job
 //! that holds it.
 
 use serde::{Deserialize, Serialize};

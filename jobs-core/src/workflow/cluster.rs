@@ -47,7 +47,7 @@ impl RedisQueue {
 
     /// Takes the workflow steps of the job `job` that is done, on a cluster: its chain's next
     /// link and its batch's count, each recorded under its uuid, then pushes what they owe.
-    pub(crate) async fn done_apart(
+    pub(crate) async fn done_on_cluster(
         &self,
         job: Uuid,
         chain: Option<&ChainProgress>,
@@ -103,7 +103,7 @@ impl RedisQueue {
     /// Takes the workflow steps of the job `job` that failed for good, on a cluster: its
     /// chain's catch job and its batch's count, each recorded under its uuid, then pushes what
     /// they owe.
-    pub(crate) async fn failed_apart(
+    pub(crate) async fn failed_on_cluster(
         &self,
         job: Uuid,
         chain: Option<&ChainProgress>,
@@ -133,7 +133,7 @@ impl RedisQueue {
     }
 
     /// Counts jobs of the batch `id` done, on a cluster, and pushes the callbacks that fell due.
-    pub(crate) async fn batch_done_apart(&self, id: Uuid, jobs: &[Uuid]) -> Result<()> {
+    pub(crate) async fn batch_done_on_cluster(&self, id: Uuid, jobs: &[Uuid]) -> Result<()> {
         let mut entries = Vec::with_capacity(jobs.len() * 3);
         for job in jobs {
             entries.extend([job.to_string(), "0".to_owned(), "0".to_owned()]);
