@@ -274,10 +274,7 @@ impl<J: Job> PendingDispatch<J> {
 
     fn send(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
         let prepared = self.envelope().and_then(|envelope| {
-            let queue = match &self.via {
-                Some(queue) => queue.clone(),
-                None => RedisQueue::default_handle()?,
-            };
+            let queue = RedisQueue::given_or_default(self.via.as_ref())?;
             Ok((queue, envelope))
         });
         async move {
@@ -409,10 +406,7 @@ impl Bulk {
     /// Pushes everything; returns what became of each dispatch, in the order added: queued
     /// with its uuid, or refused as a [`Duplicate`](crate::Duplicate) of a unique job already queued or running.
     pub async fn send(self) -> Result<Vec<Dispatched>> {
-        let queue = match self.via {
-            Some(queue) => queue,
-            None => RedisQueue::default_handle()?,
-        };
+        let queue = RedisQueue::given_or_default(self.via.as_ref())?;
         queue.push_all(&self.envelopes).await
     }
 }

@@ -69,6 +69,14 @@ impl RedisQueue {
         Ok(PROCESS_DEFAULT.get_or_init(|| queue).clone())
     }
 
+    /// `via`, the handle a dispatch was given, else the [default handle](Self::default_handle).
+    pub(crate) fn given_or_default(via: Option<&RedisQueue>) -> Result<Self> {
+        match via {
+            Some(queue) => Ok(queue.clone()),
+            None => Self::default_handle(),
+        }
+    }
+
     /// `future`, with this handle as the default handle of the dispatches it makes while it
     /// runs (on whatever thread polls it), instead of the process-wide one.
     pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {

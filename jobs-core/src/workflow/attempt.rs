@@ -151,6 +151,10 @@ impl AttemptHook for Workflows {
         queue: &RedisQueue,
         ending: Ending,
     ) -> std::result::Result<Option<Box<dyn SettleStep>>, String> {
+        // Most jobs belong to no workflow and their handlers add nothing: no state was kept.
+        if ctx.extensions().get::<WorkflowAttempt>().is_none() {
+            return Ok(None);
+        }
         let chain = take_chain_edits(ctx);
         let batch = take_batch_added(ctx);
         let job = ctx.uuid();

@@ -110,10 +110,7 @@ impl Chain {
 
     /// The handle it pushes through.
     pub(crate) fn handle(&self) -> Result<RedisQueue> {
-        match &self.via {
-            Some(queue) => Ok(queue.clone()),
-            None => RedisQueue::default_handle(),
-        }
+        RedisQueue::given_or_default(self.via.as_ref())
     }
 }
 
@@ -238,10 +235,7 @@ impl Batch {
 
     /// The handle it pushes through.
     pub(crate) fn handle(&self) -> Result<RedisQueue> {
-        match &self.via {
-            Some(queue) => Ok(queue.clone()),
-            None => RedisQueue::default_handle(),
-        }
+        RedisQueue::given_or_default(self.via.as_ref())
     }
 
     /// Whether the batch has a `then` job of its own.
