@@ -182,7 +182,7 @@ impl OutcomeCounts {
 /// `runtime_us`.
 ///
 /// ```
-/// use jobs_core::admin::telemetry::{Bucket, AttemptOutcome};
+/// use jobs_core::admin::{AttemptOutcome, Bucket};
 /// use std::time::Duration;
 /// let mut bucket = Bucket::default();
 /// bucket.record("emails", "SendEmail", AttemptOutcome::Failed, Duration::from_millis(3));
