@@ -1,7 +1,7 @@
 //! [`JobContext`]: the handler's and middleware's view of its attempt.
 
 use std::ops::Deref;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -39,7 +39,8 @@ pub struct JobContext {
     redis: Option<Arc<RedisQueue>>,
     lease: Duration,
     holds: Arc<Holds>,
-    extensions: Extensions,
+    // Made on first use: most attempts keep no capability state.
+    extensions: OnceLock<Extensions>,
 }
 
 /// What a handler or a middleware asked for through its context, applied when the attempt
@@ -68,14 +69,19 @@ impl JobContext {
             redis: None,
             lease: Duration::from_secs(90),
             holds: Arc::default(),
-            extensions: Extensions::default(),
+            extensions: OnceLock::new(),
         }
     }
 
     /// State that capabilities keep for this attempt, one value per type (a workflow's
     /// edits, ...).
     pub fn extensions(&self) -> &Extensions {
-        &self.extensions
+        self.extensions.get_or_init(Extensions::default)
+    }
+
+    /// The value of type `T` in this attempt's extensions, if one was stored; makes none.
+    pub(crate) fn extension<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.extensions.get()?.get::<T>()
     }
 
     /// The worker's Redis handle (`None` when the job runs outside a worker).

@@ -152,7 +152,7 @@ impl AttemptHook for Workflows {
         ending: Ending,
     ) -> std::result::Result<Option<Box<dyn SettleStep>>, String> {
         // Most jobs belong to no workflow and their handlers add nothing: no state was kept.
-        if ctx.extensions().get::<WorkflowAttempt>().is_none() {
+        if ctx.extension::<WorkflowAttempt>().is_none() {
             return Ok(None);
         }
         let chain = take_chain_edits(ctx);

@@ -96,14 +96,16 @@ impl Processor {
         match decode(&job, self.settler.queue.config()) {
             Ok(decoded) => {
                 let payload = &decoded.payload;
+                let uuid = payload.uuid.to_string();
                 let span = job_span(
                     &payload.display_name,
-                    &payload.uuid.to_string(),
+                    &uuid,
                     &job.queue.name,
                     payload.attempts,
                 );
                 let attempt = Attempt {
                     job,
+                    uuid,
                     decoded: &decoded,
                     holds,
                     held: &held,
@@ -111,7 +113,8 @@ impl Processor {
                 };
                 self.run(attempt, interrupt).instrument(span).await
             }
-            Err(undecodable) => self.fail_undecodable(job, undecodable, started).await,
+            // Boxed: rare, and its state would weigh on every job's future.
+            Err(undecodable) => Box::pin(self.fail_undecodable(job, undecodable, started)).await,
         }
     }
 
@@ -119,13 +122,13 @@ impl Processor {
     async fn run(&self, attempt: Attempt<'_>, interrupt: CancellationToken) -> Settled {
         let Attempt {
             job,
+            uuid,
             decoded,
             holds,
             held,
             started,
         } = attempt;
         let payload = &decoded.payload;
-        let uuid = payload.uuid.to_string();
         let around = Surroundings {
             config: &self.config,
             middleware: &self.middleware,
@@ -229,6 +232,8 @@ impl Processor {
 /// A reserved job, decoded, as the processor runs it.
 struct Attempt<'a> {
     job: Reserved,
+    /// The job's uuid, as text.
+    uuid: String,
     decoded: &'a Decoded,
     holds: Arc<Holds>,
     held: &'a Held,

@@ -103,11 +103,13 @@ impl Settler {
                 let retry_in_s = delay.as_secs_f64();
                 let reason = release_reason;
                 info!(status, duration_ms, retry_in_s, reason, "{status}");
-                self.release(job, &verdict, delay, effects.holds).await
+                // Boxed, as the failure below: a finished job, the common case, needs neither,
+                // and their state would weigh on every job's future.
+                Box::pin(self.release(job, &verdict, delay, effects.holds)).await
             }
             Verdict::Fail(reason) => {
                 warn!(status = "FAILED", duration_ms, reason = %reason, "FAILED");
-                self.fail(job, &id, reason, effects).await
+                Box::pin(self.fail(job, &id, reason, effects)).await
             }
         }
     }
@@ -189,9 +191,9 @@ impl Settler {
             _ => None,
         };
         let held = holds.to_free(false);
-        Box::pin(self.apply(&job, "release the job", |q| {
+        self.apply(&job, "release the job", |q| {
             q.release_with(&job.queue, &job.raw, delay, replacement.as_deref(), &held)
-        }))
+        })
         .await;
         Settled::Released
     }
@@ -219,17 +221,18 @@ impl Settler {
             steps: effects.steps,
         });
         let hook_claim = id.failed_hook.then_some(self.retry_after);
-        let recorded = Box::pin(self.apply(&job, "record the failed job", |q| {
-            q.fail_with(&job.queue, reserved, &failed, &settlement, hook_claim)
-        }))
-        .await;
+        let recorded = self
+            .apply(&job, "record the failed job", |q| {
+                q.fail_with(&job.queue, reserved, &failed, &settlement, hook_claim)
+            })
+            .await;
         Settled::Failed { recorded }
     }
 
     /// Runs a Redis change for a job, retrying through short outages. If Redis stays away
     /// longer than the reservation lasts, the job comes back after retry_after and nothing is
     /// lost. A change refused because the reservation is no longer held is logged. Returns
-    /// whether the change was made. Callers box it: a finished job, the common case, is
+    /// whether the change was made. It runs boxed: a finished job, the common case, is
     /// acknowledged without it, and its state would weigh on every job's future.
     async fn apply<'a, F, Fut>(&'a self, job: &Reserved, what: &str, op: F) -> bool
     where
