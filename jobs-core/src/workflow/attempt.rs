@@ -6,8 +6,7 @@
 use std::sync::{Arc, Mutex};
 use uuid::Uuid;
 
-use crate::dispatch::PendingDispatch;
-use crate::dispatch::{AnyDispatch, Placement};
+use crate::dispatch::{AnyDispatch, PendingDispatch, Placement};
 use crate::error::Result;
 use crate::job::attempt::{AttemptHook, AttemptHookRegistration};
 use crate::job::context::JobContext;
