@@ -23,8 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
-use crate::dispatch::PendingDispatch;
-use crate::dispatch::{AnyDispatch, Placement};
+use crate::dispatch::{AnyDispatch, PendingDispatch, Placement};
 use crate::error::Result;
 use crate::job::Job;
 use crate::queue::Envelope;

@@ -3,8 +3,7 @@
 //! chain, chains as jobs of a batch), so both are defined here; [`plan`](super::plan) seals
 //! them for Redis and [`start`](super::start) pushes them.
 
-use crate::dispatch::AnyDispatch;
-use crate::dispatch::PendingDispatch;
+use crate::dispatch::{AnyDispatch, PendingDispatch};
 use crate::error::Result;
 use crate::job::Job;
 use crate::payload::delay::Delay;
