@@ -5,6 +5,7 @@ use uuid::Uuid;
 
 use crate::dispatch::{AnyDispatch, Placement};
 use crate::error::Result;
+use crate::payload::delay::Delay;
 use crate::queue::RedisQueue;
 use crate::workflow::builder::{Batch, Chain, Member, Step};
 use crate::workflow::link::Link;
@@ -19,34 +20,23 @@ impl Chain {
         batch: Option<Uuid>,
         queue_default: Option<&str>,
     ) -> Result<ChainLinks> {
-        let id = Uuid::new_v4();
-        let default_queue = self.queue.clone().or(queue_default.map(str::to_owned));
-        let catch = match &self.catch {
-            Some(dispatch) => {
-                let placement = Placement {
-                    queue: default_queue.clone(),
-                    ..Placement::default()
-                };
-                Some(Link::sealed(queue, &dispatch.envelope_in(&placement)?)?)
-            }
-            None => None,
+        let sealer = LinkSealer {
+            queue,
+            id: Uuid::new_v4(),
+            batch,
+            default_queue: self.queue.clone().or(queue_default.map(str::to_owned)),
+            delay: self.delay,
         };
-        let job_link = |at: usize, dispatch: &dyn AnyDispatch| -> Result<Link> {
-            let placement = Placement {
-                uuid: (at == 0).then_some(id),
-                chain: Some(id),
-                batch,
-                queue: default_queue.clone(),
-                delay: if at == 0 { self.delay } else { None },
-            };
-            Link::sealed(queue, &dispatch.envelope_in(&placement)?)
+        let catch = match &self.catch {
+            Some(dispatch) => Some(sealer.catch(dispatch.as_ref())?),
+            None => None,
         };
         let mut links = Vec::with_capacity(self.links.len());
         let mut batches = Vec::new();
         let mut steps = self.links.iter().enumerate().peekable();
         while let Some((at, step)) = steps.next() {
             match step {
-                Step::Job(dispatch) => links.push(job_link(at, dispatch.as_ref())?),
+                Step::Job(dispatch) => links.push(sealer.job(at, dispatch.as_ref())?),
                 Step::Batch(inner) => {
                     if at == 0 {
                         return Err(invalid("a chain starts with a job, not a batch"));
@@ -64,18 +54,18 @@ impl Chain {
                         }
                         // Without a `then` of its own, the batch's `then` is the chain's next link.
                         Some((next_at, Step::Job(next))) if !inner.has_then() => {
-                            let then = job_link(*next_at, next.as_ref())?;
+                            let then = sealer.job(*next_at, next.as_ref())?;
                             steps.next();
                             Some(then)
                         }
                         _ => None,
                     };
                     let in_chain = InChain {
-                        chain: Some(id),
+                        chain: Some(sealer.id),
                         then,
                         catch: catch.clone(),
                     };
-                    let parked = inner.parked(queue, default_queue.as_deref(), &in_chain)?;
+                    let parked = inner.parked(queue, sealer.default_queue.as_deref(), &in_chain)?;
                     links.push(Link::batch_start(parked.id));
                     batches.push(parked);
                 }
@@ -88,6 +78,40 @@ impl Chain {
             catch,
             batches,
         })
+    }
+}
+
+/// Seals the links of one chain: each job carries the chain's id (the first one's uuid is
+/// it) and its batch, and goes to the chain's queue when it names none.
+struct LinkSealer<'q> {
+    queue: &'q RedisQueue,
+    id: Uuid,
+    batch: Option<Uuid>,
+    default_queue: Option<String>,
+    delay: Option<Delay>,
+}
+
+impl LinkSealer<'_> {
+    /// The link of the chain's job at position `at`; the first one starts the chain, after
+    /// the chain's delay.
+    fn job(&self, at: usize, dispatch: &dyn AnyDispatch) -> Result<Link> {
+        let placement = Placement {
+            uuid: (at == 0).then_some(self.id),
+            chain: Some(self.id),
+            batch: self.batch,
+            queue: self.default_queue.clone(),
+            delay: if at == 0 { self.delay } else { None },
+        };
+        Link::sealed(self.queue, &dispatch.envelope_in(&placement)?)
+    }
+
+    /// The chain's catch job, which belongs to no chain or batch.
+    fn catch(&self, dispatch: &dyn AnyDispatch) -> Result<Link> {
+        let placement = Placement {
+            queue: self.default_queue.clone(),
+            ..Placement::default()
+        };
+        Link::sealed(self.queue, &dispatch.envelope_in(&placement)?)
     }
 }
 

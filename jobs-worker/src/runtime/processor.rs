@@ -129,6 +129,7 @@ impl Processor {
             started,
         } = attempt;
         let payload = &decoded.payload;
+        let event = self.processing(&job, decoded).await;
         let around = Surroundings {
             config: &self.config,
             middleware: &self.middleware,
@@ -137,36 +138,22 @@ impl Processor {
             cancelled: Some(&self.cancelled),
             started,
         };
-        // Listeners and hooks run boxed, so a worker without them carries none of their state
-        // in every job's future.
-        let event = (!self.listeners.is_empty()).then(|| JobEvent {
-            uuid: payload.uuid,
-            job: payload.job.clone(),
-            display_name: payload.display_name.clone(),
-            queue: job.queue.name.clone(),
-            attempt: payload.attempts,
-        });
-        if let Some(event) = &event {
-            let processing = self.listeners.emit("processing", |l| l.processing(event));
-            Box::pin(processing).await;
-        }
         // Boxed: the attempt's state is large, and this future is moved into its task and
         // polled often.
         let attempt = execute::run(around, decoded, &job.queue.name, Some(held), interrupt);
         let (verdict, error, ctx) = Box::pin(attempt).await;
         let (verdict, steps) = attempt_steps(&self.settler.queue, &ctx, verdict);
         let reported = event.map(|event| (event, verdict.clone(), error.clone()));
-        let failed = matches!(verdict, Verdict::Fail(_));
+        let failure = match &verdict {
+            Verdict::Fail(reason) => Some(reason.clone()),
+            _ => None,
+        };
         let id = JobId {
             uuid: &uuid,
             job: &payload.job,
             attempt: payload.attempts,
             tags: &payload.tags,
-            failed_hook: failed && decoded.registration.options().failed_hook,
-        };
-        let failure = match &verdict {
-            Verdict::Fail(reason) => Some(reason.clone()),
-            _ => None,
+            failed_hook: failure.is_some() && decoded.registration.options().failed_hook,
         };
         let effects = AttemptEffects {
             holds: ctx.holds(),
@@ -176,14 +163,47 @@ impl Processor {
             .settler
             .settle(job, id, verdict, error, started, effects)
             .await;
-        // The failure may have cancelled the batch: its next job here reads again.
-        if let (true, Some(batch)) = (failed, payload.batch) {
-            self.cancelled.forget(batch);
-        }
         if let Some((event, verdict, error)) = reported {
             Box::pin(self.report(&event, &verdict, error.as_deref(), settled)).await;
         }
-        if let (Settled::Failed { recorded: true }, Some(reason)) = (settled, failure) {
+        if let Some(reason) = failure {
+            Box::pin(self.after_failure(decoded, &ctx, settled, reason)).await;
+        }
+        settled
+    }
+
+    /// The job's event for the listeners, once they are told it is processing; `None` when the
+    /// worker has none. Listeners run boxed, so a worker without them carries none of their
+    /// state in every job's future.
+    async fn processing(&self, job: &Reserved, decoded: &Decoded) -> Option<JobEvent> {
+        if self.listeners.is_empty() {
+            return None;
+        }
+        let payload = &decoded.payload;
+        let event = JobEvent {
+            uuid: payload.uuid,
+            job: payload.job.clone(),
+            display_name: payload.display_name.clone(),
+            queue: job.queue.name.clone(),
+            attempt: payload.attempts,
+        };
+        Box::pin(self.listeners.emit("processing", |l| l.processing(&event))).await;
+        Some(event)
+    }
+
+    /// After a job failed for good: its batch's cancellation is read again (the failure may
+    /// have cancelled it), and, once its record is written, its `failed()` hook runs.
+    async fn after_failure(
+        &self,
+        decoded: &Decoded,
+        ctx: &JobContext,
+        settled: Settled,
+        reason: String,
+    ) {
+        if let Some(batch) = decoded.payload.batch {
+            self.cancelled.forget(batch);
+        }
+        if settled == (Settled::Failed { recorded: true }) {
             let failed = FailedContext::new(
                 ctx.uuid(),
                 ctx.job_name(),
@@ -191,10 +211,8 @@ impl Processor {
                 ctx.attempt(),
                 reason,
             );
-            let queue = &self.settler.queue;
-            Box::pin(hooks::run(queue, &self.config, decoded, failed)).await;
+            hooks::run(&self.settler.queue, &self.config, decoded, failed).await;
         }
-        settled
     }
 
     /// Fails a job whose payload cannot be decoded, by its reserved bytes.
