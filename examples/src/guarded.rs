@@ -1,10 +1,10 @@
 //! [`Guarded`]: a job that goes through whichever built-in middleware its data asks for, and
 //! records what it saw, for the tests and benchmarks of the middleware.
 
-use jobs_core::middleware::{
+use redjob::middleware::{
     Funnel, Layer, Limit, RateLimited, Skip, ThrottleExceptions, WithoutOverlapping,
 };
-use jobs_core::{job, Job, JobContext, JobResult, RedisQueue};
+use redjob::{job, Job, JobContext, JobResult, RedisQueue};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

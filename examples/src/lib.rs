@@ -21,7 +21,7 @@
 //! - [`Step`] is a link of a workflow that records when it ran in `examples:steps`, and can
 //!   fail, release itself, or add links to its chain; [`Caught`] is a catch job.
 //! - [`orders`] is an order service's jobs and the code that dispatches them, which
-//!   `examples/tests/orders.rs` tests without Redis (`jobs_core::testing`).
+//!   `examples/tests/orders.rs` tests without Redis (`redjob::testing`).
 //! - [`define_schedules`] defines the example schedules the `worker` program keeps with
 //!   `--schedule`.
 
@@ -36,7 +36,7 @@ pub use schedules::define_schedules;
 pub use unique::{RebuildIndex, RefreshCache, ReindexSearch, UNIQUE_KEY};
 pub use workflow::{now_us, Caught, Step, STEPS_KEY};
 
-use jobs_core::{job, FailedContext, Job, JobContext, JobResult, RedisQueue};
+use redjob::{job, FailedContext, Job, JobContext, JobResult, RedisQueue};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -216,7 +216,7 @@ pub struct SendInvoice {
     /// A private property: a PHP array, as JSON.
     pub lines: serde_json::Value,
     /// An Eloquent model, as Laravel's `SerializesModels` queues it.
-    pub customer: jobs_core::payload::laravel::ModelIdentifier,
+    pub customer: redjob::payload::laravel::ModelIdentifier,
 }
 
 #[job(name = "send-invoice", laravel = "SendInvoice")]
@@ -251,7 +251,7 @@ async fn record_failure(ctx: &FailedContext) {
 }
 
 /// Appends `entry` to the Redis list `key`, through the worker's handle.
-async fn append(key: &str, entry: serde_json::Value) -> Result<(), jobs_core::Error> {
+async fn append(key: &str, entry: serde_json::Value) -> Result<(), redjob::Error> {
     let queue = RedisQueue::default_handle()?;
     queue
         .query(redis::cmd("RPUSH").arg(key).arg(entry.to_string()))
@@ -268,7 +268,7 @@ pub fn now_ms() -> u64 {
 
 /// How the demo programs start: a handle to the Redis named by `REDIS_URL`, made the default,
 /// with the demo's queue and its record list emptied.
-pub async fn fresh_demo(queue_name: &str, records: &str) -> Result<RedisQueue, jobs_core::Error> {
+pub async fn fresh_demo(queue_name: &str, records: &str) -> Result<RedisQueue, redjob::Error> {
     let queue = RedisQueue::from_env()?;
     RedisQueue::set_default(queue.clone());
     queue.clear(queue_name).await?;

@@ -5,7 +5,7 @@
 //! for good, the team is told. The card gateway is a stub that answers by card number, as a
 //! payment provider's test mode does.
 
-use jobs_core::{job, Chain, FailedContext, Job, JobContext, JobResult};
+use redjob::{job, Chain, FailedContext, Job, JobContext, JobResult};
 use serde::{Deserialize, Serialize};
 
 /// The card the stub gateway accepts.
@@ -95,7 +95,7 @@ impl Job for NotifyTeam {
 
 /// Places an order: charges the card, then mails the receipt a minute later; tells the team
 /// when the charge fails for good.
-pub async fn place_order(order: u64, cents: u64, card: &str) -> Result<(), jobs_core::Error> {
+pub async fn place_order(order: u64, cents: u64, card: &str) -> Result<(), redjob::Error> {
     if cents == 0 {
         return Ok(());
     }

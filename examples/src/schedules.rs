@@ -1,7 +1,7 @@
 //! The example schedules, kept by `cargo run --bin worker -- --schedule`: a heartbeat every ten
 //! seconds and a nightly report in Paris time, each a `Step` that records when it ran.
 
-use jobs_core::schedule::{self, Missed, Schedule};
+use redjob::schedule::{self, Missed, Schedule};
 
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! One job per key: [`RebuildIndex`], unique until done, [`RefreshCache`], unique until its
 //! handler starts, and [`ReindexSearch`], debounced.
 
-use jobs_core::middleware::{Layer, WithoutOverlapping};
-use jobs_core::{job, Job, JobContext, JobResult};
+use redjob::middleware::{Layer, WithoutOverlapping};
+use redjob::{job, Job, JobContext, JobResult};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Jobs for workflows: [`Step`], a link or batch job that records when it ran and can fail,
 //! release itself, or add jobs to its chain or batch, and [`Caught`], a callback job.
 
-use jobs_core::{job, Job, JobContext, JobResult};
+use redjob::{job, Job, JobContext, JobResult};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -5,8 +5,8 @@
 use examples::orders::{
     place_order, ChargeCard, MailReceipt, NotifyTeam, CARD_BUSY, CARD_DECLINED, CARD_OK,
 };
-use jobs_core::{testing, Job};
-use jobs_worker::testing::{inline, run, Outcome};
+use redjob::{testing, Job};
+use redjob_worker::testing::{inline, run, Outcome};
 use std::time::Duration;
 
 #[tokio::test]

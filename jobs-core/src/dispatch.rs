@@ -24,11 +24,11 @@ pub const DEFAULT_QUEUE: &str = "default";
 /// A dispatch being prepared; await it to push the job and get its uuid.
 ///
 /// ```no_run
-/// # use jobs_core::{job, Job, JobContext, JobResult};
+/// # use redjob::{job, Job, JobContext, JobResult};
 /// # use serde::{Deserialize, Serialize};
 /// # #[derive(Serialize, Deserialize)] struct SendInvoice { id: u64 }
 /// # #[job] impl Job for SendInvoice { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
-/// # async fn demo() -> Result<(), jobs_core::Error> {
+/// # async fn demo() -> Result<(), redjob::Error> {
 /// let uuid = SendInvoice { id: 7 }.dispatch().delay(30).on_queue("billing").tries(5).await?;
 /// # Ok(()) }
 /// ```
@@ -352,11 +352,11 @@ impl<J: Job> IntoFuture for PendingDispatch<J> {
 /// Many dispatches, of any job types, pushed in one round trip.
 ///
 /// ```no_run
-/// # use jobs_core::{job, Bulk, Job, JobContext, JobResult};
+/// # use redjob::{job, Bulk, Job, JobContext, JobResult};
 /// # use serde::{Deserialize, Serialize};
 /// # #[derive(Serialize, Deserialize)] struct SendInvoice { id: u64 }
 /// # #[job] impl Job for SendInvoice { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
-/// # async fn demo() -> Result<(), jobs_core::Error> {
+/// # async fn demo() -> Result<(), redjob::Error> {
 /// let mut bulk = Bulk::new();
 /// for id in 0..1000 {
 ///     bulk.add(SendInvoice { id }.dispatch())?;

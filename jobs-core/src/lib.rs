@@ -3,7 +3,7 @@
 //! A job is a plain serializable struct whose `impl Job` block carries `#[job]`:
 //!
 //! ```no_run
-//! use jobs_core::{job, Job, JobContext, JobResult};
+//! use redjob::{job, Job, JobContext, JobResult};
 //! use serde::{Deserialize, Serialize};
 //!
 //! #[derive(Serialize, Deserialize)]
@@ -19,13 +19,13 @@
 //!     }
 //! }
 //!
-//! # async fn demo() -> Result<(), jobs_core::Error> {
+//! # async fn demo() -> Result<(), redjob::Error> {
 //! // Pushed to `queues:billing` on the Redis named by REDIS_URL, to run in 30 seconds.
 //! let uuid = SendInvoice { id: 7 }.dispatch().delay(30).await?;
 //! # Ok(()) }
 //! ```
 //!
-//! Workers (the `jobs-worker` crate) pick jobs up by their registered name. The Redis keys,
+//! Workers (the `redjob-worker` crate) pick jobs up by their registered name. The Redis keys,
 //! the payload and the retry rules are Laravel's; see `docs/` in the repository.
 
 pub mod admin;
@@ -69,13 +69,13 @@ pub use workflow::{Batch, Chain};
 /// and
 /// `laravel = "App\\Jobs\\SendInvoice"` (the Laravel job class whose queued objects this job runs).
 /// See [`Job`] for an example.
-pub use jobs_macros::job;
+pub use redjob_macros::job;
 
 /// The attribute that makes a trait impl's `async fn`s object-safe; use it on
 /// `impl Middleware for ...` blocks.
 pub use async_trait::async_trait;
 
-/// The worker's protocol: what the `jobs-worker` runtime calls and applications never do
+/// The worker's protocol: what the `redjob-worker` runtime calls and applications never do
 /// (reserving, settling, renewing holds, setting up an attempt). Not a public API: its shape
 /// follows the worker's needs.
 #[doc(hidden)]

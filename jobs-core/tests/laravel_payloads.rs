@@ -1,8 +1,8 @@
 //! Every payload shape Laravel 8 through 13 writes is read, field for field, from fixtures
 //! Laravel itself wrote (`tests/fixtures/laravel/`).
 
-use jobs_core::payload::laravel::{job_data, rounded_numbers};
-use jobs_core::Payload;
+use redjob::payload::laravel::{job_data, rounded_numbers};
+use redjob::Payload;
 use serde::Deserialize;
 
 fn fixture(name: &str) -> String {

@@ -3,9 +3,9 @@
 //! The same for the reader of PHP's serialize() format, which Laravel's job classes arrive
 //! in.
 
-use jobs_core::payload::php::{serialize_object, unserialize, unserialize_object};
-use jobs_core::payload::{unreserved, with_attempts};
-use jobs_core::Payload;
+use redjob::payload::php::{serialize_object, unserialize, unserialize_object};
+use redjob::payload::{unreserved, with_attempts};
+use redjob::Payload;
 use serde_json::{json, Map, Value};
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.

@@ -1,4 +1,4 @@
-//! The `#[job]` attribute. Use it through `jobs_core::job`, which re-exports it.
+//! The `#[job]` attribute. Use it through `redjob::job`, which re-exports it.
 //!
 //! `#[job]` goes on the `impl Job for T` block rather than on the struct: that block is where
 //! the handler lives, so the job's options sit next to the code they govern, and one attribute
@@ -10,7 +10,7 @@ use quote::quote;
 use syn::parse::Parser;
 use syn::{parse_macro_input, Expr, ExprArray, ImplItem, ItemImpl, Lit, LitInt, LitStr, Path};
 
-/// Marks `impl Job for T` as a job. See `jobs_core::job` for the options.
+/// Marks `impl Job for T` as a job. See `redjob::job` for the options.
 #[proc_macro_attribute]
 pub fn job(args: TokenStream, input: TokenStream) -> TokenStream {
     let item = parse_macro_input!(input as ItemImpl);
@@ -164,7 +164,7 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
     let krate = options
         .krate
         .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::jobs_core));
+        .unwrap_or_else(|| syn::parse_quote!(::redjob));
 
     if !has_item(&item.items, "NAME") {
         item.items

@@ -2,7 +2,7 @@
 //! of the side-by-side peer kit (one JSON line per run on stdout).
 //!
 //! ```text
-//! cargo bench -p jobs-worker --bench e2e -- --scenario drain --jobs 50000 --concurrency 50 \
+//! cargo bench -p redjob-worker --bench e2e -- --scenario drain --jobs 50000 --concurrency 50 \
 //!     --redis redis://127.0.0.1:PORT
 //! ```
 //!
@@ -18,7 +18,7 @@
 //! 20,000), `migrate` (1,000,000 jobs due at one instant: the slowest script call, from
 //! SLOWLOG), and `footprint` (Redis memory per queued job against the payload's length).
 //!
-//! The worker is the real runtime (`jobs_worker::Worker`) with its default options but for
+//! The worker is the real runtime (`redjob_worker::Worker`) with its default options but for
 //! `--queue`, `--concurrency` and `--sleep`; no log subscriber is installed, as a production
 //! worker logging at warning level would run.
 
@@ -26,10 +26,10 @@ mod common;
 
 use clap::Parser;
 use common::{own_cpu_seconds, round2, wall_us};
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::{job, Batch, Bulk, Chain, Job, JobContext, JobResult, RedisQueue};
-use jobs_worker::Stats;
-use jobs_worker::{Worker, WorkerConfig};
+use redjob::__worker::WorkerQueue;
+use redjob::{job, Batch, Bulk, Chain, Job, JobContext, JobResult, RedisQueue};
+use redjob_worker::Stats;
+use redjob_worker::{Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -245,7 +245,7 @@ fn worker(args: &Args, queue: &RedisQueue) -> Worker {
     Worker::new(config, queue.clone()).expect("a valid worker")
 }
 
-async fn push_noops(queue: &RedisQueue, jobs: usize) -> jobs_core::Result<()> {
+async fn push_noops(queue: &RedisQueue, jobs: usize) -> redjob::Result<()> {
     for start in (0..jobs).step_by(CHUNK) {
         let mut bulk = Bulk::via(queue);
         for n in start..(start + CHUNK).min(jobs) {
@@ -333,7 +333,7 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
     }
 }
 
-fn error_text(e: jobs_core::Error) -> String {
+fn error_text(e: redjob::Error) -> String {
     e.to_string()
 }
 
@@ -632,7 +632,7 @@ async fn migrate(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, 
 /// Writes `jobs` no-op jobs straight into the delayed set, all due at the same past instant.
 async fn fill_delayed_all_due(
     queue: &RedisQueue,
-    conn: &mut jobs_core::queue::connection::Connection,
+    conn: &mut redjob::queue::connection::Connection,
     jobs: usize,
 ) -> Result<(), String> {
     let payload = Noop { n: 0, t: 0.0 }
@@ -665,7 +665,7 @@ async fn fill_delayed_all_due(
 /// Logs every call of 1 ms or more from here on, and empties the log.
 async fn reset_slowlog(
     queue: &RedisQueue,
-    conn: &mut jobs_core::queue::connection::Connection,
+    conn: &mut redjob::queue::connection::Connection,
 ) -> Result<(), String> {
     let _: () = queue
         .timed(
@@ -689,7 +689,7 @@ async fn reset_slowlog(
 /// CONFIG calls, which are not queue operations.
 async fn queue_calls_in_slowlog(
     queue: &RedisQueue,
-    conn: &mut jobs_core::queue::connection::Connection,
+    conn: &mut redjob::queue::connection::Connection,
 ) -> Result<Vec<Value>, String> {
     let slow: Vec<Value> = queue
         .timed(
@@ -730,7 +730,7 @@ async fn footprint(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>
 }
 
 /// CPU time Redis has used so far (user + system), from `INFO cpu`.
-async fn redis_cpu_seconds(queue: &RedisQueue) -> jobs_core::Result<f64> {
+async fn redis_cpu_seconds(queue: &RedisQueue) -> redjob::Result<f64> {
     let mut conn = queue.connection();
     let info: String = queue
         .timed(redis::cmd("INFO").arg("cpu").query_async(&mut conn))
@@ -745,7 +745,7 @@ async fn redis_cpu_seconds(queue: &RedisQueue) -> jobs_core::Result<f64> {
         .sum())
 }
 
-async fn flush(queue: &RedisQueue) -> jobs_core::Result<()> {
+async fn flush(queue: &RedisQueue) -> redjob::Result<()> {
     let mut conn = queue.connection();
     queue
         .timed(redis::cmd("FLUSHALL").query_async::<()>(&mut conn))
@@ -754,8 +754,8 @@ async fn flush(queue: &RedisQueue) -> jobs_core::Result<()> {
 
 async fn used_memory(
     queue: &RedisQueue,
-    conn: &mut jobs_core::queue::connection::Connection,
-) -> jobs_core::Result<u64> {
+    conn: &mut redjob::queue::connection::Connection,
+) -> redjob::Result<u64> {
     let info: String = queue
         .timed(redis::cmd("INFO").arg("memory").query_async(conn))
         .await?;

@@ -1,9 +1,9 @@
 //! Benchmarks of the per-job rules against a real Redis (one JSON line per run on stdout):
 //!
 //! ```text
-//! cargo bench -p jobs-worker --bench rules -- --scenario dispatch --redis redis://127.0.0.1:PORT
-//! cargo bench -p jobs-worker --bench rules -- --scenario rate --rate 100 --workers 4 --seconds 60 --redis ...
-//! cargo bench -p jobs-worker --bench rules -- --scenario funnel --slots 5 --workers 4 --jobs 2000 --redis ...
+//! cargo bench -p redjob-worker --bench rules -- --scenario dispatch --redis redis://127.0.0.1:PORT
+//! cargo bench -p redjob-worker --bench rules -- --scenario rate --rate 100 --workers 4 --seconds 60 --redis ...
+//! cargo bench -p redjob-worker --bench rules -- --scenario funnel --slots 5 --workers 4 --jobs 2000 --redis ...
 //! ```
 //!
 //! - `dispatch`: awaited dispatches of a plain job and of a unique one (each with its own unique
@@ -25,10 +25,10 @@ mod common;
 
 use clap::Parser;
 use common::{round2, wall_us};
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::middleware::{Funnel, Layer, Limit, RateLimited};
-use jobs_core::{job, Bulk, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
-use jobs_worker::{Worker, WorkerConfig};
+use redjob::__worker::WorkerQueue;
+use redjob::middleware::{Funnel, Layer, Limit, RateLimited};
+use redjob::{job, Bulk, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
+use redjob_worker::{Worker, WorkerConfig};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -153,7 +153,7 @@ async fn flush(queue: &RedisQueue) -> Result<(), String> {
 /// Awaits `dispatch`; returns the microseconds it took.
 async fn timed<F>(dispatch: F) -> Result<f64, String>
 where
-    F: std::future::IntoFuture<Output = jobs_core::Result<uuid::Uuid>>,
+    F: std::future::IntoFuture<Output = redjob::Result<uuid::Uuid>>,
 {
     let start = Instant::now();
     dispatch.await.map_err(|e| e.to_string())?;

@@ -1,8 +1,8 @@
 //! Benchmark of the scheduler against a real Redis, one JSON line per run on stdout.
 //!
 //! ```text
-//! cargo bench -p jobs-worker --bench schedules -- --scenario lateness --workers 3 --seconds 60 --redis URL
-//! cargo bench -p jobs-worker --bench schedules -- --scenario idle --schedules 1000 --seconds 30 --redis URL
+//! cargo bench -p redjob-worker --bench schedules -- --scenario lateness --workers 3 --seconds 60 --redis URL
+//! cargo bench -p redjob-worker --bench schedules -- --scenario idle --schedules 1000 --seconds 30 --redis URL
 //! ```
 //!
 //! `lateness`: N worker processes (children of this one) keep one per-second schedule for S
@@ -17,10 +17,10 @@ mod common;
 use chrono::{DateTime, Utc};
 use clap::Parser;
 use common::{own_cpu_seconds, round2, wall_us};
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::schedule::{tick_uuid, Schedule};
-use jobs_core::{job, Job, JobContext, JobResult, RedisQueue};
-use jobs_worker::{Worker, WorkerConfig};
+use redjob::__worker::WorkerQueue;
+use redjob::schedule::{tick_uuid, Schedule};
+use redjob::{job, Job, JobContext, JobResult, RedisQueue};
+use redjob_worker::{Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -110,7 +110,7 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
             let every_second = Schedule::new("tick", Tick {}.dispatch().on_queue(QUEUE))
                 .cron("* * * * * *")
                 .map_err(|e| e.to_string())?;
-            jobs_core::schedule::define(every_second);
+            redjob::schedule::define(every_second);
             run_worker(args, queue).await;
         }
         "keeper" => {
@@ -118,7 +118,7 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 let hourly = Schedule::new(format!("s{n}"), Tick {}.dispatch().on_queue(QUEUE))
                     .cron(&format!("{} {} * * * *", n % 60, (n / 60) % 60))
                     .map_err(|e| e.to_string())?;
-                jobs_core::schedule::define(hourly);
+                redjob::schedule::define(hourly);
             }
             let cpu = run_worker(args, queue).await;
             out.insert("cpu_seconds".into(), json!(cpu));

@@ -3,7 +3,7 @@
 //!
 //! [`WorkerOptions`]: crate::WorkerOptions
 
-use jobs_core::Backoff;
+use redjob::Backoff;
 use std::time::Duration;
 
 /// How a worker takes, runs and settles jobs, and when it stops.
@@ -14,7 +14,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// let config = jobs_worker::WorkerConfig {
+/// let config = redjob_worker::WorkerConfig {
 ///     queues: vec!["high".into(), "default".into()],
 ///     tries: 3,
 ///     timeout: Some(Duration::from_secs(30)),
@@ -63,18 +63,18 @@ pub struct WorkerConfig {
     /// its limit or lock busy); past that, a requeue counts as a release, so that a job
     /// cannot come back forever.
     pub max_requeues: u32,
-    /// Keep the schedules defined in this process ([`jobs_core::schedule::define`]): fire each
+    /// Keep the schedules defined in this process ([`redjob::schedule::define`]): fire each
     /// tick once between every worker that keeps them.
     pub schedule: bool,
     /// Wait thresholds to write to Redis when the worker starts (`--wait`), for `jobsctl`, the
     /// dashboard and the metrics; a queue given twice keeps its last. Empty: none written.
-    pub waits: Vec<jobs_core::admin::WaitThreshold>,
+    pub waits: Vec<redjob::admin::WaitThreshold>,
 }
 
 impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
-            queues: vec![jobs_core::DEFAULT_QUEUE.to_owned()],
+            queues: vec![redjob::DEFAULT_QUEUE.to_owned()],
             tries: 1,
             // No wait between attempts, as `--backoff 0`.
             backoff: Backoff::new([0]),
@@ -90,7 +90,7 @@ impl Default for WorkerConfig {
             retry_after: Duration::from_secs(90),
             concurrency: 10,
             grace: Some(Duration::from_secs(60)),
-            metrics_retention: jobs_core::admin::DEFAULT_METRICS_RETENTION,
+            metrics_retention: redjob::admin::DEFAULT_METRICS_RETENTION,
             max_requeues: 1000,
             schedule: false,
             waits: Vec::new(),

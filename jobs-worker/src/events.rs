@@ -9,24 +9,24 @@
 //! `failed` after the failed-job record is written), so a listener never reports what did not
 //! happen. Each call is bounded by [`LISTENER_TIMEOUT`] and its panic is caught and logged: a
 //! slow or broken listener costs its job's slot a moment, never the job. Dispatches are
-//! reported on the dispatching side by [`RedisQueue::on_queued`](jobs_core::RedisQueue::on_queued).
+//! reported on the dispatching side by [`RedisQueue::on_queued`](redjob::RedisQueue::on_queued).
 //!
 //! ```
-//! use jobs_worker::events::{JobEvent, Listener};
+//! use redjob_worker::events::{JobEvent, Listener};
 //!
 //! struct Alerts;
 //!
-//! #[jobs_core::async_trait]
+//! #[redjob::async_trait]
 //! impl Listener for Alerts {
 //!     async fn failed(&self, job: &JobEvent, reason: &str) {
 //!         eprintln!("{} {} failed: {reason}", job.display_name, job.uuid);
 //!     }
 //! }
-//! # fn demo(worker: jobs_worker::Worker) -> jobs_worker::Worker { worker.listen(Alerts) }
+//! # fn demo(worker: redjob_worker::Worker) -> redjob_worker::Worker { worker.listen(Alerts) }
 //! ```
 
 use futures_util::FutureExt;
-use jobs_core::async_trait;
+use redjob::async_trait;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -121,7 +121,7 @@ impl Listeners {
                 Ok(Ok(())) => {}
                 Ok(Err(panic)) => warn!(
                     event = name,
-                    panic = %jobs_core::middleware::panic_message(&*panic),
+                    panic = %redjob::middleware::panic_message(&*panic),
                     "a listener panicked"
                 ),
                 Err(_) => warn!(event = name, "a listener ran out of time"),

@@ -1,11 +1,11 @@
-//! The worker runtime for `jobs-core`: Laravel's `queue:work` on Redis, with concurrency,
+//! The worker runtime for `redjob`: Laravel's `queue:work` on Redis, with concurrency,
 //! punctual delayed jobs and graceful shutdown.
 //!
 //! An application's worker binary is one line; every job type linked into it can run:
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     jobs_worker::main()
+//!     redjob_worker::main()
 //! }
 //! ```
 //!
@@ -16,13 +16,16 @@
 //! The runtime's parts are private, one file per step of a job's path (`src/runtime/`: see
 //! `docs/architecture.md`). With the `ops` feature, on by default, [`ops`] holds the
 //! operators' tools: the `jobsctl` command and its web dashboard. An application that links
-//! the worker and wants none of that depends on `jobs-worker` with
+//! the worker and wants none of that depends on `redjob-worker` with
 //! `default-features = false`.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;
 pub mod events;
 pub mod logging;
 #[cfg(feature = "ops")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ops")))]
 pub mod ops;
 mod options;
 mod prometheus;
@@ -68,16 +71,16 @@ pub fn main() -> ExitCode {
 /// SIGQUIT. A second signal exits the process at once (status 130); its running jobs come
 /// back after retry_after.
 ///
-/// Redis is `options.redis` with [`QueueConfig::default`](jobs_core::QueueConfig) but for the
+/// Redis is `options.redis` with [`QueueConfig::default`](redjob::QueueConfig) but for the
 /// key prefix (`--prefix`): the signing key and TLS CA file come from `JOBS_SIGNING_KEY` and
 /// `REDIS_TLS_CA_FILE`. With
 /// `--metrics-addr`, the process serves Prometheus metrics there.
 pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
-    let config = jobs_core::QueueConfig {
+    let config = redjob::QueueConfig {
         prefix: options.prefix.clone(),
         ..Default::default()
     };
-    let queue = jobs_core::RedisQueue::with_config(&options.redis, config)?;
+    let queue = redjob::RedisQueue::with_config(&options.redis, config)?;
     if options.schedule_only {
         return keep_schedules_only(queue, options.metrics_addr, &options.waits).await;
     }
@@ -92,14 +95,14 @@ pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
 /// `--schedule-only`: keeps the schedules this program defines, taking no jobs, until a
 /// signal stops it. Its `--wait` thresholds are written as a worker's are.
 async fn keep_schedules_only(
-    queue: jobs_core::RedisQueue,
+    queue: redjob::RedisQueue,
     metrics_addr: Option<std::net::SocketAddr>,
-    waits: &[jobs_core::admin::WaitThreshold],
+    waits: &[redjob::admin::WaitThreshold],
 ) -> Result<Exit, WorkerError> {
     if let Some(addr) = metrics_addr {
         prometheus::install(addr, 0)?;
     }
-    let schedules = jobs_core::schedule::defined();
+    let schedules = redjob::schedule::defined();
     tracing::info!(
         schedules = %schedules.iter().map(|s| s.name()).collect::<Vec<_>>().join(","),
         "keeping the schedules, taking no jobs"

@@ -30,7 +30,7 @@ pub fn init(json: bool) {
             .location()
             .map(|l| format!("{}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let message = jobs_core::middleware::panic_message(info.payload());
+        let message = redjob::middleware::panic_message(info.payload());
         tracing::error!(%location, "panicked: {message}");
     }));
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));

@@ -1,8 +1,8 @@
 //! The worker's options: Laravel's `queue:work` flags with their defaults, plus our own.
 
 use clap::Parser;
-use jobs_core::admin::WaitThreshold;
-use jobs_core::Backoff;
+use redjob::admin::WaitThreshold;
+use redjob::Backoff;
 use std::time::Duration;
 
 use crate::config::WorkerConfig;
@@ -86,7 +86,7 @@ pub struct WorkerOptions {
     pub grace: Option<f64>,
 
     /// Hours the per-minute job counters this worker publishes are kept in Redis.
-    #[arg(long, default_value_t = jobs_core::admin::DEFAULT_METRICS_RETENTION.as_secs_f64() / 3600.0)]
+    #[arg(long, default_value_t = redjob::admin::DEFAULT_METRICS_RETENTION.as_secs_f64() / 3600.0)]
     pub metrics_retention: f64,
 
     /// Serve Prometheus metrics over HTTP on this address, e.g. 127.0.0.1:9464 (default: off).
@@ -113,7 +113,7 @@ pub struct WorkerOptions {
 
     /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379); a Redis Cluster is
     /// redis+cluster://host:port,host:port/.
-    #[arg(long, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
+    #[arg(long, env = "REDIS_URL", default_value = redjob::queue::DEFAULT_REDIS_URL)]
     pub redis: String,
 
     /// Prefix before every Redis key, as a Laravel app's `database.redis.options.prefix`

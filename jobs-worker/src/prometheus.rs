@@ -5,9 +5,9 @@
 //! The `metrics` crate's recorder is global to the process, so one worker per process can
 //! export. Until [`install`] succeeds, recording is skipped before any label is built.
 
-use jobs_core::admin::AttemptOutcome;
-use jobs_core::admin::{Admin, QueueStats};
-use jobs_core::RedisQueue;
+use redjob::admin::AttemptOutcome;
+use redjob::admin::{Admin, QueueStats};
+use redjob::RedisQueue;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use std::net::SocketAddr;

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use jobs_core::queue::keys;
-use jobs_core::{QueueConfig, RedisQueue};
+use redjob::queue::keys;
+use redjob::{QueueConfig, RedisQueue};
 
 use crate::{free_port, TestRedis};
 

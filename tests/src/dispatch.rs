@@ -1,6 +1,6 @@
 //! Dispatching in tests: through a test server's handle, and it must succeed.
 
-use jobs_core::{Job, PendingDispatch, RedisQueue};
+use redjob::{Job, PendingDispatch, RedisQueue};
 use std::future::Future;
 use uuid::Uuid;
 
@@ -8,8 +8,8 @@ use uuid::Uuid;
 /// `.via(&queue).await.unwrap()` every test set-up would otherwise write out.
 ///
 /// ```no_run
-/// # async fn demo(queue: jobs_core::RedisQueue) {
-/// use jobs_core::Job;
+/// # async fn demo(queue: redjob::RedisQueue) {
+/// use redjob::Job;
 /// use tests::SentVia;
 /// let uuid = examples::Noop {}.dispatch().on_queue("q").sent_via(&queue).await;
 /// # let _ = uuid;

@@ -2,8 +2,8 @@
 //! tests and benchmarks of listing, searching and retrying a large store.
 
 use chrono::{DateTime, SecondsFormat};
-use jobs_core::payload::failed::FailedJob;
-use jobs_core::RedisQueue;
+use redjob::payload::failed::FailedJob;
+use redjob::RedisQueue;
 
 /// One failed job to put in the store.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use jobs_core::{QueueConfig, RedisQueue};
+use redjob::{QueueConfig, RedisQueue};
 
 use crate::tls::{make_tls_files, TlsFiles};
 
@@ -175,7 +175,7 @@ impl TestRedis {
 
     /// A `redis::Client` for this server.
     pub fn client(&self) -> redis::Client {
-        jobs_core::queue::redis_client(&self.url, &self.config())
+        redjob::queue::redis_client(&self.url, &self.config())
             .expect("the test server's URL is valid")
     }
 

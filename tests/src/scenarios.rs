@@ -3,7 +3,7 @@
 //! (`env!("CARGO_BIN_EXE_test_worker")` in an integration test).
 
 use examples::{Noop, Panic};
-use jobs_core::Payload;
+use redjob::Payload;
 use std::time::Duration;
 
 use crate::worker_process::WorkerProcess;

@@ -15,16 +15,16 @@
 //! async fn a_paused_queue_is_listed(redis: Server) {
 //!     let mut conn = redis.conn().await;
 //!     let _: () = conn.sadd(redis.keys().paused(), "emails").await.unwrap();
-//!     let paused = jobs_core::admin::Admin::new(redis.queue()).paused().await.unwrap();
+//!     let paused = redjob::admin::Admin::new(redis.queue()).paused().await.unwrap();
 //!     assert_eq!(paused, ["emails"]);
 //! }
 //! tests::on_both_layouts!(a_paused_queue_is_listed);
 //! # fn main() {}
 //! ```
 
-use jobs_core::queue::connection::Connection;
-use jobs_core::queue::keys::{KeyLayout, Keys, QueueKeys};
-use jobs_core::RedisQueue;
+use redjob::queue::connection::Connection;
+use redjob::queue::keys::{KeyLayout, Keys, QueueKeys};
+use redjob::RedisQueue;
 
 use crate::cluster::TestCluster;
 use crate::TestRedis;

@@ -10,7 +10,7 @@ use std::time::Duration;
 /// `timeout` passes first.
 ///
 /// ```no_run
-/// # async fn demo(queue: jobs_core::RedisQueue) {
+/// # async fn demo(queue: redjob::RedisQueue) {
 /// use std::time::Duration;
 /// tests::wait_until(Duration::from_secs(5), "queue q is empty", || async {
 ///     queue.size("q").await.unwrap().total() == 0

@@ -3,10 +3,10 @@
 //! per-minute metrics). Pause and restart are tested through the `jobsctl` command (jobs_cli.rs).
 
 use examples::{Flaky, Noop, Panic};
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::admin::{Admin, AdminError, FailedFilter, FailedSelection, Section};
-use jobs_core::queue::keys::{self, QueueKeys};
-use jobs_core::Payload;
+use redjob::__worker::WorkerQueue;
+use redjob::admin::{Admin, AdminError, FailedFilter, FailedSelection, Section};
+use redjob::queue::keys::{self, QueueKeys};
+use redjob::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};
@@ -95,7 +95,7 @@ async fn a_retried_job_goes_back_to_its_queue_with_attempts_0_and_runs_again() {
     let ready: Vec<String> = conn.lrange("queues:q1", 0, -1).await.unwrap();
     assert_eq!(
         ready,
-        [jobs_core::payload::with_attempts(&record.payload, 0).unwrap()]
+        [redjob::payload::with_attempts(&record.payload, 0).unwrap()]
     );
     assert_eq!(Payload::from_json(&ready[0]).unwrap().attempts, 0);
     let tokens: u64 = conn.llen("queues:q1:notify").await.unwrap();
@@ -286,9 +286,9 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
     .await;
     assert_eq!(metrics.len(), 5);
     let sum = |pick: &dyn Fn(
-        &jobs_core::admin::MinuteMetrics,
-    ) -> Option<jobs_core::admin::OutcomeCounts>| {
-        let mut total = jobs_core::admin::OutcomeCounts::default();
+        &redjob::admin::MinuteMetrics,
+    ) -> Option<redjob::admin::OutcomeCounts>| {
+        let mut total = redjob::admin::OutcomeCounts::default();
         for minute in &metrics {
             if let Some(counters) = pick(minute) {
                 total.add(&counters);
@@ -319,7 +319,7 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
         (recent.len() == 3).then_some(recent)
     })
     .await;
-    use jobs_core::admin::AttemptOutcome;
+    use redjob::admin::AttemptOutcome;
     assert_eq!(
         (recent[0].job.as_str(), recent[0].outcome, recent[0].attempt),
         ("flaky", AttemptOutcome::Done, 2)
@@ -357,9 +357,9 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
 async fn a_retried_signed_job_still_verifies_and_runs() {
     const SECRET: &str = "0f3c9a7e5b1d2468ace0bdf13579b2d4c6e8fa0b1c2d3e4f5a6b7c8d9e0f1a2b";
     let redis = TestRedis::start();
-    let queue = redis.queue_with(jobs_core::QueueConfig {
-        signing_key: Some(jobs_core::payload::signing::SigningKey::new(SECRET)),
-        ..jobs_core::QueueConfig::default()
+    let queue = redis.queue_with(redjob::QueueConfig {
+        signing_key: Some(redjob::payload::signing::SigningKey::new(SECRET)),
+        ..redjob::QueueConfig::default()
     });
     let admin = Admin::new(redis.queue());
     let uuid = Panic {}.dispatch().sent_via(&queue).await.to_string();

@@ -3,7 +3,7 @@
 //! `failed()` hook runs once when it fails for good, whatever the reason.
 
 use examples::{FailSlowly, Flaky, Panic, FAILED_HOOKS_KEY};
-use jobs_core::Payload;
+use redjob::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
@@ -113,7 +113,7 @@ async fn the_failed_hook_runs_once_for_an_error_a_panic_and_too_many_attempts() 
         .await;
     let mut conn = redis.conn().await;
     let raw: String = conn.lindex("queues:default", 2).await.unwrap();
-    let worn_out = jobs_core::payload::with_attempts(&raw, 2).unwrap();
+    let worn_out = redjob::payload::with_attempts(&raw, 2).unwrap();
     conn.lset::<_, _, ()>("queues:default", 2, worn_out)
         .await
         .unwrap();

@@ -3,10 +3,10 @@
 //! the jobs not started, jobs added from inside the batch, chains as jobs of a batch.
 
 use examples::{Caught, Step};
-use jobs_core::__worker::Settlement;
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::workflow::{Batch, BatchStatus, Chain};
-use jobs_core::{Payload, RedisQueue};
+use redjob::__worker::Settlement;
+use redjob::__worker::WorkerQueue;
+use redjob::workflow::{Batch, BatchStatus, Chain};
+use redjob::{Payload, RedisQueue};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
@@ -325,7 +325,7 @@ async fn a_job_that_runs_twice_is_counted_once() {
         .unwrap();
     let reserved = &popped.jobs[0];
     let payload = Payload::from_json(reserved).unwrap();
-    let settlement = |job: Uuid| Settlement::from(jobs_core::workflow::BatchProgress::new(id, job));
+    let settlement = |job: Uuid| Settlement::from(redjob::workflow::BatchProgress::new(id, job));
     assert!(queue
         .complete(&keys, reserved, &settlement(payload.uuid))
         .await
@@ -335,7 +335,7 @@ async fn a_job_that_runs_twice_is_counted_once() {
     let _: () = conn
         .lpush(
             "queues:default",
-            jobs_core::payload::unreserved(reserved).as_ref(),
+            redjob::payload::unreserved(reserved).as_ref(),
         )
         .await
         .unwrap();

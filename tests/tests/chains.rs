@@ -4,8 +4,8 @@
 //! were put; stored bytes grow linearly with the chain; signing covers every link.
 
 use examples::{Caught, RebuildIndex, Step};
-use jobs_core::workflow::{Chain, Link};
-use jobs_core::{Error, Payload};
+use redjob::workflow::{Chain, Link};
+use redjob::{Error, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::steps::labels;
@@ -254,7 +254,7 @@ async fn every_link_is_signed_and_a_forged_one_never_runs() {
     let redis = TestRedis::start();
     let secret = "chain signing secret";
     let mut config = redis.config();
-    config.signing_key = Some(jobs_core::SigningKey::new(secret));
+    config.signing_key = Some(redjob::SigningKey::new(secret));
     let queue = redis.queue_with(config);
     let id = Chain::new(Step::new("first").dispatch())
         .then(Step::new("second").dispatch())
@@ -316,7 +316,7 @@ async fn a_unique_job_cannot_be_a_link() {
 
 #[tokio::test]
 async fn a_batch_as_a_link_runs_all_its_jobs_before_the_chain_goes_on() {
-    use jobs_core::workflow::Batch;
+    use redjob::workflow::Batch;
     let redis = TestRedis::start();
     let queue = redis.queue();
     let rows = (0..5).map(|n| Step::new(format!("row{n}")).dispatch());
@@ -391,7 +391,7 @@ async fn a_batch_as_a_link_runs_all_its_jobs_before_the_chain_goes_on() {
 
 #[tokio::test]
 async fn a_failing_batch_in_a_chain_stops_it_and_runs_its_catch_once() {
-    use jobs_core::workflow::Batch;
+    use redjob::workflow::Batch;
     let redis = TestRedis::start();
     let queue = redis.queue();
     let failing = Step {
@@ -431,7 +431,7 @@ async fn a_failing_batch_in_a_chain_stops_it_and_runs_its_catch_once() {
 
 #[tokio::test]
 async fn a_chain_refuses_a_batch_where_it_cannot_run_one() {
-    use jobs_core::workflow::Batch;
+    use redjob::workflow::Batch;
     let redis = TestRedis::start();
     let queue = redis.queue();
     let two_batches = Chain::new(Step::new("first").dispatch())

@@ -6,9 +6,9 @@
 //! (push onto the queue, remove the failed-job record) are in different slots.
 
 use examples::{Flaky, Guarded, Noop, Panic, RebuildIndex};
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::queue::keys::KeyLayout;
-use jobs_core::{Bulk, FailedJob, QueueConfig};
+use redjob::__worker::WorkerQueue;
+use redjob::queue::keys::KeyLayout;
+use redjob::{Bulk, FailedJob, QueueConfig};
 use redis::AsyncCommands;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -432,7 +432,7 @@ async fn limiters_and_unique_locks_hold_across_slots() {
         .via(&queue)
         .await
     {
-        Err(jobs_core::Error::Duplicate(duplicate)) => assert_eq!(duplicate.holder, holder),
+        Err(redjob::Error::Duplicate(duplicate)) => assert_eq!(duplicate.holder, holder),
         other => panic!("expected a duplicate, got {other:?}"),
     }
     let keys = cluster.keys_by_node().await;
@@ -531,14 +531,14 @@ async fn limiters_and_unique_locks_hold_across_slots() {
 }
 
 /// The labels [`examples::Step`] recorded on the cluster, in order.
-async fn step_labels(queue: &jobs_core::RedisQueue) -> Vec<String> {
+async fn step_labels(queue: &redjob::RedisQueue) -> Vec<String> {
     tests::steps::recorded_labels(&mut queue.connection()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chains_and_batches_take_each_step_once_across_slots() {
     use examples::{Caught, Step};
-    use jobs_core::workflow::{Batch, Chain};
+    use redjob::workflow::{Batch, Chain};
     let cluster = TestCluster::start();
     let queue = cluster.queue();
     let step = |label: &str, on: &str| Step::new(label).dispatch().on_queue(on.to_owned());
@@ -662,9 +662,9 @@ async fn chains_and_batches_take_each_step_once_across_slots() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workflow_step_taken_again_after_a_crash_pushes_nothing_twice() {
     use examples::Step;
-    use jobs_core::__worker::Settlement;
-    use jobs_core::workflow::{Batch, BatchProgress, Chain, ChainProgress};
-    use jobs_core::Payload;
+    use redjob::__worker::Settlement;
+    use redjob::workflow::{Batch, BatchProgress, Chain, ChainProgress};
+    use redjob::Payload;
     let cluster = TestCluster::start();
     let queue = cluster.queue();
     let chain = Chain::new(Step::new("first").dispatch().on_queue("high"))
@@ -746,8 +746,8 @@ async fn a_schedule_fires_each_tick_once_on_a_cluster() {
 
 #[tokio::test]
 async fn a_retry_taken_again_after_a_crash_pushes_nothing_twice() {
-    use jobs_core::payload::counters::{with_counters, Counters};
-    use jobs_core::Payload;
+    use redjob::payload::counters::{with_counters, Counters};
+    use redjob::Payload;
     use tests::jobs_command::JobsCommand;
     let cluster = TestCluster::start();
     let queue = cluster.queue();

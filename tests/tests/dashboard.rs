@@ -4,7 +4,7 @@
 //! on one server and on a Redis Cluster (`<test>::one_server`, `<test>::cluster`).
 
 use examples::{Flaky, Noop, Panic};
-use jobs_core::Payload;
+use redjob::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::dashboard::Dashboard;
@@ -167,7 +167,7 @@ async fn basic_auth_guards_every_page_when_configured(redis: Server) {
     let dash = dashboard(
         &redis,
         &[],
-        &[(jobs_worker::ops::dashboard::AUTH_ENV, "admin:s3cret")],
+        &[(redjob_worker::ops::dashboard::AUTH_ENV, "admin:s3cret")],
     );
     let good = "Basic YWRtaW46czNjcmV0"; // admin:s3cret
     let wrong = "Basic YWRtaW46d3Jvbmc="; // admin:wrong
@@ -393,7 +393,7 @@ async fn batches_are_listed_with_their_progress_and_failed_jobs_and_can_be_cance
     redis: Server,
 ) {
     use examples::Step;
-    use jobs_core::workflow::Batch;
+    use redjob::workflow::Batch;
     let queue = redis.queue();
     let failing = Step {
         label: "bad".into(),

@@ -10,7 +10,7 @@
 //! The screenshot goes to `$DASHBOARD_SCREENSHOT`, else to cargo's test temporary directory.
 
 use examples::{Flaky, Noop, Panic, Sleep};
-use jobs_core::Payload;
+use redjob::Payload;
 use redis::AsyncCommands;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -77,7 +77,7 @@ async fn the_dashboard_shows_the_counts_and_retries_a_failed_job_with_a_click(re
         .sent_via(&queue)
         .await;
     // A batch half done: two jobs on emails, two on a queue no worker serves.
-    let batch = jobs_core::Batch::new()
+    let batch = redjob::Batch::new()
         .name("nightly")
         .jobs((0..2).map(|_| Noop {}.dispatch().on_queue("emails")))
         .jobs((0..2).map(|_| Noop {}.dispatch().on_queue("idle")))

@@ -2,9 +2,9 @@
 //! worker run in this process against a real redis-server.
 
 use examples::{Flaky, Guarded, Noop, Panic, RebuildIndex};
-use jobs_core::Bulk;
-use jobs_worker::events::{Cause, JobEvent, Listener};
-use jobs_worker::{Exit, Worker, WorkerConfig};
+use redjob::Bulk;
+use redjob_worker::events::{Cause, JobEvent, Listener};
+use redjob_worker::{Exit, Worker, WorkerConfig};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,7 +36,7 @@ impl Recorder {
     }
 }
 
-#[jobs_core::async_trait]
+#[redjob::async_trait]
 impl Listener for Recorder {
     async fn processing(&self, job: &JobEvent) {
         self.push(job, format!("processing {}", job.attempt));
@@ -67,7 +67,7 @@ impl Listener for Recorder {
 /// A listener that panics on every event: the worker goes on.
 struct Broken;
 
-#[jobs_core::async_trait]
+#[redjob::async_trait]
 impl Listener for Broken {
     async fn processing(&self, _job: &JobEvent) {
         panic!("a broken listener");
@@ -116,7 +116,7 @@ async fn a_worker_reports_each_attempt_after_it_is_settled_and_its_own_loop_and_
     let recorder = Recorder::default();
     let config = WorkerConfig {
         stop_when_empty: true,
-        backoff: jobs_core::Backoff::new([0]),
+        backoff: redjob::Backoff::new([0]),
         // The test process, not a worker's: its memory is the test harness's.
         memory_mb: 1 << 20,
         ..Default::default()

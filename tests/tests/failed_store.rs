@@ -4,7 +4,7 @@
 //! on both).
 
 use chrono::{TimeZone, Utc};
-use jobs_core::admin::{Admin, AdminError, FailedFilter, FailedSelection};
+use redjob::admin::{Admin, AdminError, FailedFilter, FailedSelection};
 use redis::AsyncCommands;
 use std::collections::HashSet;
 use tests::dashboard::Dashboard;
@@ -26,7 +26,7 @@ fn newest_first(records: &[Seeded], keep: impl Fn(&Seeded) -> bool) -> Vec<Strin
     found.iter().map(|r| r.uuid.clone()).collect()
 }
 
-fn uuids(entries: &[jobs_core::admin::FailedEntry]) -> Vec<String> {
+fn uuids(entries: &[redjob::admin::FailedEntry]) -> Vec<String> {
     entries.iter().map(|e| e.record.uuid.clone()).collect()
 }
 

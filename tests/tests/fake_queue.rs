@@ -1,10 +1,10 @@
-//! The fake queue of `jobs_core::testing`: what it records, what its assertions say, and that
+//! The fake queue of `redjob::testing`: what it records, what its assertions say, and that
 //! one test's fake never sees another's dispatches. No Redis is involved.
 
 use chrono::{DateTime, TimeZone, Utc};
-use jobs_core::schedule::{self, Fired, Schedule};
-use jobs_core::testing::{self, ChainLink, Fake, Origin};
-use jobs_core::{job, Batch, Bulk, Chain, Delay, Error, Job, JobContext, JobResult};
+use redjob::schedule::{self, Fired, Schedule};
+use redjob::testing::{self, ChainLink, Fake, Origin};
+use redjob::{job, Batch, Bulk, Chain, Delay, Error, Job, JobContext, JobResult};
 use serde::{Deserialize, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Barrier};
@@ -224,7 +224,7 @@ fn fakes_of_tests_running_at_once_stay_apart() {
 }
 
 /// A dispatch as a task to spawn.
-async fn task<J: Job>(dispatch: jobs_core::PendingDispatch<J>) {
+async fn task<J: Job>(dispatch: redjob::PendingDispatch<J>) {
     dispatch.await.unwrap();
 }
 

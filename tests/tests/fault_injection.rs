@@ -5,8 +5,8 @@
 //! `cargo test -p tests --test fault_injection -- --nocapture`.
 
 use examples::{Record, Sleep, RECORDS_KEY};
-use jobs_core::queue::keys::QueueKeys;
-use jobs_core::{Bulk, Error, Payload, QueueConfig, RedisQueue};
+use redjob::queue::keys::QueueKeys;
+use redjob::{Bulk, Error, Payload, QueueConfig, RedisQueue};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use std::collections::{HashMap, HashSet};

@@ -4,7 +4,7 @@
 //! `<test>::cluster`).
 
 use examples::{Noop, Panic, Sleep};
-use jobs_core::Payload;
+use redjob::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;

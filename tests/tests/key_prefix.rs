@@ -4,7 +4,7 @@
 //! and touch no unprefixed key.
 
 use examples::{Noop, Panic};
-use jobs_core::QueueConfig;
+use redjob::QueueConfig;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;

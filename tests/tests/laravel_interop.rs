@@ -7,7 +7,7 @@
 //! Laravel job class runs on a Rust worker, encrypted ones with the app's key.
 
 use examples::{SendInvoice, Shared, INVOICES_KEY, RECORDS_KEY, SHARED_KEY};
-use jobs_core::{QueueConfig, RedisQueue};
+use redjob::{QueueConfig, RedisQueue};
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -409,7 +409,7 @@ async fn a_rust_job_declared_for_a_laravel_class_runs_on_laravels_worker_and_on_
             id,
             note: "from Rust".to_owned(),
             lines: serde_json::json!({"a": 2.5}),
-            customer: jobs_core::payload::laravel::ModelIdentifier {
+            customer: redjob::payload::laravel::ModelIdentifier {
                 class: "App\\Models\\Customer".to_owned(),
                 id: serde_json::json!(5),
                 relations: vec![],

@@ -4,8 +4,8 @@
 //! wrong value.
 
 use examples::RECORDS_KEY;
-use jobs_core::queue::keys::QueueKeys;
-use jobs_core::Payload;
+use redjob::queue::keys::QueueKeys;
+use redjob::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;

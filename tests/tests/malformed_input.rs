@@ -7,8 +7,8 @@
 //! are in `worker_flow.rs`; payloads that fail the signature check in `security.rs`.)
 
 use examples::{Noop, Sleep};
-use jobs_core::queue::keys::QueueKeys;
-use jobs_core::{Payload, QueueConfig};
+use redjob::queue::keys::QueueKeys;
+use redjob::{Payload, QueueConfig};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;

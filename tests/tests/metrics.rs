@@ -5,8 +5,8 @@
 //! `<test>::cluster`).
 
 use examples::{Noop, Panic, Sleep};
-use jobs_core::admin::Admin;
-use jobs_core::admin::AttemptOutcome;
+use redjob::admin::Admin;
+use redjob::admin::AttemptOutcome;
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -225,7 +225,7 @@ async fn a_metrics_address_in_use_stops_the_worker_with_a_clear_error() {
 
 async fn the_worker_exports_the_pending_batches(redis: Server) {
     use examples::Step;
-    use jobs_core::workflow::Batch;
+    use redjob::workflow::Batch;
     let queue = redis.queue();
     // One batch finishes; one waits on a queue the worker does not serve.
     Batch::new()

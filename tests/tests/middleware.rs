@@ -3,9 +3,9 @@
 //! that outlive neither their job nor a killed worker, and requeues that cost no attempt.
 
 use examples::{Guarded, GUARDED_KEY};
-use jobs_core::__worker::AttemptSetup;
-use jobs_core::middleware::{Limit, RateLimited};
-use jobs_core::{Bulk, Payload};
+use redjob::__worker::AttemptSetup;
+use redjob::middleware::{Limit, RateLimited};
+use redjob::{Bulk, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
@@ -349,8 +349,8 @@ async fn holds_of_a_killed_worker_come_free_within_retry_after_and_long_jobs_kee
 
 #[tokio::test]
 async fn a_job_refused_by_one_of_its_limits_is_counted_by_none_of_them() {
-    use jobs_core::middleware::{Layer, Middleware, Next};
-    use jobs_core::{JobContext, Request};
+    use redjob::middleware::{Layer, Middleware, Next};
+    use redjob::{JobContext, Request};
     use std::sync::Arc;
 
     let redis = TestRedis::start();
@@ -362,7 +362,7 @@ async fn a_job_refused_by_one_of_its_limits_is_counted_by_none_of_them() {
     for attempt in 1..=3 {
         let ctx = JobContext::new(uuid::Uuid::new_v4(), "limited", "default", attempt)
             .with_redis(queue.clone(), Duration::from_secs(90));
-        let handler: jobs_core::middleware::JobFuture = Box::pin(async { Ok(()) });
+        let handler: redjob::middleware::JobFuture = Box::pin(async { Ok(()) });
         let chain: [Layer; 0] = [];
         limited
             .handle(&ctx, Next::new(&chain, handler))

@@ -4,9 +4,9 @@
 
 use chrono::Utc;
 use examples::{Noop, RebuildIndex, RefreshCache};
-use jobs_core::admin::{Admin, BatchFilter, BatchState, RecentFilter, UniqueFilter};
-use jobs_core::admin::{AttemptOutcome, RecentJob};
-use jobs_core::workflow::Batch;
+use redjob::admin::{Admin, BatchFilter, BatchState, RecentFilter, UniqueFilter};
+use redjob::admin::{AttemptOutcome, RecentJob};
+use redjob::workflow::Batch;
 use redis::AsyncCommands;
 use std::collections::HashSet;
 use tests::dashboard::Dashboard;

@@ -1,13 +1,13 @@
 //! The queue flow of `RedisQueue`, without a worker, against a real redis-server: each test
 //! starts its own server and checks the exact Redis state Laravel's flow leaves behind.
 
-use jobs_core::__worker::WorkerQueue;
+use redjob::__worker::WorkerQueue;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use jobs_core::queue::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
-use jobs_core::queue::Envelope;
-use jobs_core::{
+use redjob::queue::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
+use redjob::queue::Envelope;
+use redjob::{
     job, Bulk, Error, FailedJob, Job, JobContext, JobResult, QueueConfig, QueueSize, RedisQueue,
 };
 use redis::aio::MultiplexedConnection;
@@ -161,7 +161,7 @@ async fn push_raw(conn: &mut Conn, payload: &str) {
         .unwrap();
 }
 
-async fn pop(queue: &jobs_core::RedisQueue, keys: &QueueKeys) -> jobs_core::queue::Popped {
+async fn pop(queue: &redjob::RedisQueue, keys: &QueueKeys) -> redjob::queue::Popped {
     queue
         .pop(keys, RETRY_AFTER, 1, MIGRATE_ALL)
         .await
@@ -1036,7 +1036,7 @@ async fn reservation_raises_only_the_top_level_attempts() {
 #[tokio::test]
 async fn dispatch_to_a_dead_port_fails_fast() {
     let port = tests::CLOSED_PORT;
-    let queue = jobs_core::RedisQueue::with_config(
+    let queue = redjob::RedisQueue::with_config(
         &format!("redis://127.0.0.1:{port}/"),
         QueueConfig {
             command_timeout: Duration::from_secs(1),

@@ -3,8 +3,8 @@
 //! command, with a typed error and before anything is written.
 
 use examples::Noop;
-use jobs_core::queue::keys::InvalidQueueName;
-use jobs_core::{Bulk, Error};
+use redjob::queue::keys::InvalidQueueName;
+use redjob::{Bulk, Error};
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;
 use tests::worker_process::WorkerProcess;
@@ -107,11 +107,11 @@ async fn the_operators_command_and_library_refuse_the_same_names_and_write_nothi
     }
 
     // The library under the command and the dashboard applies the rule too.
-    let admin = jobs_core::admin::Admin::new(redis.queue());
+    let admin = redjob::admin::Admin::new(redis.queue());
     for name in REFUSED {
         let err = admin.pause(name).await.unwrap_err();
         assert!(
-            matches!(&err, jobs_core::admin::AdminError::Queue(e) if refused_name(e).name == name),
+            matches!(&err, redjob::admin::AdminError::Queue(e) if refused_name(e).name == name),
             "{err:?}"
         );
         assert!(admin.resume(name).await.is_err());

@@ -84,13 +84,13 @@ async fn caught_up(missed: &str) -> usize {
     let missed_uuids: Vec<String> = (1..=10)
         .map(|k| {
             let tick = chrono::DateTime::from_timestamp_millis(last + k * minute).unwrap();
-            jobs_core::schedule::tick_uuid("minutely", tick).to_string()
+            redjob::schedule::tick_uuid("minutely", tick).to_string()
         })
         .collect();
     let waiting: Vec<String> = conn.lrange("queues:sched", 0, -1).await.unwrap();
     waiting
         .iter()
-        .map(|p| jobs_core::Payload::from_json(p).unwrap().uuid.to_string())
+        .map(|p| redjob::Payload::from_json(p).unwrap().uuid.to_string())
         .filter(|uuid| missed_uuids.contains(uuid))
         .count()
 }
@@ -243,7 +243,7 @@ async fn ticks_run(redis: &TestRedis) -> (Vec<u64>, Vec<String>) {
         // --retry-after): look its tick up among the seconds before it started.
         let tick = (started.saturating_sub(30)..=started).find(|second| {
             let at = chrono::DateTime::from_timestamp(*second as i64, 0).unwrap();
-            jobs_core::schedule::tick_uuid("tick", at).to_string() == uuid
+            redjob::schedule::tick_uuid("tick", at).to_string() == uuid
         });
         let tick = tick.unwrap_or_else(|| panic!("job {uuid} is no tick's"));
         if ran.insert(uuid.clone(), tick).is_some() {
@@ -338,13 +338,13 @@ async fn pushed_ticks(redis: &TestRedis) -> (Vec<u64>, Vec<String>) {
     let mut seen: HashMap<String, u64> = HashMap::new();
     let mut doubled = Vec::new();
     for payload in &waiting {
-        let uuid = jobs_core::Payload::from_json(payload)
+        let uuid = redjob::Payload::from_json(payload)
             .unwrap()
             .uuid
             .to_string();
         let tick = (now.saturating_sub(120)..=now + 1).find(|second| {
             let at = chrono::DateTime::from_timestamp(*second as i64, 0).unwrap();
-            jobs_core::schedule::tick_uuid("tick", at).to_string() == uuid
+            redjob::schedule::tick_uuid("tick", at).to_string() == uuid
         });
         let tick = tick.unwrap_or_else(|| panic!("job {uuid} is no tick's"));
         if seen.insert(uuid.clone(), tick).is_some() {

@@ -3,8 +3,8 @@
 //! signing, and the payload size limit at dispatch.
 
 use examples::{now_ms, Flaky, Noop, Record, RECORDS_KEY};
-use jobs_core::queue::keys::QueueKeys;
-use jobs_core::{Bulk, Error, Payload, QueueConfig, RedisQueue, SigningKey};
+use redjob::queue::keys::QueueKeys;
+use redjob::{Bulk, Error, Payload, QueueConfig, RedisQueue, SigningKey};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;

@@ -1,13 +1,13 @@
-//! Synchronous runs (`jobs_worker::testing::run`) and the inline fake: jobs taken through a
+//! Synchronous runs (`redjob_worker::testing::run`) and the inline fake: jobs taken through a
 //! worker's attempt path without Redis.
 
-use jobs_core::middleware::{Layer, Limit, Middleware, Next, RateLimited, Skip};
-use jobs_core::testing;
-use jobs_core::{
+use redjob::middleware::{Layer, Limit, Middleware, Next, RateLimited, Skip};
+use redjob::testing;
+use redjob::{
     async_trait, job, Batch, Chain, FailedContext, Job, JobContext, JobResult, PendingDispatch,
 };
-use jobs_worker::testing::{inline, run, Outcome, Run};
-use jobs_worker::WorkerConfig;
+use redjob_worker::testing::{inline, run, Outcome, Run};
+use redjob_worker::WorkerConfig;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -134,7 +134,7 @@ async fn a_flaky_job_succeeds_on_the_attempt_it_should() {
     );
     // With the worker's backoff for a job that sets none.
     let config = WorkerConfig {
-        backoff: jobs_core::Backoff::new([7]),
+        backoff: redjob::Backoff::new([7]),
         ..WorkerConfig::default()
     };
     let first = run(Shaky { succeeds_on: 2 }).config(config).await;
@@ -360,7 +360,7 @@ async fn a_run_reports_what_the_handler_added_and_records_what_it_dispatched() {
 }
 
 /// The labels of the `FlowStep`s an inline fake ran, in order, a failed one marked `!`.
-fn ran_steps(inline: &jobs_worker::testing::Inline) -> Vec<String> {
+fn ran_steps(inline: &redjob_worker::testing::Inline) -> Vec<String> {
     inline
         .ran()
         .iter()

@@ -4,7 +4,7 @@
 //! processing frees it as it starts, and a killed worker's job keeps it until it is done.
 
 use examples::{RebuildIndex, RefreshCache, ReindexSearch, UNIQUE_KEY};
-use jobs_core::{Bulk, Dispatched, Error, Payload};
+use redjob::{Bulk, Dispatched, Error, Payload};
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;

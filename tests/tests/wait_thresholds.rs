@@ -6,8 +6,8 @@
 //! waiting.
 
 use examples::Noop;
-use jobs_core::admin::Admin;
-use jobs_core::RedisQueue;
+use redjob::admin::Admin;
+use redjob::RedisQueue;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! that runs past its timeout is stopped by the timeout alone.
 
 use examples::{Block, Noop, Sleep};
-use jobs_core::Payload;
+use redjob::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
@@ -13,7 +13,7 @@ use tests::TestRedis;
 const LONG: Duration = Duration::from_secs(30);
 
 /// The exit status of a worker ended by the watchdog.
-const WATCHDOG_EXIT: i32 = jobs_worker::WATCHDOG_EXIT_CODE as i32;
+const WATCHDOG_EXIT: i32 = redjob_worker::WATCHDOG_EXIT_CODE as i32;
 
 fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
     WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)

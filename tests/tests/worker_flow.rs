@@ -3,7 +3,7 @@
 //! malformed-input set is in `malformed_input.rs`.
 
 use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep, RECORDS_KEY};
-use jobs_core::Payload;
+use redjob::Payload;
 use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;

@@ -3,8 +3,8 @@
 //! is skipped, and a job runs twice only if it was in flight at a kill.
 
 use examples::{Caught, Step};
-use jobs_core::workflow::{Batch, BatchStatus, Chain};
-use jobs_core::Payload;
+use redjob::workflow::{Batch, BatchStatus, Chain};
+use redjob::Payload;
 use redis::AsyncCommands;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Context};
 use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep, RECORDS_KEY};
-use jobs_worker::{Worker, WorkerConfig};
+use redjob_worker::{Worker, WorkerConfig};
 use std::time::{Duration, Instant};
 
 const QUEUE: &str = "demo";
@@ -12,8 +12,8 @@ const QUEUE: &str = "demo";
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     examples::link();
-    jobs_worker::logging::init(false);
-    let url = jobs_core::queue::redis_url_from_env();
+    redjob_worker::logging::init(false);
+    let url = redjob::queue::redis_url_from_env();
     let queue = examples::fresh_demo(QUEUE, RECORDS_KEY)
         .await
         .with_context(|| format!("cannot reach Redis at {url}"))?;

@@ -5,7 +5,7 @@
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use examples::{now_ms, Block, Flaky, Noop, Panic, RebuildIndex, Record, Sleep};
-use jobs_core::{Bulk, Dispatched, Job, PendingDispatch, RedisQueue};
+use redjob::{Bulk, Dispatched, Job, PendingDispatch, RedisQueue};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -34,7 +34,7 @@ struct Args {
     #[arg(long)]
     delay: Option<f64>,
     /// Queue to push to.
-    #[arg(long, default_value = jobs_core::DEFAULT_QUEUE)]
+    #[arg(long, default_value = redjob::DEFAULT_QUEUE)]
     queue: String,
     /// Milliseconds the sleep job sleeps, or the block job blocks its thread.
     #[arg(long, default_value_t = 100)]
@@ -49,7 +49,7 @@ struct Args {
     #[arg(long)]
     tries: Option<u32>,
     /// Redis URL.
-    #[arg(long, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
+    #[arg(long, env = "REDIS_URL", default_value = redjob::queue::DEFAULT_REDIS_URL)]
     redis: String,
 }
 

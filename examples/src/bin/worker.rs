@@ -7,5 +7,5 @@ fn main() -> std::process::ExitCode {
         eprintln!("worker: {err}");
         return std::process::ExitCode::FAILURE;
     }
-    jobs_worker::main()
+    redjob_worker::main()
 }

@@ -6,8 +6,8 @@
 use anyhow::{bail, Context};
 use clap::Parser;
 use examples::{Caught, Step, STEPS_KEY};
-use jobs_core::{Batch, Chain};
-use jobs_worker::{Worker, WorkerConfig};
+use redjob::{Batch, Chain};
+use redjob_worker::{Worker, WorkerConfig};
 use std::time::{Duration, Instant};
 
 const QUEUE: &str = "workflow";
@@ -28,7 +28,7 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     examples::link();
     let args = Args::parse();
-    let url = jobs_core::queue::redis_url_from_env();
+    let url = redjob::queue::redis_url_from_env();
     let queue = examples::fresh_demo(QUEUE, STEPS_KEY)
         .await
         .with_context(|| format!("cannot reach Redis at {url}"))?;

@@ -8,8 +8,8 @@
 //! taken again (see [`Admin::retry`]).
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), jobs_core::admin::AdminError> {
-//! use jobs_core::admin::{Admin, FailedFilter, FailedSelection};
+//! # async fn demo() -> Result<(), redjob::admin::AdminError> {
+//! use redjob::admin::{Admin, FailedFilter, FailedSelection};
 //! let admin = Admin::open("redis://127.0.0.1:6379")?;
 //! let failed = admin.failed(&FailedFilter::default()).await?;
 //! println!("{} failed jobs", failed.len());

@@ -1,7 +1,7 @@
 //! What workers publish for operators, and how it is stored: the heartbeat record of each
 //! live worker and the per-minute job counters.
 //!
-//! Workers write these (`jobs-worker`), and [`crate::admin`] reads them; both go through the
+//! Workers write these (`redjob-worker`), and [`crate::admin`] reads them; both go through the
 //! types here, so the stored format is defined once. docs/redis-layout.md describes the keys.
 
 use chrono::{DateTime, Utc};
@@ -182,7 +182,7 @@ impl OutcomeCounts {
 /// `runtime_us`.
 ///
 /// ```
-/// use jobs_core::admin::{AttemptOutcome, Bucket};
+/// use redjob::admin::{AttemptOutcome, Bucket};
 /// use std::time::Duration;
 /// let mut bucket = Bucket::default();
 /// bucket.record("emails", "SendEmail", AttemptOutcome::Failed, Duration::from_millis(3));

@@ -9,8 +9,8 @@
 //! over its threshold, the dashboard highlights it, and workers export it to Prometheus.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), jobs_core::admin::AdminError> {
-//! use jobs_core::admin::Admin;
+//! # async fn demo() -> Result<(), redjob::admin::AdminError> {
+//! use redjob::admin::Admin;
 //! let admin = Admin::open("redis://127.0.0.1:6379")?;
 //! admin.set_wait("emails", 60).await?;
 //! for stats in admin.watched_queues().await? {
@@ -35,7 +35,7 @@ use crate::queue::keys::check_queue_name;
 /// Written `QUEUE=SECONDS` on the command line (`emails=60`).
 ///
 /// ```
-/// use jobs_core::admin::WaitThreshold;
+/// use redjob::admin::WaitThreshold;
 /// let threshold: WaitThreshold = "emails=60".parse().unwrap();
 /// assert_eq!((threshold.queue(), threshold.secs()), ("emails", 60));
 /// assert_eq!(threshold.to_string(), "emails=60");

@@ -14,7 +14,7 @@ use crate::queue::{Extensions, RedisQueue};
 /// `ctx.job_name()`, `ctx.queue()` and `ctx.attempt()`.
 ///
 /// ```
-/// use jobs_core::{job, Job, JobContext, JobResult};
+/// use redjob::{job, Job, JobContext, JobResult};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Serialize, Deserialize)]
@@ -146,7 +146,7 @@ impl Deref for JobContext {
 }
 
 /// How a worker sets up a job's context and reads what the attempt asked for. Not a public
-/// API: exported from the hidden `jobs_core::__worker` module.
+/// API: exported from the hidden `redjob::__worker` module.
 pub trait AttemptSetup {
     /// This context with the worker's Redis handle, for middleware that keeps its state in
     /// Redis, and the worker's `retry_after`, the lease of what they hold.

@@ -19,13 +19,13 @@ pub type JobFuture = Pin<Box<dyn Future<Output = JobResult> + Send + 'static>>;
 /// Code run around a job's handler. See [`crate::middleware`].
 ///
 /// ```
-/// use jobs_core::middleware::{Middleware, Next};
-/// use jobs_core::{JobContext, JobResult};
+/// use redjob::middleware::{Middleware, Next};
+/// use redjob::{JobContext, JobResult};
 ///
 /// /// Logs how long each attempt took.
 /// struct Timing;
 ///
-/// #[jobs_core::async_trait]
+/// #[redjob::async_trait]
 /// impl Middleware for Timing {
 ///     async fn handle(&self, ctx: &JobContext, next: Next<'_>) -> JobResult {
 ///         let started = std::time::Instant::now();

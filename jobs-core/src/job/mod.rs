@@ -33,7 +33,7 @@ use crate::payload::unique::UniqueUntil;
 /// type so that every worker linked with it can run it:
 ///
 /// ```
-/// use jobs_core::{job, Job, JobContext, JobResult};
+/// use redjob::{job, Job, JobContext, JobResult};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Serialize, Deserialize)]

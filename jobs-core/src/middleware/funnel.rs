@@ -19,7 +19,7 @@ use crate::queue::scripts;
 /// exceeded).
 ///
 /// ```
-/// # use jobs_core::middleware::{Funnel, Layer};
+/// # use redjob::middleware::{Funnel, Layer};
 /// # fn middleware() -> Vec<Layer> {
 /// vec![Funnel::named("pdf-renderer").limit(4).into()]
 /// # }

@@ -18,8 +18,8 @@
 //! heartbeat renews it with the job's reservation, and the step that settles the job frees it.
 //!
 //! ```
-//! use jobs_core::middleware::{Layer, Limit, RateLimited, WithoutOverlapping};
-//! use jobs_core::{job, Job, JobContext, JobResult};
+//! use redjob::middleware::{Layer, Limit, RateLimited, WithoutOverlapping};
+//! use redjob::{job, Job, JobContext, JobResult};
 //! use serde::{Deserialize, Serialize};
 //!
 //! #[derive(Serialize, Deserialize)]
@@ -99,7 +99,7 @@ pub(crate) fn redis<'c>(ctx: &'c JobContext, what: &str) -> Result<&'c RedisQueu
         .ok_or_else(|| {
             JobError::msg(format!(
             "{what} keeps its state in Redis: run the job in a worker, or synchronously with a \
-             real Redis handle (jobs_worker::testing::Run::via)"
+             real Redis handle (redjob_worker::testing::Run::via)"
         ))
         })
 }

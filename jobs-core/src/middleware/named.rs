@@ -18,7 +18,7 @@ fn registry() -> &'static RwLock<HashMap<String, Layer>> {
 /// definition replaces the first.
 ///
 /// ```
-/// use jobs_core::middleware::{define, find, Skip};
+/// use redjob::middleware::{define, find, Skip};
 /// define("never", Skip::when(true));
 /// assert!(find("never").is_some());
 /// assert!(find("undefined").is_none());

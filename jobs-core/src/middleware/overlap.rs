@@ -18,7 +18,7 @@ use crate::queue::scripts;
 /// that dies frees it within `retry_after`; there is no `expire_after` to choose.
 ///
 /// ```
-/// # use jobs_core::middleware::{Layer, WithoutOverlapping};
+/// # use redjob::middleware::{Layer, WithoutOverlapping};
 /// # struct SyncAccount { account: u64 }
 /// # impl SyncAccount { fn middleware(&self) -> Vec<Layer> {
 /// vec![WithoutOverlapping::key(self.account).release_after(10).into()]

@@ -15,7 +15,7 @@ use crate::queue::scripts;
 /// (`by`), so that each account (say) has a window of its own.
 ///
 /// ```
-/// use jobs_core::middleware::Limit;
+/// use redjob::middleware::Limit;
 /// let limit = Limit::per_minute(60).by("account:7");
 /// assert_eq!(limit.max(), 60);
 /// ```
@@ -92,7 +92,7 @@ fn defined() -> &'static RwLock<HashMap<String, Limit>> {
 /// the first.
 ///
 /// ```
-/// use jobs_core::middleware::{define_limit, Limit};
+/// use redjob::middleware::{define_limit, Limit};
 /// define_limit("stripe", Limit::per_second(100));
 /// ```
 pub fn define_limit(name: impl Into<String>, limit: Limit) {
@@ -123,7 +123,7 @@ enum Wanted {
 /// for it; a backlog is told to come back one by one, a window's share at a time.
 ///
 /// ```
-/// # use jobs_core::middleware::{Layer, Limit, RateLimited};
+/// # use redjob::middleware::{Layer, Limit, RateLimited};
 /// # struct Charge { account: u64 }
 /// # impl Charge { fn middleware(&self) -> Vec<Layer> {
 /// vec![RateLimited::named("stripe")
@@ -202,7 +202,7 @@ impl RateLimited {
                     let limit = defined.get(name).ok_or_else(|| {
                         JobError::msg(format!(
                             "rate limit {name:?} is not defined in this worker: define it at \
-                             startup with jobs_core::middleware::define_limit"
+                             startup with redjob::middleware::define_limit"
                         ))
                     })?;
                     let by = by.clone().unwrap_or_else(|| limit.by.clone());

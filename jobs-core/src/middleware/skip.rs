@@ -11,7 +11,7 @@ use crate::job::JobResult;
 /// middleware is built, from the job's data.
 ///
 /// ```
-/// # use jobs_core::middleware::{Layer, Skip};
+/// # use redjob::middleware::{Layer, Skip};
 /// # struct Refund { amount: u64 }
 /// # impl Refund { fn middleware(&self) -> Vec<Layer> {
 /// vec![Skip::when(self.amount == 0).into()]

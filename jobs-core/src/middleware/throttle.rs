@@ -22,7 +22,7 @@ type ErrorFilter = Arc<dyn Fn(&JobError) -> bool + Send + Sync>;
 /// of its own backoff.
 ///
 /// ```
-/// # use jobs_core::middleware::{Layer, ThrottleExceptions};
+/// # use redjob::middleware::{Layer, ThrottleExceptions};
 /// # use std::time::Duration;
 /// # fn middleware() -> Vec<Layer> {
 /// vec![ThrottleExceptions::new(10, Duration::from_secs(600))

@@ -7,7 +7,7 @@ use std::str::FromStr;
 /// 5 s after the second and 10 s after every later one (the last value repeats).
 ///
 /// ```
-/// use jobs_core::Backoff;
+/// use redjob::Backoff;
 /// let backoff: Backoff = "1,5,10".parse().unwrap();
 /// assert_eq!(backoff.after_attempt(1), 1);
 /// assert_eq!(backoff.after_attempt(3), 10);

@@ -77,7 +77,7 @@ fn locate(raw: &str) -> Option<Located> {
 /// The counters of a payload (`None` when it has no top-level `attempts`).
 ///
 /// ```
-/// use jobs_core::payload::counters::{counters, Counters};
+/// use redjob::payload::counters::{counters, Counters};
 /// let raw = r#"{"data":{"requeues":9},"id":"x","requeues":2,"attempts":3,"delay":null}"#;
 /// assert_eq!(counters(raw), Some(Counters { attempts: 3, exceptions: 0, requeues: 2 }));
 /// ```
@@ -89,7 +89,7 @@ pub fn counters(raw: &str) -> Option<Counters> {
 /// was written included (`None` when it has no top-level `attempts`).
 ///
 /// ```
-/// use jobs_core::payload::counters::{with_counters, Counters};
+/// use redjob::payload::counters::{with_counters, Counters};
 /// let raw = r#"{"id":"x","attempts":3,"delay":null}"#;
 /// let set = Counters { attempts: 2, exceptions: 1, requeues: 4 };
 /// let written = with_counters(raw, set).unwrap();
@@ -122,7 +122,7 @@ pub fn with_counters(raw: &str, counters: Counters) -> Option<String> {
 ///
 /// ```
 /// let reserved = r#"{"id":"x","attempts":3,"delay":null}"#;
-/// let once = jobs_core::payload::counters::requeued(reserved).unwrap();
+/// let once = redjob::payload::counters::requeued(reserved).unwrap();
 /// assert_eq!(once, r#"{"id":"x","requeues":1,"attempts":2,"delay":null}"#);
 /// ```
 pub fn requeued(raw: &str) -> Option<String> {

@@ -6,7 +6,7 @@ use std::time::Duration;
 /// A delay: whole seconds, a `Duration`, or a point in time.
 ///
 /// ```
-/// use jobs_core::Delay;
+/// use redjob::Delay;
 /// use std::time::Duration;
 /// assert_eq!(Delay::from(30).duration_from_now(), Duration::from_secs(30));
 /// assert_eq!(Delay::from(Duration::from_millis(1500)).duration_from_now(), Duration::from_millis(1500));

@@ -51,7 +51,7 @@ impl LaravelKey {
     /// The key as `APP_KEY` holds it: `base64:...`, or the raw characters.
     ///
     /// ```
-    /// use jobs_core::payload::encrypted::LaravelKey;
+    /// use redjob::payload::encrypted::LaravelKey;
     /// assert!(LaravelKey::parse("base64:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").is_ok());
     /// assert!(LaravelKey::parse("too short").is_err());
     /// ```

@@ -26,7 +26,7 @@ pub const CALL_QUEUED_HANDLER: &str = "Illuminate\\Queue\\CallQueuedHandler@call
 /// ```
 /// #[derive(serde::Deserialize)]
 /// struct ShipOrder {
-///     order: jobs_core::payload::laravel::ModelIdentifier,
+///     order: redjob::payload::laravel::ModelIdentifier,
 /// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,10 +54,10 @@ pub struct ModelIdentifier {
 /// struct Noop {}
 /// #[derive(serde::Deserialize)]
 /// struct Ping;
-/// assert!(jobs_core::payload::laravel::job_data::<Noop>(r#""""#).is_ok());
-/// assert!(jobs_core::payload::laravel::job_data::<Noop>("[]").is_ok());
-/// assert!(jobs_core::payload::laravel::job_data::<Ping>(r#""""#).is_ok());
-/// assert!(jobs_core::payload::laravel::job_data::<Noop>(r#""x""#).is_err());
+/// assert!(redjob::payload::laravel::job_data::<Noop>(r#""""#).is_ok());
+/// assert!(redjob::payload::laravel::job_data::<Noop>("[]").is_ok());
+/// assert!(redjob::payload::laravel::job_data::<Ping>(r#""""#).is_ok());
+/// assert!(redjob::payload::laravel::job_data::<Noop>(r#""x""#).is_err());
 /// ```
 pub fn job_data<J: DeserializeOwned>(data: &str) -> serde_json::Result<J> {
     match serde_json::from_str(data) {
@@ -75,7 +75,7 @@ pub fn job_data<J: DeserializeOwned>(data: &str) -> serde_json::Result<J> {
 /// by PHP never have that form, and integers up to 10^14 are never rounded.
 ///
 /// ```
-/// use jobs_core::payload::laravel::rounded_numbers;
+/// use redjob::payload::laravel::rounded_numbers;
 /// let data = r#"{"big":1.2345678901235e+16,"id":7,"text":"1.2345678901235e+16","f":1.5e+20}"#;
 /// assert_eq!(rounded_numbers(data), ["1.2345678901235e+16"]);
 /// assert!(rounded_numbers(r#"{"id":12345678901234567,"x":1.2345678901234567e16}"#).is_empty());

@@ -24,7 +24,7 @@ use crate::payload::unique::UniqueLock;
 /// reserves the job; the reserved copy differs from the pushed payload only in that number.
 ///
 /// ```
-/// use jobs_core::Payload;
+/// use redjob::Payload;
 /// let json = r#"{"uuid":"9f0c1d57-7d6a-4c3b-9a55-0b1c8f6e2a10","displayName":"SendInvoice",
 ///   "job":"SendInvoice","maxTries":3,"maxExceptions":null,"failOnTimeout":false,
 ///   "backoff":"1,5,10","timeout":null,"retryUntil":null,"data":{"id":7},
@@ -139,7 +139,7 @@ fn null_as_false<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bo
 /// ```
 /// let reserved = r#"{"data":{"attempts":9},"id":"x","attempts": 3,"delay":null}"#;
 /// assert_eq!(
-///     jobs_core::payload::with_attempts(reserved, 2).unwrap(),
+///     redjob::payload::with_attempts(reserved, 2).unwrap(),
 ///     r#"{"data":{"attempts":9},"id":"x","attempts": 2,"delay":null}"#
 /// );
 /// ```
@@ -205,7 +205,7 @@ mod tests {
 /// [`Payload`]: any field may be missing, and the text need not be JSON at all.
 ///
 /// ```
-/// let raw = jobs_core::payload::RawFields::parse(r#"{"job":"mail","attempts":2}"#);
+/// let raw = redjob::payload::RawFields::parse(r#"{"job":"mail","attempts":2}"#);
 /// assert!(raw.is_json());
 /// assert_eq!(raw.text("job").as_deref(), Some("mail"));
 /// assert_eq!(raw.number("attempts"), Some(2));

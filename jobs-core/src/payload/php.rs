@@ -31,7 +31,7 @@ pub struct PhpError {
 /// The value `input` holds; the whole input must be one value.
 ///
 /// ```
-/// use jobs_core::payload::php::unserialize;
+/// use redjob::payload::php::unserialize;
 /// let value = unserialize(br#"a:2:{i:0;s:1:"a";i:1;b:1;}"#).unwrap();
 /// assert_eq!(value, serde_json::json!(["a", true]));
 /// ```
@@ -47,7 +47,7 @@ pub fn unserialize(input: &[u8]) -> Result<Value, PhpError> {
 /// The class and properties of the object `input` holds.
 ///
 /// ```
-/// use jobs_core::payload::php::unserialize_object;
+/// use redjob::payload::php::unserialize_object;
 /// let php = b"O:8:\"App\\Mail\":3:{s:2:\"id\";i:7;s:7:\"\0*\0note\";s:2:\"hi\";s:14:\"\0App\\Mail\0code\";d:1.5;}";
 /// let (class, properties) = unserialize_object(php).unwrap();
 /// assert_eq!(class, "App\\Mail");
@@ -72,7 +72,7 @@ pub fn unserialize_object(input: &[u8]) -> Result<(String, Value), PhpError> {
 /// format.
 ///
 /// ```
-/// use jobs_core::payload::php::{serialize_object, unserialize_object};
+/// use redjob::payload::php::{serialize_object, unserialize_object};
 /// let properties = serde_json::json!({"id": 7, "lines": [1.5, "a"], "paid": false, "note": null});
 /// let php = serialize_object("App\\Mail", &properties);
 /// assert_eq!(

@@ -20,8 +20,8 @@
 //! HMAC-SHA256 under the key, as 64 lowercase hex digits in the payload's `signature` field.
 //!
 //! ```
-//! use jobs_core::payload::signing::SigningKey;
-//! use jobs_core::Payload;
+//! use redjob::payload::signing::SigningKey;
+//! use redjob::Payload;
 //!
 //! let key = SigningKey::new("a long random secret shared by dispatchers and workers");
 //! let json = r#"{"uuid":"9f0c1d57-7d6a-4c3b-9a55-0b1c8f6e2a10","displayName":"SendInvoice",

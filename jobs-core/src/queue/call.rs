@@ -38,7 +38,7 @@ impl RedisQueue {
     /// handler keeping a counter of its own, say).
     ///
     /// ```no_run
-    /// # async fn demo(queue: jobs_core::RedisQueue) -> Result<(), jobs_core::Error> {
+    /// # async fn demo(queue: redjob::RedisQueue) -> Result<(), redjob::Error> {
     /// let seen: i64 = queue.query(redis::cmd("INCR").arg("imports:seen")).await?;
     /// # Ok(()) }
     /// ```

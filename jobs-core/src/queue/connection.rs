@@ -42,7 +42,7 @@ pub enum Connection {
 fn offline_refusal() -> redis::RedisError {
     redis::RedisError::from((
         redis::ErrorKind::InvalidClientConfig,
-        "a fake queue (jobs_core::testing) records dispatches and talks to no Redis",
+        "a fake queue (redjob::testing) records dispatches and talks to no Redis",
         "this operation needs a real Redis: open a RedisQueue for it".to_owned(),
     ))
 }
@@ -102,9 +102,9 @@ impl Target {
     /// ([`redis_client`]).
     ///
     /// ```
-    /// use jobs_core::queue::connection::Target;
-    /// use jobs_core::queue::keys::KeyLayout;
-    /// use jobs_core::QueueConfig;
+    /// use redjob::queue::connection::Target;
+    /// use redjob::queue::keys::KeyLayout;
+    /// use redjob::QueueConfig;
     /// let config = QueueConfig::default();
     /// let target = Target::parse("redis+cluster://127.0.0.1:7000,127.0.0.1:7001/", &config);
     /// assert_eq!(target.unwrap().layout(), KeyLayout::Cluster);

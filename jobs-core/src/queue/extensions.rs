@@ -14,7 +14,7 @@ type Map = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
 /// capability stores on a handle is seen by every clone of that handle.
 ///
 /// ```
-/// use jobs_core::queue::Extensions;
+/// use redjob::queue::Extensions;
 ///
 /// struct Tenant(&'static str);
 ///

@@ -21,8 +21,8 @@ use crate::queue::url::redis_url_from_env;
 /// one server, whose keys are exactly Laravel's.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), jobs_core::Error> {
-/// use jobs_core::RedisQueue;
+/// # async fn demo() -> Result<(), redjob::Error> {
+/// use redjob::RedisQueue;
 /// let queue = RedisQueue::open("redis://127.0.0.1:6379")?;
 /// println!("{} jobs waiting", queue.size("default").await?.total());
 /// let cluster = RedisQueue::open("redis+cluster://10.0.0.1:7000,10.0.0.2:7000/")?;
@@ -155,8 +155,8 @@ impl RedisQueue {
     /// succeeds all the same.
     ///
     /// ```no_run
-    /// # fn demo() -> Result<(), jobs_core::Error> {
-    /// let queue = jobs_core::RedisQueue::open("redis://127.0.0.1:6379")?
+    /// # fn demo() -> Result<(), redjob::Error> {
+    /// let queue = redjob::RedisQueue::open("redis://127.0.0.1:6379")?
     ///     .on_queued(|queued| println!("queued {} on {}", queued.job, queued.queue));
     /// # Ok(()) }
     /// ```

@@ -31,7 +31,7 @@ pub const CLUSTER_FAILED_JOBS_INDEX: &str = "{failed_jobs}:index";
 /// How key names are laid out: Laravel's names on one server, hash-tagged names on a cluster.
 ///
 /// ```
-/// use jobs_core::queue::keys::KeyLayout;
+/// use redjob::queue::keys::KeyLayout;
 /// assert_eq!(KeyLayout::Standalone.queue("emails").ready, "queues:emails");
 /// assert_eq!(KeyLayout::Cluster.queue("emails").ready, "queues:{emails}");
 /// assert_eq!(KeyLayout::Cluster.queue("mail{eu}").ready, "queues:mail{eu}");
@@ -85,7 +85,7 @@ impl KeyLayout {
 /// first `}` after it, when that text is not empty.
 ///
 /// ```
-/// use jobs_core::queue::keys::has_hash_tag;
+/// use redjob::queue::keys::has_hash_tag;
 /// assert!(has_hash_tag("mail{eu}"));
 /// assert!(!has_hash_tag("mail"));
 /// assert!(!has_hash_tag("mail{}"));
@@ -108,7 +108,7 @@ pub use crate::error::InvalidQueueName;
 ///   worker could be told to take jobs from such a queue.
 ///
 /// ```
-/// use jobs_core::queue::keys::check_queue_name;
+/// use redjob::queue::keys::check_queue_name;
 /// assert!(check_queue_name("emails").is_ok());
 /// assert!(check_queue_name("mail{eu}").is_ok());
 /// assert_eq!(
@@ -134,7 +134,7 @@ pub fn check_queue_name(name: &str) -> Result<(), InvalidQueueName> {
 /// The four keys of one queue.
 ///
 /// ```
-/// let keys = jobs_core::queue::keys::QueueKeys::new("emails");
+/// let keys = redjob::queue::keys::QueueKeys::new("emails");
 /// assert_eq!(keys.ready, "queues:emails");
 /// assert_eq!(keys.delayed, "queues:emails:delayed");
 /// assert_eq!(keys.reserved, "queues:emails:reserved");
@@ -183,7 +183,7 @@ impl QueueKeys {
 pub const OPS_PREFIX: &str = "jobs:";
 
 /// Sorted set of live workers: worker id, scored by its last heartbeat (Unix seconds, by the
-/// worker's clock). A member whose [`worker`] record has expired is a dead worker.
+/// worker's clock). A member whose [`Keys::worker`] record has expired is a dead worker.
 pub const WORKERS: &str = "jobs:workers";
 
 /// Set of paused queue names: workers take no job from them until they are resumed.
@@ -200,7 +200,7 @@ pub const RESTART: &str = "jobs:restart";
 /// no hash tag on a cluster.
 pub const WAITS: &str = "jobs:waits";
 
-/// How many finished attempts [`recent`] keeps per queue.
+/// How many finished attempts [`Keys::recent`] keeps per queue.
 pub const RECENT_LIMIT: usize = 100;
 
 /// The list of a queue's most recently finished attempts (JSON, newest first, at most
@@ -235,7 +235,7 @@ pub const PREFIX_ENV: &str = "REDIS_PREFIX";
 /// tag, as phpredis puts it there.
 ///
 /// ```
-/// use jobs_core::queue::keys::{KeyLayout, Keys};
+/// use redjob::queue::keys::{KeyLayout, Keys};
 /// let plain = Keys::new(KeyLayout::Standalone, "");
 /// assert_eq!(plain.queue("default").ready, "queues:default");
 /// let laravel = Keys::new(KeyLayout::Standalone, "laravel_database_");
@@ -328,7 +328,7 @@ impl Keys {
     /// The wait thresholds of the queues ([`WAITS`]).
     ///
     /// ```
-    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::{KeyLayout, Keys};
     /// assert_eq!(Keys::default().waits(), "jobs:waits");
     /// assert_eq!(Keys::new(KeyLayout::Cluster, "app_").waits(), "app_jobs:waits");
     /// ```
@@ -344,7 +344,7 @@ impl Keys {
     /// A queue's most recently finished attempts.
     ///
     /// ```
-    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::{KeyLayout, Keys};
     /// let keys = Keys::new(KeyLayout::Standalone, "");
     /// assert_eq!(keys.recent("emails"), "jobs:recent:emails");
     /// ```
@@ -355,7 +355,7 @@ impl Keys {
     /// A worker's heartbeat record (JSON, with a TTL).
     ///
     /// ```
-    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::{KeyLayout, Keys};
     /// let keys = Keys::new(KeyLayout::Standalone, "app_");
     /// assert_eq!(keys.worker("4f1c"), "app_jobs:worker:4f1c");
     /// ```
@@ -366,7 +366,7 @@ impl Keys {
     /// One minute's job counters, `minute` being Unix seconds / 60.
     ///
     /// ```
-    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::{KeyLayout, Keys};
     /// let keys = Keys::new(KeyLayout::Standalone, "");
     /// assert_eq!(keys.metrics_minute(29_395_828), "jobs:metrics:29395828");
     /// ```
@@ -379,7 +379,7 @@ impl Keys {
     /// hash tag, so that the limits of one job are checked and counted in one script call.
     ///
     /// ```
-    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::{KeyLayout, Keys};
     /// assert_eq!(Keys::default().limit("stripe", "acct:7"), "jobs:limit:stripe:acct:7");
     /// assert_eq!(Keys::new(KeyLayout::Cluster, "").limit("stripe", ""), "jobs:limit:{limits}:stripe");
     /// ```
@@ -417,7 +417,7 @@ impl Keys {
     /// and a job is unique per queue there.
     ///
     /// ```
-    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::{KeyLayout, Keys};
     /// assert_eq!(Keys::default().unique("mail", "Rebuild:7"), "jobs:unique:Rebuild:7");
     /// assert_eq!(
     ///     Keys::new(KeyLayout::Cluster, "").unique("mail", "Rebuild:7"),
@@ -452,7 +452,7 @@ impl Keys {
     /// [links](crate::workflow)); on a cluster the id is the hash tag.
     ///
     /// ```
-    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::{KeyLayout, Keys};
     /// assert_eq!(Keys::default().chain("7f3e"), "jobs:chain:7f3e");
     /// assert_eq!(Keys::new(KeyLayout::Cluster, "").chain_catch("7f3e"), "jobs:chain:{7f3e}:catch");
     /// ```
@@ -471,7 +471,7 @@ impl Keys {
     /// tick's job).
     ///
     /// ```
-    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::{KeyLayout, Keys};
     /// assert_eq!(Keys::default().schedule("mail", "digest"), "jobs:schedule:digest");
     /// assert_eq!(Keys::new(KeyLayout::Cluster, "").schedule("mail", "digest"), "queues:{mail}:schedule:digest");
     /// ```
@@ -514,7 +514,7 @@ impl Keys {
     /// index), which tells one failure of the job from the next.
     ///
     /// ```
-    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::{KeyLayout, Keys};
     /// assert_eq!(
     ///     Keys::new(KeyLayout::Cluster, "").retried("mail", "9a1c"),
     ///     "queues:{mail}:retried:9a1c"
@@ -541,7 +541,7 @@ impl Keys {
     /// tag, which the batch's other keys share.
     ///
     /// ```
-    /// use jobs_core::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::{KeyLayout, Keys};
     /// assert_eq!(Keys::default().batch("9a1c"), "jobs:batch:9a1c");
     /// assert_eq!(Keys::new(KeyLayout::Cluster, "").batch_pending("9a1c"), "jobs:batch:{9a1c}:pending");
     /// ```

@@ -1,7 +1,7 @@
 //! The worker's protocol: the queue operations only a worker makes (reserving, extending,
 //! settling, renewing holds, running owed hooks). Applications never call them, so they are
 //! not on [`RedisQueue`]'s public surface: the worker reaches them through [`WorkerQueue`],
-//! exported from the hidden `jobs_core::__worker` module. Each forwards to the operation in its
+//! exported from the hidden `redjob::__worker` module. Each forwards to the operation in its
 //! role's file.
 
 use std::future::Future;

@@ -24,7 +24,7 @@ impl RedisQueue {
     /// the whole call, and the others may have been carried out.
     ///
     /// ```no_run
-    /// # async fn demo(queue: jobs_core::RedisQueue) -> Result<(), jobs_core::Error> {
+    /// # async fn demo(queue: redjob::RedisQueue) -> Result<(), redjob::Error> {
     /// let mut commands = Vec::new();
     /// for name in ["emails", "billing"] {
     ///     commands.push(redis::cmd("LLEN").arg(&queue.queue_keys(name).ready).clone());

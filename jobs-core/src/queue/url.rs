@@ -103,7 +103,7 @@ pub(crate) fn unusable_ca(
 /// `url` with the password of its user information replaced by `***`, for messages.
 ///
 /// ```
-/// use jobs_core::queue::redact_url;
+/// use redjob::queue::redact_url;
 /// assert_eq!(redact_url("rediss://app:s3cret@redis:6380/0"), "rediss://app:***@redis:6380/0");
 /// assert_eq!(redact_url("redis://:s3cret@redis"), "redis://:***@redis");
 /// assert_eq!(redact_url("redis://redis:6379"), "redis://redis:6379");

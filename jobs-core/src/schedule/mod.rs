@@ -45,16 +45,16 @@ pub enum Missed {
 /// A job dispatched on a schedule.
 ///
 /// ```
-/// use jobs_core::schedule::{Missed, Schedule};
-/// # use jobs_core::{job, Job, JobContext, JobResult};
+/// use redjob::schedule::{Missed, Schedule};
+/// # use redjob::{job, Job, JobContext, JobResult};
 /// # use serde::{Deserialize, Serialize};
 /// # #[derive(Serialize, Deserialize)] struct PruneCarts {}
 /// # #[job] impl Job for PruneCarts { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
 /// # #[derive(Serialize, Deserialize)] struct SendDigest {}
 /// # #[job] impl Job for SendDigest { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
-/// # fn demo() -> Result<(), jobs_core::schedule::ScheduleError> {
-/// jobs_core::schedule::define(Schedule::new("prune-carts", PruneCarts {}.dispatch()).cron("0 */5 * * * *")?);
-/// jobs_core::schedule::define(
+/// # fn demo() -> Result<(), redjob::schedule::ScheduleError> {
+/// redjob::schedule::define(Schedule::new("prune-carts", PruneCarts {}.dispatch()).cron("0 */5 * * * *")?);
+/// redjob::schedule::define(
 ///     Schedule::new("digest", SendDigest {}.dispatch().on_queue("mail"))
 ///         .daily_at("08:00")?
 ///         .zone("Europe/Paris")?

@@ -77,7 +77,7 @@ impl Fake {
     /// ([`Job::NAME`]), in this order; a batch link is named `"batch"`.
     ///
     /// ```
-    /// # use jobs_core::{job, testing, Chain, Job, JobContext, JobResult};
+    /// # use redjob::{job, testing, Chain, Job, JobContext, JobResult};
     /// # use serde::{Deserialize, Serialize};
     /// # #[derive(Serialize, Deserialize)] struct ImportFile { file: u64 }
     /// # #[job] impl Job for ImportFile { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
@@ -106,7 +106,7 @@ impl Fake {
     /// Asserts that a batch for which `check` holds was dispatched.
     ///
     /// ```
-    /// # use jobs_core::{job, testing, Batch, Job, JobContext, JobResult};
+    /// # use redjob::{job, testing, Batch, Job, JobContext, JobResult};
     /// # use serde::{Deserialize, Serialize};
     /// # #[derive(Serialize, Deserialize)] struct ImportRows { from: u64 }
     /// # #[job] impl Job for ImportRows { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }

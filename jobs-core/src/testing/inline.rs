@@ -1,5 +1,5 @@
 //! The inline extension point of a fake: a runner that runs what the fake records before the
-//! dispatch returns (Laravel's `sync` driver). `jobs_worker::testing::inline` provides one.
+//! dispatch returns (Laravel's `sync` driver). `redjob_worker::testing::inline` provides one.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,7 +8,7 @@ use crate::queue::RedisQueue;
 use crate::testing::recorded::{Recorded, RecordedBatch, RecordedChain};
 
 /// Runs what a fake records, for a fake that runs dispatches inline (Laravel's `sync` driver).
-/// `jobs_worker::testing::inline` provides one that runs jobs as a worker does.
+/// `redjob_worker::testing::inline` provides one that runs jobs as a worker does.
 pub trait RunInline: Send + Sync + 'static {
     /// Runs `work`, recorded by the fake whose handle is `queue`. Dispatches it makes go to
     /// the same fake when it runs in the dispatch's task.

@@ -10,7 +10,7 @@
 //! [`Fake::handle`] where it takes a [`RedisQueue`].
 //!
 //! ```
-//! use jobs_core::{job, testing, Job, JobContext, JobResult};
+//! use redjob::{job, testing, Job, JobContext, JobResult};
 //! use serde::{Deserialize, Serialize};
 //!
 //! #[derive(Serialize, Deserialize)]
@@ -22,7 +22,7 @@
 //! }
 //!
 //! // The code under test.
-//! async fn close_order(id: u64) -> Result<(), jobs_core::Error> {
+//! async fn close_order(id: u64) -> Result<(), redjob::Error> {
 //!     SendInvoice { id }.dispatch().delay(30).await?;
 //!     Ok(())
 //! }
@@ -38,7 +38,7 @@
 //! ```
 //!
 //! Jobs themselves are run synchronously, through the worker's own path, by
-//! `jobs_worker::testing`, which also offers a fake that runs every dispatch inline.
+//! `redjob_worker::testing`, which also offers a fake that runs every dispatch inline.
 
 mod assertions;
 mod inline;

@@ -43,7 +43,7 @@ impl JobContext {
     /// ([`RedisQueue::batch`], [`RedisQueue::cancel_batch`]).
     ///
     /// ```
-    /// # use jobs_core::{job, Job, JobContext, JobResult};
+    /// # use redjob::{job, Job, JobContext, JobResult};
     /// # use serde::{Deserialize, Serialize};
     /// #[derive(Serialize, Deserialize)]
     /// struct ImportPage { page: u64, last: u64 }
@@ -71,7 +71,7 @@ impl JobContext {
     /// that is not a link starts a chain this way, whose id is its own uuid.
     ///
     /// ```
-    /// # use jobs_core::{job, Job, JobContext, JobResult};
+    /// # use redjob::{job, Job, JobContext, JobResult};
     /// # use serde::{Deserialize, Serialize};
     /// # #[derive(Serialize, Deserialize)] struct Audit { file: u64 }
     /// # #[job] impl Job for Audit { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }

@@ -14,7 +14,7 @@ use crate::queue::RedisQueue;
 /// and pushes the catch job, once; a link released to run again keeps its place.
 ///
 /// ```no_run
-/// # use jobs_core::{job, Job, JobContext, JobResult};
+/// # use redjob::{job, Job, JobContext, JobResult};
 /// # use serde::{Deserialize, Serialize};
 /// # #[derive(Serialize, Deserialize)] struct ImportFile { file: u64 }
 /// # #[job] impl Job for ImportFile { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
@@ -24,8 +24,8 @@ use crate::queue::RedisQueue;
 /// # #[job] impl Job for MailOwner { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
 /// # #[derive(Serialize, Deserialize)] struct ReportFailure { file: u64 }
 /// # #[job] impl Job for ReportFailure { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
-/// # async fn demo() -> Result<(), jobs_core::Error> {
-/// use jobs_core::workflow::Chain;
+/// # async fn demo() -> Result<(), redjob::Error> {
+/// use redjob::workflow::Chain;
 ///
 /// let chain = Chain::new(ImportFile { file: 7 }.dispatch())
 ///     .then(IndexFile { file: 7 }.dispatch())
@@ -122,7 +122,7 @@ impl Chain {
 /// a cancelled batch that have not started are settled as done without running (skipped).
 ///
 /// ```no_run
-/// # use jobs_core::{job, Job, JobContext, JobResult};
+/// # use redjob::{job, Job, JobContext, JobResult};
 /// # use serde::{Deserialize, Serialize};
 /// # #[derive(Serialize, Deserialize)] struct ImportRow { row: u64 }
 /// # #[job] impl Job for ImportRow { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
@@ -130,8 +130,8 @@ impl Chain {
 /// # #[job] impl Job for ImportDone { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
 /// # #[derive(Serialize, Deserialize)] struct ImportFailed { file: u64 }
 /// # #[job] impl Job for ImportFailed { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
-/// # async fn demo() -> Result<(), jobs_core::Error> {
-/// use jobs_core::workflow::Batch;
+/// # async fn demo() -> Result<(), redjob::Error> {
+/// use redjob::workflow::Batch;
 ///
 /// let id = Batch::new()
 ///     .name("import file 42")

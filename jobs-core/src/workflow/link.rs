@@ -86,7 +86,7 @@ impl Link {
     /// The link as stored in Redis.
     ///
     /// ```
-    /// use jobs_core::workflow::Link;
+    /// use redjob::workflow::Link;
     /// let link = Link {
     ///     queue: "mail".into(),
     ///     due: "30.000".into(),

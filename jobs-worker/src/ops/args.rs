@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
-use jobs_core::admin::AttemptOutcome;
-use jobs_core::admin::{BatchState, FailedFilter, Section};
+use redjob::admin::AttemptOutcome;
+use redjob::admin::{BatchState, FailedFilter, Section};
 
 use super::time::parse_time;
 
@@ -16,7 +16,7 @@ use super::time::parse_time;
 )]
 pub(super) struct Cli {
     /// Redis URL, as the worker's.
-    #[arg(long, global = true, env = "REDIS_URL", default_value = jobs_core::queue::DEFAULT_REDIS_URL)]
+    #[arg(long, global = true, env = "REDIS_URL", default_value = redjob::queue::DEFAULT_REDIS_URL)]
     pub redis: String,
 
     /// Prefix before every Redis key, as the workers' --prefix.
@@ -244,8 +244,8 @@ pub(super) enum BatchCommand {
 }
 
 /// A queue name from the command line, refused by the rule workers and dispatch apply.
-fn queue_name(name: &str) -> Result<String, jobs_core::queue::keys::InvalidQueueName> {
-    jobs_core::queue::keys::check_queue_name(name)?;
+fn queue_name(name: &str) -> Result<String, redjob::queue::keys::InvalidQueueName> {
+    redjob::queue::keys::check_queue_name(name)?;
     Ok(name.to_owned())
 }
 

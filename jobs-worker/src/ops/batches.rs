@@ -1,8 +1,8 @@
 //! `jobsctl batches`: batches and their progress.
 
 use chrono::Utc;
-use jobs_core::admin::{Admin, BatchDetail, BatchFilter, BatchState};
-use jobs_core::workflow::BatchStatus;
+use redjob::admin::{Admin, BatchDetail, BatchFilter, BatchState};
+use redjob::workflow::BatchStatus;
 use serde::Serialize;
 
 use super::args::BatchCommand;

@@ -1,6 +1,6 @@
 //! What can stop a `jobsctl` command.
 
-use jobs_core::admin::AdminError;
+use redjob::admin::AdminError;
 
 /// What can stop a command.
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,6 @@
 //! `jobsctl failed`, `retry`, `forget`, `flush` and `prune-failed`: the failed-job store.
 
-use jobs_core::admin::{Admin, AdminError, FailedEntry, FailedSelection, RetryReport};
+use redjob::admin::{Admin, AdminError, FailedEntry, FailedSelection, RetryReport};
 use serde::Serialize;
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! The operators' tools: the `jobsctl` command and its web dashboard, built on
-//! `jobs_core::admin`. Compiled with the `ops` feature (on by default).
+//! `redjob::admin`. Compiled with the `ops` feature (on by default).
 //!
 //! `jobsctl` works on raw payloads, so it serves any application without its job types. Every
 //! command prints a table for people, or one JSON document with `--json`, and exits non-zero
@@ -11,7 +11,7 @@
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     jobs_worker::ops::main()
+//!     redjob_worker::ops::main()
 //! }
 //! ```
 
@@ -29,8 +29,8 @@ mod waits;
 mod workers;
 
 use clap::Parser;
-use jobs_core::admin::{Admin, AdminError, BatchFilter, RecentFilter, UniqueFilter};
-use jobs_core::{QueueConfig, RedisQueue};
+use redjob::admin::{Admin, AdminError, BatchFilter, RecentFilter, UniqueFilter};
+use redjob::{QueueConfig, RedisQueue};
 use std::process::ExitCode;
 
 use args::{Cli, Command, UniqueForget};

@@ -1,7 +1,7 @@
 //! `jobsctl size`, `clear`, `monitor`, `inspect`, `pause`, `resume` and `paused`: the queues.
 
 use chrono::Utc;
-use jobs_core::admin::{Admin, QueueStats, QueuedJob, Section};
+use redjob::admin::{Admin, QueueStats, QueuedJob, Section};
 use serde::Serialize;
 use std::io::{BufRead, IsTerminal, Write};
 

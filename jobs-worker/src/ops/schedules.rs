@@ -1,7 +1,7 @@
 //! `jobsctl schedule`: the schedules workers keep.
 
 use chrono::Utc;
-use jobs_core::admin::{Admin, ScheduleInfo};
+use redjob::admin::{Admin, ScheduleInfo};
 use serde::Serialize;
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! `jobsctl unique`: the locks of unique jobs.
 
-use jobs_core::admin::{Admin, AdminError, HeldLock, UniqueFilter};
+use redjob::admin::{Admin, AdminError, HeldLock, UniqueFilter};
 use serde::Serialize;
 
 use super::error::CliError;

@@ -1,7 +1,7 @@
 //! `jobsctl waits`: the queues' wait thresholds, listed with their current waits, set and
 //! cleared.
 
-use jobs_core::admin::{Admin, QueueStats};
+use redjob::admin::{Admin, QueueStats};
 use serde::Serialize;
 
 use super::args::WaitsCommand;

@@ -1,7 +1,7 @@
 //! `jobsctl workers`, `recent` and `restart`: the live workers and what they did last.
 
 use chrono::{DateTime, Utc};
-use jobs_core::admin::{Admin, RecentFilter};
+use redjob::admin::{Admin, RecentFilter};
 use serde::Serialize;
 
 use super::error::CliError;

@@ -8,9 +8,9 @@
 //! Acknowledgements that cannot be delivered (Redis is unreachable) are kept and sent again,
 //! with whatever finished meanwhile, until Redis answers.
 
-use jobs_core::__worker::{complete_in_batch, WorkerQueue};
-use jobs_core::queue::keys::QueueKeys;
-use jobs_core::RedisQueue;
+use redjob::__worker::{complete_in_batch, WorkerQueue};
+use redjob::queue::keys::QueueKeys;
+use redjob::RedisQueue;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -181,7 +181,7 @@ async fn take_arrived(
 /// Deletes the reservations of `pending` jobs with one `ZREM` per queue (one script call per
 /// queue and batch for jobs of a batch), and takes the jobs of every group it reached out of
 /// `pending`. Stops at the first Redis error, which it returns.
-async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> jobs_core::Result<()> {
+async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob::Result<()> {
     let mut acknowledged: Vec<(String, Option<Uuid>)> = Vec::new();
     let mut outcome = Ok(());
     for (keys, batch, members) in groups(pending) {

@@ -4,7 +4,7 @@
 //! than that before it starts is skipped, on every worker; after a job of the batch failed in
 //! this worker (which may have cancelled it), the next job reads again.
 
-use jobs_core::RedisQueue;
+use redjob::RedisQueue;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -48,7 +48,7 @@ impl CancelledBatches {
         queue: &RedisQueue,
         batch: Uuid,
         since: Instant,
-    ) -> jobs_core::Result<bool> {
+    ) -> redjob::Result<bool> {
         loop {
             let read_ended = match self.answer_or_wait(batch, since) {
                 Next::Answer(cancelled) => return Ok(cancelled),
@@ -88,7 +88,7 @@ impl CancelledBatches {
         }
     }
 
-    async fn read(&self, queue: &RedisQueue, batch: Uuid) -> jobs_core::Result<bool> {
+    async fn read(&self, queue: &RedisQueue, batch: Uuid) -> redjob::Result<bool> {
         let sent = Instant::now();
         let answer = queue.batch_cancelled(batch).await;
         let mut batches = self.batches.lock().unwrap_or_else(|e| e.into_inner());

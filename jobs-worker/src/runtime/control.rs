@@ -9,10 +9,10 @@
 //! Prometheus counters ([`crate::prometheus`]) are fed from the same [`Control::record`].
 
 use chrono::{DateTime, Utc};
-use jobs_core::__worker::telemetry;
-use jobs_core::admin::{AttemptOutcome, Bucket, RecentJob, WorkerInfo};
-use jobs_core::queue::keys;
-use jobs_core::RedisQueue;
+use redjob::__worker::telemetry;
+use redjob::admin::{AttemptOutcome, Bucket, RecentJob, WorkerInfo};
+use redjob::queue::keys;
+use redjob::RedisQueue;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -303,14 +303,14 @@ impl Publisher {
             commands.push(redis::cmd("LTRIM").arg(&key).arg(0).arg(last_kept).clone());
             commands.push(redis::cmd("EXPIRE").arg(&key).arg(keep).clone());
         }
-        let reply: jobs_core::Result<Vec<redis::Value>> = self.queue.query_each(&commands).await;
+        let reply: redjob::Result<Vec<redis::Value>> = self.queue.query_each(&commands).await;
         // The paused queues and the restart key are the first two replies; the writes' replies
         // say nothing worth reading.
         let reply = reply.and_then(|mut replies| {
             replies.truncate(2);
             let read: (Vec<String>, Option<String>) =
                 redis::from_redis_value(redis::Value::Array(replies))
-                    .map_err(|err| jobs_core::Error::from(redis::RedisError::from(err)))?;
+                    .map_err(|err| redjob::Error::from(redis::RedisError::from(err)))?;
             Ok(read)
         });
         match reply {

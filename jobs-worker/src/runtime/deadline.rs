@@ -1,6 +1,6 @@
 //! A running handler's deadline, which the lease registry keeps and the watchdog reads.
 
-use jobs_core::JobContext;
+use redjob::JobContext;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -1,10 +1,10 @@
 //! Decoding a reserved payload: the job it names, or why it cannot run at all.
 
-use jobs_core::job::registry::{self, JobRegistration};
-use jobs_core::payload::laravel::{rounded_numbers, CALL_QUEUED_HANDLER};
-use jobs_core::payload::php;
-use jobs_core::payload::RawFields;
-use jobs_core::{Payload, QueueConfig};
+use redjob::job::registry::{self, JobRegistration};
+use redjob::payload::laravel::{rounded_numbers, CALL_QUEUED_HANDLER};
+use redjob::payload::php;
+use redjob::payload::RawFields;
+use redjob::{Payload, QueueConfig};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 

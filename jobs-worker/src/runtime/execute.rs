@@ -3,10 +3,10 @@
 //! a job's code runs.
 
 use futures_util::FutureExt;
-use jobs_core::__worker::{start_attempt, AttemptSetup};
-use jobs_core::middleware::{panic_message, Layer, Middleware, Next, Panicked};
-use jobs_core::queue::hold::{Hold, HoldUntil, Holds};
-use jobs_core::{JobContext, RedisQueue, Request, UniqueUntil};
+use redjob::__worker::{start_attempt, AttemptSetup};
+use redjob::middleware::{panic_message, Layer, Middleware, Next, Panicked};
+use redjob::queue::hold::{Hold, HoldUntil, Holds};
+use redjob::{JobContext, RedisQueue, Request, UniqueUntil};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,7 +126,7 @@ pub(crate) async fn run(
 /// Runs the attempt (middleware and handler) under its timeout, catching panics, and turns
 /// what happened into a verdict, with the attempt's error if it failed.
 async fn execute(
-    attempt: impl std::future::Future<Output = jobs_core::JobResult> + Send,
+    attempt: impl std::future::Future<Output = redjob::JobResult> + Send,
     ctx: &Arc<JobContext>,
     limits: &Limits,
     display_name: &str,
@@ -177,10 +177,10 @@ fn named_middleware(names: &[String]) -> Result<Vec<Layer>, String> {
     names
         .iter()
         .map(|name| {
-            jobs_core::middleware::find(name).ok_or_else(|| {
+            redjob::middleware::find(name).ok_or_else(|| {
                 format!(
                     "middleware {name:?} is not defined in this worker: define it at startup \
-                     with jobs_core::middleware::define"
+                     with redjob::middleware::define"
                 )
             })
         })
@@ -191,9 +191,9 @@ fn named_middleware(names: &[String]) -> Result<Vec<Layer>, String> {
 /// through: the lock of a job unique until processing.
 struct FreeUniqueLock(Hold);
 
-#[jobs_core::async_trait]
+#[redjob::async_trait]
 impl Middleware for FreeUniqueLock {
-    async fn handle(&self, ctx: &JobContext, next: Next<'_>) -> jobs_core::JobResult {
+    async fn handle(&self, ctx: &JobContext, next: Next<'_>) -> redjob::JobResult {
         if let Some(redis) = ctx.redis() {
             redis.free_holds(std::slice::from_ref(&self.0)).await?;
         }

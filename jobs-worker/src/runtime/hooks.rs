@@ -10,9 +10,9 @@
 //! time only when a worker dies between running it and removing its entry.
 
 use futures_util::FutureExt;
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::middleware::panic_message;
-use jobs_core::{FailedContext, RedisQueue};
+use redjob::__worker::WorkerQueue;
+use redjob::middleware::panic_message;
+use redjob::{FailedContext, RedisQueue};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;

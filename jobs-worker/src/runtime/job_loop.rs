@@ -29,7 +29,7 @@ const MAX_FETCHES_IN_FLIGHT: usize = 2;
 const MEMORY_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
 /// A finished pop: the slots it was made for, and what it reserved.
-type FetchDone = (Vec<OwnedSemaphorePermit>, jobs_core::Result<Fetched>);
+type FetchDone = (Vec<OwnedSemaphorePermit>, redjob::Result<Fetched>);
 
 /// A pop in flight.
 type Fetch<'a> = Pin<Box<dyn Future<Output = FetchDone> + Send + 'a>>;

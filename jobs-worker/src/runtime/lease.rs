@@ -7,9 +7,9 @@
 //! over is left to expire too. What running jobs hold through their middleware (funnel
 //! slots, overlap locks) is renewed the same way.
 
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::queue::hold::{Hold, Holds};
-use jobs_core::RedisQueue;
+use redjob::__worker::WorkerQueue;
+use redjob::queue::hold::{Hold, Holds};
+use redjob::RedisQueue;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -230,8 +230,8 @@ pub(crate) fn start(
 mod tests {
     use super::*;
     use crate::runtime::rules::Limits;
-    use jobs_core::queue::keys::QueueKeys;
-    use jobs_core::{Backoff, JobContext};
+    use redjob::queue::keys::QueueKeys;
+    use redjob::{Backoff, JobContext};
 
     fn job(raw: &str) -> Reserved {
         Reserved {

@@ -46,7 +46,7 @@ impl Pause {
 pub(crate) async fn with_retries<T, F, Fut>(within: Duration, what: &str, mut op: F) -> Option<T>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = jobs_core::Result<T>>,
+    Fut: Future<Output = redjob::Result<T>>,
 {
     let deadline = Instant::now() + within;
     let mut pause = Pause::new(Duration::from_millis(50), Duration::from_secs(2));

@@ -6,10 +6,10 @@
 //! [`settle`](super::settle) -> tell the listeners -> run a failed job's `failed()` hook
 //! ([`hooks`](super::hooks)).
 
-use jobs_core::__worker::{settle_steps, Ending, SettleStep};
-use jobs_core::middleware::Layer;
-use jobs_core::queue::hold::Holds;
-use jobs_core::{FailedContext, JobContext, RedisQueue};
+use redjob::__worker::{settle_steps, Ending, SettleStep};
+use redjob::middleware::Layer;
+use redjob::queue::hold::Holds;
+use redjob::{FailedContext, JobContext, RedisQueue};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -259,7 +259,7 @@ struct Attempt<'a> {
 }
 
 /// The steps the capabilities a job belongs to take when its attempt settles as done or failed
-/// ([`jobs_core::__worker::settle_steps`]); none when it comes back. A job that is done but
+/// ([`redjob::__worker::settle_steps`]); none when it comes back. A job that is done but
 /// cannot be settled as done (a link it added cannot be pushed) fails, for that reason.
 fn attempt_steps(
     queue: &RedisQueue,

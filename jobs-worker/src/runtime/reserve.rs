@@ -1,8 +1,8 @@
 //! Where a job is reserved: the fetcher pops jobs from the worker's queues in strict priority order.
 
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::queue::keys::QueueKeys;
-use jobs_core::RedisQueue;
+use redjob::__worker::WorkerQueue;
+use redjob::queue::keys::QueueKeys;
+use redjob::RedisQueue;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,7 +50,7 @@ impl Fetcher {
     /// Reserves up to `want` jobs, starting at the first queue and going down the list only for
     /// what the queues above could not fill. Paused queues are skipped: their delayed jobs are
     /// not migrated either, until they are resumed.
-    pub(crate) async fn fetch(&self, want: usize) -> jobs_core::Result<Fetched> {
+    pub(crate) async fn fetch(&self, want: usize) -> redjob::Result<Fetched> {
         let mut fetched = Fetched::default();
         for keys in &self.queues {
             let left = want - fetched.jobs.len();

@@ -1,6 +1,6 @@
 //! A reserved job as the worker holds it, the type every runtime role passes along.
 
-use jobs_core::queue::keys::QueueKeys;
+use redjob::queue::keys::QueueKeys;
 use std::sync::Arc;
 
 /// A job taken from a queue: the queue and the reserved copy, byte for byte.

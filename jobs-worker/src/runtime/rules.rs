@@ -1,6 +1,6 @@
 //! Laravel's attempt and failure rules, as pure functions of a job's state.
 
-use jobs_core::Backoff;
+use redjob::Backoff;
 use std::time::Duration;
 
 /// The limits that apply to one job: its own options, else the worker's.

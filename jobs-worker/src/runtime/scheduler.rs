@@ -3,13 +3,13 @@
 //! tick's nominal time ([`RedisQueue::fire`]), so any number of workers may run it: each tick
 //! fires once between them. It sleeps until the earliest next tick by Redis's clock (the
 //! offset to the host's clock is measured at start and every minute), and on start fires the
-//! ticks missed while no worker ran, as each schedule's [`Missed`](jobs_core::schedule::Missed)
+//! ticks missed while no worker ran, as each schedule's [`Missed`](redjob::schedule::Missed)
 //! policy says.
 
 use chrono::{DateTime, Utc};
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::schedule::{Fired, Schedule};
-use jobs_core::RedisQueue;
+use redjob::__worker::WorkerQueue;
+use redjob::schedule::{Fired, Schedule};
+use redjob::RedisQueue;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -137,7 +137,7 @@ async fn catch_up(
     queue: &RedisQueue,
     clock: &mut Clock,
     schedule: &Schedule,
-) -> jobs_core::Result<DateTime<Utc>> {
+) -> redjob::Result<DateTime<Utc>> {
     clock.refresh(queue).await;
     let now = clock.now();
     let last = queue.last_tick(schedule).await?;

@@ -2,9 +2,9 @@
 //! stopped in order after its last job settled.
 
 use crate::events::Listeners;
-use jobs_core::middleware::Layer;
-use jobs_core::queue::keys::QueueKeys;
-use jobs_core::RedisQueue;
+use redjob::middleware::Layer;
+use redjob::queue::keys::QueueKeys;
+use redjob::RedisQueue;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -109,7 +109,7 @@ impl Services {
             interrupt: interrupt.clone(),
         });
         let scheduler = match config.schedule {
-            true => scheduler::start(queue.clone(), jobs_core::schedule::defined(), stop.clone()),
+            true => scheduler::start(queue.clone(), redjob::schedule::defined(), stop.clone()),
             false => None,
         };
         Services {

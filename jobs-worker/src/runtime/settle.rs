@@ -1,11 +1,11 @@
 //! Settling an attempt in Redis: a finished job goes to the acker, a released one back to
 //! `:delayed`, a failed one to the failed-job store, each counted for the operators.
 
-use jobs_core::__worker::{SettleStep, Settlement, WorkerQueue};
-use jobs_core::admin::AttemptOutcome;
-use jobs_core::payload::counters;
-use jobs_core::queue::hold::Holds;
-use jobs_core::{FailedJob, RedisQueue};
+use redjob::__worker::{SettleStep, Settlement, WorkerQueue};
+use redjob::admin::AttemptOutcome;
+use redjob::payload::counters;
+use redjob::queue::hold::Holds;
+use redjob::{FailedJob, RedisQueue};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -211,7 +211,7 @@ impl Settler {
             id.uuid,
             &self.queue.config().connection_name,
             &job.queue.name,
-            jobs_core::payload::unreserved(&job.raw),
+            redjob::payload::unreserved(&job.raw),
             reason,
         );
         self.stats.record_failure();
@@ -237,7 +237,7 @@ impl Settler {
     async fn apply<'a, F, Fut>(&'a self, job: &Reserved, what: &str, op: F) -> bool
     where
         F: Fn(&'a RedisQueue) -> Fut,
-        Fut: std::future::Future<Output = jobs_core::Result<bool>>,
+        Fut: std::future::Future<Output = redjob::Result<bool>>,
     {
         let held = with_retries(self.retry_after, what, || op(&self.queue)).await;
         if held == Some(false) {

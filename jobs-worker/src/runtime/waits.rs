@@ -6,9 +6,9 @@
 //! When Redis cannot be reached at start, the write is retried in the background until it
 //! succeeds or the worker stops.
 
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::admin::WaitThreshold;
-use jobs_core::RedisQueue;
+use redjob::__worker::WorkerQueue;
+use redjob::admin::WaitThreshold;
+use redjob::RedisQueue;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -45,7 +45,7 @@ pub(crate) async fn write(
     }))
 }
 
-async fn try_write(queue: &RedisQueue, thresholds: &[WaitThreshold]) -> jobs_core::Result<()> {
+async fn try_write(queue: &RedisQueue, thresholds: &[WaitThreshold]) -> redjob::Result<()> {
     let fields: Vec<(&str, u64)> = thresholds.iter().map(|t| (t.queue(), t.secs())).collect();
     let mut conn = queue.connection();
     let _: () = queue

@@ -15,9 +15,9 @@
 //! Paused queues are left out of every BLPOP: their tokens stay where they are, for when they
 //! are resumed.
 
-use jobs_core::queue::connection::{Connection, Target};
-use jobs_core::queue::keys::{KeyLayout, QueueKeys};
-use jobs_core::RedisQueue;
+use redjob::queue::connection::{Connection, Target};
+use redjob::queue::keys::{KeyLayout, QueueKeys};
+use redjob::RedisQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -20,8 +20,8 @@
 //!    while its handler still blocks here);
 //! 4. ends the process with status [`EXIT_CODE`].
 
-use jobs_core::__worker::{settle_steps, Ending};
-use jobs_core::RedisQueue;
+use redjob::__worker::{settle_steps, Ending};
+use redjob::RedisQueue;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -193,7 +193,7 @@ impl Guarded {
                         tags: &[],
                         // The process ends after this: the hook is owed, and another worker
                         // runs it.
-                        failed_hook: jobs_core::job::registry::find(ctx.job_name())
+                        failed_hook: redjob::job::registry::find(ctx.job_name())
                             .is_some_and(|r| r.options().failed_hook),
                     };
                     let steps = settle_steps(ctx, &settler.queue, Ending::Failed);

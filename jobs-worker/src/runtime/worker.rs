@@ -1,9 +1,9 @@
 //! The worker: a job loop with its services around it, from start to stop.
 
 use crate::events::{Listener, Listeners};
-use jobs_core::__worker::WorkerQueue;
-use jobs_core::middleware::Layer;
-use jobs_core::RedisQueue;
+use redjob::__worker::WorkerQueue;
+use redjob::middleware::Layer;
+use redjob::RedisQueue;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -24,10 +24,10 @@ pub enum WorkerError {
     InvalidOption(String),
     /// Two job types share a name.
     #[error(transparent)]
-    DuplicateJobName(#[from] jobs_core::job::registry::DuplicateJobName),
+    DuplicateJobName(#[from] redjob::job::registry::DuplicateJobName),
     /// The Redis handle could not be created.
     #[error(transparent)]
-    Queue(#[from] jobs_core::Error),
+    Queue(#[from] redjob::Error),
     /// The Prometheus endpoint (`--metrics-addr`) could not be started.
     #[error(transparent)]
     Metrics(#[from] crate::prometheus::MetricsError),
@@ -37,12 +37,12 @@ pub enum WorkerError {
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use jobs_worker::{Worker, WorkerConfig};
+/// use redjob_worker::{Worker, WorkerConfig};
 /// let config = WorkerConfig {
 ///     queues: vec!["high".into(), "default".into()],
 ///     ..Default::default()
 /// };
-/// let queue = jobs_core::RedisQueue::open("redis://127.0.0.1:6379")?;
+/// let queue = redjob::RedisQueue::open("redis://127.0.0.1:6379")?;
 /// let worker = Worker::new(config, queue)?;
 /// let stop = worker.stop_token();
 /// tokio::spawn(async move {
@@ -63,18 +63,18 @@ pub struct Worker {
 
 impl Worker {
     /// A worker with `config` that talks to Redis through `queue`, whose
-    /// [`QueueConfig`](jobs_core::QueueConfig) (command timeout, failed-job store limits,
+    /// [`QueueConfig`](redjob::QueueConfig) (command timeout, failed-job store limits,
     /// payload limit, signing key, connection name) it uses. Checks the configuration and the
     /// job registry; changes nothing outside the worker.
     pub fn new(config: WorkerConfig, queue: RedisQueue) -> Result<Self, WorkerError> {
-        jobs_core::job::registry::check()?;
+        redjob::job::registry::check()?;
         if config.concurrency == 0 {
             return Err(WorkerError::InvalidOption(
                 "--concurrency must be at least 1".into(),
             ));
         }
         for name in &config.queues {
-            jobs_core::queue::keys::check_queue_name(name)
+            redjob::queue::keys::check_queue_name(name)
                 .map_err(|err| WorkerError::InvalidOption(format!("--queue: {err}")))?;
         }
         Ok(Worker {
@@ -88,7 +88,7 @@ impl Worker {
     }
 
     /// Runs `middleware` around every job this worker runs, outside the job's own middleware;
-    /// middleware added first runs outermost. See [`jobs_core::middleware`].
+    /// middleware added first runs outermost. See [`redjob::middleware`].
     pub fn middleware(mut self, middleware: impl Into<Layer>) -> Self {
         self.middleware.push(middleware.into());
         self
@@ -162,7 +162,7 @@ impl Worker {
             queues = %config.queues.join(","),
             concurrency = config.concurrency,
             signatures,
-            jobs = %jobs_core::job::registry::all().iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
+            jobs = %redjob::job::registry::all().iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
             "worker started"
         );
         if config
@@ -184,7 +184,7 @@ impl Worker {
 /// delete whole queues under memory pressure. Servers that refuse `CONFIG GET` are not checked.
 async fn warn_unless_noeviction(queue: &RedisQueue) {
     let mut conn = queue.connection();
-    let reply: jobs_core::Result<Vec<String>> = queue
+    let reply: redjob::Result<Vec<String>> = queue
         .timed(
             redis::cmd("CONFIG")
                 .arg("GET")

@@ -1,10 +1,10 @@
 //! Running every dispatch inline, as it is made (Laravel's `sync` driver, Sidekiq's
 //! `Testing.inline!`), through the synchronous runner.
 
-use jobs_core::testing::{
+use redjob::testing::{
     BoxFuture, ChainLink, Fake, Installed, Recorded, RecordedBatch, RunInline, Work,
 };
-use jobs_core::{Job, RedisQueue};
+use redjob::{Job, RedisQueue};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tracing::warn;

@@ -5,8 +5,8 @@
 //! timeout, panics caught, the verdict, the `failed()` hook) and says what became of it:
 //!
 //! ```
-//! use jobs_core::{job, Job, JobContext, JobResult};
-//! use jobs_worker::testing::{self, Outcome};
+//! use redjob::{job, Job, JobContext, JobResult};
+//! use redjob_worker::testing::{self, Outcome};
 //! use serde::{Deserialize, Serialize};
 //! use std::time::Duration;
 //!
@@ -40,7 +40,7 @@
 //! # });
 //! ```
 //!
-//! [`inline()`] installs a fake queue (see [`jobs_core::testing`]) that runs every dispatch as
+//! [`inline()`] installs a fake queue (see [`redjob::testing`]) that runs every dispatch as
 //! it is made, for tests of a whole flow without Redis.
 
 mod inline;

@@ -1,13 +1,13 @@
 //! Running a job synchronously, through the path a worker's attempt takes.
 
-use jobs_core::__worker::{take_batch_added, take_chain_edits};
-use jobs_core::middleware::Layer;
-use jobs_core::payload::counters::{self, counters};
-use jobs_core::payload::with_attempts;
-use jobs_core::queue::hold::Holds;
-use jobs_core::queue::Envelope;
-use jobs_core::testing::{Fake, Origin, Recorded};
-use jobs_core::{FailedContext, Job, PendingDispatch, QueueConfig, RedisQueue};
+use redjob::__worker::{take_batch_added, take_chain_edits};
+use redjob::middleware::Layer;
+use redjob::payload::counters::{self, counters};
+use redjob::payload::with_attempts;
+use redjob::queue::hold::Holds;
+use redjob::queue::Envelope;
+use redjob::testing::{Fake, Origin, Recorded};
+use redjob::{FailedContext, Job, PendingDispatch, QueueConfig, RedisQueue};
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -158,7 +158,7 @@ impl Run {
         let handle = self
             .redis
             .clone()
-            .or_else(jobs_core::testing::current)
+            .or_else(redjob::testing::current)
             .unwrap_or_else(|| Fake::new().handle());
         Arc::new(handle)
     }
@@ -173,7 +173,7 @@ impl Run {
         };
         // A worker refuses to start with two job types of one name; a run cannot tell which
         // one the payload means either.
-        if let Err(duplicate) = jobs_core::job::registry::check() {
+        if let Err(duplicate) = redjob::job::registry::check() {
             return Attempt::failed(number, duplicate.to_string());
         }
         // Synchronous runs check no signature: the payload was built here.
@@ -314,7 +314,7 @@ pub struct Attempt {
     /// first links and batches' jobs included).
     pub dispatched: Vec<Recorded>,
     /// The links its handler put in front of the rest of its chain
-    /// ([`ChainEdits::prepend`](jobs_core::workflow::ChainEdits::prepend)), as they were
+    /// ([`ChainEdits::prepend`](redjob::workflow::ChainEdits::prepend)), as they were
     /// prepended, once it is done.
     pub chain_prepended: Vec<Recorded>,
     /// The links its handler added at the end of its chain, once it is done.

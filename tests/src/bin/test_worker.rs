@@ -4,7 +4,7 @@
 //! seconds or a cron expression, `missed` is `skip`, `last` or `all-N`;
 //! `TEST_SCHEDULE_OVERLAP=1` makes it `without_overlapping`.
 
-use jobs_core::schedule::{Missed, Schedule};
+use redjob::schedule::{Missed, Schedule};
 use std::time::Duration;
 
 fn main() -> std::process::ExitCode {
@@ -12,7 +12,7 @@ fn main() -> std::process::ExitCode {
     if let Ok(spec) = std::env::var("TEST_SCHEDULE") {
         define(&spec);
     }
-    jobs_worker::main()
+    redjob_worker::main()
 }
 
 fn define(spec: &str) {
@@ -41,5 +41,5 @@ fn define(spec: &str) {
         Ok("1") => schedule.without_overlapping(),
         _ => schedule,
     };
-    jobs_core::schedule::define(schedule.missed(missed));
+    redjob::schedule::define(schedule.missed(missed));
 }

@@ -9,12 +9,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use jobs_core::admin::{
+use redjob::admin::{
     Admin, AdminError, BatchFilter, BatchState, FailedEntry, FailedFilter, FailedSelection,
     QueueStats, RecentFilter, UniqueFilter,
 };
-use jobs_core::admin::{AttemptOutcome, WorkerInfo};
-use jobs_core::queue::keys::RECENT_LIMIT;
+use redjob::admin::{AttemptOutcome, WorkerInfo};
+use redjob::queue::keys::RECENT_LIMIT;
 use serde::{Deserialize, Serialize};
 
 /// Minutes the overview's chart covers.
@@ -357,7 +357,7 @@ async fn failed_job(
 async fn retry_one(
     State(admin): State<Admin>,
     Path(uuid): Path<String>,
-) -> ApiResult<jobs_core::admin::RetryReport> {
+) -> ApiResult<redjob::admin::RetryReport> {
     let report = admin
         .retry(&FailedSelection::Uuids(vec![uuid.clone()]))
         .await?;
@@ -378,7 +378,7 @@ async fn forget_one(
 async fn retry_matching(
     State(admin): State<Admin>,
     search: Option<Json<Search>>,
-) -> ApiResult<jobs_core::admin::RetryReport> {
+) -> ApiResult<redjob::admin::RetryReport> {
     let filter = search.map(|Json(s)| s).unwrap_or_default().filter(None)?;
     Ok(Json(admin.retry(&FailedSelection::Matching(filter)).await?))
 }
@@ -476,11 +476,11 @@ async fn cancel_batch(
 async fn retry_batch(
     State(admin): State<Admin>,
     Path(id): Path<String>,
-) -> ApiResult<jobs_core::admin::RetryReport> {
+) -> ApiResult<redjob::admin::RetryReport> {
     Ok(Json(admin.retry_batch(&id).await?))
 }
 
-async fn schedules(State(admin): State<Admin>) -> ApiResult<Vec<jobs_core::admin::ScheduleInfo>> {
+async fn schedules(State(admin): State<Admin>) -> ApiResult<Vec<redjob::admin::ScheduleInfo>> {
     Ok(Json(admin.schedules().await?))
 }
 

@@ -16,7 +16,7 @@ pub use error::DashboardError;
 
 use axum::Router;
 use clap::Args;
-use jobs_core::admin::Admin;
+use redjob::admin::Admin;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
