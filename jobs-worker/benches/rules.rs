@@ -25,11 +25,11 @@ mod common;
 
 use clap::Parser;
 use common::{round2, wall_us};
+use redis::AsyncCommands;
 use redjob::__worker::WorkerQueue;
 use redjob::middleware::{Funnel, Layer, Limit, RateLimited};
 use redjob::{job, Bulk, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
 use redjob_worker::{Worker, WorkerConfig};
-use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;

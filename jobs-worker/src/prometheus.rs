@@ -5,11 +5,11 @@
 //! The `metrics` crate's recorder is global to the process, so one worker per process can
 //! export. Until [`install`] succeeds, recording is skipped before any label is built.
 
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use redjob::admin::AttemptOutcome;
 use redjob::admin::{Admin, QueueStats};
 use redjob::RedisQueue;
-use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

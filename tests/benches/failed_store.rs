@@ -12,8 +12,8 @@
 //! (`tests::failed_store`), past the store's usual bound of 10,000 (workers prune on failure;
 //! nothing prunes here). One JSON line on stdout per measurement, a summary on stderr.
 
-use redjob::admin::{Admin, FailedFilter, FailedSelection};
 use redis::AsyncCommands;
+use redjob::admin::{Admin, FailedFilter, FailedSelection};
 use serde_json::json;
 use std::collections::HashSet;
 use std::process::Command;

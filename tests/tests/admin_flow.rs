@@ -3,11 +3,11 @@
 //! per-minute metrics). Pause and restart are tested through the `jobsctl` command (jobs_cli.rs).
 
 use examples::{Flaky, Noop, Panic};
+use redis::AsyncCommands;
 use redjob::__worker::WorkerQueue;
 use redjob::admin::{Admin, AdminError, FailedFilter, FailedSelection, Section};
 use redjob::queue::keys::{self, QueueKeys};
 use redjob::Payload;
-use redis::AsyncCommands;
 use std::time::Duration;
 use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};
 use tests::worker_process::WorkerProcess;
@@ -285,17 +285,16 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
     })
     .await;
     assert_eq!(metrics.len(), 5);
-    let sum = |pick: &dyn Fn(
-        &redjob::admin::MinuteMetrics,
-    ) -> Option<redjob::admin::OutcomeCounts>| {
-        let mut total = redjob::admin::OutcomeCounts::default();
-        for minute in &metrics {
-            if let Some(counters) = pick(minute) {
-                total.add(&counters);
+    let sum =
+        |pick: &dyn Fn(&redjob::admin::MinuteMetrics) -> Option<redjob::admin::OutcomeCounts>| {
+            let mut total = redjob::admin::OutcomeCounts::default();
+            for minute in &metrics {
+                if let Some(counters) = pick(minute) {
+                    total.add(&counters);
+                }
             }
-        }
-        total
-    };
+            total
+        };
     let q1 = sum(&|m| m.bucket.queues.get("q1").copied());
     let q2 = sum(&|m| m.bucket.queues.get("q2").copied());
     assert_eq!((q1.processed, q1.failed, q1.released), (3, 0, 0));

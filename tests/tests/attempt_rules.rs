@@ -3,8 +3,8 @@
 //! `failed()` hook runs once when it fails for good, whatever the reason.
 
 use examples::{FailSlowly, Flaky, Panic, FAILED_HOOKS_KEY};
-use redjob::Payload;
 use redis::AsyncCommands;
+use redjob::Payload;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, SentVia, TestRedis};

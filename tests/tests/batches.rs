@@ -3,11 +3,11 @@
 //! the jobs not started, jobs added from inside the batch, chains as jobs of a batch.
 
 use examples::{Caught, Step};
+use redis::AsyncCommands;
 use redjob::__worker::Settlement;
 use redjob::__worker::WorkerQueue;
 use redjob::workflow::{Batch, BatchStatus, Chain};
 use redjob::{Payload, RedisQueue};
-use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, TestRedis};

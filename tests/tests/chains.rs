@@ -4,9 +4,9 @@
 //! were put; stored bytes grow linearly with the chain; signing covers every link.
 
 use examples::{Caught, RebuildIndex, Step};
+use redis::AsyncCommands;
 use redjob::workflow::{Chain, Link};
 use redjob::{Error, Payload};
-use redis::AsyncCommands;
 use std::time::Duration;
 use tests::steps::labels;
 use tests::worker_process::WorkerProcess;

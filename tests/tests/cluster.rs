@@ -6,10 +6,10 @@
 //! (push onto the queue, remove the failed-job record) are in different slots.
 
 use examples::{Flaky, Guarded, Noop, Panic, RebuildIndex};
+use redis::AsyncCommands;
 use redjob::__worker::WorkerQueue;
 use redjob::queue::keys::KeyLayout;
 use redjob::{Bulk, FailedJob, QueueConfig};
-use redis::AsyncCommands;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 use tests::cluster::TestCluster;

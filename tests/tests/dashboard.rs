@@ -4,8 +4,8 @@
 //! on one server and on a Redis Cluster (`<test>::one_server`, `<test>::cluster`).
 
 use examples::{Flaky, Noop, Panic};
-use redjob::Payload;
 use redis::AsyncCommands;
+use redjob::Payload;
 use std::time::Duration;
 use tests::dashboard::Dashboard;
 use tests::http::Request;

@@ -10,8 +10,8 @@
 //! The screenshot goes to `$DASHBOARD_SCREENSHOT`, else to cargo's test temporary directory.
 
 use examples::{Flaky, Noop, Panic, Sleep};
-use redjob::Payload;
 use redis::AsyncCommands;
+use redjob::Payload;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;

@@ -4,8 +4,8 @@
 //! on both).
 
 use chrono::{TimeZone, Utc};
-use redjob::admin::{Admin, AdminError, FailedFilter, FailedSelection};
 use redis::AsyncCommands;
+use redjob::admin::{Admin, AdminError, FailedFilter, FailedSelection};
 use std::collections::HashSet;
 use tests::dashboard::Dashboard;
 use tests::failed_store::{seed_failed, Seeded};

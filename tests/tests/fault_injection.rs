@@ -5,10 +5,10 @@
 //! `cargo test -p tests --test fault_injection -- --nocapture`.
 
 use examples::{Record, Sleep, RECORDS_KEY};
-use redjob::queue::keys::QueueKeys;
-use redjob::{Bulk, Error, Payload, QueueConfig, RedisQueue};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
+use redjob::queue::keys::QueueKeys;
+use redjob::{Bulk, Error, Payload, QueueConfig, RedisQueue};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,8 +4,8 @@
 //! `<test>::cluster`).
 
 use examples::{Noop, Panic, Sleep};
-use redjob::Payload;
 use redis::AsyncCommands;
+use redjob::Payload;
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;
 use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};

@@ -4,8 +4,8 @@
 //! and touch no unprefixed key.
 
 use examples::{Noop, Panic};
-use redjob::QueueConfig;
 use redis::AsyncCommands;
+use redjob::QueueConfig;
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;
 use tests::worker_process::WorkerProcess;

@@ -7,8 +7,8 @@
 //! Laravel job class runs on a Rust worker, encrypted ones with the app's key.
 
 use examples::{SendInvoice, Shared, INVOICES_KEY, RECORDS_KEY, SHARED_KEY};
-use redjob::{QueueConfig, RedisQueue};
 use redis::AsyncCommands;
+use redjob::{QueueConfig, RedisQueue};
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;

@@ -4,9 +4,9 @@
 //! wrong value.
 
 use examples::RECORDS_KEY;
+use redis::AsyncCommands;
 use redjob::queue::keys::QueueKeys;
 use redjob::Payload;
-use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::TestRedis;

@@ -7,9 +7,9 @@
 //! are in `worker_flow.rs`; payloads that fail the signature check in `security.rs`.)
 
 use examples::{Noop, Sleep};
+use redis::AsyncCommands;
 use redjob::queue::keys::QueueKeys;
 use redjob::{Payload, QueueConfig};
-use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::SentVia;

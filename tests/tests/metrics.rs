@@ -5,9 +5,9 @@
 //! `<test>::cluster`).
 
 use examples::{Noop, Panic, Sleep};
+use redis::AsyncCommands;
 use redjob::admin::Admin;
 use redjob::admin::AttemptOutcome;
-use redis::AsyncCommands;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;

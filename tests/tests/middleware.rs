@@ -3,10 +3,10 @@
 //! that outlive neither their job nor a killed worker, and requeues that cost no attempt.
 
 use examples::{Guarded, GUARDED_KEY};
+use redis::AsyncCommands;
 use redjob::__worker::AttemptSetup;
 use redjob::middleware::{Limit, RateLimited};
 use redjob::{Bulk, Payload};
-use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_until, SentVia, TestRedis};

@@ -4,10 +4,10 @@
 
 use chrono::Utc;
 use examples::{Noop, RebuildIndex, RefreshCache};
+use redis::AsyncCommands;
 use redjob::admin::{Admin, BatchFilter, BatchState, RecentFilter, UniqueFilter};
 use redjob::admin::{AttemptOutcome, RecentJob};
 use redjob::workflow::Batch;
-use redis::AsyncCommands;
 use std::collections::HashSet;
 use tests::dashboard::Dashboard;
 use tests::jobs_command::JobsCommand;

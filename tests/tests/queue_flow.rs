@@ -5,13 +5,13 @@ use redjob::__worker::WorkerQueue;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use redis::aio::MultiplexedConnection;
+use redis::AsyncCommands;
 use redjob::queue::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
 use redjob::queue::Envelope;
 use redjob::{
     job, Bulk, Error, FailedJob, Job, JobContext, JobResult, QueueConfig, QueueSize, RedisQueue,
 };
-use redis::aio::MultiplexedConnection;
-use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tests::{json_fields, wait_until, SentVia, TestRedis};

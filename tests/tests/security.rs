@@ -3,9 +3,9 @@
 //! signing, and the payload size limit at dispatch.
 
 use examples::{now_ms, Flaky, Noop, Record, RECORDS_KEY};
+use redis::AsyncCommands;
 use redjob::queue::keys::QueueKeys;
 use redjob::{Bulk, Error, Payload, QueueConfig, RedisQueue, SigningKey};
-use redis::AsyncCommands;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_until, SentVia, TestRedis};

@@ -4,8 +4,8 @@
 //! processing frees it as it starts, and a killed worker's job keeps it until it is done.
 
 use examples::{RebuildIndex, RefreshCache, ReindexSearch, UNIQUE_KEY};
-use redjob::{Bulk, Dispatched, Error, Payload};
 use redis::AsyncCommands;
+use redjob::{Bulk, Dispatched, Error, Payload};
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_until, SentVia, TestRedis};

@@ -6,9 +6,9 @@
 //! waiting.
 
 use examples::Noop;
+use redis::AsyncCommands;
 use redjob::admin::Admin;
 use redjob::RedisQueue;
-use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::time::Duration;
 use tests::dashboard::Dashboard;

@@ -3,8 +3,8 @@
 //! that runs past its timeout is stopped by the timeout alone.
 
 use examples::{Block, Noop, Sleep};
-use redjob::Payload;
 use redis::AsyncCommands;
+use redjob::Payload;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::SentVia;

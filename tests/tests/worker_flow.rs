@@ -3,8 +3,8 @@
 //! malformed-input set is in `malformed_input.rs`.
 
 use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep, RECORDS_KEY};
-use redjob::Payload;
 use redis::AsyncCommands;
+use redjob::Payload;
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_until, SentVia, TestRedis};

@@ -3,9 +3,9 @@
 //! is skipped, and a job runs twice only if it was in flight at a kill.
 
 use examples::{Caught, Step};
+use redis::AsyncCommands;
 use redjob::workflow::{Batch, BatchStatus, Chain};
 use redjob::Payload;
-use redis::AsyncCommands;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tests::worker_process::WorkerProcess;
