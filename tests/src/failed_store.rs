@@ -30,7 +30,7 @@ impl Seeded {
             uuid: uuid::Uuid::new_v4().to_string(),
             queue: format!("q{}", n % 3),
             job: ["Mail", "Invoice", "Report"][n % 7 % 3].to_owned(),
-            tags: if n.is_multiple_of(5) {
+            tags: if n % 5 == 0 {
                 vec!["vip".to_owned(), format!("n:{n}")]
             } else {
                 vec![format!("n:{n}")]

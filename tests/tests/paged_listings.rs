@@ -233,12 +233,7 @@ on_both_layouts!(unique_locks_page_by_scan_steps_and_filter_by_job);
 fn attempt(n: usize, outcome: AttemptOutcome) -> RecentJob {
     RecentJob {
         uuid: format!("00000000-0000-4000-8000-{n:012}"),
-        job: if n.is_multiple_of(2) {
-            "mail"
-        } else {
-            "invoice"
-        }
-        .into(),
+        job: if n % 2 == 0 { "mail" } else { "invoice" }.into(),
         queue: "emails".into(),
         attempt: 1,
         outcome,
@@ -246,7 +241,7 @@ fn attempt(n: usize, outcome: AttemptOutcome) -> RecentJob {
         finished_at: Utc::now(),
         worker: "w".into(),
         reason: None,
-        tags: if n.is_multiple_of(4) {
+        tags: if n % 4 == 0 {
             vec!["vip".into()]
         } else {
             vec![]

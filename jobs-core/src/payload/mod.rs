@@ -260,7 +260,7 @@ impl RawFields {
 
 /// The bytes of a hexadecimal string (either case), or `None` when it is not one.
 pub(crate) fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
+    if text.len() % 2 != 0 {
         return None;
     }
     (0..text.len())

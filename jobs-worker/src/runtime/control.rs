@@ -370,9 +370,9 @@ mod tests {
         let attempts = 2 * (keys::RECENT_LIMIT + 25);
         for n in 0..attempts {
             let uuid = format!("u{n}");
-            let failed = n.is_multiple_of(3);
+            let failed = n % 3 == 0;
             control.record(&Attempt {
-                queue: if n.is_multiple_of(2) { "even" } else { "odd" },
+                queue: if n % 2 == 0 { "even" } else { "odd" },
                 job: if failed { "mail" } else { "invoice" },
                 uuid: &uuid,
                 attempt: n as u32,
@@ -391,7 +391,7 @@ mod tests {
         assert_eq!(even.len(), keys::RECENT_LIMIT);
         let uuids: Vec<&str> = even.iter().map(|job| job.uuid.as_str()).collect();
         let expected: Vec<String> = (0..attempts)
-            .filter(|n| n.is_multiple_of(2))
+            .filter(|n| n % 2 == 0)
             .skip(25)
             .map(|n| format!("u{n}"))
             .collect();
@@ -399,8 +399,8 @@ mod tests {
         assert_eq!(pending.recent["odd"].len(), keys::RECENT_LIMIT);
         for job in even.iter().chain(&pending.recent["odd"]) {
             let n: usize = job.uuid[1..].parse().unwrap();
-            let failed = n.is_multiple_of(3);
-            assert_eq!(job.queue, if n.is_multiple_of(2) { "even" } else { "odd" });
+            let failed = n % 3 == 0;
+            assert_eq!(job.queue, if n % 2 == 0 { "even" } else { "odd" });
             assert_eq!(job.job, if failed { "mail" } else { "invoice" });
             assert_eq!(job.attempt, n as u32);
             assert_eq!(job.runtime_us, n as u64);
