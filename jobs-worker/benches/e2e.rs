@@ -15,7 +15,8 @@
 //! created untimed in a child; timed to the callback's start; `callback_ms` is the callback's
 //! start minus the last job's end). Our own: `chain` (a chain of N no-op links; the gaps from
 //! one link's end to the next one's start), `backlog` (drain rate with 1,000,000 queued jobs against
-//! 20,000), `migrate` (1,000,000 jobs due at one instant: the slowest script call, from
+//! 20,000), `io` (N jobs that each await 5 ms of simulated I/O at concurrency C: jobs/s
+//! against the ideal of C per 5 ms), `migrate` (1,000,000 jobs due at one instant: the slowest script call, from
 //! SLOWLOG), and `footprint` (Redis memory per queued job against the payload's length).
 //!
 //! The worker is the real runtime (`redjob_worker::Worker`) with its default options but for
@@ -123,6 +124,24 @@ struct Noop {
 #[job(name = "peerkit.noop")]
 impl Job for Noop {
     async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        tracker().count();
+        Ok(())
+    }
+}
+
+/// The `io` scenario's job: 5 ms of simulated I/O (an awaited sleep), then counted.
+#[derive(Serialize, Deserialize)]
+struct Io {
+    n: u64,
+}
+
+/// How long an [`Io`] job awaits.
+const IO_WAIT: Duration = Duration::from_millis(5);
+
+#[job(name = "peerkit.io")]
+impl Job for Io {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        tokio::time::sleep(IO_WAIT).await;
         tracker().count();
         Ok(())
     }
@@ -324,6 +343,7 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
         "enqueue" => enqueue(args, queue).await,
         "enqueue_single" => enqueue_single(args, queue).await,
         "drain" => drain(args, queue).await,
+        "io" => io(args, queue).await,
         "delayed" => lateness(args, queue, Arrival::Delayed).await,
         "pickup" => lateness(args, queue, Arrival::Pickup).await,
         "backlog" => backlog(args, queue).await,
@@ -505,6 +525,35 @@ async fn drain(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
     out.insert("jobs_per_sec".into(), json!(rate.round()));
     out.insert("elapsed_s".into(), json!(round2(secs)));
     out.insert("rss_mb".into(), json!(peak_rss_mb()));
+    // The worker's and Redis's CPU over the drain's wall time and the machine's cores: 1.0 is
+    // every core busy for the whole drain.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let busy = (own_cpu_seconds() - own_cpu) + redis_cpu;
+    out.insert("cores".into(), json!(cores));
+    out.insert(
+        "cpu_utilisation".into(),
+        json!(round2(busy / (secs * cores as f64))),
+    );
+    Ok(out)
+}
+
+/// `io`: N queued jobs that each await 5 ms of simulated I/O, one worker of concurrency C,
+/// timed to the N-th job's end; the ideal is C jobs per 5 ms.
+async fn io(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    for start in (0..args.jobs).step_by(CHUNK) {
+        let mut bulk = Bulk::via(queue);
+        for n in start..(start + CHUNK).min(args.jobs) {
+            let job = Io { n: n as u64 }.dispatch().on_queue(QUEUE);
+            bulk.add(job).map_err(error_text)?;
+        }
+        bulk.send().await.map_err(error_text)?;
+    }
+    let (rate, secs) = timed_drain(args, queue, args.jobs).await?;
+    let ideal = args.concurrency as f64 / IO_WAIT.as_secs_f64();
+    let mut out = throughput(args.jobs, secs);
+    out.insert("concurrency".into(), json!(args.concurrency));
+    out.insert("ideal_jobs_per_sec".into(), json!(ideal.round()));
+    out.insert("of_ideal".into(), json!(round2(rate / ideal)));
     Ok(out)
 }
 
