@@ -101,8 +101,7 @@ impl RedisQueue {
 
     /// Frees holds, each only if its owner still holds it.
     pub async fn free_holds(&self, holds: &[Hold]) -> Result<()> {
-        if let Some(offline) = self.offline_sink() {
-            offline.0.free(holds);
+        if self.free_offline(holds) {
             return Ok(());
         }
         for group in self.hold_groups(holds) {

@@ -29,11 +29,32 @@ pub(crate) trait Offline: Send + Sync + 'static {
 pub(crate) struct OfflineSink(pub(crate) std::sync::Arc<dyn Offline>);
 
 impl RedisQueue {
-    /// The offline sink of a handle that talks to no Redis.
-    pub(crate) fn offline_sink(&self) -> Option<std::sync::Arc<OfflineSink>> {
+    /// The part of type `T` that an offline handle's extensions hold (its [`OfflineSink`], a
+    /// capability's offline counterpart, the fake's recorder); `None` on a handle that talks to
+    /// a Redis, which looks nothing up.
+    pub(crate) fn offline_part<T: Send + Sync + 'static>(&self) -> Option<std::sync::Arc<T>> {
         match self.is_offline() {
-            true => self.extensions().get::<OfflineSink>(),
+            true => self.extensions().get::<T>(),
             false => None,
+        }
+    }
+
+    /// Hands `envelopes` to this handle's offline sink, when it talks to no Redis; `None`
+    /// otherwise, for the caller to push them.
+    pub(crate) async fn push_offline(&self, envelopes: &[Envelope]) -> Option<Vec<Dispatched>> {
+        let sink = self.offline_part::<OfflineSink>()?;
+        Some(sink.0.push(self, envelopes).await)
+    }
+
+    /// Hands `holds` to this handle's offline sink to free, when it talks to no Redis; `false`
+    /// otherwise, for the caller to free them.
+    pub(crate) fn free_offline(&self, holds: &[Hold]) -> bool {
+        match self.offline_part::<OfflineSink>() {
+            Some(sink) => {
+                sink.0.free(holds);
+                true
+            }
+            None => false,
         }
     }
 }

@@ -89,8 +89,8 @@ impl RedisQueue {
     pub async fn push_all(&self, envelopes: &[Envelope]) -> Result<Vec<Dispatched>> {
         let sealed = self.seal(envelopes)?;
         let envelopes = sealed.as_deref().unwrap_or(envelopes);
-        if let Some(offline) = self.offline_sink() {
-            return Ok(offline.0.push(self, envelopes).await);
+        if let Some(recorded) = self.push_offline(envelopes).await {
+            return Ok(recorded);
         }
         let plan = self.plan(envelopes);
         let outcomes = self.send(&plan, envelopes).await?;

@@ -44,13 +44,14 @@ impl RedisQueue {
         }
         let envelope = self.seal_one(&envelope)?;
         let lock = self.keys().unique(&envelope.queue, &lock_key);
-        if let Some(offline) = self.offline_schedules() {
-            let overlap_lock = schedule.overlaps_guarded().then_some((lock, OVERLAP_LOCK));
+        if self.is_offline() {
+            let overlap_lock = schedule
+                .overlaps_guarded()
+                .then(|| (lock.clone(), OVERLAP_LOCK));
             let name = schedule.name();
-            return Ok(offline
-                .0
-                .fire(self, name, tick, &envelope, overlap_lock)
-                .await);
+            if let Some(fired) = self.fire_offline(name, tick, &envelope, overlap_lock).await {
+                return Ok(fired);
+            }
         }
         let queue = self.queue_keys(&envelope.queue);
         let state = self.keys().schedule(&envelope.queue, schedule.name());

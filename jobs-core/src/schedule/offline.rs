@@ -29,11 +29,21 @@ pub(crate) trait OfflineSchedule: Send + Sync + 'static {
 pub(crate) struct OfflineSchedules(pub(crate) Arc<dyn OfflineSchedule>);
 
 impl RedisQueue {
-    /// Where this handle's schedule ticks go when it talks to no Redis.
-    pub(crate) fn offline_schedules(&self) -> Option<Arc<OfflineSchedules>> {
-        match self.is_offline() {
-            true => self.extensions().get::<OfflineSchedules>(),
-            false => None,
-        }
+    /// Hands the tick `tick` of the schedule `name` to this handle's [`OfflineSchedule`], when
+    /// it talks to no Redis and has one; `None` otherwise, for the caller to fire it.
+    pub(crate) async fn fire_offline(
+        &self,
+        name: &str,
+        tick: DateTime<Utc>,
+        envelope: &Envelope,
+        overlap_lock: Option<(String, Duration)>,
+    ) -> Option<Fired> {
+        let schedules = self.offline_part::<OfflineSchedules>()?;
+        Some(
+            schedules
+                .0
+                .fire(self, name, tick, envelope, overlap_lock)
+                .await,
+        )
     }
 }

@@ -239,11 +239,6 @@ pub fn current() -> Option<RedisQueue> {
 
 /// The recorder of a fake's handle.
 fn recorder_of(queue: &RedisQueue) -> Option<Arc<Recorder>> {
-    match queue.is_offline() {
-        true => queue
-            .extensions()
-            .get::<Arc<Recorder>>()
-            .map(|recorder| Arc::clone(&*recorder)),
-        false => None,
-    }
+    let recorder = queue.offline_part::<Arc<Recorder>>()?;
+    Some(Arc::clone(&recorder))
 }

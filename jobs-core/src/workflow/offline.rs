@@ -34,13 +34,3 @@ pub(crate) trait OfflineWorkflow: Send + Sync + 'static {
 
 /// The [`OfflineWorkflow`] of an offline handle, as its extensions hold it.
 pub(crate) struct OfflineWorkflows(pub(crate) Arc<dyn OfflineWorkflow>);
-
-impl RedisQueue {
-    /// Where this handle's chains and batches go when it talks to no Redis.
-    pub(crate) fn offline_workflows(&self) -> Option<Arc<OfflineWorkflows>> {
-        match self.is_offline() {
-            true => self.extensions().get::<OfflineWorkflows>(),
-            false => None,
-        }
-    }
-}

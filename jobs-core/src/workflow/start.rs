@@ -14,6 +14,7 @@ use crate::queue::keys::{KeyLayout, QueueKeys};
 use crate::queue::{scripts, RedisQueue};
 use crate::workflow::builder::{Batch, Chain, Member};
 use crate::workflow::link::Link;
+use crate::workflow::offline::OfflineWorkflows;
 use crate::workflow::plan::{prepare_members, ChainLinks, InChain, Opening, Prepared};
 use crate::workflow::record::BatchKeys;
 
@@ -32,7 +33,7 @@ impl Chain {
         });
         async move {
             let (queue, mut links) = prepared?;
-            if let Some(offline) = queue.offline_workflows() {
+            if let Some(offline) = queue.offline_part::<OfflineWorkflows>() {
                 let id = links.first.uuid;
                 offline.0.chain(&queue, links).await;
                 return Ok(id);
@@ -56,7 +57,7 @@ impl Batch {
         let prepared = self.prepare();
         async move {
             let (queue, id, opening, members) = prepared?;
-            if let Some(offline) = queue.offline_workflows() {
+            if let Some(offline) = queue.offline_part::<OfflineWorkflows>() {
                 offline.0.batch(&queue, id, &opening, &members).await;
                 return Ok(id);
             }
@@ -146,7 +147,7 @@ impl RedisQueue {
             .map(|job| Member::Job(Box::new(job)))
             .collect();
         let members = prepare_members(self, id, None, &members)?;
-        if let Some(offline) = self.offline_workflows() {
+        if let Some(offline) = self.offline_part::<OfflineWorkflows>() {
             return Ok(offline.0.add_to_batch(self, id, &members).await);
         }
         self.send_batch(id, BatchDispatch::Add, &members).await
