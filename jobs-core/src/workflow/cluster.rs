@@ -55,20 +55,14 @@ impl RedisQueue {
     ) -> Result<()> {
         let mut owed = Vec::new();
         if let Some(chain) = chain {
-            let id = chain.id.to_string();
             let mut prepend: Vec<String> = chain.prepend.iter().rev().map(Link::encode).collect();
             let next = if prepend.is_empty() {
                 String::new()
             } else {
                 prepend.remove(0)
             };
-            let mut call = scripts::CHAIN_STEP.key(self.keys().chain(&id));
-            call.key(self.keys().chain_catch(&id))
-                .key(self.keys().chain_owed(&id))
-                .arg("done")
-                .arg(job.to_string())
-                .arg(next)
-                .arg(prepend.len());
+            let mut call = self.chain_step(chain.id, "done", job);
+            call.arg(next).arg(prepend.len());
             for link in &prepend {
                 call.arg(link);
             }
@@ -112,13 +106,8 @@ impl RedisQueue {
         let mut owed = Vec::new();
         let leaving = self.leaving_batch(chain, batch).await?;
         if let Some(chain) = chain {
-            let id = chain.id.to_string();
-            let mut call = scripts::CHAIN_STEP.key(self.keys().chain(&id));
-            call.key(self.keys().chain_catch(&id))
-                .key(self.keys().chain_owed(&id))
-                .arg("failed")
-                .arg(job.to_string())
-                .arg(self.config().failed_max_age.as_secs().max(1));
+            let mut call = self.chain_step(chain.id, "failed", job);
+            call.arg(self.config().failed_max_age.as_secs().max(1));
             let catch: String = self.invoke(&call).await?;
             if !catch.is_empty() {
                 owed.push(catch);
@@ -130,6 +119,18 @@ impl RedisQueue {
             owed.extend(self.batch_settle(batch.id, "failed", &entry).await?);
         }
         self.push_stored(&owed).await
+    }
+
+    /// A `chain_step.lua` call of the chain `id`, for the job `job` that settled as `mode`
+    /// (`done` or `failed`), before the mode's own arguments.
+    fn chain_step(&self, id: Uuid, mode: &str, job: Uuid) -> redis::ScriptInvocation<'static> {
+        let id = id.to_string();
+        let mut call = scripts::CHAIN_STEP.key(self.keys().chain(&id));
+        call.key(self.keys().chain_catch(&id))
+            .key(self.keys().chain_owed(&id))
+            .arg(mode)
+            .arg(job.to_string());
+        call
     }
 
     /// Counts jobs of the batch `id` done, on a cluster, and pushes the callbacks that fell due.
