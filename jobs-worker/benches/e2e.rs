@@ -28,7 +28,7 @@ mod common;
 use clap::Parser;
 use common::{own_cpu_seconds, round2, wall_us};
 use redjob::__worker::WorkerQueue;
-use redjob::{job, Batch, Bulk, Chain, Job, JobContext, JobResult, RedisQueue};
+use redjob::{job, Batch, Bulk, Chain, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
 use redjob_worker::Stats;
 use redjob_worker::{Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
@@ -265,17 +265,20 @@ fn worker(args: &Args, queue: &RedisQueue) -> Worker {
 }
 
 async fn push_noops(queue: &RedisQueue, jobs: usize) -> redjob::Result<()> {
+    push_in_chunks(queue, jobs, |n| Noop { n, t: 0.0 }).await
+}
+
+/// Pushes `jobs` jobs made by `make` from their number onto the kit's queue, in bulk
+/// dispatches of [`CHUNK`].
+async fn push_in_chunks<J: Job>(
+    queue: &RedisQueue,
+    jobs: usize,
+    make: impl Fn(u64) -> J,
+) -> redjob::Result<()> {
     for start in (0..jobs).step_by(CHUNK) {
         let mut bulk = Bulk::via(queue);
         for n in start..(start + CHUNK).min(jobs) {
-            bulk.add(
-                Noop {
-                    n: n as u64,
-                    t: 0.0,
-                }
-                .dispatch()
-                .on_queue(QUEUE),
-            )?;
+            bulk.add(PendingDispatch::new(make(n as u64)).on_queue(QUEUE))?;
         }
         bulk.send().await?;
     }
@@ -540,14 +543,9 @@ async fn drain(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
 /// `io`: N queued jobs that each await 5 ms of simulated I/O, one worker of concurrency C,
 /// timed to the N-th job's end; the ideal is C jobs per 5 ms.
 async fn io(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
-    for start in (0..args.jobs).step_by(CHUNK) {
-        let mut bulk = Bulk::via(queue);
-        for n in start..(start + CHUNK).min(args.jobs) {
-            let job = Io { n: n as u64 }.dispatch().on_queue(QUEUE);
-            bulk.add(job).map_err(error_text)?;
-        }
-        bulk.send().await.map_err(error_text)?;
-    }
+    push_in_chunks(queue, args.jobs, |n| Io { n })
+        .await
+        .map_err(error_text)?;
     let (rate, secs) = timed_drain(args, queue, args.jobs).await?;
     let ideal = args.concurrency as f64 / IO_WAIT.as_secs_f64();
     let mut out = throughput(args.jobs, secs);
