@@ -48,9 +48,18 @@ pub trait SettleStep: Send + Sync + std::fmt::Debug {
     /// The group (a batch) this step only counts a done job in, when that is all it does: the
     /// worker then acknowledges the job together with the group's other finished jobs in one
     /// call, which counts them in the same step.
-    fn counted_in(&self) -> Option<uuid::Uuid> {
+    fn counted_in(&self) -> Option<CountedIn> {
         None
     }
+}
+
+/// A done job that its settle step only counts in a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountedIn {
+    /// The group: a batch's id.
+    pub group: uuid::Uuid,
+    /// The job's uuid, by which the group counts it once.
+    pub job: uuid::Uuid,
 }
 
 /// What settling a job changes besides its reservation, applied in the same step.

@@ -14,8 +14,9 @@ use crate::job::Job;
 use crate::payload::Payload;
 use crate::queue::settle::{Ending, SettleStep};
 use crate::queue::{Envelope, RedisQueue};
+use crate::workflow::link::Link;
 use crate::workflow::progress::{BatchProgress, ChainProgress};
-use crate::workflow::step::{sealed_links, WorkflowStep};
+use crate::workflow::step::WorkflowStep;
 
 /// The workflow state of one attempt, kept in its context's extensions.
 #[derive(Debug, Default)]
@@ -151,45 +152,47 @@ impl AttemptHook for Workflows {
         ending: Ending,
     ) -> std::result::Result<Option<Box<dyn SettleStep>>, String> {
         // Most jobs belong to no workflow and their handlers add nothing: no state was kept.
-        if ctx.extension::<WorkflowAttempt>().is_none() {
+        let Some(state) = ctx.extension::<WorkflowAttempt>() else {
             return Ok(None);
-        }
-        let chain = take_chain_edits(ctx);
-        let batch = take_batch_added(ctx);
+        };
         let job = ctx.uuid();
         let step = match ending {
-            Ending::Done => {
-                let built = (|| -> Result<_> {
-                    let chain = match &chain {
-                        Some((id, edits)) => Some(ChainProgress {
-                            id: *id,
-                            link: job,
-                            prepend: sealed_links(queue, &edits.prepend)?,
-                            append: sealed_links(queue, &edits.append)?,
-                        }),
-                        None => None,
-                    };
-                    let batch = match &batch {
-                        Some((id, added)) => Some(BatchProgress {
-                            id: *id,
-                            job,
-                            added: sealed_links(queue, added)?,
-                        }),
-                        None => None,
-                    };
-                    Ok(WorkflowStep { job, chain, batch })
-                })();
-                built.map_err(|err| format!("cannot add a job to its workflow: {err}"))?
-            }
+            Ending::Done => done_step(ctx, queue)
+                .map_err(|err| format!("cannot add a job to its workflow: {err}"))?,
+            // What the handler added is dropped with the attempt.
             Ending::Failed => WorkflowStep {
                 job,
-                chain: ctx.chain_id().map(|chain| ChainProgress::new(chain, job)),
-                batch: batch.map(|(id, _)| BatchProgress::new(id, job)),
+                chain: state.chain.map(|chain| ChainProgress::new(chain, job)),
+                batch: state.batch.map(|batch| BatchProgress::new(batch, job)),
             },
         };
         let any = step.chain.is_some() || step.batch.is_some();
         Ok(any.then(|| Box::new(step) as Box<dyn SettleStep>))
     }
+}
+
+/// The step of a job that is done: its chain and its batch, with the links and jobs its handler
+/// added, sealed now.
+fn done_step(ctx: &JobContext, queue: &RedisQueue) -> Result<WorkflowStep> {
+    let job = ctx.uuid();
+    let chain = match take_chain_edits(ctx) {
+        Some((id, edits)) => Some(ChainProgress {
+            id,
+            link: job,
+            prepend: Link::sealed_all(queue, &edits.prepend)?,
+            append: Link::sealed_all(queue, &edits.append)?,
+        }),
+        None => None,
+    };
+    let batch = match take_batch_added(ctx) {
+        Some((id, added)) => Some(BatchProgress {
+            id,
+            job,
+            added: Link::sealed_all(queue, &added)?,
+        }),
+        None => None,
+    };
+    Ok(WorkflowStep { job, chain, batch })
 }
 
 /// The links a running job adds to its chain, pushed when it is done (in the step that

@@ -58,6 +58,14 @@ impl Link {
         Ok(Link::from_envelope(&queue.seal_one(envelope)?))
     }
 
+    /// Links that push `envelopes`, each sealed by `queue`.
+    pub(crate) fn sealed_all(queue: &RedisQueue, envelopes: &[Envelope]) -> Result<Vec<Link>> {
+        envelopes
+            .iter()
+            .map(|envelope| Link::sealed(queue, envelope))
+            .collect()
+    }
+
     /// The key the link is pushed to: its queue's ready list, or its delayed set when it is
     /// due later.
     pub(crate) fn destination(&self, keys: &QueueKeys) -> String {

@@ -8,11 +8,10 @@ use uuid::Uuid;
 
 use crate::error::Result;
 use crate::queue::effects::Effects;
-use crate::queue::settle::{Ending, SettleStep, Settlement};
+use crate::queue::settle::{CountedIn, Ending, SettleStep, Settlement};
 use crate::queue::RedisQueue;
 use crate::workflow::cluster::joined_links;
 use crate::workflow::effects;
-use crate::workflow::link::Link;
 use crate::workflow::progress::{BatchProgress, ChainProgress};
 
 /// What settling the job `job` does to its chain and its batch.
@@ -40,9 +39,12 @@ impl SettleStep for WorkflowStep {
         }
     }
 
-    fn counted_in(&self) -> Option<Uuid> {
+    fn counted_in(&self) -> Option<CountedIn> {
         match (&self.chain, &self.batch) {
-            (None, Some(batch)) if batch.added.is_empty() => Some(batch.id),
+            (None, Some(batch)) if batch.added.is_empty() => Some(CountedIn {
+                group: batch.id,
+                job: batch.job,
+            }),
             _ => None,
         }
     }
@@ -101,17 +103,6 @@ impl WorkflowStep {
         }
         Ok(())
     }
-}
-
-/// Links sealed by `queue`, for what a handler added to its workflow.
-pub(crate) fn sealed_links(
-    queue: &RedisQueue,
-    envelopes: &[crate::queue::Envelope],
-) -> Result<Vec<Link>> {
-    envelopes
-        .iter()
-        .map(|envelope| Link::sealed(queue, envelope))
-        .collect()
 }
 
 impl From<ChainProgress> for Settlement {

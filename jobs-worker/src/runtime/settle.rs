@@ -93,7 +93,7 @@ impl Settler {
                     Verdict::Skip => info!(status = "SKIPPED", duration_ms, "SKIPPED"),
                     _ => info!(status = "DONE", duration_ms, "DONE"),
                 }
-                self.done(job, id.uuid, effects).await
+                self.done(job, effects).await
             }
             Verdict::Release(delay) | Verdict::Retry(delay) | Verdict::Requeue(delay) => {
                 let status = match verdict {
@@ -149,17 +149,15 @@ impl Settler {
     /// A finished job: acknowledged by the acker when it holds nothing and has no steps (or
     /// only a count in its batch, which the acker makes with the batch's other finished
     /// jobs), else in the call that frees its holds and takes its steps.
-    async fn done(&self, job: Reserved, uuid: &str, effects: AttemptEffects<'_>) -> Settled {
+    async fn done(&self, job: Reserved, effects: AttemptEffects<'_>) -> Settled {
         let AttemptEffects { holds, steps } = effects;
         let counted_in = match steps.as_slice() {
-            [only] => only
-                .counted_in()
-                .and_then(|batch| Some((batch, uuid.parse().ok()?))),
+            [only] => only.counted_in(),
             _ => None,
         };
         match (holds.is_empty(), steps.is_empty(), counted_in) {
             (true, true, _) => self.acks.ack(job),
-            (true, false, Some((batch, uuid))) => self.acks.ack_in_batch(job, batch, uuid),
+            (true, false, Some(counted)) => self.acks.ack_in_batch(job, counted.group, counted.job),
             _ => {
                 // Boxed, as the call below: its space would weigh on every job's future.
                 let settlement = Box::new(Settlement {
