@@ -19,10 +19,13 @@ use std::time::{Duration, Instant};
 use redjob::queue::keys;
 use redjob::{QueueConfig, RedisQueue};
 
-use crate::{free_port, TestRedis};
+use crate::TestRedis;
 
 /// How many primaries a test cluster has.
 pub const NODES: usize = 3;
+
+/// The nodes' `cluster-node-timeout`, in milliseconds.
+const NODE_TIMEOUT_MS: u32 = 5000;
 
 /// How long `TestCluster::start` waits for every node to report `cluster_state:ok`.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -38,19 +41,7 @@ impl TestCluster {
     /// `cluster_state:ok` and knows all nodes. Panics with the reason when it cannot.
     pub fn start() -> TestCluster {
         let nodes: Vec<TestRedis> = (0..NODES)
-            .map(|_| {
-                let bus_port = free_port().to_string();
-                TestRedis::start_with(&[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-port",
-                    &bus_port,
-                    "--cluster-node-timeout",
-                    "5000",
-                ])
-            })
+            .map(|_| TestRedis::start_cluster_node(NODE_TIMEOUT_MS))
             .collect();
         let addresses: Vec<String> = nodes
             .iter()

@@ -49,7 +49,30 @@ impl TestRedis {
     /// Starts a server as [`TestRedis::start`] does, with `extra` command-line options after
     /// the defaults (a later option wins, so `["--appendonly", "yes"]` turns persistence on).
     pub fn start_with(extra: &[&str]) -> TestRedis {
-        TestRedis::start_server(extra, false)
+        TestRedis::start_server(&|| extra.iter().map(|arg| arg.to_string()).collect(), false)
+    }
+
+    /// Starts a Redis Cluster node that has no slots yet: `cluster-enabled yes`, its cluster
+    /// file in its own directory, and the given node timeout in milliseconds. Its cluster bus
+    /// port is picked anew on each attempt to start, with the client port, so a bus port that
+    /// another test's server took in the meantime costs one attempt, not all of them.
+    pub fn start_cluster_node(node_timeout_ms: u32) -> TestRedis {
+        let options = || {
+            let bus_port = free_port().to_string();
+            [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-port",
+                &bus_port,
+                "--cluster-node-timeout",
+                &node_timeout_ms.to_string(),
+            ]
+            .map(String::from)
+            .to_vec()
+        };
+        TestRedis::start_server(&options, false)
     }
 
     /// Starts a server that accepts only TLS connections, on `rediss://127.0.0.1:PORT/`. A CA
@@ -58,10 +81,12 @@ impl TestRedis {
     /// [`TestRedis::queue`], [`TestRedis::client`] and [`TestRedis::config`] use. Clients
     /// need no certificate of their own.
     pub fn start_tls() -> TestRedis {
-        TestRedis::start_server(&[], true)
+        TestRedis::start_server(&Vec::new, true)
     }
 
-    fn start_server(extra: &[&str], tls: bool) -> TestRedis {
+    /// Starts a server, trying again on new ports when it does not come up. `extra` gives the
+    /// options of each attempt, so options that name ports of their own can change with it.
+    fn start_server(extra: &dyn Fn() -> Vec<String>, tls: bool) -> TestRedis {
         let mut failures = Vec::new();
         for _ in 0..START_ATTEMPTS {
             let port = free_port();
@@ -72,10 +97,11 @@ impl TestRedis {
             } else {
                 ("redis", None, Vec::new())
             };
+            let extra = extra();
             let args: Vec<&str> = tls_args
                 .iter()
+                .chain(extra.iter())
                 .map(String::as_str)
-                .chain(extra.iter().copied())
                 .collect();
             let child = spawn_redis_server(port, dir.path(), &args);
             let mut server = TestRedis {
