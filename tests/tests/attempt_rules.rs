@@ -53,7 +53,9 @@ async fn a_job_fails_on_its_max_exceptionsth_failed_attempt_whatever_its_tries()
 async fn retry_until_retries_past_the_tries_until_its_time_and_then_fails() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let until = chrono::Utc::now() + chrono::Duration::seconds(3);
+    // A whole second, as the payload keeps it (Laravel's `retryUntil` is a Unix timestamp):
+    // the job may fail from the start of that second on.
+    let until = chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp() + 3, 0).unwrap();
     let uuid = Flaky { fail_times: 1_000 }
         .dispatch()
         .tries(1)
