@@ -302,7 +302,7 @@ async fn a_worker_without_a_key_runs_signed_jobs() {
 #[tokio::test]
 async fn dispatch_refuses_a_payload_over_the_size_limit_and_pushes_nothing() {
     let redis = TestRedis::start();
-    let limit = 200;
+    let limit = 120;
     let queue = redis.queue_with(QueueConfig {
         max_payload_bytes: limit,
         ..QueueConfig::default()

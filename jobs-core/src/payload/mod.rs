@@ -20,7 +20,10 @@ use crate::payload::unique::UniqueLock;
 
 /// A job as stored in Redis, field for field and in the order of Laravel's Redis payload.
 ///
-/// Unset options are `null`. A signed payload also has a `signature` field. `attempts` is 0 when pushed and raised by one each time a worker
+/// Unset options are left out rather than written as `null` (and `failOnTimeout` when it is
+/// false): Laravel reads each of them with `?? null` (`?? false`), and a waiting job costs
+/// Redis fewer bytes. Payloads that hold them as `null`, as Laravel writes them, read the same.
+/// A signed payload also has a `signature` field. `attempts` is 0 when pushed and raised by one each time a worker
 /// reserves the job; the reserved copy differs from the pushed payload only in that number.
 ///
 /// ```
@@ -43,23 +46,35 @@ pub struct Payload {
     pub display_name: String,
     /// The registered job type name that workers look up.
     pub job: String,
-    /// Attempts allowed before the job fails (0: unlimited; null: the worker's `--tries`).
+    /// Attempts allowed before the job fails (0: unlimited; absent or null: the worker's
+    /// `--tries`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tries: Option<u32>,
-    /// Handled errors allowed before the job fails (null: no such limit).
+    /// Handled errors allowed before the job fails (absent or null: no such limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_exceptions: Option<u32>,
     /// Whether a timeout fails the job at once instead of retrying it (absent or null:
     /// false).
-    #[serde(default, deserialize_with = "null_as_false")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_false",
+        skip_serializing_if = "is_false"
+    )]
     pub fail_on_timeout: bool,
-    /// Seconds to wait before each retry, as Laravel writes them: `"1,5,10"`.
+    /// Seconds to wait before each retry, as Laravel writes them: `"1,5,10"` (absent or
+    /// null: the worker's `--backoff`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff: Option<String>,
-    /// Seconds the handler may run (null: the worker's `--timeout`).
+    /// Seconds the handler may run (absent or null: the worker's `--timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
-    /// Unix time after which the job is no longer retried (null: no such limit).
+    /// Unix time after which the job is no longer retried (absent or null: no such limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_until: Option<i64>,
     /// The job struct, serialized.
     pub data: Box<RawValue>,
     /// Unix time of the dispatch (absent from what Laravel before 11 writes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<i64>,
     /// The unique lock of a unique job (see [`crate::payload::unique`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,7 +110,8 @@ pub struct Payload {
     pub requeues: u32,
     /// How many times the job has been reserved.
     pub attempts: u32,
-    /// The delay given at dispatch, in seconds, or null.
+    /// The delay given at dispatch, in seconds; absent (or null) when there was none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<serde_json::Number>,
 }
 
@@ -123,6 +139,10 @@ impl Payload {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn is_false(flag: &bool) -> bool {
+    !*flag
 }
 
 /// `null` read as `false`, as Laravel's payloads may hold it.
