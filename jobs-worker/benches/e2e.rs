@@ -868,7 +868,7 @@ fn main() {
     );
     line.insert(
         "version".into(),
-        json!(format!("jobs {}", env!("CARGO_PKG_VERSION"))),
+        json!(format!("redjob {}", env!("CARGO_PKG_VERSION"))),
     );
     println!("{}", Value::Object(line));
 }
