@@ -54,6 +54,17 @@ async fn lrange(conn: &mut Conn, key: &str) -> Vec<String> {
     conn.lrange(key, 0, -1).await.expect("LRANGE")
 }
 
+/// The fields of the one payload on the list `key`, in their order.
+async fn the_one_payload(conn: &mut Conn, key: &str) -> Vec<(String, Value)> {
+    let ready = lrange(conn, key).await;
+    assert_eq!(ready.len(), 1, "one payload on {key}: {ready:?}");
+    json_fields(&ready[0])
+}
+
+fn field_names(fields: &[(String, Value)]) -> Vec<&str> {
+    fields.iter().map(|(name, _)| name.as_str()).collect()
+}
+
 async fn llen(conn: &mut Conn, key: &str) -> u64 {
     conn.llen(key).await.expect("LLEN")
 }
@@ -180,12 +191,9 @@ async fn payload_has_laravel_fields_in_order() {
     let uuid = Invoice { id: 7 }.dispatch().sent_via(&queue).await;
     let now = redis.server_time().await;
 
-    let ready = lrange(&mut conn, "queues:billing").await;
-    assert_eq!(ready.len(), 1, "one payload on queues:billing: {ready:?}");
-    let fields = json_fields(&ready[0]);
-    let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
+    let fields = the_one_payload(&mut conn, "queues:billing").await;
     assert_eq!(
-        names,
+        field_names(&fields),
         [
             "uuid",
             "displayName",
@@ -220,12 +228,9 @@ async fn payload_has_laravel_fields_in_order() {
     // A job without options: every option left out (Laravel reads each with `?? null`), on
     // the default queue.
     Numbered { n: 1 }.dispatch().sent_via(&queue).await;
-    let ready = lrange(&mut conn, "queues:default").await;
-    assert_eq!(ready.len(), 1, "one payload on queues:default: {ready:?}");
-    let fields = json_fields(&ready[0]);
-    let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
+    let fields = the_one_payload(&mut conn, "queues:default").await;
     assert_eq!(
-        names,
+        field_names(&fields),
         [
             "uuid",
             "displayName",
