@@ -16,8 +16,9 @@
 //! start minus the last job's end). Our own: `chain` (a chain of N no-op links; the gaps from
 //! one link's end to the next one's start), `backlog` (drain rate with 1,000,000 queued jobs against
 //! 20,000), `io` (N jobs that each await 5 ms of simulated I/O at concurrency C: jobs/s
-//! against the ideal of C per 5 ms), `migrate` (1,000,000 jobs due at one instant: the slowest script call, from
-//! SLOWLOG), and `footprint` (Redis memory per queued job against the payload's length).
+//! against the ideal of C per 5 ms), and `migrate` (1,000,000 jobs due at one instant: the
+//! slowest script call, from SLOWLOG). Redis memory per waiting job is measured from outside,
+//! beside the peers', by `scripts/bench-footprint`.
 //!
 //! The worker is the real runtime (`redjob_worker::Worker`) with its default options but for
 //! `--queue`, `--concurrency` and `--sleep`; no log subscriber is installed, as a production
@@ -26,8 +27,7 @@
 mod common;
 
 use clap::Parser;
-use common::{own_cpu_seconds, round2, wall_us};
-use redjob::__worker::WorkerQueue;
+use common::{flush, own_cpu_seconds, round2, wall_us};
 use redjob::{job, Batch, Bulk, Chain, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
 use redjob_worker::Stats;
 use redjob_worker::{Worker, WorkerConfig};
@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 const QUEUE: &str = "peerkit";
 const CHUNK: usize = 1000;
@@ -219,12 +219,9 @@ impl Job for Timed {
     }
 }
 
+/// Milliseconds since the Unix epoch, with a fraction.
 fn wall_ms() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-        * 1000.0
+    wall_us() as f64 / 1000.0
 }
 
 fn peak_rss_mb() -> Option<f64> {
@@ -351,7 +348,6 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
         "pickup" => lateness(args, queue, Arrival::Pickup).await,
         "backlog" => backlog(args, queue).await,
         "migrate" => migrate(args, queue).await,
-        "footprint" => footprint(args, queue).await,
         other => Err(format!("unknown scenario {other:?}")),
     }
 }
@@ -516,13 +512,11 @@ async fn drain(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
     let own_cpu = own_cpu_seconds();
     let (rate, secs) = timed_drain(args, queue, args.jobs).await?;
     let per_job_us = |seconds: f64| round2(seconds * 1e6 / args.jobs as f64);
+    let own_cpu = own_cpu_seconds() - own_cpu;
     let redis_cpu = redis_cpu_seconds(queue).await.map_err(error_text)? - redis_cpu;
     let mut out = Map::new();
     out.insert("redis_cpu_us_per_job".into(), json!(per_job_us(redis_cpu)));
-    out.insert(
-        "worker_cpu_us_per_job".into(),
-        json!(per_job_us(own_cpu_seconds() - own_cpu)),
-    );
+    out.insert("worker_cpu_us_per_job".into(), json!(per_job_us(own_cpu)));
     out.insert("jobs".into(), json!(args.jobs));
     out.insert("concurrency".into(), json!(args.concurrency));
     out.insert("jobs_per_sec".into(), json!(rate.round()));
@@ -531,7 +525,7 @@ async fn drain(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
     // The worker's and Redis's CPU over the drain's wall time and the machine's cores: 1.0 is
     // every core busy for the whole drain.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let busy = (own_cpu_seconds() - own_cpu) + redis_cpu;
+    let busy = own_cpu + redis_cpu;
     out.insert("cores".into(), json!(cores));
     out.insert(
         "cpu_utilisation".into(),
@@ -641,7 +635,7 @@ async fn push_pickups(queue: &RedisQueue, jobs: usize) -> Result<(), String> {
 async fn backlog(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
     let mut rates = Vec::new();
     for jobs in [20_000, 1_000_000] {
-        flush(queue).await.map_err(error_text)?;
+        flush(queue).await?;
         prep_in_child(args, jobs);
         let (rate, _) = timed_drain(args, queue, jobs).await?;
         rates.push(rate);
@@ -657,11 +651,10 @@ async fn backlog(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, 
 
 async fn migrate(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
     let jobs = 1_000_000;
-    let mut conn = queue.connection();
-    fill_delayed_all_due(queue, &mut conn, jobs).await?;
-    reset_slowlog(queue, &mut conn).await?;
+    fill_delayed_all_due(queue, jobs).await?;
+    reset_slowlog(queue).await?;
     let (rate, secs) = timed_drain(args, queue, jobs).await?;
-    let slow = queue_calls_in_slowlog(queue, &mut conn).await?;
+    let slow = queue_calls_in_slowlog(queue).await?;
     let mut out = Map::new();
     out.insert("jobs".into(), json!(jobs));
     out.insert("concurrency".into(), json!(args.concurrency));
@@ -677,11 +670,7 @@ async fn migrate(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, 
 }
 
 /// Writes `jobs` no-op jobs straight into the delayed set, all due at the same past instant.
-async fn fill_delayed_all_due(
-    queue: &RedisQueue,
-    conn: &mut redjob::queue::connection::Connection,
-    jobs: usize,
-) -> Result<(), String> {
+async fn fill_delayed_all_due(queue: &RedisQueue, jobs: usize) -> Result<(), String> {
     let payload = Noop { n: 0, t: 0.0 }
         .dispatch()
         .on_queue(QUEUE)
@@ -689,7 +678,6 @@ async fn fill_delayed_all_due(
         .map_err(error_text)?
         .payload;
     for start in (0..jobs).step_by(10_000) {
-        let mut pipe = redis::pipe();
         let mut zadd = redis::cmd("ZADD");
         zadd.arg("queues:peerkit:delayed");
         for n in start..start + 10_000 {
@@ -700,51 +688,35 @@ async fn fill_delayed_all_due(
                 1,
             ));
         }
-        pipe.add_command(zadd).ignore();
-        queue
-            .timed(pipe.query_async::<()>(&mut *conn))
-            .await
-            .map_err(error_text)?;
+        queue.query::<()>(&zadd).await.map_err(error_text)?;
     }
     Ok(())
 }
 
 /// Logs every call of 1 ms or more from here on, and empties the log.
-async fn reset_slowlog(
-    queue: &RedisQueue,
-    conn: &mut redjob::queue::connection::Connection,
-) -> Result<(), String> {
+async fn reset_slowlog(queue: &RedisQueue) -> Result<(), String> {
     let _: () = queue
-        .timed(
+        .query(
             redis::cmd("CONFIG")
                 .arg("SET")
                 .arg("slowlog-log-slower-than")
                 .arg(1_000)
                 .arg("slowlog-max-len")
-                .arg(100_000)
-                .query_async(&mut *conn),
+                .arg(100_000),
         )
         .await
         .map_err(error_text)?;
     queue
-        .timed(redis::cmd("SLOWLOG").arg("RESET").query_async(conn))
+        .query(redis::cmd("SLOWLOG").arg("RESET"))
         .await
         .map_err(error_text)
 }
 
 /// The SLOWLOG's entries, as [`slowlog_entries`], but for the benchmark's own SLOWLOG and
 /// CONFIG calls, which are not queue operations.
-async fn queue_calls_in_slowlog(
-    queue: &RedisQueue,
-    conn: &mut redjob::queue::connection::Connection,
-) -> Result<Vec<Value>, String> {
+async fn queue_calls_in_slowlog(queue: &RedisQueue) -> Result<Vec<Value>, String> {
     let slow: Vec<Value> = queue
-        .timed(
-            redis::cmd("SLOWLOG")
-                .arg("GET")
-                .arg(100_000)
-                .query_async::<redis::Value>(conn),
-        )
+        .query::<redis::Value>(redis::cmd("SLOWLOG").arg("GET").arg(100_000))
         .await
         .map(|v| slowlog_entries(&v))
         .map_err(error_text)?;
@@ -757,31 +729,9 @@ async fn queue_calls_in_slowlog(
         .collect())
 }
 
-async fn footprint(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
-    let jobs = args.jobs;
-    let mut conn = queue.connection();
-    let before = used_memory(queue, &mut conn).await.map_err(error_text)?;
-    push_noops(queue, jobs).await.map_err(error_text)?;
-    let after = used_memory(queue, &mut conn).await.map_err(error_text)?;
-    let sample: String = queue
-        .timed(redis::AsyncCommands::lindex(&mut conn, "queues:peerkit", 0))
-        .await
-        .map_err(error_text)?;
-    let per_job = (after - before) as f64 / jobs as f64;
-    let mut out = Map::new();
-    out.insert("jobs".into(), json!(jobs));
-    out.insert("bytes_per_job".into(), json!(per_job.round()));
-    out.insert("payload_bytes".into(), json!(sample.len()));
-    out.insert("ratio".into(), json!(round2(per_job / sample.len() as f64)));
-    Ok(out)
-}
-
 /// CPU time Redis has used so far (user + system), from `INFO cpu`.
 async fn redis_cpu_seconds(queue: &RedisQueue) -> redjob::Result<f64> {
-    let mut conn = queue.connection();
-    let info: String = queue
-        .timed(redis::cmd("INFO").arg("cpu").query_async(&mut conn))
-        .await?;
+    let info: String = queue.query(redis::cmd("INFO").arg("cpu")).await?;
     Ok(info
         .lines()
         .filter_map(|l| {
@@ -790,27 +740,6 @@ async fn redis_cpu_seconds(queue: &RedisQueue) -> redjob::Result<f64> {
         })
         .filter_map(|v| v.trim().parse::<f64>().ok())
         .sum())
-}
-
-async fn flush(queue: &RedisQueue) -> redjob::Result<()> {
-    let mut conn = queue.connection();
-    queue
-        .timed(redis::cmd("FLUSHALL").query_async::<()>(&mut conn))
-        .await
-}
-
-async fn used_memory(
-    queue: &RedisQueue,
-    conn: &mut redjob::queue::connection::Connection,
-) -> redjob::Result<u64> {
-    let info: String = queue
-        .timed(redis::cmd("INFO").arg("memory").query_async(conn))
-        .await?;
-    Ok(info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0))
 }
 
 /// SLOWLOG entries as `{"us": duration, "command": first word}`.

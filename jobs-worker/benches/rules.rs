@@ -24,9 +24,8 @@
 mod common;
 
 use clap::Parser;
-use common::{round2, wall_us};
+use common::{flush, round2, wall_us};
 use redis::AsyncCommands;
-use redjob::__worker::WorkerQueue;
 use redjob::middleware::{Funnel, Layer, Limit, RateLimited};
 use redjob::{job, Bulk, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
 use redjob_worker::{Worker, WorkerConfig};
@@ -111,8 +110,9 @@ impl Job for Limited {
     async fn handle(&self, _ctx: &JobContext) -> JobResult {
         let at = wall_us();
         let queue = RedisQueue::default_handle()?;
-        let mut conn = queue.connection();
-        queue.timed(conn.rpush::<_, _, ()>(STARTS, at)).await?;
+        queue
+            .query::<()>(redis::cmd("RPUSH").arg(STARTS).arg(at))
+            .await?;
         Ok(())
     }
 }
@@ -133,21 +133,14 @@ impl Job for Funneled {
 
     async fn handle(&self, _ctx: &JobContext) -> JobResult {
         let queue = RedisQueue::default_handle()?;
-        let mut conn = queue.connection();
-        let running: i64 = queue.timed(conn.incr(RUNNING, 1)).await?;
-        queue.timed(conn.rpush::<_, _, ()>(STARTS, running)).await?;
+        let running: i64 = queue.query(redis::cmd("INCR").arg(RUNNING)).await?;
+        queue
+            .query::<()>(redis::cmd("RPUSH").arg(STARTS).arg(running))
+            .await?;
         tokio::time::sleep(Duration::from_millis(self.ms)).await;
-        queue.timed(conn.decr::<_, _, ()>(RUNNING, 1)).await?;
+        queue.query::<()>(redis::cmd("DECR").arg(RUNNING)).await?;
         Ok(())
     }
-}
-
-async fn flush(queue: &RedisQueue) -> Result<(), String> {
-    let mut conn = queue.connection();
-    redis::cmd("FLUSHALL")
-        .query_async::<()>(&mut conn)
-        .await
-        .map_err(|e| e.to_string())
 }
 
 /// Awaits `dispatch`; returns the microseconds it took.

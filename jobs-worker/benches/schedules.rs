@@ -17,7 +17,6 @@ mod common;
 use chrono::{DateTime, Utc};
 use clap::Parser;
 use common::{own_cpu_seconds, round2, wall_us};
-use redjob::__worker::WorkerQueue;
 use redjob::schedule::{tick_uuid, Schedule};
 use redjob::{job, Job, JobContext, JobResult, RedisQueue};
 use redjob_worker::{Worker, WorkerConfig};
@@ -54,12 +53,9 @@ impl Job for Tick {
     async fn handle(&self, ctx: &JobContext) -> JobResult {
         let started_us = wall_us();
         let queue = RedisQueue::default_handle()?;
-        let mut conn = queue.connection();
         let entry = format!("{} {started_us}", ctx.uuid());
         queue
-            .timed(redis::AsyncCommands::rpush::<_, _, ()>(
-                &mut conn, RECORDS, entry,
-            ))
+            .query::<()>(redis::cmd("RPUSH").arg(RECORDS).arg(entry))
             .await?;
         Ok(())
     }
@@ -132,9 +128,8 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 child.wait_with_output().map_err(|e| e.to_string())?;
             }
             let ended = Utc::now();
-            let mut conn = queue.connection();
             let records: Vec<String> = queue
-                .timed(redis::AsyncCommands::lrange(&mut conn, RECORDS, 0, -1))
+                .query(redis::cmd("LRANGE").arg(RECORDS).arg(0).arg(-1))
                 .await
                 .map_err(|e| e.to_string())?;
             let ticks: Vec<DateTime<Utc>> = (started.timestamp()..=ended.timestamp())

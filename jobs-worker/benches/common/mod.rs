@@ -1,6 +1,8 @@
-//! What the benchmarks share: the JSON line each run prints, its number format, and the wall
-//! clock that handlers in different processes stamp their times with.
+//! What the benchmarks share: the JSON line each run prints, its number format, the wall
+//! clock that handlers in different processes stamp their times with, and emptying Redis
+//! between runs.
 
+use redjob::RedisQueue;
 use serde_json::{json, Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -49,4 +51,13 @@ pub(crate) fn wall_us() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0)
+}
+
+/// Empties the benchmark's Redis between runs.
+#[allow(dead_code)] // Each benchmark compiles this module; `schedules` has no use for it.
+pub(crate) async fn flush(queue: &RedisQueue) -> Result<(), String> {
+    queue
+        .query::<()>(&redis::cmd("FLUSHALL"))
+        .await
+        .map_err(|e| e.to_string())
 }
