@@ -84,17 +84,8 @@ pub trait WorkerQueue: Sync {
         reserved: Option<&str>,
         record: &FailedJob,
     ) -> impl Future<Output = Result<bool>> + Send {
-        self.fail_bytes(queue, reserved.unwrap_or("").as_bytes(), record)
-    }
-
-    /// Records a failed job whose reserved copy is given as bytes (empty: never reserved).
-    fn fail_bytes(
-        &self,
-        queue: &QueueKeys,
-        reserved: &[u8],
-        record: &FailedJob,
-    ) -> impl Future<Output = Result<bool>> + Send {
         async move {
+            let reserved = reserved.unwrap_or("").as_bytes();
             let settlement = Settlement::default();
             self.fail_with(queue, reserved, record, &settlement, None)
                 .await
@@ -130,12 +121,6 @@ pub trait WorkerQueue: Sync {
         claim: Duration,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<String>>> + Send;
-
-    /// Runs one Redis call under the command timeout (`call.rs`).
-    fn timed<T: Send>(
-        &self,
-        call: impl Future<Output = redis::RedisResult<T>> + Send,
-    ) -> impl Future<Output = Result<T>> + Send;
 }
 
 impl WorkerQueue for RedisQueue {
@@ -211,12 +196,5 @@ impl WorkerQueue for RedisQueue {
 
     async fn claim_hooks(&self, claim: Duration, limit: usize) -> Result<Vec<String>> {
         RedisQueue::claim_hooks(self, claim, limit).await
-    }
-
-    async fn timed<T: Send>(
-        &self,
-        call: impl Future<Output = redis::RedisResult<T>> + Send,
-    ) -> Result<T> {
-        RedisQueue::timed(self, call).await
     }
 }

@@ -7,7 +7,6 @@
 //! policy says.
 
 use chrono::{DateTime, Utc};
-use redjob::__worker::WorkerQueue;
 use redjob::schedule::{Fired, Schedule};
 use redjob::RedisQueue;
 use std::collections::BTreeMap;
@@ -173,10 +172,8 @@ impl Clock {
         if self.measured.is_some_and(|at| at.elapsed() < CLOCK_EVERY) {
             return;
         }
-        let mut conn = queue.connection();
         let before = Utc::now();
-        let time: Result<(i64, i64), _> =
-            queue.timed(redis::cmd("TIME").query_async(&mut conn)).await;
+        let time: Result<(i64, i64), _> = queue.query(&redis::cmd("TIME")).await;
         let after = Utc::now();
         if let Ok((seconds, micros)) = time {
             let redis_ms = seconds * 1000 + micros / 1000;

@@ -6,7 +6,6 @@
 //! When Redis cannot be reached at start, the write is retried in the background until it
 //! succeeds or the worker stops.
 
-use redjob::__worker::WorkerQueue;
 use redjob::admin::WaitThreshold;
 use redjob::RedisQueue;
 use std::time::Duration;
@@ -47,14 +46,8 @@ pub(crate) async fn write(
 
 async fn try_write(queue: &RedisQueue, thresholds: &[WaitThreshold]) -> redjob::Result<()> {
     let fields: Vec<(&str, u64)> = thresholds.iter().map(|t| (t.queue(), t.secs())).collect();
-    let mut conn = queue.connection();
     let _: () = queue
-        .timed(
-            redis::cmd("HSET")
-                .arg(queue.keys().waits())
-                .arg(&fields)
-                .query_async(&mut conn),
-        )
+        .query(redis::cmd("HSET").arg(queue.keys().waits()).arg(&fields))
         .await?;
     info!(
         waits = %thresholds.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),

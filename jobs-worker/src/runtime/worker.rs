@@ -1,7 +1,6 @@
 //! The worker: a job loop with its services around it, from start to stop.
 
 use crate::events::{Listener, Listeners};
-use redjob::__worker::WorkerQueue;
 use redjob::middleware::Layer;
 use redjob::RedisQueue;
 use std::sync::Arc;
@@ -183,14 +182,8 @@ impl Worker {
 /// Warns when Redis may evict keys: any `maxmemory-policy` but `noeviction` can silently
 /// delete whole queues under memory pressure. Servers that refuse `CONFIG GET` are not checked.
 async fn warn_unless_noeviction(queue: &RedisQueue) {
-    let mut conn = queue.connection();
     let reply: redjob::Result<Vec<String>> = queue
-        .timed(
-            redis::cmd("CONFIG")
-                .arg("GET")
-                .arg("maxmemory-policy")
-                .query_async(&mut conn),
-        )
+        .query(redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy"))
         .await;
     match reply.as_deref() {
         Ok([_, policy]) if policy != "noeviction" => warn!(
