@@ -21,14 +21,14 @@ thread_local! {
     static THREAD_DEFAULTS: RefCell<Vec<RedisQueue>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The default handle scoped to the running future ([`RedisQueue::scope`]), if any.
-pub(crate) fn scoped_default() -> Option<RedisQueue> {
-    SCOPED_DEFAULT.try_with(RedisQueue::clone).ok()
-}
-
-/// The handle last installed on this thread ([`RedisQueue::install_on_thread`]), if any.
-pub(crate) fn thread_default() -> Option<RedisQueue> {
-    THREAD_DEFAULTS.with(|installed| installed.borrow().last().cloned())
+/// The default handle that is local to the running code: the one scoped to the running future
+/// ([`RedisQueue::scope`]), else the one last installed on this thread
+/// ([`RedisQueue::install_on_thread`]), if any.
+pub(crate) fn local_default() -> Option<RedisQueue> {
+    SCOPED_DEFAULT
+        .try_with(RedisQueue::clone)
+        .ok()
+        .or_else(|| THREAD_DEFAULTS.with(|installed| installed.borrow().last().cloned()))
 }
 
 /// A handle installed as its thread's default; dropping it uninstalls it.
@@ -59,7 +59,7 @@ impl RedisQueue {
     /// [`crate::testing`]), else the process-wide one given to [`RedisQueue::set_default`],
     /// else one opened from `REDIS_URL` on first use.
     pub fn default_handle() -> Result<Self> {
-        if let Some(handle) = scoped_default().or_else(thread_default) {
+        if let Some(handle) = local_default() {
             return Ok(handle);
         }
         if let Some(queue) = PROCESS_DEFAULT.get() {

@@ -42,5 +42,5 @@ pub use reserve::Popped;
 pub use size::QueueSize;
 pub use url::{redact_url, redis_client, redis_url_from_env, DEFAULT_REDIS_URL};
 
-pub(crate) use default::{scoped_default, thread_default, ThreadDefault};
+pub(crate) use default::{local_default, ThreadDefault};
 pub(crate) use due::{delay_from_due, due_arg};

@@ -55,7 +55,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::queue::offline::OfflineSink;
-use crate::queue::{scoped_default, thread_default, Extensions, RedisQueue, ThreadDefault};
+use crate::queue::{local_default, Extensions, RedisQueue, ThreadDefault};
 use crate::schedule::fire::Fired;
 use crate::schedule::offline::OfflineSchedules;
 use crate::testing::recorder::Recorder;
@@ -230,10 +230,7 @@ pub fn fake() -> Installed {
 /// The fake that is the default handle here, if any: one scoped to the running future, else
 /// the one last installed on this thread.
 pub fn current() -> Option<RedisQueue> {
-    let handle = match scoped_default() {
-        Some(scoped) => Some(scoped),
-        None => thread_default(),
-    }?;
+    let handle = local_default()?;
     recorder_of(&handle).map(|_| handle)
 }
 
