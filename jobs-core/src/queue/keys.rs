@@ -203,27 +203,8 @@ pub const WAITS: &str = "jobs:waits";
 /// How many finished attempts [`Keys::recent`] keeps per queue.
 pub const RECENT_LIMIT: usize = 100;
 
-/// The list of a queue's most recently finished attempts (JSON, newest first, at most
-/// [`RECENT_LIMIT`]).
-///
-fn recent(queue: &str) -> String {
-    format!("{OPS_PREFIX}recent:{queue}")
-}
-
 /// Prefix of the per-minute metric hashes; see [`Keys::metrics_minute`].
 pub const METRICS_PREFIX: &str = "jobs:metrics:";
-
-/// The heartbeat record (JSON, with a TTL) of the worker with this id.
-///
-fn worker(id: &str) -> String {
-    format!("{OPS_PREFIX}worker:{id}")
-}
-
-/// The hash of job counters for one minute, `minute` being Unix seconds / 60.
-///
-fn metrics_minute(minute: i64) -> String {
-    format!("{METRICS_PREFIX}{minute}")
-}
 
 /// The environment variable [`QueueConfig::default`](crate::QueueConfig) reads the key prefix
 /// from, as Laravel's `REDIS_PREFIX`.
@@ -341,7 +322,8 @@ impl Keys {
         self.prefixed(RESTART)
     }
 
-    /// A queue's most recently finished attempts.
+    /// A queue's most recently finished attempts (JSON, newest first, at most
+    /// [`RECENT_LIMIT`]).
     ///
     /// ```
     /// use redjob::queue::keys::{KeyLayout, Keys};
@@ -349,7 +331,7 @@ impl Keys {
     /// assert_eq!(keys.recent("emails"), "jobs:recent:emails");
     /// ```
     pub fn recent(&self, queue: &str) -> String {
-        self.prefixed(&recent(queue))
+        self.prefixed(&format!("{OPS_PREFIX}recent:{queue}"))
     }
 
     /// A worker's heartbeat record (JSON, with a TTL).
@@ -360,7 +342,7 @@ impl Keys {
     /// assert_eq!(keys.worker("4f1c"), "app_jobs:worker:4f1c");
     /// ```
     pub fn worker(&self, id: &str) -> String {
-        self.prefixed(&worker(id))
+        self.prefixed(&format!("{OPS_PREFIX}worker:{id}"))
     }
 
     /// One minute's job counters, `minute` being Unix seconds / 60.
@@ -371,7 +353,7 @@ impl Keys {
     /// assert_eq!(keys.metrics_minute(29_395_828), "jobs:metrics:29395828");
     /// ```
     pub fn metrics_minute(&self, minute: i64) -> String {
-        self.prefixed(&metrics_minute(minute))
+        self.prefixed(&format!("{METRICS_PREFIX}{minute}"))
     }
 
     /// A rate limit's sliding window of admissions, for the limit `name` and the key `by`
