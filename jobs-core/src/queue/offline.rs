@@ -4,7 +4,7 @@
 //! batches, schedule ticks) find their offline counterparts in the handle's
 //! [`Extensions`](super::Extensions).
 
-use futures_util::future::BoxFuture;
+use async_trait::async_trait;
 
 use crate::payload::unique::Dispatched;
 use crate::queue::handle::RedisQueue;
@@ -12,14 +12,11 @@ use crate::queue::hold::Hold;
 use crate::queue::push::Envelope;
 
 /// Where an offline handle's pushes go.
+#[async_trait]
 pub(crate) trait Offline: Send + Sync + 'static {
     /// Takes `envelopes`, pushed through `queue`, as a real queue would: each is queued, or
     /// refused as a duplicate of a unique job.
-    fn push<'a>(
-        &'a self,
-        queue: &'a RedisQueue,
-        envelopes: &'a [Envelope],
-    ) -> BoxFuture<'a, Vec<Dispatched>>;
+    async fn push(&self, queue: &RedisQueue, envelopes: &[Envelope]) -> Vec<Dispatched>;
 
     /// Frees holds, each only if its owner holds it.
     fn free(&self, holds: &[Hold]);

@@ -2,8 +2,8 @@
 //! goes to an [`OfflineSchedule`] its extensions hold (the fake queue of [`crate::testing`]
 //! records it).
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use futures_util::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,18 +11,19 @@ use crate::queue::{Envelope, RedisQueue};
 use crate::schedule::fire::Fired;
 
 /// Where an offline handle's schedule ticks go.
+#[async_trait]
 pub(crate) trait OfflineSchedule: Send + Sync + 'static {
     /// Fires the tick `tick` of the schedule `name`, pushing `envelope` unless a tick as late
     /// was fired, or, with `overlap_lock` (its key and how long it lasts), while the job of an
     /// earlier tick holds it.
-    fn fire<'a>(
-        &'a self,
-        queue: &'a RedisQueue,
-        name: &'a str,
+    async fn fire(
+        &self,
+        queue: &RedisQueue,
+        name: &str,
         tick: DateTime<Utc>,
-        envelope: &'a Envelope,
+        envelope: &Envelope,
         overlap_lock: Option<(String, Duration)>,
-    ) -> BoxFuture<'a, Fired>;
+    ) -> Fired;
 }
 
 /// The [`OfflineSchedule`] of an offline handle, as its extensions hold it.

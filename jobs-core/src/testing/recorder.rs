@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 use uuid::Uuid;
 
-use futures_util::future::BoxFuture;
+use async_trait::async_trait;
 
 use crate::payload::unique::{Dispatched, Duplicate};
 use crate::queue::hold::Hold;
@@ -70,161 +70,6 @@ impl Recorder {
         if let Some(inline) = &self.inline {
             for work in work {
                 inline.run(queue, work).await;
-            }
-        }
-    }
-
-    /// Records pushes: a unique job whose lock is held is refused, as Redis would refuse it;
-    /// a debounced job replaces the one still waiting in its window.
-    pub(crate) async fn push(&self, queue: &RedisQueue, envelopes: &[Envelope]) -> Vec<Dispatched> {
-        let now = Instant::now();
-        let mut outcomes = Vec::with_capacity(envelopes.len());
-        let mut run = Vec::new();
-        {
-            let mut state = self.state();
-            for envelope in envelopes {
-                if let Some(unique) = &envelope.unique {
-                    let key = queue.keys().unique(&envelope.queue, &unique.lock.key);
-                    if let Some((holder, _)) = state.locks.get(&key).filter(|(_, t)| *t > now) {
-                        outcomes.push(Dispatched::Duplicate(Duplicate {
-                            job: envelope.job.to_string(),
-                            unique_id: unique.unique_id.clone(),
-                            holder: *holder,
-                        }));
-                        continue;
-                    }
-                    state.locks.insert(key, (envelope.uuid, now + unique.lasts));
-                }
-                if let (Some(debounce), None) = (&envelope.debounce, &self.inline) {
-                    let mut first = now;
-                    let window = state.debounced.get(&debounce.key).copied();
-                    if let Some((waiting, opened, _)) = window.filter(|(_, _, due)| *due > now) {
-                        state.pushed.retain(|job| job.uuid != waiting);
-                        first = opened;
-                    }
-                    let due = (now + debounce.wait).min(first + debounce.max_wait);
-                    state
-                        .debounced
-                        .insert(debounce.key.clone(), (envelope.uuid, first, due));
-                }
-                outcomes.push(Dispatched::Queued(envelope.uuid));
-                if let Some(recorded) = Recorded::from_envelope(envelope, Origin::Dispatch) {
-                    state.pushed.push(recorded.clone());
-                    run.push(Work::Job(recorded));
-                }
-            }
-        }
-        self.run_inline(queue, run).await;
-        outcomes
-    }
-
-    /// Records a chain: its first link pushed, the others kept.
-    pub(crate) async fn chain(&self, queue: &RedisQueue, links: ChainLinks) {
-        let chain = recorded_chain(&links, links.first.uuid, &links.batches);
-        {
-            let mut state = self.state();
-            if let Some(ChainLink::Job(first)) = chain.links.first() {
-                state.pushed.push(first.clone());
-            }
-            for link in &chain.links {
-                if let ChainLink::Batch(batch) = link {
-                    state.batches.push((**batch).clone());
-                }
-            }
-            state.chains.push(chain.clone());
-        }
-        self.run_inline(queue, vec![Work::Chain(chain)]).await;
-    }
-
-    /// Records a batch: its jobs pushed, each chain's later links kept.
-    pub(crate) async fn batch(
-        &self,
-        queue: &RedisQueue,
-        id: Uuid,
-        opening: &Opening,
-        members: &[Prepared],
-    ) {
-        let batch = recorded_batch(id, opening, members, None);
-        {
-            let mut state = self.state();
-            state.pushed.extend(batch.jobs.iter().cloned());
-            state.batches.push(batch.clone());
-        }
-        self.run_inline(queue, vec![Work::Batch(batch)]).await;
-    }
-
-    /// Records jobs added to the batch `id` from outside it; `false` for a batch this fake
-    /// never recorded.
-    pub(crate) async fn add_to_batch(
-        &self,
-        queue: &RedisQueue,
-        id: Uuid,
-        members: &[Prepared],
-    ) -> bool {
-        let added: Vec<Recorded> = members
-            .iter()
-            .filter_map(|m| Recorded::from_link(&m.links.first, Origin::Batch { id }))
-            .collect();
-        {
-            let mut state = self.state();
-            let Some(batch) = state.batches.iter_mut().find(|b| b.id == id) else {
-                return false;
-            };
-            batch.jobs.extend(added.iter().cloned());
-            state.pushed.extend(added.iter().cloned());
-        }
-        let work = added.into_iter().map(Work::Job).collect();
-        self.run_inline(queue, work).await;
-        true
-    }
-
-    /// Records a schedule's tick, firing it only when no tick as late was fired and, for a
-    /// schedule without overlapping, when the job of an earlier tick holds no lock.
-    pub(crate) async fn fire(
-        &self,
-        queue: &RedisQueue,
-        name: &str,
-        tick: DateTime<Utc>,
-        envelope: &Envelope,
-        overlap_lock: Option<(String, std::time::Duration)>,
-    ) -> Fired {
-        let now = Instant::now();
-        let recorded = {
-            let mut state = self.state();
-            if state.ticks.get(name).is_some_and(|last| *last >= tick) {
-                return Fired::Taken;
-            }
-            state.ticks.insert(name.to_owned(), tick);
-            if let Some((key, lasts)) = overlap_lock {
-                if state.locks.get(&key).is_some_and(|(_, t)| *t > now) {
-                    return Fired::Skipped;
-                }
-                state.locks.insert(key, (envelope.uuid, now + lasts));
-            }
-            let origin = Origin::Schedule {
-                name: name.to_owned(),
-                tick,
-            };
-            let Some(recorded) = Recorded::from_envelope(envelope, origin) else {
-                return Fired::Taken;
-            };
-            state.pushed.push(recorded.clone());
-            recorded
-        };
-        self.run_inline(queue, vec![Work::Job(recorded)]).await;
-        Fired::Pushed(envelope.uuid)
-    }
-
-    /// Frees locks, each only if its owner holds it.
-    pub(crate) fn free(&self, holds: &[Hold]) {
-        let mut state = self.state();
-        for hold in holds {
-            let owned = state
-                .locks
-                .get(&hold.key)
-                .is_some_and(|(holder, _)| holder.to_string() == hold.owner);
-            if owned {
-                state.locks.remove(&hold.key);
             }
         }
     }
@@ -290,61 +135,155 @@ fn record_link(link: Option<&Link>) -> Option<Recorded> {
     Recorded::from_link(link?, Origin::Dispatch)
 }
 
+#[async_trait]
 impl Offline for Recorder {
-    fn push<'a>(
-        &'a self,
-        queue: &'a RedisQueue,
-        envelopes: &'a [Envelope],
-    ) -> BoxFuture<'a, Vec<Dispatched>> {
-        Box::pin(Recorder::push(self, queue, envelopes))
+    /// Records pushes: a unique job whose lock is held is refused, as Redis would refuse it;
+    /// a debounced job replaces the one still waiting in its window.
+    async fn push(&self, queue: &RedisQueue, envelopes: &[Envelope]) -> Vec<Dispatched> {
+        let now = Instant::now();
+        let mut outcomes = Vec::with_capacity(envelopes.len());
+        let mut run = Vec::new();
+        {
+            let mut state = self.state();
+            for envelope in envelopes {
+                if let Some(unique) = &envelope.unique {
+                    let key = queue.keys().unique(&envelope.queue, &unique.lock.key);
+                    if let Some((holder, _)) = state.locks.get(&key).filter(|(_, t)| *t > now) {
+                        outcomes.push(Dispatched::Duplicate(Duplicate {
+                            job: envelope.job.to_string(),
+                            unique_id: unique.unique_id.clone(),
+                            holder: *holder,
+                        }));
+                        continue;
+                    }
+                    state.locks.insert(key, (envelope.uuid, now + unique.lasts));
+                }
+                if let (Some(debounce), None) = (&envelope.debounce, &self.inline) {
+                    let mut first = now;
+                    let window = state.debounced.get(&debounce.key).copied();
+                    if let Some((waiting, opened, _)) = window.filter(|(_, _, due)| *due > now) {
+                        state.pushed.retain(|job| job.uuid != waiting);
+                        first = opened;
+                    }
+                    let due = (now + debounce.wait).min(first + debounce.max_wait);
+                    state
+                        .debounced
+                        .insert(debounce.key.clone(), (envelope.uuid, first, due));
+                }
+                outcomes.push(Dispatched::Queued(envelope.uuid));
+                if let Some(recorded) = Recorded::from_envelope(envelope, Origin::Dispatch) {
+                    state.pushed.push(recorded.clone());
+                    run.push(Work::Job(recorded));
+                }
+            }
+        }
+        self.run_inline(queue, run).await;
+        outcomes
     }
 
+    /// Frees locks, each only if its owner holds it.
     fn free(&self, holds: &[Hold]) {
-        Recorder::free(self, holds)
+        let mut state = self.state();
+        for hold in holds {
+            let owned = state
+                .locks
+                .get(&hold.key)
+                .is_some_and(|(holder, _)| holder.to_string() == hold.owner);
+            if owned {
+                state.locks.remove(&hold.key);
+            }
+        }
     }
 }
 
+#[async_trait]
 impl OfflineWorkflow for Recorder {
-    fn chain<'a>(&'a self, queue: &'a RedisQueue, links: ChainLinks) -> BoxFuture<'a, ()> {
-        Box::pin(Recorder::chain(self, queue, links))
+    /// Records a chain: its first link pushed, the others kept.
+    async fn chain(&self, queue: &RedisQueue, links: ChainLinks) {
+        let chain = recorded_chain(&links, links.first.uuid, &links.batches);
+        {
+            let mut state = self.state();
+            if let Some(ChainLink::Job(first)) = chain.links.first() {
+                state.pushed.push(first.clone());
+            }
+            for link in &chain.links {
+                if let ChainLink::Batch(batch) = link {
+                    state.batches.push((**batch).clone());
+                }
+            }
+            state.chains.push(chain.clone());
+        }
+        self.run_inline(queue, vec![Work::Chain(chain)]).await;
     }
 
-    fn batch<'a>(
-        &'a self,
-        queue: &'a RedisQueue,
-        id: Uuid,
-        opening: &'a Opening,
-        members: &'a [Prepared],
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(Recorder::batch(self, queue, id, opening, members))
+    /// Records a batch: its jobs pushed, each chain's later links kept.
+    async fn batch(&self, queue: &RedisQueue, id: Uuid, opening: &Opening, members: &[Prepared]) {
+        let batch = recorded_batch(id, opening, members, None);
+        {
+            let mut state = self.state();
+            state.pushed.extend(batch.jobs.iter().cloned());
+            state.batches.push(batch.clone());
+        }
+        self.run_inline(queue, vec![Work::Batch(batch)]).await;
     }
 
-    fn add_to_batch<'a>(
-        &'a self,
-        queue: &'a RedisQueue,
-        id: Uuid,
-        members: &'a [Prepared],
-    ) -> BoxFuture<'a, bool> {
-        Box::pin(Recorder::add_to_batch(self, queue, id, members))
+    /// Records jobs added to the batch `id` from outside it; `false` for a batch this fake
+    /// never recorded.
+    async fn add_to_batch(&self, queue: &RedisQueue, id: Uuid, members: &[Prepared]) -> bool {
+        let added: Vec<Recorded> = members
+            .iter()
+            .filter_map(|m| Recorded::from_link(&m.links.first, Origin::Batch { id }))
+            .collect();
+        {
+            let mut state = self.state();
+            let Some(batch) = state.batches.iter_mut().find(|b| b.id == id) else {
+                return false;
+            };
+            batch.jobs.extend(added.iter().cloned());
+            state.pushed.extend(added.iter().cloned());
+        }
+        let work = added.into_iter().map(Work::Job).collect();
+        self.run_inline(queue, work).await;
+        true
     }
 }
 
+#[async_trait]
 impl OfflineSchedule for Recorder {
-    fn fire<'a>(
-        &'a self,
-        queue: &'a RedisQueue,
-        name: &'a str,
+    /// Records a schedule's tick, firing it only when no tick as late was fired and, for a
+    /// schedule without overlapping, when the job of an earlier tick holds no lock.
+    async fn fire(
+        &self,
+        queue: &RedisQueue,
+        name: &str,
         tick: DateTime<Utc>,
-        envelope: &'a Envelope,
+        envelope: &Envelope,
         overlap_lock: Option<(String, std::time::Duration)>,
-    ) -> BoxFuture<'a, Fired> {
-        Box::pin(Recorder::fire(
-            self,
-            queue,
-            name,
-            tick,
-            envelope,
-            overlap_lock,
-        ))
+    ) -> Fired {
+        let now = Instant::now();
+        let recorded = {
+            let mut state = self.state();
+            if state.ticks.get(name).is_some_and(|last| *last >= tick) {
+                return Fired::Taken;
+            }
+            state.ticks.insert(name.to_owned(), tick);
+            if let Some((key, lasts)) = overlap_lock {
+                if state.locks.get(&key).is_some_and(|(_, t)| *t > now) {
+                    return Fired::Skipped;
+                }
+                state.locks.insert(key, (envelope.uuid, now + lasts));
+            }
+            let origin = Origin::Schedule {
+                name: name.to_owned(),
+                tick,
+            };
+            let Some(recorded) = Recorded::from_envelope(envelope, origin) else {
+                return Fired::Taken;
+            };
+            state.pushed.push(recorded.clone());
+            recorded
+        };
+        self.run_inline(queue, vec![Work::Job(recorded)]).await;
+        Fired::Pushed(envelope.uuid)
     }
 }
