@@ -163,6 +163,10 @@ impl Processor {
             .settler
             .settle(job, id, verdict, error, started, effects)
             .await;
+        // The failure may have cancelled its batch: the batch's next job here reads again.
+        if let (Some(batch), Some(_)) = (payload.batch, &failure) {
+            self.cancelled.forget(batch);
+        }
         if let Some((event, verdict, error)) = reported {
             Box::pin(self.report(&event, &verdict, error.as_deref(), settled)).await;
         }
@@ -191,8 +195,7 @@ impl Processor {
         Some(event)
     }
 
-    /// After a job failed for good: its batch's cancellation is read again (the failure may
-    /// have cancelled it), and, once its record is written, its `failed()` hook runs.
+    /// After a job failed for good, once its record is written: its `failed()` hook runs.
     async fn after_failure(
         &self,
         decoded: &Decoded,
@@ -200,9 +203,6 @@ impl Processor {
         settled: Settled,
         reason: String,
     ) {
-        if let Some(batch) = decoded.payload.batch {
-            self.cancelled.forget(batch);
-        }
         if settled == (Settled::Failed { recorded: true }) {
             let failed = FailedContext::new(
                 ctx.uuid(),

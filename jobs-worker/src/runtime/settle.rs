@@ -214,10 +214,11 @@ impl Settler {
         );
         self.stats.record_failure();
         let reserved = job.unreadable.as_deref().unwrap_or(job.raw.as_bytes());
-        let settlement = Box::new(Settlement {
+        // Not boxed, unlike a finished job's: this whole call runs boxed.
+        let settlement = Settlement {
             holds: effects.holds.to_free(true),
             steps: effects.steps,
-        });
+        };
         let hook_claim = id.failed_hook.then_some(self.retry_after);
         let recorded = self
             .apply(&job, "record the failed job", |q| {
