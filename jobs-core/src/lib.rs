@@ -41,16 +41,16 @@ pub mod workflow;
 
 pub use dispatch::{Bulk, PendingDispatch, DEFAULT_QUEUE};
 pub use error::{Error, Result};
-pub use job::backoff::Backoff;
 pub use job::context::{JobContext, Request};
-pub use job::delay::Delay;
 pub use job::failed::FailedContext;
 pub use job::identity::JobIdentity;
 pub use job::registry::JobRegistration;
-pub use job::unique::{Dispatched, Duplicate, UniqueUntil};
 pub use job::{Job, JobError, JobOptions, JobResult};
+pub use payload::backoff::Backoff;
+pub use payload::delay::Delay;
 pub use payload::failed::FailedJob;
 pub use payload::signing::SigningKey;
+pub use payload::unique::{Dispatched, Duplicate, UniqueUntil};
 pub use payload::Payload;
 pub use queue::{QueueConfig, QueueSize, RedisQueue};
 pub use workflow::{Batch, Chain};
@@ -62,7 +62,7 @@ pub use workflow::{Batch, Chain};
 /// `backoff = [N, ...]` (seconds), `timeout = N` (seconds), `fail_on_timeout`,
 /// `retry_for = N` (seconds after the dispatch during which the job is retried, tries not
 /// counted), `max_exceptions = N`,
-/// `unique_for = N` (seconds: the job is unique by [`Job::unique_id`], see [`job::unique`]),
+/// `unique_for = N` (seconds: the job is unique by [`Job::unique_id`], see [`payload::unique`]),
 /// `unique_until = "done"` (the default) or `"processing"`, `debounce = N` and
 /// `max_wait = N` (seconds: dispatches with one [`Job::debounce_id`] within `N` seconds of each
 /// other leave one job, which runs `N` seconds after the last, or `max_wait` after the first),

@@ -10,9 +10,6 @@ mod result;
 
 pub use result::{JobError, JobResult};
 
-// Where they were first defined; they are parts of the payload.
-pub use crate::payload::{backoff, delay, unique};
-
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
