@@ -6,9 +6,10 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::queue::effects::Effects;
+use crate::queue::keys::QueueKeys;
 use crate::workflow::advance::ChainDone;
 use crate::workflow::count::BatchStep;
-use crate::workflow::link::StoredLink;
+use crate::workflow::link::{Link, StoredLink};
 
 /// The key a stored link is pushed to, its queue's notify, and its stored form and due time;
 /// a missing link fills the key places with `placeholder` and pushes nothing.
@@ -81,18 +82,19 @@ pub(crate) fn batch_failed(effects: &mut Effects, step: BatchStep, job: Uuid, le
 }
 
 /// Starts a batch its chain reached: pushes its parked jobs (`links`, in the order of the
-/// `parked` list) and closes the dispatch that parked them (`batch_start`).
+/// `parked` list, each with the keys of its queue) and closes the dispatch that parked them
+/// (`batch_start`).
 pub(crate) fn batch_start(
     effects: &mut Effects,
     step: BatchStep,
     parked: String,
-    links: Vec<StoredLink>,
+    links: Vec<(Link, QueueKeys)>,
 ) {
     let mut keys: Vec<String> = step.keys().map(str::to_owned).collect();
     keys.push(parked);
     let mut args: Vec<String> = step.args().collect();
     args.push(links.len().to_string());
-    for (_, link, queue_keys) in links {
+    for (link, queue_keys) in links {
         keys.push(link.destination(&queue_keys));
         keys.push(queue_keys.notify);
         args.push(link.due);

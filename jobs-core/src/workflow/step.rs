@@ -62,7 +62,10 @@ impl WorkflowStep {
                     let (step, parked, links) = queue.batch_start_step(batch).await?;
                     let links = links
                         .into_iter()
-                        .map(|link| (String::new(), link.clone(), queue.queue_keys(&link.queue)))
+                        .map(|link| {
+                            let keys = queue.queue_keys(&link.queue);
+                            (link, keys)
+                        })
                         .collect();
                     effects::batch_start(into, step, parked, links);
                 }
