@@ -80,7 +80,7 @@ pub use async_trait::async_trait;
 /// follows the worker's needs.
 #[doc(hidden)]
 pub mod __worker {
-    pub use crate::job::attempt::{settle_steps, start as start_attempt};
+    pub use crate::job::attempt::{done_steps, failed_steps, start as start_attempt};
     pub use crate::job::context::AttemptSetup;
     pub use crate::queue::protocol::WorkerQueue;
     pub use crate::queue::settle::{CountedIn, Ending, SettleStep, Settlement};

@@ -9,7 +9,7 @@
 
 use crate::job::context::JobContext;
 use crate::payload::Payload;
-use crate::queue::settle::{Ending, SettleStep};
+use crate::queue::settle::SettleStep;
 use crate::queue::RedisQueue;
 
 /// A capability's part in every attempt.
@@ -18,15 +18,18 @@ pub trait AttemptHook: Sync + 'static {
     /// from the job's payload.
     fn start(&self, payload: &Payload, ctx: &JobContext);
 
-    /// When the attempt ends with the job done or failed for good: the step that settling it
-    /// takes for this capability, if any. `Err` gives why a job that is done cannot be settled
-    /// as done (it then fails, for that reason); for a failed job it is never `Err`.
-    fn settle(
+    /// When the attempt ends with the job done: the step that settling it takes for this
+    /// capability, if any, or why the job cannot be settled as done (it then fails, for that
+    /// reason).
+    fn done(
         &self,
         ctx: &JobContext,
         queue: &RedisQueue,
-        ending: Ending,
     ) -> Result<Option<Box<dyn SettleStep>>, String>;
+
+    /// When the attempt ends with the job failed for good: the step that settling it takes
+    /// for this capability, if any.
+    fn failed(&self, ctx: &JobContext, queue: &RedisQueue) -> Option<Box<dyn SettleStep>>;
 }
 
 /// An [`AttemptHook`], as a capability registers it with `inventory::submit!`.
@@ -41,16 +44,28 @@ pub fn start(payload: &Payload, ctx: &JobContext) {
     }
 }
 
-/// The steps every registered hook adds to settling the attempt of `ctx` with `ending`; `Err`
-/// gives why a job that is done cannot be settled as done.
-pub fn settle_steps(
+/// The steps every registered hook adds to settling the attempt of `ctx` as done. When a hook
+/// cannot settle it as done, the job fails instead: `Err` gives why, with the steps of that
+/// failure.
+#[allow(clippy::type_complexity)]
+pub fn done_steps(
     ctx: &JobContext,
     queue: &RedisQueue,
-    ending: Ending,
-) -> Result<Vec<Box<dyn SettleStep>>, String> {
+) -> Result<Vec<Box<dyn SettleStep>>, (String, Vec<Box<dyn SettleStep>>)> {
     let mut steps = Vec::new();
     for hook in inventory::iter::<AttemptHookRegistration> {
-        steps.extend(hook.0.settle(ctx, queue, ending)?);
+        match hook.0.done(ctx, queue) {
+            Ok(step) => steps.extend(step),
+            Err(reason) => return Err((reason, failed_steps(ctx, queue))),
+        }
     }
     Ok(steps)
+}
+
+/// The steps every registered hook adds to settling the attempt of `ctx` as failed for good.
+pub fn failed_steps(ctx: &JobContext, queue: &RedisQueue) -> Vec<Box<dyn SettleStep>> {
+    inventory::iter::<AttemptHookRegistration>
+        .into_iter()
+        .filter_map(|hook| hook.0.failed(ctx, queue))
+        .collect()
 }

@@ -253,10 +253,10 @@ impl RedisQueue {
     }
 
     /// `envelope` sealed ([`RedisQueue::seal`]): signed, if this handle signs, and checked.
-    pub(crate) fn seal_one(&self, envelope: &Envelope) -> Result<Envelope> {
-        Ok(match self.seal(std::slice::from_ref(envelope))? {
+    pub(crate) fn seal_one(&self, envelope: Envelope) -> Result<Envelope> {
+        Ok(match self.seal(std::slice::from_ref(&envelope))? {
             Some(mut signed) => signed.remove(0),
-            None => envelope.clone(),
+            None => envelope,
         })
     }
 }

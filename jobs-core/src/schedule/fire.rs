@@ -42,7 +42,7 @@ impl RedisQueue {
                 envelope.payload = payload.to_json();
             }
         }
-        let envelope = self.seal_one(&envelope)?;
+        let envelope = self.seal_one(envelope)?;
         let lock = self.keys().unique(&envelope.queue, &lock_key);
         if self.is_offline() {
             let overlap_lock = schedule

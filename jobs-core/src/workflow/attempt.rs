@@ -12,7 +12,7 @@ use crate::job::attempt::{AttemptHook, AttemptHookRegistration};
 use crate::job::context::JobContext;
 use crate::job::Job;
 use crate::payload::Payload;
-use crate::queue::settle::{Ending, SettleStep};
+use crate::queue::settle::SettleStep;
 use crate::queue::{Envelope, RedisQueue};
 use crate::workflow::link::Link;
 use crate::workflow::progress::{BatchProgress, ChainProgress};
@@ -32,9 +32,30 @@ struct WorkflowAttempt {
 }
 
 impl WorkflowAttempt {
+    /// The attempt's state, made now if it has none (a job of no workflow that starts a
+    /// chain).
     fn of(ctx: &JobContext) -> Arc<WorkflowAttempt> {
         ctx.extensions()
             .get_or_insert_with(WorkflowAttempt::default)
+    }
+
+    /// The chain the job `job` is a link of, or that its handler started, with the links its
+    /// handler added (taken: a second call finds none); `None` for a job that is neither.
+    fn take_chain_edits(&self, job: Uuid) -> Option<(Uuid, ChainAdditions)> {
+        let edits = std::mem::take(&mut *lock(&self.chain_edits));
+        let added = !edits.prepend.is_empty() || !edits.append.is_empty();
+        match self.chain {
+            Some(chain) => Some((chain, edits)),
+            None if added => Some((job, edits)),
+            None => None,
+        }
+    }
+
+    /// The batch the job belongs to and the jobs its handler added to it (taken: a second
+    /// call finds none); `None` for a job of no batch.
+    fn take_batch_added(&self) -> Option<(Uuid, Vec<Envelope>)> {
+        let added = std::mem::take(&mut *lock(&self.batch_added));
+        Some((self.batch?, added))
     }
 }
 
@@ -60,7 +81,7 @@ impl JobContext {
     /// }
     /// ```
     pub fn batch(&self) -> Option<BatchEdits> {
-        let state = WorkflowAttempt::of(self);
+        let state = self.extension::<WorkflowAttempt>()?;
         Some(BatchEdits {
             batch: state.batch?,
             queue: self.queue().to_owned(),
@@ -98,29 +119,21 @@ impl JobContext {
 
     /// The chain this job is a link of (its first job's uuid), if it is one.
     pub fn chain_id(&self) -> Option<Uuid> {
-        WorkflowAttempt::of(self).chain
+        self.extension::<WorkflowAttempt>()?.chain
     }
 }
 
 /// The chain this job is a link of, or that its handler started, with the links its handler
 /// added (taken: a second call finds none); `None` for a job that is neither.
 pub fn take_chain_edits(ctx: &JobContext) -> Option<(Uuid, ChainAdditions)> {
-    let state = WorkflowAttempt::of(ctx);
-    let edits = std::mem::take(&mut *lock(&state.chain_edits));
-    let added = !edits.prepend.is_empty() || !edits.append.is_empty();
-    match state.chain {
-        Some(chain) => Some((chain, edits)),
-        None if added => Some((ctx.uuid(), edits)),
-        None => None,
-    }
+    ctx.extension::<WorkflowAttempt>()?
+        .take_chain_edits(ctx.uuid())
 }
 
 /// The batch this job belongs to and the jobs its handler added to it (taken: a second call
 /// finds none); `None` for a job of no batch.
 pub fn take_batch_added(ctx: &JobContext) -> Option<(Uuid, Vec<Envelope>)> {
-    let state = WorkflowAttempt::of(ctx);
-    let added = std::mem::take(&mut *lock(&state.batch_added));
-    Some((state.batch?, added))
+    ctx.extension::<WorkflowAttempt>()?.take_batch_added()
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -143,52 +156,52 @@ impl AttemptHook for Workflows {
         }
     }
 
-    /// A job that is done pushes the links and jobs its handler added, sealed now; one that
-    /// failed drops them. A link or job that cannot be sealed fails the job that added it.
-    fn settle(
+    /// A job that is done pushes the links and jobs its handler added, sealed now. A link or
+    /// job that cannot be sealed fails the job that added it.
+    fn done(
         &self,
         ctx: &JobContext,
         queue: &RedisQueue,
-        ending: Ending,
     ) -> std::result::Result<Option<Box<dyn SettleStep>>, String> {
         // Most jobs belong to no workflow and their handlers add nothing: no state was kept.
         let Some(state) = ctx.extension::<WorkflowAttempt>() else {
             return Ok(None);
         };
+        let step = done_step(&state, ctx.uuid(), queue)
+            .map_err(|err| format!("cannot add a job to its workflow: {err}"))?;
+        Ok(step.boxed())
+    }
+
+    /// A job that failed drops what its handler added, with the attempt.
+    fn failed(&self, ctx: &JobContext, _queue: &RedisQueue) -> Option<Box<dyn SettleStep>> {
+        let state = ctx.extension::<WorkflowAttempt>()?;
         let job = ctx.uuid();
-        let step = match ending {
-            Ending::Done => done_step(ctx, queue)
-                .map_err(|err| format!("cannot add a job to its workflow: {err}"))?,
-            // What the handler added is dropped with the attempt.
-            Ending::Failed => WorkflowStep {
-                job,
-                chain: state.chain.map(|chain| ChainProgress::new(chain, job)),
-                batch: state.batch.map(|batch| BatchProgress::new(batch, job)),
-            },
-        };
-        let any = step.chain.is_some() || step.batch.is_some();
-        Ok(any.then(|| Box::new(step) as Box<dyn SettleStep>))
+        WorkflowStep {
+            job,
+            chain: state.chain.map(|chain| ChainProgress::new(chain, job)),
+            batch: state.batch.map(|batch| BatchProgress::new(batch, job)),
+        }
+        .boxed()
     }
 }
 
-/// The step of a job that is done: its chain and its batch, with the links and jobs its handler
-/// added, sealed now.
-fn done_step(ctx: &JobContext, queue: &RedisQueue) -> Result<WorkflowStep> {
-    let job = ctx.uuid();
-    let chain = match take_chain_edits(ctx) {
+/// The step of the job `job` that is done: its chain and its batch, with the links and jobs
+/// its handler added, sealed now.
+fn done_step(state: &WorkflowAttempt, job: Uuid, queue: &RedisQueue) -> Result<WorkflowStep> {
+    let chain = match state.take_chain_edits(job) {
         Some((id, edits)) => Some(ChainProgress {
             id,
             link: job,
-            prepend: Link::sealed_all(queue, &edits.prepend)?,
-            append: Link::sealed_all(queue, &edits.append)?,
+            prepend: Link::sealed_all(queue, edits.prepend)?,
+            append: Link::sealed_all(queue, edits.append)?,
         }),
         None => None,
     };
-    let batch = match take_batch_added(ctx) {
+    let batch = match state.take_batch_added() {
         Some((id, added)) => Some(BatchProgress {
             id,
             job,
-            added: Link::sealed_all(queue, &added)?,
+            added: Link::sealed_all(queue, added)?,
         }),
         None => None,
     };

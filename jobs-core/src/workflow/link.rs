@@ -54,14 +54,14 @@ impl Link {
     }
 
     /// The link that pushes `envelope`, sealed by `queue` (signed if it signs, and checked).
-    pub(crate) fn sealed(queue: &RedisQueue, envelope: &Envelope) -> Result<Link> {
-        Ok(Link::from_envelope(&queue.seal_one(envelope)?))
+    pub(crate) fn sealed(queue: &RedisQueue, envelope: Envelope) -> Result<Link> {
+        Ok(Link::from_envelope(queue.seal_one(envelope)?))
     }
 
     /// Links that push `envelopes`, each sealed by `queue`.
-    pub(crate) fn sealed_all(queue: &RedisQueue, envelopes: &[Envelope]) -> Result<Vec<Link>> {
+    pub(crate) fn sealed_all(queue: &RedisQueue, envelopes: Vec<Envelope>) -> Result<Vec<Link>> {
         envelopes
-            .iter()
+            .into_iter()
             .map(|envelope| Link::sealed(queue, envelope))
             .collect()
     }
@@ -81,13 +81,13 @@ impl Link {
     }
 
     /// The link that pushes `envelope` (already signed, if it is to be).
-    pub fn from_envelope(envelope: &Envelope) -> Link {
+    pub fn from_envelope(envelope: Envelope) -> Link {
         Link {
-            queue: envelope.queue.clone(),
             due: envelope.delay.map_or(String::new(), |d| due_arg(Some(d))),
+            queue: envelope.queue,
             uuid: envelope.uuid,
             job: envelope.job.to_string(),
-            payload: envelope.payload.clone(),
+            payload: envelope.payload,
         }
     }
 

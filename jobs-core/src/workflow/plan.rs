@@ -102,7 +102,7 @@ impl LinkSealer<'_> {
             queue: self.default_queue.clone(),
             delay: if at == 0 { self.delay } else { None },
         };
-        Link::sealed(self.queue, &dispatch.envelope_in(&placement)?)
+        Link::sealed(self.queue, dispatch.envelope_in(&placement)?)
     }
 
     /// The chain's catch job, which belongs to no chain or batch.
@@ -111,7 +111,7 @@ impl LinkSealer<'_> {
             queue: self.default_queue.clone(),
             ..Placement::default()
         };
-        Link::sealed(self.queue, &dispatch.envelope_in(&placement)?)
+        Link::sealed(self.queue, dispatch.envelope_in(&placement)?)
     }
 }
 
@@ -158,7 +158,7 @@ impl Batch {
                     chain: if at == 0 { in_chain.chain } else { None },
                     ..Placement::default()
                 };
-                *slot = Some(Link::sealed(queue, &dispatch.envelope_in(&placement)?)?);
+                *slot = Some(Link::sealed(queue, dispatch.envelope_in(&placement)?)?);
             }
         }
         if callbacks[0].is_none() {
@@ -231,7 +231,7 @@ pub(crate) fn prepare_members(
                     queue: default_queue.map(str::to_owned),
                     ..Placement::default()
                 };
-                let link = Link::sealed(queue, &dispatch.envelope_in(&placement)?)?;
+                let link = Link::sealed(queue, dispatch.envelope_in(&placement)?)?;
                 Ok(Prepared::from(ChainLinks {
                     first: link,
                     rest: Vec::new(),

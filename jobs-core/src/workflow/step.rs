@@ -51,6 +51,13 @@ impl SettleStep for WorkflowStep {
 }
 
 impl WorkflowStep {
+    /// The step as settling takes it; none when the job is neither a link of a chain nor a
+    /// job of a batch.
+    pub(crate) fn boxed(self) -> Option<Box<dyn SettleStep>> {
+        let any = self.chain.is_some() || self.batch.is_some();
+        any.then(|| Box::new(self) as Box<dyn SettleStep>)
+    }
+
     /// The effects of a job that is done, for `complete.lua`: its chain's next link (and the
     /// batch it starts, when the next link is one) and its count in its batch.
     async fn done_effects(&self, queue: &RedisQueue, into: &mut Effects) -> Result<()> {

@@ -6,7 +6,7 @@
 //! [`settle`](super::settle) -> tell the listeners -> run a failed job's `failed()` hook
 //! ([`hooks`](super::hooks)).
 
-use redjob::__worker::{settle_steps, Ending, SettleStep};
+use redjob::__worker::{done_steps, failed_steps, SettleStep};
 use redjob::middleware::Layer;
 use redjob::queue::hold::Holds;
 use redjob::{FailedContext, JobContext, RedisQueue};
@@ -259,25 +259,20 @@ struct Attempt<'a> {
 }
 
 /// The steps the capabilities a job belongs to take when its attempt settles as done or failed
-/// ([`redjob::__worker::settle_steps`]); none when it comes back. A job that is done but
-/// cannot be settled as done (a link it added cannot be pushed) fails, for that reason.
+/// ([`redjob::__worker::done_steps`], [`redjob::__worker::failed_steps`]); none when it comes
+/// back. A job that is done but cannot be settled as done (a link it added cannot be pushed)
+/// fails, for that reason.
 fn attempt_steps(
     queue: &RedisQueue,
     ctx: &JobContext,
     verdict: Verdict,
 ) -> (Verdict, Vec<Box<dyn SettleStep>>) {
-    let ending = match verdict {
-        Verdict::Done | Verdict::Skip => Ending::Done,
-        Verdict::Fail(_) => Ending::Failed,
-        Verdict::Release(_) | Verdict::Retry(_) | Verdict::Requeue(_) => {
-            return (verdict, Vec::new())
-        }
-    };
-    match settle_steps(ctx, queue, ending) {
-        Ok(steps) => (verdict, steps),
-        Err(reason) => {
-            let steps = settle_steps(ctx, queue, Ending::Failed).unwrap_or_default();
-            (Verdict::Fail(reason), steps)
-        }
+    match verdict {
+        Verdict::Done | Verdict::Skip => match done_steps(ctx, queue) {
+            Ok(steps) => (verdict, steps),
+            Err((reason, steps)) => (Verdict::Fail(reason), steps),
+        },
+        Verdict::Fail(_) => (verdict, failed_steps(ctx, queue)),
+        Verdict::Release(_) | Verdict::Retry(_) | Verdict::Requeue(_) => (verdict, Vec::new()),
     }
 }

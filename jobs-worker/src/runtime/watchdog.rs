@@ -20,7 +20,7 @@
 //!    while its handler still blocks here);
 //! 4. ends the process with status [`EXIT_CODE`].
 
-use redjob::__worker::{settle_steps, Ending};
+use redjob::__worker::failed_steps;
 use redjob::RedisQueue;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -196,10 +196,9 @@ impl Guarded {
                         failed_hook: redjob::job::registry::find(ctx.job_name())
                             .is_some_and(|r| r.options().failed_hook),
                     };
-                    let steps = settle_steps(ctx, &settler.queue, Ending::Failed);
                     let effects = AttemptEffects {
                         holds: ctx.holds(),
-                        steps: steps.unwrap_or_default(),
+                        steps: failed_steps(ctx, &settler.queue),
                     };
                     settler
                         .settle(job, id, verdict, error, deadline.started, effects)
