@@ -597,3 +597,126 @@ async fn random_bytes_in_a_queue_end_in_the_failed_store_and_the_worker_goes_on(
         records.len()
     );
 }
+
+/// The lengths of `queues:default` and `queues:default:reserved`.
+async fn ready_and_reserved(redis: &TestRedis) -> (usize, usize) {
+    let mut conn = redis.conn().await;
+    let ready: usize = conn.llen("queues:default").await.unwrap();
+    let reserved: usize = conn.zcard("queues:default:reserved").await.unwrap();
+    (ready, reserved)
+}
+
+/// Pushes `before` no-op jobs, one that sleeps `ms`, then `after` no-op jobs; returns the
+/// sleeping job's uuid.
+async fn noops_around_a_sleep(
+    queue: &redjob::RedisQueue,
+    before: usize,
+    ms: u64,
+    after: usize,
+) -> uuid::Uuid {
+    for _ in 0..before {
+        Noop {}.dispatch().sent_via(queue).await;
+    }
+    let sleep = Sleep { ms }.dispatch().sent_via(queue).await;
+    for _ in 0..after {
+        Noop {}.dispatch().sent_via(queue).await;
+    }
+    sleep
+}
+
+#[tokio::test]
+async fn after_short_jobs_three_rounds_of_the_slots_are_reserved_ahead() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let sleep = noops_around_a_sleep(&queue, 20, 1500, 20).await;
+    let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--stop-when-empty"]);
+    worker
+        .wait_for_event(LONG, "the sleeping job runs", |e| {
+            e.uuid == sleep.to_string() && e.status == "RUNNING"
+        })
+        .await;
+    // While it runs in the only slot: it and three jobs reserved ahead (the first 20 jobs
+    // proved short), the other 17 still queued.
+    wait_until(
+        Duration::from_millis(1000),
+        "three jobs reserved ahead of the busy slot",
+        || async { ready_and_reserved(&redis).await == (17, 4) },
+    )
+    .await;
+    let status = worker.wait_exit(LONG).await;
+    assert!(status.success(), "the worker exited with {status}");
+    let events = worker.events();
+    assert_eq!(events.iter().filter(|e| e.status == "DONE").count(), 41);
+    assert!(
+        events.iter().all(|e| e.attempt == 1),
+        "a job reserved ahead ran on its first attempt"
+    );
+}
+
+#[tokio::test]
+async fn no_job_is_reserved_ahead_of_a_slot_while_jobs_are_long() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    for _ in 0..3 {
+        Sleep { ms: 1000 }.dispatch().sent_via(&queue).await;
+    }
+    let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--stop-when-empty"]);
+    let first = worker
+        .wait_for_event(LONG, "the first job runs", |e| e.status == "RUNNING")
+        .await;
+    // Half-way through the first job, the other two are still queued.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(ready_and_reserved(&redis).await, (2, 1));
+    assert!(
+        !worker
+            .events()
+            .iter()
+            .any(|e| e.uuid == first.uuid && e.status == "DONE"),
+        "the first job was still running when the queue was read"
+    );
+    let status = worker.wait_exit(LONG).await;
+    assert!(status.success(), "the worker exited with {status}");
+}
+
+#[tokio::test]
+async fn jobs_reserved_ahead_go_back_unstarted_with_their_attempt_not_counted_when_interrupted() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let sleep = noops_around_a_sleep(&queue, 10, 60_000, 10).await;
+    let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--grace", "1"]);
+    worker
+        .wait_for_event(LONG, "the sleeping job runs", |e| {
+            e.uuid == sleep.to_string() && e.status == "RUNNING"
+        })
+        .await;
+    wait_until(LONG, "three jobs reserved ahead", || async {
+        ready_and_reserved(&redis).await == (7, 4)
+    })
+    .await;
+    worker.signal("TERM");
+    let status = worker.wait_exit(LONG).await;
+    assert_eq!(status.code(), Some(0));
+
+    let events = worker.events();
+    assert_eq!(events.iter().filter(|e| e.status == "DONE").count(), 10);
+    assert_eq!(
+        ready_and_reserved(&redis).await,
+        (7, 0),
+        "nothing is left reserved"
+    );
+    let mut conn = redis.conn().await;
+    let delayed: Vec<String> = conn.zrange("queues:default:delayed", 0, -1).await.unwrap();
+    let mut attempts: Vec<(bool, u32)> = delayed
+        .iter()
+        .map(|raw| {
+            let payload = Payload::from_json(raw).unwrap();
+            (payload.uuid == sleep, payload.attempts)
+        })
+        .collect();
+    attempts.sort();
+    assert_eq!(
+        attempts,
+        [(false, 0), (false, 0), (false, 0), (true, 1)],
+        "the interrupted job's attempt is counted, those that waited ahead are not"
+    );
+}

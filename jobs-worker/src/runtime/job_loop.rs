@@ -22,14 +22,39 @@ use crate::runtime::settle::Settled;
 use crate::runtime::time::{sleep_for, sleep_until};
 use crate::stats::Stats;
 
-/// Most pops one worker keeps in flight at once.
-const MAX_FETCHES_IN_FLIGHT: usize = 2;
+/// Most pops one worker keeps in flight at once while the queues hold a backlog.
+const MAX_FETCHES_IN_FLIGHT: usize = 6;
+
+/// How many rounds of the slots' jobs may wait reserved ahead of them.
+const AHEAD_ROUNDS: usize = 3;
+
+/// Jobs are reserved ahead of a free slot only while recent attempts took less than this on
+/// average: a job reserved ahead waits for one of them to end, while another worker may be
+/// idle.
+const AHEAD_MAX_RUNTIME: Duration = Duration::from_millis(2);
 
 /// How often the worker compares its memory with its limit.
 const MEMORY_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
-/// A finished pop: the slots it was made for, and what it reserved.
-type FetchDone = (Vec<OwnedSemaphorePermit>, redjob::Result<Fetched>);
+/// What a pop was made for.
+enum Grant {
+    /// Free slots, one per job: the jobs start at once.
+    Slots(Vec<OwnedSemaphorePermit>),
+    /// Places ahead of the slots, one per job: each job starts in the next free slot.
+    Ahead(Vec<OwnedSemaphorePermit>),
+}
+
+impl Grant {
+    /// How many jobs the pop may reserve.
+    fn len(&self) -> usize {
+        match self {
+            Grant::Slots(permits) | Grant::Ahead(permits) => permits.len(),
+        }
+    }
+}
+
+/// A finished pop: what it was made for, and what it reserved.
+type FetchDone = (Grant, redjob::Result<Fetched>);
 
 /// A pop in flight.
 type Fetch<'a> = Pin<Box<dyn Future<Output = FetchDone> + Send + 'a>>;
@@ -41,12 +66,16 @@ pub(crate) struct JobLoop<'a> {
     stats: &'a Arc<Stats>,
     stop: &'a CancellationToken,
     slots: Arc<Semaphore>,
+    /// Places for jobs reserved ahead of a free slot, [`AHEAD_ROUNDS`] times as many as there
+    /// are slots. While short jobs drain a backlog, pops go out for them when every slot is
+    /// busy, so that Redis reserves the next jobs while these run instead of after they end.
+    ahead: Arc<Semaphore>,
     running: JoinSet<Settled>,
-    /// Pops in flight, each holding the slots its jobs will run in. While the queues hold a
-    /// backlog, a second pop goes out before the first returns, so Redis reserves the next
-    /// batch while this process starts the last one.
+    /// Pops in flight, each holding the slots or places its jobs will take. While the queues
+    /// hold a backlog, more pops go out before the first returns, so Redis reserves the next
+    /// batches while this process starts the last one.
     fetches: FuturesUnordered<Fetch<'a>>,
-    /// Slots held by the pops in flight.
+    /// Slots and places held by the pops in flight.
     slots_asked: u64,
     /// Whether the last pop filled every slot it asked for.
     backlog: bool,
@@ -72,6 +101,7 @@ impl<'a> JobLoop<'a> {
             stats,
             stop,
             slots: Arc::new(Semaphore::new(config.concurrency)),
+            ahead: Arc::new(Semaphore::new(AHEAD_ROUNDS * config.concurrency)),
             running: JoinSet::new(),
             fetches: FuturesUnordered::new(),
             slots_asked: 0,
@@ -136,8 +166,8 @@ impl<'a> JobLoop<'a> {
         (self.taken >= self.job_limit).then_some(Exit::MaxJobs)
     }
 
-    /// One turn: a pop returns, or free slots are taken for the next pop, or a stop or restart
-    /// is requested.
+    /// One turn: a pop returns, or free slots (or, while short jobs drain a backlog, places
+    /// ahead of them) are taken for the next pop, or a stop or restart is requested.
     async fn turn(&mut self) -> Option<Exit> {
         let room = self.job_limit - self.taken - self.slots_asked;
         let may_fetch = room > 0
@@ -149,24 +179,35 @@ impl<'a> JobLoop<'a> {
         } else {
             (self.config.concurrency as u64 / 4).max(1)
         };
+        let may_fetch_ahead = may_fetch
+            && self.backlog
+            && self
+                .stats
+                .recent_runtime()
+                .is_some_and(|runtime| runtime < AHEAD_MAX_RUNTIME);
         let services = self.services;
-        tokio::select! {
+        let grant = tokio::select! {
             biased;
             Some(done) = self.fetches.next() => return self.fetched(done).await,
             permits = free_slots(&self.slots, batch.min(room), room), if may_fetch => {
-                self.slots_asked += permits.len() as u64;
-                self.fetches.push(Box::pin(fetch_into(&services.fetcher, permits)));
+                Grant::Slots(permits)
             }
-            _ = self.stop.cancelled() => {}
-            _ = services.control.restarted() => {}
-        }
+            places = free_slots(&self.ahead, batch.min(room), room), if may_fetch_ahead => {
+                Grant::Ahead(places)
+            }
+            _ = self.stop.cancelled() => return None,
+            _ = services.control.restarted() => return None,
+        };
+        self.slots_asked += grant.len() as u64;
+        self.fetches
+            .push(Box::pin(fetch_into(&services.fetcher, grant)));
         None
     }
 
     /// Starts the jobs a pop reserved; when it found none and no other pop is in flight,
     /// stops (`--once`, `--stop-when-empty`) or waits while idle.
-    async fn fetched(&mut self, (permits, result): FetchDone) -> Option<Exit> {
-        self.slots_asked -= permits.len() as u64;
+    async fn fetched(&mut self, (grant, result): FetchDone) -> Option<Exit> {
+        self.slots_asked -= grant.len() as u64;
         let fetched = match result {
             Ok(fetched) => {
                 self.fetch_pause.reset();
@@ -176,7 +217,7 @@ impl<'a> JobLoop<'a> {
                 self.backlog = false;
                 let pause = self.fetch_pause.take();
                 warn!(error = %err, "cannot fetch jobs; retrying in {pause:?}");
-                drop(permits);
+                drop(grant);
                 tokio::select! {
                     _ = tokio::time::sleep(pause) => {}
                     _ = self.stop.cancelled() => {}
@@ -185,13 +226,13 @@ impl<'a> JobLoop<'a> {
                 return None;
             }
         };
-        self.backlog = fetched.jobs.len() == permits.len();
+        self.backlog = fetched.jobs.len() == grant.len();
         if !fetched.jobs.is_empty() {
             self.taken += fetched.jobs.len() as u64;
-            self.start_jobs(fetched.jobs, permits);
+            self.start_jobs(fetched.jobs, grant);
             return None;
         }
-        drop(permits);
+        drop(grant);
         if !self.fetches.is_empty() {
             return None;
         }
@@ -220,18 +261,26 @@ impl<'a> JobLoop<'a> {
         }
     }
 
-    /// Starts each reserved job in its own task, holding one of `permits` until it settles.
-    fn start_jobs(&mut self, jobs: Vec<Reserved>, permits: Vec<OwnedSemaphorePermit>) {
+    /// Starts each reserved job in its own task: at once in the slot it was reserved for, or,
+    /// when it was reserved ahead, in the next free slot.
+    fn start_jobs(&mut self, jobs: Vec<Reserved>, grant: Grant) {
+        let (permits, ahead) = match grant {
+            Grant::Slots(permits) => (permits, false),
+            Grant::Ahead(places) => (places, true),
+        };
         for (job, permit) in jobs.into_iter().zip(permits) {
-            let run = run_job(
-                self.services.processor.clone(),
-                self.stats.clone(),
-                self.config.rest,
-                job,
-                permit,
-                self.services.interrupt.clone(),
-            );
-            self.running.spawn(run);
+            let task = JobTask {
+                processor: self.services.processor.clone(),
+                stats: self.stats.clone(),
+                rest: self.config.rest,
+                interrupt: self.services.interrupt.clone(),
+            };
+            if ahead {
+                let slots = self.slots.clone();
+                self.running.spawn(task.run_ahead(job, permit, slots));
+            } else {
+                self.running.spawn(task.run(job, permit));
+            }
         }
     }
 
@@ -240,9 +289,9 @@ impl<'a> JobLoop<'a> {
     /// get the grace period; those still running then are interrupted, which puts them back on
     /// their queues.
     async fn finish(mut self) {
-        while let Some((permits, result)) = self.fetches.next().await {
+        while let Some((grant, result)) = self.fetches.next().await {
             if let Ok(fetched) = result {
-                self.start_jobs(fetched.jobs, permits);
+                self.start_jobs(fetched.jobs, grant);
             }
         }
         if self.running.is_empty() {
@@ -272,28 +321,55 @@ impl<'a> JobLoop<'a> {
     }
 }
 
-/// One job's task: processes it, counts it, rests, and frees its slot.
-async fn run_job(
+/// What one job's task runs with.
+struct JobTask {
     processor: Arc<Processor>,
     stats: Arc<Stats>,
     rest: Duration,
-    job: Reserved,
-    permit: OwnedSemaphorePermit,
     interrupt: CancellationToken,
-) -> Settled {
-    let settled = processor.process(job, interrupt).await;
-    stats.record_processed();
-    if !rest.is_zero() {
-        tokio::time::sleep(rest).await;
-    }
-    drop(permit);
-    settled
 }
 
-/// Reserves jobs for `permits`, handing the permits back with the result.
-async fn fetch_into(fetcher: &Fetcher, permits: Vec<OwnedSemaphorePermit>) -> FetchDone {
-    let fetched = fetcher.fetch(permits.len()).await;
-    (permits, fetched)
+impl JobTask {
+    /// Processes the job in `slot`, counts it, rests, and frees the slot.
+    async fn run(self, job: Reserved, slot: OwnedSemaphorePermit) -> Settled {
+        let settled = self.processor.process(job, self.interrupt).await;
+        self.stats.record_processed();
+        if !self.rest.is_zero() {
+            tokio::time::sleep(self.rest).await;
+        }
+        drop(slot);
+        settled
+    }
+
+    /// Waits for a free slot, the job's reservation extended by the lease meanwhile, then runs
+    /// the job there. When the worker is interrupted first, the job goes back to its queue
+    /// unstarted, its attempt not counted.
+    async fn run_ahead(
+        self,
+        job: Reserved,
+        place: OwnedSemaphorePermit,
+        slots: Arc<Semaphore>,
+    ) -> Settled {
+        let waiting = self.processor.running.hold(&job, Arc::default());
+        let slot = tokio::select! {
+            // Interrupted jobs free their slots: none of those may start a job once interrupted.
+            biased;
+            _ = self.interrupt.cancelled() => {
+                drop(waiting);
+                return self.processor.settler.give_back(job).await;
+            }
+            slot = slots.acquire_owned() => slot.expect("the slot semaphore is never closed"),
+        };
+        drop(waiting);
+        drop(place);
+        self.run(job, slot).await
+    }
+}
+
+/// Reserves jobs for `grant`, handing it back with the result.
+async fn fetch_into(fetcher: &Fetcher, grant: Grant) -> FetchDone {
+    let fetched = fetcher.fetch(grant.len()).await;
+    (grant, fetched)
 }
 
 /// Waits for `min` free slots, then takes as many more as are free, up to `max`.
