@@ -2,6 +2,7 @@
 //! are idle, and says when the worker must stop.
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use tracing::{error, info, warn};
 
 use crate::config::WorkerConfig;
 use crate::runtime::exit::Exit;
+use crate::runtime::lease::Held;
 use crate::runtime::outage::Pause;
 use crate::runtime::processor::Processor;
 use crate::runtime::reserve::{Fetched, Fetcher};
@@ -70,6 +72,9 @@ pub(crate) struct JobLoop<'a> {
     /// are slots. While short jobs drain a backlog, pops go out for them when every slot is
     /// busy, so that Redis reserves the next jobs while these run instead of after they end.
     ahead: Arc<Semaphore>,
+    /// Jobs reserved ahead, in the order they were reserved: each starts in the next free
+    /// slot, so that a worker's jobs start in queue and priority order.
+    waiting: VecDeque<Waiting>,
     running: JoinSet<Settled>,
     /// Pops in flight, each holding the slots or places its jobs will take. While the queues
     /// hold a backlog, more pops go out before the first returns, so Redis reserves the next
@@ -102,6 +107,7 @@ impl<'a> JobLoop<'a> {
             stop,
             slots: Arc::new(Semaphore::new(config.concurrency)),
             ahead: Arc::new(Semaphore::new(AHEAD_ROUNDS * config.concurrency)),
+            waiting: VecDeque::new(),
             running: JoinSet::new(),
             fetches: FuturesUnordered::new(),
             slots_asked: 0,
@@ -166,8 +172,9 @@ impl<'a> JobLoop<'a> {
         (self.taken >= self.job_limit).then_some(Exit::MaxJobs)
     }
 
-    /// One turn: a pop returns, or free slots (or, while short jobs drain a backlog, places
-    /// ahead of them) are taken for the next pop, or a stop or restart is requested.
+    /// One turn: a pop returns, or a free slot goes to the first job reserved ahead, or free
+    /// slots (or, while short jobs drain a backlog, places ahead of them) are taken for the
+    /// next pop, or a stop or restart is requested.
     async fn turn(&mut self) -> Option<Exit> {
         let room = self.job_limit - self.taken - self.slots_asked;
         let may_fetch = room > 0
@@ -189,6 +196,10 @@ impl<'a> JobLoop<'a> {
         let grant = tokio::select! {
             biased;
             Some(done) = self.fetches.next() => return self.fetched(done).await,
+            slot = free_slot(&self.slots), if !self.waiting.is_empty() => {
+                self.start_waiting(slot);
+                return None;
+            }
             permits = free_slots(&self.slots, batch.min(room), room), if may_fetch => {
                 Grant::Slots(permits)
             }
@@ -236,7 +247,9 @@ impl<'a> JobLoop<'a> {
         if !self.fetches.is_empty() {
             return None;
         }
-        if self.config.once || (self.config.stop_when_empty && self.running.is_empty()) {
+        if self.config.once
+            || (self.config.stop_when_empty && self.running.is_empty() && self.waiting.is_empty())
+        {
             return Some(Exit::Empty);
         }
         self.wait_idle(fetched.next_due).await;
@@ -245,7 +258,7 @@ impl<'a> JobLoop<'a> {
 
     /// Waits while the queues are empty: for a push, the next due job, `--sleep`, the end of
     /// `--max-time`, a stop, a restart, a pause or resume, or (with `--stop-when-empty`) the
-    /// end of a running job.
+    /// end of a running job. A job reserved ahead still takes the next free slot.
     async fn wait_idle(&mut self, next_due: Option<Duration>) {
         let out_of_time = self.config.max_time.map(|max| self.started + max);
         let services = self.services;
@@ -258,47 +271,72 @@ impl<'a> JobLoop<'a> {
             _ = services.control.restarted() => {}
             _ = services.control.paused_changed() => {}
             Some(joined) = self.running.join_next(), if self.config.stop_when_empty => reap(joined),
+            slot = free_slot(&self.slots), if !self.waiting.is_empty() => self.start_waiting(slot),
         }
     }
 
-    /// Starts each reserved job in its own task: at once in the slot it was reserved for, or,
-    /// when it was reserved ahead, in the next free slot.
+    /// Starts each reserved job in its own task in the slot it was reserved for; jobs reserved
+    /// ahead wait for the next free slots instead, their reservations extended by the lease.
     fn start_jobs(&mut self, jobs: Vec<Reserved>, grant: Grant) {
-        let (permits, ahead) = match grant {
-            Grant::Slots(permits) => (permits, false),
-            Grant::Ahead(places) => (places, true),
-        };
-        for (job, permit) in jobs.into_iter().zip(permits) {
-            let task = JobTask {
-                processor: self.services.processor.clone(),
-                stats: self.stats.clone(),
-                rest: self.config.rest,
-                interrupt: self.services.interrupt.clone(),
-            };
-            if ahead {
-                let slots = self.slots.clone();
-                self.running.spawn(task.run_ahead(job, permit, slots));
-            } else {
-                self.running.spawn(task.run(job, permit));
+        match grant {
+            Grant::Slots(slots) => {
+                for (job, slot) in jobs.into_iter().zip(slots) {
+                    self.start(job, slot);
+                }
+            }
+            Grant::Ahead(places) => {
+                for (job, place) in jobs.into_iter().zip(places) {
+                    let held = self.services.processor.running.hold(&job, Arc::default());
+                    self.waiting.push_back(Waiting {
+                        job,
+                        _place: place,
+                        _held: held,
+                    });
+                }
             }
         }
     }
 
+    /// Starts the first job reserved ahead in `slot`.
+    fn start_waiting(&mut self, slot: OwnedSemaphorePermit) {
+        if let Some(waiting) = self.waiting.pop_front() {
+            self.start(waiting.job, slot);
+        }
+    }
+
+    /// Runs `job` in its own task, holding `slot` until it settles.
+    fn start(&mut self, job: Reserved, slot: OwnedSemaphorePermit) {
+        let run = run_job(
+            self.services.processor.clone(),
+            self.stats.clone(),
+            self.config.rest,
+            job,
+            slot,
+            self.services.interrupt.clone(),
+        );
+        self.running.spawn(run);
+    }
+
     /// Runs the jobs that pops still in flight reserved (nothing popped is dropped), then lets
-    /// every running job finish. Once a stop is requested (before or during this wait), they
-    /// get the grace period; those still running then are interrupted, which puts them back on
-    /// their queues.
+    /// every running and waiting job finish. Once a stop is requested (before or during this
+    /// wait), they get the grace period; those still running then are interrupted, which puts
+    /// them back on their queues, and those still waiting ahead go back unstarted, their
+    /// attempts not counted.
     async fn finish(mut self) {
         while let Some((grant, result)) = self.fetches.next().await {
             if let Ok(fetched) = result {
                 self.start_jobs(fetched.jobs, grant);
             }
         }
-        if self.running.is_empty() {
+        if self.running.is_empty() && self.waiting.is_empty() {
             return;
         }
-        info!(running = self.running.len(), "waiting for running jobs");
-        let interrupt = &self.services.interrupt;
+        info!(
+            running = self.running.len(),
+            waiting = self.waiting.len(),
+            "waiting for running jobs"
+        );
+        let interrupt = self.services.interrupt.clone();
         let mut deadline = None;
         let mut stop_seen = false;
         loop {
@@ -306,11 +344,15 @@ impl<'a> JobLoop<'a> {
                 stop_seen = true;
                 deadline = self.config.grace.map(|grace| Instant::now() + grace);
             }
+            if interrupt.is_cancelled() {
+                self.give_back_waiting();
+            }
+            if self.running.is_empty() && self.waiting.is_empty() {
+                return;
+            }
             tokio::select! {
-                joined = self.running.join_next() => match joined {
-                    Some(joined) => reap(joined),
-                    None => return,
-                },
+                Some(joined) = self.running.join_next() => reap(joined),
+                slot = free_slot(&self.slots), if !self.waiting.is_empty() => self.start_waiting(slot),
                 _ = self.stop.cancelled(), if !stop_seen => {}
                 _ = sleep_until(deadline), if !interrupt.is_cancelled() => {
                     warn!(running = self.running.len(), "grace period over; putting running jobs back");
@@ -319,51 +361,45 @@ impl<'a> JobLoop<'a> {
             }
         }
     }
+
+    /// Puts every job still waiting ahead back on its queue unstarted, each in a task of its
+    /// own.
+    fn give_back_waiting(&mut self) {
+        for waiting in self.waiting.drain(..) {
+            let processor = self.services.processor.clone();
+            self.running.spawn(async move {
+                let Waiting { job, _place, _held } = waiting;
+                processor.settler.give_back(job).await
+            });
+        }
+    }
 }
 
-/// What one job's task runs with.
-struct JobTask {
+/// A job reserved ahead of a free slot.
+struct Waiting {
+    job: Reserved,
+    /// Its place among the jobs reserved ahead, freed when it starts.
+    _place: OwnedSemaphorePermit,
+    /// Its entry in the lease's registry, which extends its reservation while it waits.
+    _held: Held,
+}
+
+/// One job's task: processes it, counts it, rests, and frees its slot.
+async fn run_job(
     processor: Arc<Processor>,
     stats: Arc<Stats>,
     rest: Duration,
+    job: Reserved,
+    slot: OwnedSemaphorePermit,
     interrupt: CancellationToken,
-}
-
-impl JobTask {
-    /// Processes the job in `slot`, counts it, rests, and frees the slot.
-    async fn run(self, job: Reserved, slot: OwnedSemaphorePermit) -> Settled {
-        let settled = self.processor.process(job, self.interrupt).await;
-        self.stats.record_processed();
-        if !self.rest.is_zero() {
-            tokio::time::sleep(self.rest).await;
-        }
-        drop(slot);
-        settled
+) -> Settled {
+    let settled = processor.process(job, interrupt).await;
+    stats.record_processed();
+    if !rest.is_zero() {
+        tokio::time::sleep(rest).await;
     }
-
-    /// Waits for a free slot, the job's reservation extended by the lease meanwhile, then runs
-    /// the job there. When the worker is interrupted first, the job goes back to its queue
-    /// unstarted, its attempt not counted.
-    async fn run_ahead(
-        self,
-        job: Reserved,
-        place: OwnedSemaphorePermit,
-        slots: Arc<Semaphore>,
-    ) -> Settled {
-        let waiting = self.processor.running.hold(&job, Arc::default());
-        let slot = tokio::select! {
-            // Interrupted jobs free their slots: none of those may start a job once interrupted.
-            biased;
-            _ = self.interrupt.cancelled() => {
-                drop(waiting);
-                return self.processor.settler.give_back(job).await;
-            }
-            slot = slots.acquire_owned() => slot.expect("the slot semaphore is never closed"),
-        };
-        drop(waiting);
-        drop(place);
-        self.run(job, slot).await
-    }
+    drop(slot);
+    settled
 }
 
 /// Reserves jobs for `grant`, handing it back with the result.
@@ -372,17 +408,20 @@ async fn fetch_into(fetcher: &Fetcher, grant: Grant) -> FetchDone {
     (grant, fetched)
 }
 
+/// Waits for one free slot.
+async fn free_slot(slots: &Arc<Semaphore>) -> OwnedSemaphorePermit {
+    slots
+        .clone()
+        .acquire_owned()
+        .await
+        .expect("the slot semaphore is never closed")
+}
+
 /// Waits for `min` free slots, then takes as many more as are free, up to `max`.
 async fn free_slots(slots: &Arc<Semaphore>, min: u64, max: u64) -> Vec<OwnedSemaphorePermit> {
     let mut permits = Vec::new();
     while (permits.len() as u64) < min {
-        permits.push(
-            slots
-                .clone()
-                .acquire_owned()
-                .await
-                .expect("the slot semaphore is never closed"),
-        );
+        permits.push(free_slot(slots).await);
     }
     while (permits.len() as u64) < max {
         match slots.clone().try_acquire_owned() {
