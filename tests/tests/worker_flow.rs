@@ -657,23 +657,35 @@ async fn after_short_jobs_three_rounds_of_the_slots_are_reserved_ahead() {
 async fn no_job_is_reserved_ahead_of_a_slot_while_jobs_are_long() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    for _ in 0..3 {
-        Sleep { ms: 1000 }.dispatch().sent_via(&queue).await;
+    let mut sleeps = Vec::new();
+    for _ in 0..4 {
+        sleeps.push(
+            Sleep { ms: 600 }
+                .dispatch()
+                .sent_via(&queue)
+                .await
+                .to_string(),
+        );
     }
     let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--stop-when-empty"]);
-    let first = worker
-        .wait_for_event(LONG, "the first job runs", |e| e.status == "RUNNING")
-        .await;
-    // Half-way through the first job, the other two are still queued.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(ready_and_reserved(&redis).await, (2, 1));
-    assert!(
-        !worker
-            .events()
-            .iter()
-            .any(|e| e.uuid == first.uuid && e.status == "DONE"),
-        "the first job was still running when the queue was read"
-    );
+    // Before any job ended, and once one job proved long: nothing is reserved beside the
+    // running job.
+    for (running, ready) in [(&sleeps[0], 3), (&sleeps[1], 2)] {
+        worker
+            .wait_for_event(LONG, "the job runs", |e| {
+                e.uuid == *running && e.status == "RUNNING"
+            })
+            .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(ready_and_reserved(&redis).await, (ready, 1));
+        assert!(
+            !worker
+                .events()
+                .iter()
+                .any(|e| e.uuid == *running && e.status == "DONE"),
+            "the job was still running when the queue was read"
+        );
+    }
     let status = worker.wait_exit(LONG).await;
     assert!(status.success(), "the worker exited with {status}");
 }

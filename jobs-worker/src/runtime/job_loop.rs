@@ -27,13 +27,13 @@ use crate::stats::Stats;
 /// Most pops one worker keeps in flight at once while the queues hold a backlog.
 const MAX_FETCHES_IN_FLIGHT: usize = 6;
 
-/// How many rounds of the slots' jobs may wait reserved ahead of them.
+/// Most rounds of the slots' jobs that may wait reserved ahead of them.
 const AHEAD_ROUNDS: usize = 3;
 
-/// Jobs are reserved ahead of a free slot only while recent attempts took less than this on
-/// average: a job reserved ahead waits for one of them to end, while another worker may be
-/// idle.
-const AHEAD_MAX_RUNTIME: Duration = Duration::from_millis(2);
+/// How long the last job reserved ahead may expect to wait for a slot, by the recent
+/// attempts' mean run time. Another worker may be idle meanwhile: the wait is kept to about a
+/// round trip to Redis, which is what reserving ahead saves.
+const AHEAD_MAX_WAIT: Duration = Duration::from_millis(2);
 
 /// How often the worker compares its memory with its limit.
 const MEMORY_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -186,12 +186,12 @@ impl<'a> JobLoop<'a> {
         } else {
             (self.config.concurrency as u64 / 4).max(1)
         };
-        let may_fetch_ahead = may_fetch
-            && self.backlog
-            && self
-                .stats
-                .recent_runtime()
-                .is_some_and(|runtime| runtime < AHEAD_MAX_RUNTIME);
+        let ahead_room = if self.backlog {
+            self.ahead_room().min(room)
+        } else {
+            0
+        };
+        let may_fetch_ahead = may_fetch && ahead_room > 0;
         let services = self.services;
         let grant = tokio::select! {
             biased;
@@ -203,7 +203,7 @@ impl<'a> JobLoop<'a> {
             permits = free_slots(&self.slots, batch.min(room), room), if may_fetch => {
                 Grant::Slots(permits)
             }
-            places = free_slots(&self.ahead, batch.min(room), room), if may_fetch_ahead => {
+            places = free_slots(&self.ahead, batch.min(ahead_room), ahead_room), if may_fetch_ahead => {
                 Grant::Ahead(places)
             }
             _ = self.stop.cancelled() => return None,
@@ -213,6 +213,18 @@ impl<'a> JobLoop<'a> {
         self.fetches
             .push(Box::pin(fetch_into(&services.fetcher, grant)));
         None
+    }
+
+    /// How many more jobs may be reserved ahead of the slots now: [`ahead_limit`] at the
+    /// recent attempts' mean run time (none before the first attempt ends), less those
+    /// reserved ahead already.
+    fn ahead_room(&self) -> u64 {
+        let Some(runtime) = self.stats.recent_runtime() else {
+            return 0;
+        };
+        let concurrency = self.config.concurrency;
+        let taken = AHEAD_ROUNDS * concurrency - self.ahead.available_permits();
+        ahead_limit(concurrency, runtime).saturating_sub(taken) as u64
     }
 
     /// Starts the jobs a pop reserved; when it found none and no other pop is in flight,
@@ -375,6 +387,14 @@ impl<'a> JobLoop<'a> {
     }
 }
 
+/// How many jobs may wait reserved ahead of `concurrency` slots whose jobs take `runtime` each:
+/// as many as the slots start within [`AHEAD_MAX_WAIT`], up to [`AHEAD_ROUNDS`] rounds of them.
+fn ahead_limit(concurrency: usize, runtime: Duration) -> usize {
+    let rounds = AHEAD_MAX_WAIT.as_secs_f64() / runtime.as_secs_f64().max(1e-6);
+    let places = AHEAD_ROUNDS * concurrency;
+    (concurrency as f64 * rounds).min(places as f64) as usize
+}
+
 /// A job reserved ahead of a free slot.
 struct Waiting {
     job: Reserved,
@@ -448,4 +468,24 @@ fn memory_mb() -> u64 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kb| kb.parse::<u64>().ok())
         .map_or(0, |kb| kb / 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn as_many_jobs_wait_ahead_as_the_slots_start_within_the_bound() {
+        let ms = Duration::from_millis;
+        // No-op jobs: three rounds of the slots at most.
+        assert_eq!(ahead_limit(50, Duration::from_micros(40)), 150);
+        // 5 ms of I/O each: 50 slots start 20 jobs in 2 ms.
+        assert_eq!(ahead_limit(50, ms(5)), 20);
+        assert_eq!(ahead_limit(50, ms(100)), 1);
+        // Jobs longer than the slots start one of in 2 ms: none.
+        assert_eq!(ahead_limit(50, ms(101)), 0);
+        assert_eq!(ahead_limit(1, ms(3)), 0);
+        assert_eq!(ahead_limit(1, ms(1)), 2);
+        assert_eq!(ahead_limit(1, Duration::ZERO), 3);
+    }
 }
