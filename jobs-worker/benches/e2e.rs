@@ -491,6 +491,7 @@ async fn batch(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
     prep_child(args, "prep-batch", args.jobs);
     tracker().reset(args.jobs);
     CALLBACK_START_US.store(0, Ordering::Release);
+    let cpu = CpuReading::take(queue).await?;
     let start = Instant::now();
     let worker = worker(args, queue);
     let stop = worker.stop_token();
@@ -513,6 +514,7 @@ async fn batch(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
     }
     let last_child = LAST_CHILD_END_US.load(Ordering::Acquire);
     let mut out = throughput(args.jobs, secs);
+    out.extend(cpu.since(queue, args.jobs, secs).await?);
     out.insert("concurrency".into(), json!(args.concurrency));
     out.insert(
         "callback_ms".into(),
@@ -581,30 +583,52 @@ async fn awaited_pings(queue: &RedisQueue, pings: usize) -> Result<f64, String> 
 
 async fn drain(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
     prep_in_child(args, args.jobs);
-    let redis_cpu = redis_cpu_seconds(queue).await.map_err(error_text)?;
-    let own_cpu = own_cpu_seconds();
-    let (rate, secs) = timed_drain(args, queue, args.jobs).await?;
-    let per_job_us = |seconds: f64| round2(seconds * 1e6 / args.jobs as f64);
-    let own_cpu = own_cpu_seconds() - own_cpu;
-    let redis_cpu = redis_cpu_seconds(queue).await.map_err(error_text)? - redis_cpu;
-    let mut out = Map::new();
-    out.insert("redis_cpu_us_per_job".into(), json!(per_job_us(redis_cpu)));
-    out.insert("worker_cpu_us_per_job".into(), json!(per_job_us(own_cpu)));
-    out.insert("jobs".into(), json!(args.jobs));
+    let cpu = CpuReading::take(queue).await?;
+    let (_, secs) = timed_drain(args, queue, args.jobs).await?;
+    let mut out = throughput(args.jobs, secs);
+    out.extend(cpu.since(queue, args.jobs, secs).await?);
     out.insert("concurrency".into(), json!(args.concurrency));
-    out.insert("jobs_per_sec".into(), json!(rate.round()));
-    out.insert("elapsed_s".into(), json!(round2(secs)));
     out.insert("rss_mb".into(), json!(peak_rss_mb()));
-    // The worker's and Redis's CPU over the drain's wall time and the machine's cores: 1.0 is
-    // every core busy for the whole drain.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let busy = own_cpu + redis_cpu;
-    out.insert("cores".into(), json!(cores));
-    out.insert(
-        "cpu_utilisation".into(),
-        json!(round2(busy / (secs * cores as f64))),
-    );
     Ok(out)
+}
+
+/// This process's and Redis's CPU time so far.
+struct CpuReading {
+    own: f64,
+    redis: f64,
+}
+
+impl CpuReading {
+    async fn take(queue: &RedisQueue) -> Result<Self, String> {
+        Ok(CpuReading {
+            redis: redis_cpu_seconds(queue).await.map_err(error_text)?,
+            own: own_cpu_seconds(),
+        })
+    }
+
+    /// The CPU this process and Redis spent since this reading, per job of `jobs` done in
+    /// `secs`, and their utilisation of the machine's cores over those seconds: 1.0 is every
+    /// core busy the whole time.
+    async fn since(
+        &self,
+        queue: &RedisQueue,
+        jobs: usize,
+        secs: f64,
+    ) -> Result<Map<String, Value>, String> {
+        let own = own_cpu_seconds() - self.own;
+        let redis = redis_cpu_seconds(queue).await.map_err(error_text)? - self.redis;
+        let per_job_us = |seconds: f64| round2(seconds * 1e6 / jobs as f64);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut out = Map::new();
+        out.insert("redis_cpu_us_per_job".into(), json!(per_job_us(redis)));
+        out.insert("worker_cpu_us_per_job".into(), json!(per_job_us(own)));
+        out.insert("cores".into(), json!(cores));
+        out.insert(
+            "cpu_utilisation".into(),
+            json!(round2((own + redis) / (secs * cores as f64))),
+        );
+        Ok(out)
+    }
 }
 
 /// `io`: N queued jobs that each await 5 ms of simulated I/O, one worker of concurrency C,
