@@ -628,7 +628,7 @@ async fn noops_around_a_sleep(
 async fn after_short_jobs_three_rounds_of_the_slots_are_reserved_ahead() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let sleep = noops_around_a_sleep(&queue, 20, 1500, 20).await;
+    let sleep = noops_around_a_sleep(&queue, 20, 2500, 20).await;
     let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--stop-when-empty"]);
     worker
         .wait_for_event(LONG, "the sleeping job runs", |e| {
@@ -641,6 +641,24 @@ async fn after_short_jobs_three_rounds_of_the_slots_are_reserved_ahead() {
         Duration::from_millis(1000),
         "three jobs reserved ahead of the busy slot",
         || async { ready_and_reserved(&redis).await == (17, 4) },
+    )
+    .await;
+    // The worker's record counts the running job alone, not those waiting for its slot.
+    wait_until(
+        Duration::from_millis(1500),
+        "the heartbeat counts one running job",
+        || async {
+            let mut conn = redis.conn().await;
+            let keys: Vec<String> = conn.keys("jobs:worker:*").await.unwrap();
+            let record: Option<String> = match keys.first() {
+                Some(key) => conn.get(key).await.unwrap(),
+                None => None,
+            };
+            record.is_some_and(|record| {
+                let record: serde_json::Value = serde_json::from_str(&record).unwrap();
+                record["running"] == 1 && record["processed"] == 20
+            })
+        },
     )
     .await;
     let status = worker.wait_exit(LONG).await;

@@ -298,7 +298,7 @@ impl<'a> JobLoop<'a> {
             }
             Grant::Ahead(places) => {
                 for (job, place) in jobs.into_iter().zip(places) {
-                    let held = self.services.processor.running.hold(&job, Arc::default());
+                    let held = self.services.processor.running.hold_waiting(&job);
                     self.waiting.push_back(Waiting {
                         job,
                         _place: place,

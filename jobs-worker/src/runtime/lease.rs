@@ -37,6 +37,9 @@ struct Entry {
     taken_over: bool,
     /// What the job's middleware holds, renewed with the reservation.
     holds: Arc<Holds>,
+    /// Reserved ahead, it waits for a slot: its reservation is extended, but it is not
+    /// running yet.
+    waiting: bool,
 }
 
 /// A running job's place in [`Running`]; dropping it takes the job out.
@@ -55,12 +58,23 @@ impl Running {
     /// Records `job` as running, with what its middleware will hold in `holds`, until the
     /// returned guard is dropped.
     pub(crate) fn hold(self: &Arc<Self>, job: &Reserved, holds: Arc<Holds>) -> Held {
+        self.insert(job, holds, false)
+    }
+
+    /// Records `job`, reserved ahead of a free slot, as waiting for one until the returned
+    /// guard is dropped: its reservation is extended as a running job's is.
+    pub(crate) fn hold_waiting(self: &Arc<Self>, job: &Reserved) -> Held {
+        self.insert(job, Arc::default(), true)
+    }
+
+    fn insert(self: &Arc<Self>, job: &Reserved, holds: Arc<Holds>, waiting: bool) -> Held {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let entry = Entry {
             job: job.clone(),
             deadline: None,
             taken_over: false,
             holds,
+            waiting,
         };
         self.lock().insert(id, entry);
         Held {
@@ -69,9 +83,9 @@ impl Running {
         }
     }
 
-    /// How many jobs are running.
+    /// How many jobs are running (not those waiting for a slot).
     pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().values().filter(|entry| !entry.waiting).count()
     }
 
     /// Whether no job is running.
