@@ -69,8 +69,9 @@ pub(crate) struct JobLoop<'a> {
     stop: &'a CancellationToken,
     slots: Arc<Semaphore>,
     /// Places for jobs reserved ahead of a free slot, [`AHEAD_ROUNDS`] times as many as there
-    /// are slots. While short jobs drain a backlog, pops go out for them when every slot is
-    /// busy, so that Redis reserves the next jobs while these run instead of after they end.
+    /// are slots, of which [`ahead_limit`] may be taken. While a backlog drains, pops go out
+    /// for them when every slot is busy, so that Redis reserves the next jobs while these run
+    /// instead of after they end.
     ahead: Arc<Semaphore>,
     /// Jobs reserved ahead, in the order they were reserved: each starts in the next free
     /// slot, so that a worker's jobs start in queue and priority order.
@@ -173,8 +174,8 @@ impl<'a> JobLoop<'a> {
     }
 
     /// One turn: a pop returns, or a free slot goes to the first job reserved ahead, or free
-    /// slots (or, while short jobs drain a backlog, places ahead of them) are taken for the
-    /// next pop, or a stop or restart is requested.
+    /// slots (or, while a backlog drains, places ahead of them) are taken for the next pop, or
+    /// a stop or restart is requested.
     async fn turn(&mut self) -> Option<Exit> {
         let room = self.job_limit - self.taken - self.slots_asked;
         let may_fetch = room > 0
