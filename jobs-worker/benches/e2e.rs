@@ -637,9 +637,11 @@ async fn io(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, Strin
     push_in_chunks(queue, args.jobs, |n| Io { n })
         .await
         .map_err(error_text)?;
+    let cpu = CpuReading::take(queue).await?;
     let (rate, secs) = timed_drain(args, queue, args.jobs).await?;
     let ideal = args.concurrency as f64 / IO_WAIT.as_secs_f64();
     let mut out = throughput(args.jobs, secs);
+    out.extend(cpu.since(queue, args.jobs, secs).await?);
     out.insert("concurrency".into(), json!(args.concurrency));
     out.insert("ideal_jobs_per_sec".into(), json!(ideal.round()));
     out.insert("of_ideal".into(), json!(round2(rate / ideal)));
