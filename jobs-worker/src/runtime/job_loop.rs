@@ -42,15 +42,16 @@ const MEMORY_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 enum Grant {
     /// Free slots, one per job: the jobs start at once.
     Slots(Vec<OwnedSemaphorePermit>),
-    /// Places ahead of the slots, one per job: each job starts in the next free slot.
-    Ahead(Vec<OwnedSemaphorePermit>),
+    /// This many places ahead of the slots: each job starts in the next free slot.
+    Ahead(usize),
 }
 
 impl Grant {
     /// How many jobs the pop may reserve.
     fn len(&self) -> usize {
         match self {
-            Grant::Slots(permits) | Grant::Ahead(permits) => permits.len(),
+            Grant::Slots(permits) => permits.len(),
+            Grant::Ahead(places) => *places,
         }
     }
 }
@@ -68,21 +69,20 @@ pub(crate) struct JobLoop<'a> {
     stats: &'a Arc<Stats>,
     stop: &'a CancellationToken,
     slots: Arc<Semaphore>,
-    /// Places for jobs reserved ahead of a free slot, [`AHEAD_ROUNDS`] times as many as there
-    /// are slots, of which [`ahead_limit`] may be taken. While a backlog drains, pops go out
-    /// for them when every slot is busy, so that Redis reserves the next jobs while these run
-    /// instead of after they end.
-    ahead: Arc<Semaphore>,
-    /// Jobs reserved ahead, in the order they were reserved: each starts in the next free
-    /// slot, so that a worker's jobs start in queue and priority order.
-    waiting: VecDeque<Waiting>,
+    /// Jobs reserved ahead of a free slot, in the order they were reserved: each starts in the
+    /// next free slot. While a backlog drains, pops go out for them when every slot is busy
+    /// (at most [`ahead_limit`] with those in flight), so that Redis reserves the next jobs
+    /// while these run instead of after they end.
+    waiting: VecDeque<Unstarted>,
     running: JoinSet<Settled>,
     /// Pops in flight, each holding the slots or places its jobs will take. While the queues
     /// hold a backlog, more pops go out before the first returns, so Redis reserves the next
     /// batches while this process starts the last one.
     fetches: FuturesUnordered<Fetch<'a>>,
-    /// Slots and places held by the pops in flight.
-    slots_asked: u64,
+    /// Jobs the pops in flight may reserve, for free slots and ahead of them.
+    asked: u64,
+    /// Jobs the pops in flight may reserve ahead of the slots.
+    ahead_asked: u64,
     /// Whether the last pop filled every slot it asked for.
     backlog: bool,
     /// Jobs taken so far, against `--once` and `--max-jobs`.
@@ -107,11 +107,11 @@ impl<'a> JobLoop<'a> {
             stats,
             stop,
             slots: Arc::new(Semaphore::new(config.concurrency)),
-            ahead: Arc::new(Semaphore::new(AHEAD_ROUNDS * config.concurrency)),
             waiting: VecDeque::new(),
             running: JoinSet::new(),
             fetches: FuturesUnordered::new(),
-            slots_asked: 0,
+            asked: 0,
+            ahead_asked: 0,
             backlog: false,
             taken: 0,
             job_limit: config.job_limit(),
@@ -177,7 +177,7 @@ impl<'a> JobLoop<'a> {
     /// slots (or, while a backlog drains, places ahead of them) are taken for the next pop, or
     /// a stop or restart is requested.
     async fn turn(&mut self) -> Option<Exit> {
-        let room = self.job_limit - self.taken - self.slots_asked;
+        let room = self.job_limit - self.taken - self.asked;
         let may_fetch = room > 0
             && (self.fetches.is_empty()
                 || (self.backlog && self.fetches.len() < MAX_FETCHES_IN_FLIGHT));
@@ -187,12 +187,11 @@ impl<'a> JobLoop<'a> {
         } else {
             (self.config.concurrency as u64 / 4).max(1)
         };
-        let ahead_room = if self.backlog {
-            self.ahead_room().min(room)
+        let ahead_room = if may_fetch && self.backlog {
+            self.ahead_room(batch).min(room)
         } else {
             0
         };
-        let may_fetch_ahead = may_fetch && ahead_room > 0;
         let services = self.services;
         let grant = tokio::select! {
             biased;
@@ -201,37 +200,49 @@ impl<'a> JobLoop<'a> {
                 self.start_waiting(slot);
                 return None;
             }
-            permits = free_slots(&self.slots, batch.min(room), room), if may_fetch => {
+            // While jobs are being reserved ahead, free slots wait for them: a pop for the
+            // slots would start jobs Redis reserved after them.
+            permits = free_slots(&self.slots, batch.min(room), room), if may_fetch && self.ahead_asked == 0 => {
                 Grant::Slots(permits)
             }
-            places = free_slots(&self.ahead, batch.min(ahead_room), ahead_room), if may_fetch_ahead => {
+            places = std::future::ready(ahead_room as usize), if ahead_room > 0 => {
                 Grant::Ahead(places)
             }
             _ = self.stop.cancelled() => return None,
             _ = services.control.restarted() => return None,
         };
-        self.slots_asked += grant.len() as u64;
+        self.asked += grant.len() as u64;
+        if let Grant::Ahead(places) = grant {
+            self.ahead_asked += places as u64;
+        }
         self.fetches
             .push(Box::pin(fetch_into(&services.fetcher, grant)));
         None
     }
 
-    /// How many more jobs may be reserved ahead of the slots now: [`ahead_limit`] at the
+    /// How many more jobs a pop may reserve ahead of the slots now: [`ahead_limit`] at the
     /// recent attempts' mean run time (none before the first attempt ends), less those
-    /// reserved ahead already.
-    fn ahead_room(&self) -> u64 {
+    /// reserved ahead already; none until that makes a `batch`, as for free slots.
+    fn ahead_room(&self, batch: u64) -> u64 {
         let Some(runtime) = self.stats.recent_runtime() else {
             return 0;
         };
-        let concurrency = self.config.concurrency;
-        let taken = AHEAD_ROUNDS * concurrency - self.ahead.available_permits();
-        ahead_limit(concurrency, runtime).saturating_sub(taken) as u64
+        let limit = ahead_limit(self.config.concurrency, runtime) as u64;
+        let room = limit.saturating_sub(self.waiting.len() as u64 + self.ahead_asked);
+        if room >= batch.min(limit) {
+            room
+        } else {
+            0
+        }
     }
 
     /// Starts the jobs a pop reserved; when it found none and no other pop is in flight,
     /// stops (`--once`, `--stop-when-empty`) or waits while idle.
     async fn fetched(&mut self, (grant, result): FetchDone) -> Option<Exit> {
-        self.slots_asked -= grant.len() as u64;
+        self.asked -= grant.len() as u64;
+        if let Grant::Ahead(places) = grant {
+            self.ahead_asked -= places as u64;
+        }
         let fetched = match result {
             Ok(fetched) => {
                 self.fetch_pause.reset();
@@ -291,20 +302,18 @@ impl<'a> JobLoop<'a> {
     /// Starts each reserved job in its own task in the slot it was reserved for; jobs reserved
     /// ahead wait for the next free slots instead, their reservations extended by the lease.
     fn start_jobs(&mut self, jobs: Vec<Reserved>, grant: Grant) {
+        let running = &self.services.processor.running;
         match grant {
             Grant::Slots(slots) => {
                 for (job, slot) in jobs.into_iter().zip(slots) {
-                    self.start(job, slot);
+                    let held = running.hold(&job);
+                    self.start(Unstarted { job, held }, slot);
                 }
             }
-            Grant::Ahead(places) => {
-                for (job, place) in jobs.into_iter().zip(places) {
-                    let held = self.services.processor.running.hold_waiting(&job);
-                    self.waiting.push_back(Waiting {
-                        job,
-                        _place: place,
-                        _held: held,
-                    });
+            Grant::Ahead(_) => {
+                for job in jobs {
+                    let held = running.hold(&job);
+                    self.waiting.push_back(Unstarted { job, held });
                 }
             }
         }
@@ -313,17 +322,17 @@ impl<'a> JobLoop<'a> {
     /// Starts the first job reserved ahead in `slot`.
     fn start_waiting(&mut self, slot: OwnedSemaphorePermit) {
         if let Some(waiting) = self.waiting.pop_front() {
-            self.start(waiting.job, slot);
+            self.start(waiting, slot);
         }
     }
 
-    /// Runs `job` in its own task, holding `slot` until it settles.
-    fn start(&mut self, job: Reserved, slot: OwnedSemaphorePermit) {
+    /// Runs a reserved job in its own task, holding `slot` until it settles.
+    fn start(&mut self, reserved: Unstarted, slot: OwnedSemaphorePermit) {
         let run = run_job(
             self.services.processor.clone(),
             self.stats.clone(),
             self.config.rest,
-            job,
+            reserved,
             slot,
             self.services.interrupt.clone(),
         );
@@ -364,6 +373,9 @@ impl<'a> JobLoop<'a> {
                 return;
             }
             tokio::select! {
+                // An interrupted job frees its slot: no waiting job may start in it.
+                biased;
+                _ = interrupt.cancelled(), if !self.waiting.is_empty() => {}
                 Some(joined) = self.running.join_next() => reap(joined),
                 slot = free_slot(&self.slots), if !self.waiting.is_empty() => self.start_waiting(slot),
                 _ = self.stop.cancelled(), if !stop_seen => {}
@@ -378,10 +390,18 @@ impl<'a> JobLoop<'a> {
     /// Puts every job still waiting ahead back on its queue unstarted, each in a task of its
     /// own.
     fn give_back_waiting(&mut self) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        info!(
+            jobs = self.waiting.len(),
+            "putting the jobs reserved ahead back unstarted: the worker was interrupted"
+        );
         for waiting in self.waiting.drain(..) {
             let processor = self.services.processor.clone();
             self.running.spawn(async move {
-                let Waiting { job, _place, _held } = waiting;
+                // Held until given back: its reservation is extended meanwhile.
+                let Unstarted { job, held: _held } = waiting;
                 processor.settler.give_back(job).await
             });
         }
@@ -396,13 +416,12 @@ fn ahead_limit(concurrency: usize, runtime: Duration) -> usize {
     (concurrency as f64 * rounds).min(places as f64) as usize
 }
 
-/// A job reserved ahead of a free slot.
-struct Waiting {
+/// A reserved job not yet started (ahead of a free slot, or about to start in one).
+struct Unstarted {
     job: Reserved,
-    /// Its place among the jobs reserved ahead, freed when it starts.
-    _place: OwnedSemaphorePermit,
-    /// Its entry in the lease's registry, which extends its reservation while it waits.
-    _held: Held,
+    /// Its entry in the registry of this worker's reserved jobs, which extends its
+    /// reservation.
+    held: Held,
 }
 
 /// One job's task: processes it, counts it, rests, and frees its slot.
@@ -410,11 +429,12 @@ async fn run_job(
     processor: Arc<Processor>,
     stats: Arc<Stats>,
     rest: Duration,
-    job: Reserved,
+    reserved: Unstarted,
     slot: OwnedSemaphorePermit,
     interrupt: CancellationToken,
 ) -> Settled {
-    let settled = processor.process(job, interrupt).await;
+    let Unstarted { job, held } = reserved;
+    let settled = processor.process(job, held, interrupt).await;
     stats.record_processed();
     if !rest.is_zero() {
         tokio::time::sleep(rest).await;

@@ -37,9 +37,9 @@ struct Entry {
     taken_over: bool,
     /// What the job's middleware holds, renewed with the reservation.
     holds: Arc<Holds>,
-    /// Reserved ahead, it waits for a slot: its reservation is extended, but it is not
-    /// running yet.
-    waiting: bool,
+    /// The job runs; until then (reserved ahead of a free slot, say) its reservation is
+    /// extended all the same.
+    started: bool,
 }
 
 /// A running job's place in [`Running`]; dropping it takes the job out.
@@ -55,26 +55,17 @@ pub(crate) struct Watched<'a> {
 }
 
 impl Running {
-    /// Records `job` as running, with what its middleware will hold in `holds`, until the
-    /// returned guard is dropped.
-    pub(crate) fn hold(self: &Arc<Self>, job: &Reserved, holds: Arc<Holds>) -> Held {
-        self.insert(job, holds, false)
-    }
-
-    /// Records `job`, reserved ahead of a free slot, as waiting for one until the returned
-    /// guard is dropped: its reservation is extended as a running job's is.
-    pub(crate) fn hold_waiting(self: &Arc<Self>, job: &Reserved) -> Held {
-        self.insert(job, Arc::default(), true)
-    }
-
-    fn insert(self: &Arc<Self>, job: &Reserved, holds: Arc<Holds>, waiting: bool) -> Held {
+    /// Records `job`, reserved by this worker, until the returned guard is dropped: its
+    /// reservation is extended from now on, and it counts as running once
+    /// [started](Held::start).
+    pub(crate) fn hold(self: &Arc<Self>, job: &Reserved) -> Held {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let entry = Entry {
             job: job.clone(),
             deadline: None,
             taken_over: false,
-            holds,
-            waiting,
+            holds: Arc::default(),
+            started: false,
         };
         self.lock().insert(id, entry);
         Held {
@@ -85,7 +76,7 @@ impl Running {
 
     /// How many jobs are running (not those waiting for a slot).
     pub(crate) fn len(&self) -> usize {
-        self.lock().values().filter(|entry| !entry.waiting).count()
+        self.lock().values().filter(|entry| entry.started).count()
     }
 
     /// Whether no job is running.
@@ -155,6 +146,14 @@ impl Running {
 }
 
 impl Held {
+    /// Marks the job running, with what its middleware will hold in `holds`.
+    pub(crate) fn start(&self, holds: Arc<Holds>) {
+        if let Some(entry) = self.running.lock().get_mut(&self.id) {
+            entry.holds = holds;
+            entry.started = true;
+        }
+    }
+
     /// Shows the job's handler to the watchdog until the returned guard ends.
     pub(crate) fn watch(&self, deadline: Deadline) -> Watched<'_> {
         if let Some(entry) = self.running.lock().get_mut(&self.id) {
@@ -273,10 +272,7 @@ mod tests {
     #[test]
     fn an_overdue_job_is_taken_over_once_and_left_out_of_the_heartbeat() {
         let running = Arc::new(Running::default());
-        let (late, on_time) = (
-            running.hold(&job("late"), Arc::default()),
-            running.hold(&job("on time"), Arc::default()),
-        );
+        let (late, on_time) = (running.hold(&job("late")), running.hold(&job("on time")));
         let late_watch = late.watch(deadline(Duration::ZERO));
         let on_time_watch = on_time.watch(deadline(Duration::from_secs(3600)));
         let margin = Duration::from_millis(1);
@@ -302,7 +298,7 @@ mod tests {
     #[test]
     fn a_handler_that_ended_in_time_is_not_taken_over() {
         let running = Arc::new(Running::default());
-        let held = running.hold(&job("quick"), Arc::default());
+        let held = running.hold(&job("quick"));
         assert!(held.watch(deadline(Duration::ZERO)).end());
         let later = Instant::now() + Duration::from_secs(10);
         assert!(running.take_over_overdue(later, Duration::ZERO).is_empty());

@@ -86,12 +86,18 @@ impl Processor {
         }
     }
 
-    /// Processes one reserved job to the end. When `interrupt` fires, a running handler is
-    /// stopped and the job is put back on its queue at once, its attempt counted.
-    pub(crate) async fn process(&self, job: Reserved, interrupt: CancellationToken) -> Settled {
+    /// Processes one reserved job, `held` in the registry of this worker's reserved jobs, to
+    /// the end. When `interrupt` fires, a running handler is stopped and the job is put back
+    /// on its queue at once, its attempt counted.
+    pub(crate) async fn process(
+        &self,
+        job: Reserved,
+        held: Held,
+        interrupt: CancellationToken,
+    ) -> Settled {
         let started = Instant::now();
         let holds = Arc::new(Holds::default());
-        let held = self.running.hold(&job, holds.clone());
+        held.start(holds.clone());
         let _counted = crate::prometheus::running_job();
         match decode(&job, self.settler.queue.config()) {
             Ok(decoded) => {
