@@ -84,7 +84,11 @@ impl Settler {
         effects: AttemptEffects<'_>,
     ) -> Settled {
         let runtime = started.elapsed();
-        self.stats.record_runtime(runtime);
+        // A requeued job did not run (a limit or lock was busy): its few µs say nothing of how
+        // long the queue's jobs take.
+        if !matches!(verdict, Verdict::Requeue(_)) {
+            self.stats.record_runtime(runtime);
+        }
         let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
         let release_reason = error.as_deref().unwrap_or("released by the job");
         self.record(&job, &id, &verdict, runtime, release_reason);
@@ -200,7 +204,6 @@ impl Settler {
     /// A job reserved but never started, put back at once as it was before its reservation:
     /// its attempt is not counted.
     pub(crate) async fn give_back(&self, job: Reserved) -> Settled {
-        info!(queue = %job.queue.name, "put back unstarted: the worker was interrupted");
         let unreserved = redjob::payload::unreserved(&job.raw);
         self.apply(&job, "put the job back", |q| {
             q.release_with(&job.queue, &job.raw, Duration::ZERO, Some(&unreserved), &[])
