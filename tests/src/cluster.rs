@@ -151,7 +151,7 @@ const EXAMPLES_PREFIX: &str = "examples:";
 /// its heartbeat record, the set of live workers, a minute's job counters, a queue's recent
 /// jobs.
 fn published_by_workers(key: &str) -> bool {
-    let unprefixed = keys::Keys::new(keys::KeyLayout::Standalone, "");
+    let unprefixed = keys::Keys::default();
     key == keys::WORKERS
         || [
             keys::METRICS_PREFIX,

@@ -1,5 +1,5 @@
 //! The operators' command as a person meets it: installed with `cargo install --path
-//! redjob-worker`, its folder on PATH, and typed at a shell prompt. `jobs`, the name it had first,
+//! jobs-worker`, its folder on PATH, and typed at a shell prompt. `jobs`, the name it had first,
 //! is a builtin of every POSIX shell, which wins over any program on PATH; these tests fail
 //! again if the command ever takes a name a shell keeps for itself.
 

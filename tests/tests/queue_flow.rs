@@ -703,9 +703,8 @@ async fn fail_records_the_job_and_removes_the_reservation() {
     assert!(!exists(&mut conn, "queues:q:reserved").await);
     let stored: String = conn.hget(FAILED_JOBS, &uuid).await.unwrap();
     let fields = json_fields(&stored);
-    let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
-        names,
+        field_names(&fields),
         [
             "uuid",
             "connection",

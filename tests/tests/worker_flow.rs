@@ -4,7 +4,8 @@
 
 use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep, RECORDS_KEY};
 use redis::AsyncCommands;
-use redjob::Payload;
+use redjob::admin::Admin;
+use redjob::{Bulk, Payload, RedisQueue};
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_until, SentVia, TestRedis};
@@ -598,30 +599,29 @@ async fn random_bytes_in_a_queue_end_in_the_failed_store_and_the_worker_goes_on(
     );
 }
 
-/// The lengths of `queues:default` and `queues:default:reserved`.
-async fn ready_and_reserved(redis: &TestRedis) -> (usize, usize) {
-    let mut conn = redis.conn().await;
-    let ready: usize = conn.llen("queues:default").await.unwrap();
-    let reserved: usize = conn.zcard("queues:default:reserved").await.unwrap();
-    (ready, reserved)
+/// The ready and reserved jobs of `default`.
+async fn ready_and_reserved(queue: &RedisQueue) -> (u64, u64) {
+    let size = queue.size("default").await.unwrap();
+    (size.ready, size.reserved)
 }
 
-/// Pushes `before` no-op jobs, one that sleeps `ms`, then `after` no-op jobs; returns the
-/// sleeping job's uuid.
+/// Pushes `before` no-op jobs, one that sleeps `ms`, then `after` no-op jobs, in that order;
+/// returns the sleeping job's uuid.
 async fn noops_around_a_sleep(
-    queue: &redjob::RedisQueue,
+    queue: &RedisQueue,
     before: usize,
     ms: u64,
     after: usize,
 ) -> uuid::Uuid {
+    let mut bulk = Bulk::via(queue);
     for _ in 0..before {
-        Noop {}.dispatch().sent_via(queue).await;
+        bulk.add(Noop {}.dispatch()).unwrap();
     }
-    let sleep = Sleep { ms }.dispatch().sent_via(queue).await;
+    bulk.add(Sleep { ms }.dispatch()).unwrap();
     for _ in 0..after {
-        Noop {}.dispatch().sent_via(queue).await;
+        bulk.add(Noop {}.dispatch()).unwrap();
     }
-    sleep
+    bulk.send().await.unwrap()[before].uuid()
 }
 
 #[tokio::test]
@@ -640,24 +640,17 @@ async fn after_short_jobs_three_rounds_of_the_slots_are_reserved_ahead() {
     wait_until(
         Duration::from_millis(1000),
         "three jobs reserved ahead of the busy slot",
-        || async { ready_and_reserved(&redis).await == (17, 4) },
+        || async { ready_and_reserved(&queue).await == (17, 4) },
     )
     .await;
     // The worker's record counts the running job alone, not those waiting for its slot.
+    let admin = Admin::new(queue.clone());
     wait_until(
         Duration::from_millis(1500),
         "the heartbeat counts one running job",
         || async {
-            let mut conn = redis.conn().await;
-            let keys: Vec<String> = conn.keys("jobs:worker:*").await.unwrap();
-            let record: Option<String> = match keys.first() {
-                Some(key) => conn.get(key).await.unwrap(),
-                None => None,
-            };
-            record.is_some_and(|record| {
-                let record: serde_json::Value = serde_json::from_str(&record).unwrap();
-                record["running"] == 1 && record["processed"] == 20
-            })
+            let workers = admin.workers().await.unwrap();
+            workers.iter().any(|w| w.running == 1 && w.processed == 20)
         },
     )
     .await;
@@ -686,26 +679,22 @@ async fn no_job_is_reserved_ahead_of_a_slot_while_jobs_are_long() {
         );
     }
     let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--stop-when-empty"]);
-    // Before any job ended, and once one job proved long: nothing is reserved beside the
-    // running job.
-    for (running, ready) in [(&sleeps[0], 3), (&sleeps[1], 2)] {
-        worker
-            .wait_for_event(LONG, "the job runs", |e| {
-                e.uuid == *running && e.status == "RUNNING"
-            })
-            .await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert_eq!(ready_and_reserved(&redis).await, (ready, 1));
-        assert!(
-            !worker
-                .events()
-                .iter()
-                .any(|e| e.uuid == *running && e.status == "DONE"),
-            "the job was still running when the queue was read"
-        );
+    // Before any job ended, and once jobs proved long: nothing is ever reserved beside the
+    // running job, read over the whole run.
+    while worker.is_running() {
+        let (_, reserved) = ready_and_reserved(&queue).await;
+        assert!(reserved <= 1, "{reserved} jobs reserved with one slot");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let status = worker.wait_exit(LONG).await;
     assert!(status.success(), "the worker exited with {status}");
+    let done: Vec<String> = worker
+        .events()
+        .into_iter()
+        .filter(|e| e.status == "DONE")
+        .map(|e| e.uuid)
+        .collect();
+    assert_eq!(done, sleeps, "every job ran, in order");
 }
 
 #[tokio::test]
@@ -720,7 +709,7 @@ async fn jobs_reserved_ahead_go_back_unstarted_with_their_attempt_not_counted_wh
         })
         .await;
     wait_until(LONG, "three jobs reserved ahead", || async {
-        ready_and_reserved(&redis).await == (7, 4)
+        ready_and_reserved(&queue).await == (7, 4)
     })
     .await;
     worker.signal("TERM");
@@ -730,7 +719,7 @@ async fn jobs_reserved_ahead_go_back_unstarted_with_their_attempt_not_counted_wh
     let events = worker.events();
     assert_eq!(events.iter().filter(|e| e.status == "DONE").count(), 10);
     assert_eq!(
-        ready_and_reserved(&redis).await,
+        ready_and_reserved(&queue).await,
         (7, 0),
         "nothing is left reserved"
     );
