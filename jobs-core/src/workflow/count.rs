@@ -54,11 +54,11 @@ impl RedisQueue {
     }
 
     /// The step that starts the batch `id`, which its chain reached, on one server: its keys,
-    /// its callbacks' routes and its parked jobs' queues.
+    /// its callbacks' routes, and its parked jobs with their queues' keys.
     pub(crate) async fn batch_start_step(
         &self,
         id: Uuid,
-    ) -> Result<(BatchStep, String, Vec<Link>)> {
+    ) -> Result<(BatchStep, String, Vec<(Link, QueueKeys)>)> {
         let step = self.batch_step(id).await?;
         let parked = self.keys().batch_parked(&id.to_string());
         let stored: Vec<String> = self
@@ -67,6 +67,10 @@ impl RedisQueue {
         let links = stored
             .iter()
             .filter_map(|link| Link::decode(link))
+            .map(|link| {
+                let keys = self.queue_keys(&link.queue);
+                (link, keys)
+            })
             .collect();
         Ok((step, parked, links))
     }

@@ -67,13 +67,6 @@ impl WorkflowStep {
                 effects::chain_done(into, step);
                 if let Some(batch) = starts {
                     let (step, parked, links) = queue.batch_start_step(batch).await?;
-                    let links = links
-                        .into_iter()
-                        .map(|link| {
-                            let keys = queue.queue_keys(&link.queue);
-                            (link, keys)
-                        })
-                        .collect();
                     effects::batch_start(into, step, parked, links);
                 }
             }
