@@ -274,7 +274,7 @@ impl<J: Job> PendingDispatch<J> {
 
     fn send(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
         let prepared = self.envelope().and_then(|envelope| {
-            let queue = RedisQueue::given_or_default(self.via.as_ref())?;
+            let queue = RedisQueue::given_or_default(self.via)?;
             Ok((queue, envelope))
         });
         async move {
@@ -406,7 +406,7 @@ impl Bulk {
     /// Pushes everything; returns what became of each dispatch, in the order added: queued
     /// with its uuid, or refused as a [`Duplicate`](crate::Duplicate) of a unique job already queued or running.
     pub async fn send(self) -> Result<Vec<Dispatched>> {
-        let queue = RedisQueue::given_or_default(self.via.as_ref())?;
+        let queue = RedisQueue::given_or_default(self.via)?;
         queue.push_all(&self.envelopes).await
     }
 }

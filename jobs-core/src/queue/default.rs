@@ -70,9 +70,9 @@ impl RedisQueue {
     }
 
     /// `via`, the handle a dispatch was given, else the [default handle](Self::default_handle).
-    pub(crate) fn given_or_default(via: Option<&RedisQueue>) -> Result<Self> {
+    pub(crate) fn given_or_default(via: Option<RedisQueue>) -> Result<Self> {
         match via {
-            Some(queue) => Ok(queue.clone()),
+            Some(queue) => Ok(queue),
             None => Self::default_handle(),
         }
     }

@@ -109,7 +109,7 @@ impl Chain {
 
     /// The handle it pushes through.
     pub(crate) fn handle(&self) -> Result<RedisQueue> {
-        RedisQueue::given_or_default(self.via.as_ref())
+        RedisQueue::given_or_default(self.via.clone())
     }
 }
 
@@ -234,7 +234,7 @@ impl Batch {
 
     /// The handle it pushes through.
     pub(crate) fn handle(&self) -> Result<RedisQueue> {
-        RedisQueue::given_or_default(self.via.as_ref())
+        RedisQueue::given_or_default(self.via.clone())
     }
 
     /// Whether the batch has a `then` job of its own.
