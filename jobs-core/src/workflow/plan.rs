@@ -24,7 +24,7 @@ impl Chain {
             queue,
             id: Uuid::new_v4(),
             batch,
-            default_queue: self.queue.clone().or(queue_default.map(str::to_owned)),
+            default_queue: self.queue.as_deref().or(queue_default),
             delay: self.delay,
         };
         let catch = match &self.catch {
@@ -65,7 +65,7 @@ impl Chain {
                         then,
                         catch: catch.clone(),
                     };
-                    let parked = inner.parked(queue, sealer.default_queue.as_deref(), &in_chain)?;
+                    let parked = inner.parked(queue, sealer.default_queue, &in_chain)?;
                     links.push(Link::batch_start(parked.id));
                     batches.push(parked);
                 }
@@ -87,7 +87,7 @@ struct LinkSealer<'q> {
     queue: &'q RedisQueue,
     id: Uuid,
     batch: Option<Uuid>,
-    default_queue: Option<String>,
+    default_queue: Option<&'q str>,
     delay: Option<Delay>,
 }
 
@@ -99,7 +99,7 @@ impl LinkSealer<'_> {
             uuid: (at == 0).then_some(self.id),
             chain: Some(self.id),
             batch: self.batch,
-            queue: self.default_queue.clone(),
+            queue: self.default_queue.map(str::to_owned),
             delay: if at == 0 { self.delay } else { None },
         };
         Link::sealed(self.queue, dispatch.envelope_in(&placement)?)
@@ -108,7 +108,7 @@ impl LinkSealer<'_> {
     /// The chain's catch job, which belongs to no chain or batch.
     fn catch(&self, dispatch: &dyn AnyDispatch) -> Result<Link> {
         let placement = Placement {
-            queue: self.default_queue.clone(),
+            queue: self.default_queue.map(str::to_owned),
             ..Placement::default()
         };
         Link::sealed(self.queue, dispatch.envelope_in(&placement)?)
@@ -167,7 +167,7 @@ impl Batch {
         if callbacks[1].is_none() {
             callbacks[1] = in_chain.catch.clone();
         } else if in_chain.catch.is_some() {
-            return Err(crate::error::Error::InvalidWorkflow(
+            return Err(invalid(
                 "a batch in a chain that has a catch job cannot have a catch job of its own",
             ));
         }
