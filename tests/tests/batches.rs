@@ -4,10 +4,10 @@
 
 use examples::{Caught, Step};
 use redis::AsyncCommands;
-use redjob::__worker::Settlement;
 use redjob::__worker::WorkerQueue;
+use redjob::__worker::{complete_in_batch, Settlement};
 use redjob::workflow::{Batch, BatchStatus, Chain};
-use redjob::{Payload, RedisQueue};
+use redjob::{FailedJob, Payload, RedisQueue};
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, TestRedis};
@@ -357,6 +357,90 @@ async fn a_job_that_runs_twice_is_counted_once() {
         1,
         "only the other job waits"
     );
+}
+
+/// The acker's step for many jobs of a batch at once counts each job whose reservation is
+/// still held, once, and no other; a failed job retried by hand that succeeds leaves the
+/// failed count.
+#[tokio::test]
+async fn jobs_acknowledged_together_are_counted_once_each() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let id = Batch::new()
+        .allow_failures()
+        .then(
+            Caught {
+                label: "then".into(),
+            }
+            .dispatch(),
+        )
+        .jobs(["a", "b", "c"].map(|label| Step::new(label).dispatch()))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let keys = queue.queue_keys("default");
+    let pop_one = || async {
+        let popped = queue.pop(&keys, LONG, 1, 10).await.unwrap();
+        let raw = popped.jobs[0].clone();
+        let uuid = Payload::from_json(&raw).unwrap().uuid;
+        (raw, uuid)
+    };
+    let settlement = |job: Uuid| Settlement::from(redjob::workflow::BatchProgress::new(id, job));
+    let (a, b, c) = (pop_one().await, pop_one().await, pop_one().await);
+
+    // c fails for good, then is retried by hand.
+    let record = FailedJob::new(&c.1.to_string(), "redis", "default", c.0.clone(), "boom");
+    assert!(queue
+        .fail_with(&keys, c.0.as_bytes(), &record, &settlement(c.1), None)
+        .await
+        .unwrap());
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert_eq!((status.pending, status.failed), (2, 1));
+    let mut conn = redis.conn().await;
+    let _: () = conn
+        .rpush("queues:default", redjob::payload::unreserved(&c.0).as_ref())
+        .await
+        .unwrap();
+    let c_again = pop_one().await;
+    // a's reservation is gone (it expired and was taken again, say).
+    assert!(queue.delete(&keys, &a.0).await.unwrap());
+
+    let finished = [
+        (a.0.as_str(), a.1),
+        (b.0.as_str(), b.1),
+        (c_again.0.as_str(), c_again.1),
+        (b.0.as_str(), b.1),
+    ];
+    let held = complete_in_batch(&queue, &keys, id, &finished)
+        .await
+        .unwrap();
+    assert_eq!(
+        held, 2,
+        "b and the retried c were held; a was not, and b counts once"
+    );
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert_eq!(
+        (status.total, status.pending, status.failed),
+        (3, 1, 0),
+        "a is still pending"
+    );
+    assert!(!status.finished());
+    assert_eq!(queue.size("default").await.unwrap().reserved, 0);
+
+    let _: () = conn
+        .rpush("queues:default", redjob::payload::unreserved(&a.0).as_ref())
+        .await
+        .unwrap();
+    let a_again = pop_one().await;
+    let held = complete_in_batch(&queue, &keys, id, &[(a_again.0.as_str(), a_again.1)])
+        .await
+        .unwrap();
+    assert_eq!(held, 1);
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert!(status.finished() && status.pending == 0 && status.failed == 0);
+    let ready = queue.size("default").await.unwrap().ready;
+    assert_eq!(ready, 1, "then is pushed once the last job is counted");
 }
 
 #[tokio::test]

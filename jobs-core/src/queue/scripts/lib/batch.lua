@@ -104,6 +104,25 @@ local function batch_count_done(batch, uuid)
   end
 end
 
+-- Counts the jobs `uuids` of the batch done, each once, as batch_count_done does one, with one
+-- call for all of them: a job is in at most one of the pending and failed sets, so those not
+-- pending can only be failed ones.
+local function batch_count_all_done(batch, uuids)
+  if #uuids == 0 then
+    return
+  end
+  local pending = redis.call('srem', batch.pending, unpack(uuids))
+  if pending > 0 then
+    redis.call('hincrby', batch.record, 'pending', -pending)
+  end
+  if pending < #uuids then
+    local failed = redis.call('zrem', batch.failed, unpack(uuids))
+    if failed > 0 then
+      redis.call('hincrby', batch.record, 'failed', -failed)
+    end
+  end
+end
+
 -- Jobs added to the batch: those to push, and those only to count (the links of its chains,
 -- which their chains push), read from the effects' reader.
 --   keys: for each job pushed, its ready list (or delayed set) and notify
