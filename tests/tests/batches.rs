@@ -390,7 +390,7 @@ async fn jobs_acknowledged_together_are_counted_once_each() {
     let (a, b, c) = (pop_one().await, pop_one().await, pop_one().await);
 
     // c fails for good, then is retried by hand.
-    let record = FailedJob::new(&c.1.to_string(), "redis", "default", c.0.clone(), "boom");
+    let record = FailedJob::new(c.1.to_string(), "redis", "default", c.0.clone(), "boom");
     assert!(queue
         .fail_with(&keys, c.0.as_bytes(), &record, &settlement(c.1), None)
         .await
