@@ -20,6 +20,16 @@ pub enum Error {
          ({0})"
     )]
     AuthenticationFailed(#[source] redis::RedisError),
+    /// Redis's access control list denies a command this user needs (`NOPERM`).
+    #[error("Redis denies a command this needs: grant the Redis user the queue's commands ({0})")]
+    NotPermitted(#[source] redis::RedisError),
+    /// The TLS handshake with Redis failed: a certificate that is not trusted or does not
+    /// match, or a server that does not speak TLS.
+    #[error("the TLS handshake with Redis failed: check the CA certificate and the URL ({0})")]
+    TlsHandshake(#[source] redis::RedisError),
+    /// The server cannot serve the queue (too old a version).
+    #[error("{0}")]
+    Unsupported(String),
     /// The CA certificate file of [`QueueConfig::tls_ca_file`](crate::QueueConfig) could not
     /// be read.
     #[error("cannot read the TLS CA certificate file {path:?}: {source}")]
@@ -106,6 +116,10 @@ impl From<redis::RedisError> for Error {
             || matches!(err.code(), Some("NOAUTH" | "WRONGPASS"))
         {
             Error::AuthenticationFailed(err)
+        } else if err.code() == Some("NOPERM") {
+            Error::NotPermitted(err)
+        } else if is_tls_failure(&err) {
+            Error::TlsHandshake(err)
         } else if err.is_timeout()
             || err.is_io_error()
             || err.is_connection_refusal()
@@ -116,6 +130,36 @@ impl From<redis::RedisError> for Error {
             Error::Redis(err)
         }
     }
+}
+
+impl Error {
+    /// Whether the error comes from the configuration (a malformed URL, refused credentials,
+    /// a command the ACL denies, TLS that cannot work) rather than from the moment: trying
+    /// again cannot help, so a worker refuses to start on one.
+    pub fn is_configuration(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidUrl { .. }
+                | Error::AuthenticationFailed(_)
+                | Error::NotPermitted(_)
+                | Error::TlsHandshake(_)
+                | Error::TlsCaFile { .. }
+                | Error::InvalidTls { .. }
+                | Error::Unsupported(_)
+        )
+    }
+}
+
+/// Whether a connection failed in its TLS handshake: a certificate rustls does not trust, or
+/// bytes that are not TLS. redis-rs keeps the I/O error only as text.
+fn is_tls_failure(err: &redis::RedisError) -> bool {
+    if !err.is_io_error() {
+        return false;
+    }
+    let text = err.to_string().to_ascii_lowercase();
+    ["certificate", "corrupt message", "handshake", "tls"]
+        .iter()
+        .any(|sign| text.contains(sign))
 }
 
 /// The result of queue operations.

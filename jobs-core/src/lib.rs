@@ -45,6 +45,7 @@ pub use job::context::{JobContext, Request};
 pub use job::failed::FailedContext;
 pub use job::identity::JobIdentity;
 pub use job::registry::JobRegistration;
+pub use job::state::{DuplicateState, MissingState, State, StateType};
 pub use job::{Job, JobError, JobOptions, JobResult};
 pub use payload::backoff::Backoff;
 pub use payload::delay::Delay;
@@ -66,14 +67,19 @@ pub use workflow::{Batch, Chain};
 /// `unique_until = "done"` (the default) or `"processing"`, `debounce = N` and
 /// `max_wait = N` (seconds: dispatches with one [`Job::debounce_id`] within `N` seconds of each
 /// other leave one job, which runs `N` seconds after the last, or `max_wait` after the first),
-/// and
-/// `laravel = "App\\Jobs\\SendInvoice"` (the Laravel job class whose queued objects this job runs).
-/// See [`Job`] for an example.
+/// `laravel = "App\\Jobs\\SendInvoice"` (the Laravel job class whose queued objects this job
+/// runs), and `state = Type`, once per type (application state the handler reads with
+/// [`JobContext::state`]; a worker without it refuses to start). See [`Job`] for an example.
 pub use redjob_macros::job;
 
 /// The attribute that makes a trait impl's `async fn`s object-safe; use it on
 /// `impl Middleware for ...` blocks.
 pub use async_trait::async_trait;
+
+/// The Redis client this crate talks through, for handlers and middleware that keep data of
+/// their own in Redis ([`JobContext::redis`], [`RedisQueue::query`]) without matching its
+/// version by hand.
+pub use redis;
 
 /// The worker's protocol: what the `redjob-worker` runtime calls and applications never do
 /// (reserving, settling, renewing holds, setting up an attempt). Not a public API: its shape

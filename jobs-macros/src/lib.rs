@@ -40,6 +40,7 @@ struct Options {
     max_exceptions: Option<LitInt>,
     debounce: Option<LitInt>,
     max_wait: Option<LitInt>,
+    state: Vec<syn::Type>,
     krate: Option<Path>,
 }
 
@@ -71,6 +72,7 @@ impl Options {
             "unique_until" => self.unique_until = Some(unique_until(meta.value()?.parse()?)?),
             "backoff" => self.backoff = Some(backoff_list(&meta.value()?.parse()?)?),
             "fail_on_timeout" => self.fail_on_timeout = flag(&meta)?,
+            "state" => self.state.push(meta.value()?.parse()?),
             "crate" => {
                 let path: LitStr = meta.value()?.parse()?;
                 self.krate = Some(path.parse()?);
@@ -79,7 +81,7 @@ impl Options {
                 return Err(meta.error(
                     "unknown job option; expected one of name, display_name, queue, tries, \
                      backoff, timeout, fail_on_timeout, retry_for, max_exceptions, unique_for, \
-                     unique_until, debounce, max_wait, laravel, crate",
+                     unique_until, debounce, max_wait, laravel, state, crate",
                 ))
             }
         }
@@ -169,6 +171,12 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
     if !has_item(&item.items, "NAME") {
         item.items
             .push(syn::parse_quote!(const NAME: &'static str = #name;));
+    }
+    if !options.state.is_empty() && !has_item(&item.items, "STATE") {
+        let state = &options.state;
+        item.items.push(syn::parse_quote! {
+            const STATE: &'static [#krate::StateType] = &[#(#krate::StateType::of::<#state>()),*];
+        });
     }
     let failed_hook = has_item(&item.items, "failed");
     if !has_item(&item.items, "options") {

@@ -370,7 +370,7 @@ async fn work(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, Str
         ..WorkerConfig::default()
     };
     let worker = Worker::new(config, queue.clone()).map_err(|e| e.to_string())?;
-    worker.run().await;
+    worker.run().await.expect("the worker starts");
     Ok(Map::new())
 }
 

@@ -69,6 +69,27 @@ pub struct WorkerConfig {
     /// Wait thresholds to write to Redis when the worker starts (`--wait`), for `jobsctl`, the
     /// dashboard and the metrics; a queue given twice keeps its last. Empty: none written.
     pub waits: Vec<redjob::admin::WaitThreshold>,
+    /// What the watchdog does about a handler that blocks its thread past its timeout, once
+    /// it has applied the timeout rules to its job.
+    pub on_blocked: OnBlocked,
+}
+
+/// What the watchdog does about a handler that blocks its thread past its timeout (a long
+/// computation, `std::thread::sleep`, blocking I/O), which no timeout can interrupt. Either
+/// way the timeout rules apply to its job first: on its last attempt it fails, otherwise it
+/// comes back after `retry_after` with the attempt counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OnBlocked {
+    /// Leave the handler its thread and go on: its slot stays taken until the handler
+    /// returns, and what it returns is ignored. The default of a [`WorkerConfig`]: a worker
+    /// embedded in a service does not end the service.
+    #[default]
+    AbandonJob,
+    /// Put the other running jobs back and end the process with status
+    /// [`WATCHDOG_EXIT_CODE`](crate::WATCHDOG_EXIT_CODE), as Laravel's worker does, for a
+    /// supervisor to start a fresh one. The worker binary's choice.
+    ExitProcess,
 }
 
 impl Default for WorkerConfig {
@@ -94,6 +115,7 @@ impl Default for WorkerConfig {
             max_requeues: 1000,
             schedule: false,
             waits: Vec::new(),
+            on_blocked: OnBlocked::default(),
         }
     }
 }

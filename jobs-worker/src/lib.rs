@@ -33,22 +33,23 @@ mod runtime;
 mod stats;
 pub mod testing;
 
-pub use config::WorkerConfig;
+pub use config::{OnBlocked, WorkerConfig};
 pub use options::WorkerOptions;
 pub use prometheus::MetricsError;
 pub use runtime::exit::Exit;
 pub use runtime::watchdog::EXIT_CODE as WATCHDOG_EXIT_CODE;
-pub use runtime::worker::{Worker, WorkerError};
+pub use runtime::worker::{Worker, WorkerError, CONFIG_EXIT_CODE};
 pub use stats::Stats;
 
 use clap::Parser;
+use redjob::middleware::Layer;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
-/// Parses the command line, runs a worker until it stops, and returns its exit status.
+/// Parses the command line, runs a worker until it stops, and returns its exit status: the
+/// whole of a worker binary whose jobs need no state built at run time. One that does uses
+/// [`Command`].
 pub fn main() -> ExitCode {
-    let options = WorkerOptions::parse();
-    logging::init(options.json);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -56,15 +57,114 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async {
-        match run(options).await {
+    runtime.block_on(Command::from_args().run())
+}
+
+/// A worker program: the command line of [`main`], parsed, with the state, middleware and
+/// listeners the program adds. For a binary whose state is built asynchronously (a database
+/// pool needs a runtime), in its own `#[tokio::main]`, without a dependency on clap:
+///
+/// ```no_run
+/// # struct PgPool;
+/// # impl PgPool { async fn connect(_: &str) -> Result<PgPool, std::io::Error> { Ok(PgPool) } }
+/// #[tokio::main]
+/// async fn main() -> std::process::ExitCode {
+///     let command = redjob_worker::Command::from_args(); // --help and bad options exit here
+///     let pool = match PgPool::connect("postgres://localhost/shop").await {
+///         Ok(pool) => pool,
+///         Err(err) => {
+///             eprintln!("worker: cannot connect to PostgreSQL: {err}");
+///             return std::process::ExitCode::FAILURE;
+///         }
+///     };
+///     command.state(pool).run().await
+/// }
+/// ```
+#[must_use = "a command does nothing until it is run"]
+pub struct Command {
+    options: WorkerOptions,
+    setup: Vec<Box<dyn FnOnce(Worker) -> Worker + Send>>,
+}
+
+impl Command {
+    /// The process's command line, parsed as the worker binary's (`docs/worker.md`). Prints
+    /// the help, the version, or what is wrong with the options, and exits, as the binary
+    /// does.
+    pub fn from_args() -> Command {
+        Command::new(WorkerOptions::parse())
+    }
+
+    /// A worker program run with `options`.
+    pub fn new(options: WorkerOptions) -> Command {
+        Command {
+            options,
+            setup: Vec::new(),
+        }
+    }
+
+    /// The options it runs with.
+    pub fn options(&self) -> &WorkerOptions {
+        &self.options
+    }
+
+    /// Gives the worker `value` as application state ([`Worker::state`]).
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Command {
+        self.setup.push(Box::new(move |worker| worker.state(value)));
+        self
+    }
+
+    /// Runs `middleware` around every job ([`Worker::middleware`]).
+    pub fn middleware(mut self, middleware: impl Into<Layer>) -> Command {
+        let layer = middleware.into();
+        self.setup
+            .push(Box::new(move |worker| worker.middleware(layer)));
+        self
+    }
+
+    /// Reports what the worker does to `listener` ([`Worker::listen`]).
+    pub fn listen(mut self, listener: impl events::Listener) -> Command {
+        self.setup
+            .push(Box::new(move |worker| worker.listen(listener)));
+        self
+    }
+
+    /// Sets up logging (`--json`), runs the worker until it stops, stopping gracefully on
+    /// the first SIGTERM, SIGINT or SIGQUIT and at once on the second ([`stop_on_signals`]),
+    /// and returns the process exit status: the stop's ([`Exit::code`]), or, when the worker
+    /// cannot start, [`WorkerError::exit_code`] with the reason on standard error.
+    pub async fn run(self) -> ExitCode {
+        logging::init(self.options.json);
+        match self.run_worker().await {
             Ok(exit) => ExitCode::from(exit.code()),
             Err(err) => {
                 eprintln!("worker: {err}");
-                ExitCode::FAILURE
+                ExitCode::from(err.exit_code())
             }
         }
-    })
+    }
+
+    /// Runs the worker until it stops, stopping on signals as [`Command::run`] does, and says
+    /// why it stopped.
+    pub async fn run_worker(self) -> Result<Exit, WorkerError> {
+        let options = self.options;
+        let config = redjob::QueueConfig {
+            prefix: options.prefix.clone(),
+            ..Default::default()
+        };
+        let queue = redjob::RedisQueue::with_config(&options.redis, config)?;
+        if options.schedule_only {
+            return keep_schedules_only(queue, options.metrics_addr, &options.waits).await;
+        }
+        let mut worker = Worker::new(options.config(), queue)?;
+        for setup in self.setup {
+            worker = setup(worker);
+        }
+        if let Some(addr) = options.metrics_addr {
+            prometheus::install(addr, options.concurrency)?;
+        }
+        tokio::spawn(stop_on_signals(worker.stop_token()));
+        worker.run().await
+    }
 }
 
 /// Runs a worker with `options` until it stops, stopping gracefully on SIGTERM, SIGINT or
@@ -74,22 +174,10 @@ pub fn main() -> ExitCode {
 /// Redis is `options.redis` with [`QueueConfig::default`](redjob::QueueConfig) but for the
 /// key prefix (`--prefix`): the signing key and TLS CA file come from `JOBS_SIGNING_KEY` and
 /// `REDIS_TLS_CA_FILE`. With
-/// `--metrics-addr`, the process serves Prometheus metrics there.
+/// `--metrics-addr`, the process serves Prometheus metrics there. [`Command`] does the same
+/// with state, middleware and listeners.
 pub async fn run(options: WorkerOptions) -> Result<Exit, WorkerError> {
-    let config = redjob::QueueConfig {
-        prefix: options.prefix.clone(),
-        ..Default::default()
-    };
-    let queue = redjob::RedisQueue::with_config(&options.redis, config)?;
-    if options.schedule_only {
-        return keep_schedules_only(queue, options.metrics_addr, &options.waits).await;
-    }
-    let worker = Worker::new(options.config(), queue)?;
-    if let Some(addr) = options.metrics_addr {
-        prometheus::install(addr, options.concurrency)?;
-    }
-    tokio::spawn(stop_on_signals(worker.stop_token()));
-    Ok(worker.run().await)
+    Command::new(options).run_worker().await
 }
 
 /// `--schedule-only`: keeps the schedules this program defines, taking no jobs, until a
@@ -118,7 +206,20 @@ async fn keep_schedules_only(
     Ok(Exit::Stopped)
 }
 
-async fn stop_on_signals(stop: CancellationToken) {
+/// The worker binary's signal handling, for a program that runs workers itself: cancels
+/// `stop` on the first SIGTERM, SIGINT or SIGQUIT (a graceful stop of every worker and server
+/// that watches it), and on a second one exits the process at once with status 130. Spawn it
+/// once; it installs the handlers when first polled.
+///
+/// ```no_run
+/// # async fn demo() {
+/// let stop = tokio_util::sync::CancellationToken::new();
+/// tokio::spawn(redjob_worker::stop_on_signals(stop.clone()));
+/// // Workers: worker.run_until(stop.clone().cancelled_owned()); an axum server:
+/// // axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned())
+/// # }
+/// ```
+pub async fn stop_on_signals(stop: CancellationToken) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int), Ok(mut quit)) = (
         signal(SignalKind::terminate()),

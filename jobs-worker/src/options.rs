@@ -151,6 +151,8 @@ impl WorkerOptions {
             max_requeues: self.max_requeues,
             schedule: self.schedule,
             waits: self.waits.clone(),
+            // A worker process of its own, whose supervisor starts a fresh one.
+            on_blocked: crate::config::OnBlocked::ExitProcess,
         }
     }
 }

@@ -128,7 +128,7 @@ async fn a_worker_reports_each_attempt_after_it_is_settled_and_its_own_loop_and_
     let exit = tokio::time::timeout(Duration::from_secs(30), worker.run())
         .await
         .unwrap();
-    assert_eq!(exit, Exit::Empty);
+    assert_eq!(exit.unwrap(), Exit::Empty);
 
     assert_eq!(
         recorder.of(uuids[0]),

@@ -63,7 +63,7 @@ async fn main() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     stop.cancel();
-    running.await?;
+    running.await??;
 
     println!("\nWhat happened:");
     println!(

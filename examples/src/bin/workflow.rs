@@ -125,7 +125,7 @@ async fn main() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     stop.cancel();
-    running.await?;
+    running.await??;
 
     println!("\nWhat ran, in order (rows summed up):");
     let steps: Vec<String> = queue

@@ -6,6 +6,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::job::identity::JobIdentity;
+use crate::job::state::{State, StateType};
 use crate::payload::delay::Delay;
 use crate::queue::hold::Holds;
 use crate::queue::{Extensions, RedisQueue};
@@ -39,6 +40,9 @@ pub struct JobContext {
     redis: Option<Arc<RedisQueue>>,
     lease: Duration,
     holds: Arc<Holds>,
+    state: State,
+    // The state the job type declares (`#[job(state = ...)]`).
+    declared: &'static [StateType],
     // Made on first use: most attempts keep no capability state.
     extensions: OnceLock<Extensions>,
 }
@@ -69,6 +73,8 @@ impl JobContext {
             redis: None,
             lease: Duration::from_secs(90),
             holds: Arc::default(),
+            state: State::default(),
+            declared: &[],
             extensions: OnceLock::new(),
         }
     }
@@ -82,6 +88,67 @@ impl JobContext {
     /// The value of type `T` in this attempt's extensions, if one was stored; makes none.
     pub(crate) fn extension<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
         self.extensions.get()?.get::<T>()
+    }
+
+    /// The application state of type `T` that the worker was given (a database pool, an
+    /// HTTP client, ...), declared by the job type with `#[job(state = T)]`:
+    ///
+    /// ```
+    /// use redjob::{job, Job, JobContext, JobResult};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// struct Db { url: String } // a connection pool, in a real service
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct ShipOrder { id: i64 }
+    ///
+    /// #[job(state = Db)]
+    /// impl Job for ShipOrder {
+    ///     async fn handle(&self, ctx: &JobContext) -> JobResult {
+    ///         let db = ctx.state::<Db>();
+    ///         println!("shipping order {} from {}", self.id, db.url);
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// A worker refuses to start without the state its job types declare, and so do
+    /// synchronous runs and the inline fake of `redjob_worker::testing`; reading it cannot
+    /// fail while the job runs.
+    ///
+    /// # Panics
+    ///
+    /// When the job type does not declare `T`: the first run of the job, in a test or
+    /// anywhere, says so, rather than a worker without `T` failing the job in production. The
+    /// panic fails the attempt as any panic does. Middleware and optional state use
+    /// [`try_state`](Self::try_state).
+    #[track_caller]
+    pub fn state<T: Send + Sync + 'static>(&self) -> &T {
+        let wanted = std::any::TypeId::of::<T>();
+        if !self.declared.iter().any(|ty| ty.id() == wanted) {
+            panic!(
+                "job {} reads state of type {} without declaring it: write \
+                 #[job(state = {})] so that workers check for it before they start",
+                self.job_name(),
+                std::any::type_name::<T>(),
+                std::any::type_name::<T>(),
+            );
+        }
+        match self.state.get::<T>() {
+            Some(value) => value,
+            None => panic!(
+                "job {} reads state of type {}, which it was not given: give it where the \
+                 worker is built, with .state(...)",
+                self.job_name(),
+                std::any::type_name::<T>(),
+            ),
+        }
+    }
+
+    /// The application state of type `T`, if the worker was given one; for middleware, and
+    /// for state a job can do without. Needs no declaration.
+    pub fn try_state<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.state.get::<T>()
     }
 
     /// The worker's Redis handle (`None` when the job runs outside a worker).
@@ -156,6 +223,10 @@ pub trait AttemptSetup {
     /// renews what it finds there).
     fn with_holds(self, holds: Arc<Holds>) -> Self;
 
+    /// This context with the application state `state`, of which the job type declares
+    /// `declared`.
+    fn with_state(self, state: &State, declared: &'static [StateType]) -> Self;
+
     /// What the handler asked for, if anything; the last call wins.
     fn take_request(&self) -> Option<Request>;
 }
@@ -169,6 +240,12 @@ impl AttemptSetup for JobContext {
 
     fn with_holds(mut self, holds: Arc<Holds>) -> Self {
         self.holds = holds;
+        self
+    }
+
+    fn with_state(mut self, state: &State, declared: &'static [StateType]) -> Self {
+        self.state = state.clone();
+        self.declared = declared;
         self
     }
 

@@ -7,6 +7,7 @@ pub mod identity;
 pub mod middleware;
 pub mod registry;
 mod result;
+pub mod state;
 
 pub use result::{JobError, JobResult};
 
@@ -54,6 +55,10 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// The name stored in the payload's `job` field, by which workers find the type.
     /// `#[job]` sets it to the type's name, or to `name = "..."`.
     const NAME: &'static str;
+
+    /// The application state its handler reads with [`JobContext::state`], as written in
+    /// `#[job(state = ...)]`: a worker without one of them refuses to start. Default: none.
+    const STATE: &'static [state::StateType] = &[];
 
     /// The options given in `#[job(...)]`; dispatch-time settings override them.
     fn options() -> JobOptions {

@@ -12,6 +12,7 @@ use std::sync::{Arc, OnceLock};
 use crate::job::context::JobContext;
 use crate::job::failed::FailedContext;
 use crate::job::middleware::{JobFuture, Layer};
+use crate::job::state::StateType;
 use crate::job::{Job, JobOptions};
 
 /// How a worker runs one job type: its name, its options, and a function that decodes the
@@ -20,6 +21,7 @@ pub struct JobRegistration {
     name: &'static str,
     type_name: fn() -> &'static str,
     options: fn() -> JobOptions,
+    state: &'static [StateType],
     start: fn(&RawValue, Arc<JobContext>) -> Result<Started, serde_json::Error>,
     failed: fn(&RawValue, FailedContext) -> Result<HookFuture, serde_json::Error>,
 }
@@ -42,6 +44,7 @@ impl JobRegistration {
             name: J::NAME,
             type_name: std::any::type_name::<J>,
             options: J::options,
+            state: J::STATE,
             start: start::<J>,
             failed: failed::<J>,
         }
@@ -60,6 +63,11 @@ impl JobRegistration {
     /// The job type's options.
     pub fn options(&self) -> JobOptions {
         (self.options)()
+    }
+
+    /// The application state the job type reads ([`Job::STATE`]).
+    pub fn state(&self) -> &'static [StateType] {
+        self.state
     }
 
     /// Decodes `data` into the job and returns the future of its [`Job::failed`] hook.

@@ -7,6 +7,7 @@ use std::future::Future;
 use crate::error::{Error, Result};
 use crate::queue::connection::Connection;
 use crate::queue::handle::RedisQueue;
+use crate::queue::scripts;
 
 impl RedisQueue {
     /// Runs one Redis call under the command timeout. A call that finds the connection refused
@@ -39,12 +40,34 @@ impl RedisQueue {
     ///
     /// ```no_run
     /// # async fn demo(queue: redjob::RedisQueue) -> Result<(), redjob::Error> {
+    /// use redjob::redis;
     /// let seen: i64 = queue.query(redis::cmd("INCR").arg("imports:seen")).await?;
     /// # Ok(()) }
     /// ```
     pub async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
         self.call(|mut conn| async move { cmd.query_async(&mut conn).await })
             .await
+    }
+
+    /// Checks that this handle can do its work: Redis answers, accepts the credentials, is
+    /// 6.2 or later, and lets this user load and run scripts. A worker runs it before it takes
+    /// a job; [`Error::is_configuration`] tells a setting to fix from a server that is not
+    /// reachable yet.
+    pub async fn check(&self) -> Result<()> {
+        let info: String = self.query(redis::cmd("INFO").arg("server")).await?;
+        let version = info
+            .lines()
+            .find_map(|line| line.strip_prefix("redis_version:"))
+            .map(str::trim)
+            .unwrap_or_default();
+        let numbers: Vec<u32> = version.split('.').filter_map(|n| n.parse().ok()).collect();
+        if numbers.len() >= 2 && (numbers[0], numbers[1]) < (6, 2) {
+            return Err(Error::Unsupported(format!(
+                "Redis 6.2 or later is needed (LPOP with a count), and this server is {version}"
+            )));
+        }
+        self.invoke::<i64>(&scripts::CHECK.prepare_invoke()).await?;
+        Ok(())
     }
 
     /// Sends one pipeline of one's own, as [`RedisQueue::query`] sends a command.

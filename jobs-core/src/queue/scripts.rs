@@ -26,6 +26,10 @@ macro_rules! script {
 }
 
 script!(
+    /// Does nothing: whether this user may load and run scripts (`check.lua`).
+    CHECK, "check.lua"
+);
+script!(
     /// Push ready jobs and their wake-up tokens (`push.lua`).
     PUSH, "push.lua"
 );

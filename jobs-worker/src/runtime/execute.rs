@@ -6,7 +6,7 @@ use futures_util::FutureExt;
 use redjob::__worker::{start_attempt, AttemptSetup};
 use redjob::middleware::{panic_message, Layer, Middleware, Next, Panicked};
 use redjob::queue::hold::{Hold, HoldUntil, Holds};
-use redjob::{JobContext, RedisQueue, Request, UniqueUntil};
+use redjob::{JobContext, RedisQueue, Request, State, UniqueUntil};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +32,8 @@ pub(crate) struct Surroundings<'a> {
     pub(crate) config: &'a WorkerConfig,
     pub(crate) middleware: &'a [Layer],
     pub(crate) redis: &'a Arc<RedisQueue>,
+    /// The application state its handler reads.
+    pub(crate) state: &'a State,
     /// Where the attempt's holds go: the running job's entry, which the heartbeat renews.
     pub(crate) holds: Arc<Holds>,
     /// Whether the batches of the worker's jobs were cancelled (`None`: a synchronous run,
@@ -57,7 +59,8 @@ pub(crate) async fn run(
     let ctx = Arc::new(
         JobContext::new(payload.uuid, &payload.job, queue, payload.attempts)
             .with_redis(around.redis.clone(), around.config.retry_after)
-            .with_holds(around.holds),
+            .with_holds(around.holds)
+            .with_state(around.state, decoded.registration.state()),
     );
     start_attempt(payload, &ctx);
     let unique_lock = payload.unique.as_ref().map(|unique| {

@@ -66,7 +66,9 @@ pub(crate) async fn call(config: &WorkerConfig, decoded: &Decoded, ctx: FailedCo
 /// Starts looking, every third of `--retry-after`, for hooks owed by workers that died before
 /// running them: an owed hook waits that long anyway before another worker may take it.
 pub(crate) fn start(queue: RedisQueue, config: Arc<WorkerConfig>) -> JoinHandle<()> {
-    tokio::spawn(async move {
+    // What the hooks dispatch goes to the worker's Redis.
+    let scope = queue.clone();
+    tokio::spawn(scope.scope(async move {
         let every = (config.retry_after / 3).max(Duration::from_millis(50));
         let first = tokio::time::Instant::now() + every;
         let mut ticks = tokio::time::interval_at(first, every);
@@ -90,7 +92,7 @@ pub(crate) fn start(queue: RedisQueue, config: Arc<WorkerConfig>) -> JoinHandle<
                 Err(err) => debug!(error = %err, "cannot look for owed failed() hooks"),
             }
         }
-    })
+    }))
 }
 
 /// Runs the owed hook of the failed job `uuid` from its failed-job record; a record that is

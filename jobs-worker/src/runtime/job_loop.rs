@@ -336,7 +336,8 @@ impl<'a> JobLoop<'a> {
             slot,
             self.services.interrupt.clone(),
         );
-        self.running.spawn(run);
+        // What the job dispatches goes to the worker's Redis, not to a process-wide default.
+        self.running.spawn(self.services.processor.redis.scope(run));
     }
 
     /// Runs the jobs that pops still in flight reserved (nothing popped is dropped), then lets

@@ -1,6 +1,6 @@
 //! The worker runtime: the path of a job, one file per step.
 //!
-//! - [`worker`] starts a worker's [`services`], runs its [`job_loop`] (which keeps the
+//! - [`worker`] makes the [`startup`] checks, starts a worker's [`services`], runs its [`job_loop`] (which keeps the
 //!   concurrency slots busy and decides when to stop), and stops the services.
 //! - [`reserve`] reserves jobs from the queues in priority order (`pop.lua`); [`waker`] is
 //!   the idle worker's blocking wait for a push or a due job.
@@ -9,7 +9,7 @@
 //!   runs), [`settle`] the outcome in Redis; [`acker`] deletes finished jobs' reservations in
 //!   batches; [`hooks`] runs failed jobs' `failed()` hooks, and those owed by dead workers.
 //! - [`lease`] keeps the registry of running jobs and extends their reservations while they
-//!   run; [`watchdog`] ends the process when a handler blocks its thread past its timeout.
+//!   run; [`watchdog`] acts on a handler that blocks its thread past its timeout.
 //! - [`control`] publishes the worker's heartbeat record and per-minute counters for
 //!   operators, and obeys their pause and restart requests; [`waits`] writes its `--wait`
 //!   thresholds at start.
@@ -38,6 +38,7 @@ pub(crate) mod rules;
 pub(crate) mod scheduler;
 pub(crate) mod services;
 pub(crate) mod settle;
+pub(crate) mod startup;
 pub(crate) mod time;
 pub(crate) mod waits;
 pub(crate) mod waker;

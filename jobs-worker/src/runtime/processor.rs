@@ -9,7 +9,7 @@
 use redjob::__worker::{done_steps, failed_steps, SettleStep};
 use redjob::middleware::Layer;
 use redjob::queue::hold::Holds;
-use redjob::{FailedContext, JobContext, RedisQueue};
+use redjob::{FailedContext, JobContext, RedisQueue, State};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -40,6 +40,8 @@ pub(crate) struct Processor {
     pub(crate) listeners: Listeners,
     /// The worker's Redis handle, shared by the contexts of the jobs it runs.
     pub(crate) redis: Arc<RedisQueue>,
+    /// The application state the jobs it runs read.
+    pub(crate) state: State,
     /// Whether the batches of the jobs it runs were cancelled.
     pub(crate) cancelled: CancelledBatches,
 }
@@ -140,6 +142,7 @@ impl Processor {
             config: &self.config,
             middleware: &self.middleware,
             redis: &self.redis,
+            state: &self.state,
             holds,
             cancelled: Some(&self.cancelled),
             started,

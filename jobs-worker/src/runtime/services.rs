@@ -4,7 +4,7 @@
 use crate::events::Listeners;
 use redjob::middleware::Layer;
 use redjob::queue::keys::QueueKeys;
-use redjob::RedisQueue;
+use redjob::{RedisQueue, State};
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -52,6 +52,7 @@ impl Services {
         queue: &RedisQueue,
         config: &Arc<WorkerConfig>,
         middleware: &[Layer],
+        state: &State,
         listeners: &Listeners,
         stats: &Arc<Stats>,
         stop: &CancellationToken,
@@ -97,6 +98,7 @@ impl Services {
             middleware: middleware.into(),
             listeners: listeners.clone(),
             redis: Arc::new(queue.clone()),
+            state: state.clone(),
             cancelled: Default::default(),
         });
         let interrupt = CancellationToken::new();
@@ -107,6 +109,7 @@ impl Services {
             acks: acker.sender(),
             stop: stop.clone(),
             interrupt: interrupt.clone(),
+            on_blocked: config.on_blocked,
         });
         let scheduler = match config.schedule {
             true => scheduler::start(queue.clone(), redjob::schedule::defined(), stop.clone()),

@@ -1,24 +1,29 @@
-//! The watchdog: ends the worker process when a handler runs past its timeout without giving
-//! its thread back, as Laravel's worker kills itself when a job times out.
+//! The watchdog: acts on a handler that runs past its timeout without giving its thread back.
 //!
 //! A job's timeout stops an async handler at its next `.await`. A handler that blocks its
 //! thread (a long computation, `std::thread::sleep`, blocking I/O) never reaches one, so the
 //! timeout cannot stop it, and without the watchdog it would hold its slot, and its
 //! reservation through the lease, for as long as it blocks. The watchdog runs on its own
 //! OS thread, which no blocked runtime thread can hold up. When a handler is still running
-//! [`MARGIN`] after its timeout, the watchdog:
+//! [`MARGIN`] after its timeout, the watchdog takes the job over (the lease stops extending
+//! its reservation and its processor will not settle it), then does what the worker's
+//! [`OnBlocked`] says.
 //!
-//! 1. takes the job over: the lease stops extending its reservation and its processor
-//!    will not settle it;
-//! 2. stops the worker from taking jobs and interrupts the other running jobs, which are put
-//!    back on their queues by the usual shutdown path, waiting up to [`WIND_DOWN`] for them
-//!    and for the acknowledgement of finished jobs;
-//! 3. applies the timeout rules to the job through a Redis connection and runtime of its own:
-//!    on its last attempt, or with `fail_on_timeout`, the job goes to the failed-job store as
-//!    `<displayName> has timed out.`; otherwise it stays reserved and comes back after
-//!    `--retry-after` with its attempt counted (releasing it at once could start it elsewhere
-//!    while its handler still blocks here);
-//! 4. ends the process with status [`EXIT_CODE`].
+//! With [`OnBlocked::ExitProcess`] (the worker binary's, as Laravel's worker kills itself
+//! when a job times out):
+//! 1. it stops the worker from taking jobs and interrupts the other running jobs, which are
+//!    put back on their queues by the usual shutdown path, waiting up to [`WIND_DOWN`] for
+//!    them and for the acknowledgement of finished jobs;
+//! 2. it applies the timeout rules to the job through a Redis connection and runtime of its
+//!    own: on its last attempt, or with `fail_on_timeout`, the job goes to the failed-job
+//!    store as `<displayName> has timed out.`; otherwise it stays reserved and comes back
+//!    after `--retry-after` with its attempt counted (releasing it at once could start it
+//!    elsewhere while its handler still blocks here);
+//! 3. it ends the process with status [`EXIT_CODE`].
+//!
+//! With [`OnBlocked::AbandonJob`] (an embedded worker's default), it applies the timeout rules
+//! as in step 2 and goes on watching; the worker goes on, one slot short until the handler
+//! returns.
 
 use redjob::__worker::failed_steps;
 use redjob::RedisQueue;
@@ -28,6 +33,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn, Instrument};
 
+use crate::config::OnBlocked;
 use crate::runtime::acker::AckSender;
 use crate::runtime::deadline::Deadline;
 use crate::runtime::execute::{job_span, verdict};
@@ -67,6 +73,8 @@ pub(crate) struct Guarded {
     pub stop: CancellationToken,
     /// Interrupts the running handlers, which puts their jobs back on their queues.
     pub interrupt: CancellationToken,
+    /// Whether to end the process or abandon the handler.
+    pub on_blocked: OnBlocked,
 }
 
 /// The watchdog thread; dropping the handle stops it.
@@ -112,10 +120,30 @@ impl Guarded {
     fn watch(self, stopped: mpsc::Receiver<()>) {
         while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECK_INTERVAL) {
             let overdue = self.running.take_over_overdue(Instant::now(), MARGIN);
-            if !overdue.is_empty() {
-                self.end_process(overdue);
+            if overdue.is_empty() {
+                continue;
+            }
+            match self.on_blocked {
+                OnBlocked::ExitProcess => self.end_process(overdue),
+                OnBlocked::AbandonJob => self.abandon(overdue),
             }
         }
+    }
+
+    /// Applies the timeout rules to the jobs taken over and leaves their handlers their
+    /// threads; the worker goes on.
+    fn abandon(&self, overdue: Vec<(Reserved, Deadline)>) {
+        for (job, deadline) in &overdue {
+            span(job, deadline).in_scope(|| {
+                error!(
+                    timeout_s = deadline.timeout.as_secs_f64(),
+                    "still running {MARGIN:?} past its timeout: the handler blocks its thread, \
+                     which a timeout cannot interrupt; abandoning it (its slot stays taken until \
+                     it returns)"
+                )
+            });
+        }
+        self.settle_on_own_runtime(overdue);
     }
 
     fn end_process(&self, mut overdue: Vec<(Reserved, Deadline)>) -> ! {
@@ -127,6 +155,17 @@ impl Guarded {
         let late = self.running.take_over_overdue(Instant::now(), MARGIN);
         blame(&late);
         overdue.extend(late);
+        self.settle_on_own_runtime(overdue);
+        error!(
+            exit_code = EXIT_CODE,
+            "worker ended: a job ran past its timeout without giving its thread back"
+        );
+        std::process::exit(EXIT_CODE.into())
+    }
+
+    /// Applies the timeout rules to the jobs taken over ([`Guarded::settle`]) on a runtime of
+    /// the watchdog's own, which no blocked thread of the worker's can hold up.
+    fn settle_on_own_runtime(&self, overdue: Vec<(Reserved, Deadline)>) {
         match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -137,11 +176,6 @@ impl Guarded {
                 "cannot start the watchdog's runtime; the jobs that timed out come back after retry_after"
             ),
         }
-        error!(
-            exit_code = EXIT_CODE,
-            "worker ended: a job ran past its timeout without giving its thread back"
-        );
-        std::process::exit(EXIT_CODE.into())
     }
 
     /// Waits until only the jobs taken over are left and every finished job is acknowledged,

@@ -2,7 +2,8 @@
 
 use crate::events::{Listener, Listeners};
 use redjob::middleware::Layer;
-use redjob::RedisQueue;
+use redjob::{DuplicateState, MissingState, RedisQueue, State};
+use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -11,7 +12,7 @@ use crate::config::WorkerConfig;
 use crate::runtime::exit::Exit;
 use crate::runtime::job_loop::JobLoop;
 use crate::runtime::services::Services;
-use crate::runtime::waits;
+use crate::runtime::{startup, waits};
 use crate::stats::Stats;
 
 /// A worker that cannot start.
@@ -30,6 +31,34 @@ pub enum WorkerError {
     /// The Prometheus endpoint (`--metrics-addr`) could not be started.
     #[error(transparent)]
     Metrics(#[from] crate::prometheus::MetricsError),
+    /// Job types declare state (`#[job(state = ...)]`) that the worker was not given.
+    #[error("{}", list(.0))]
+    MissingState(Vec<MissingState>),
+    /// A type of state was given twice.
+    #[error(transparent)]
+    DuplicateState(#[from] DuplicateState),
+}
+
+impl WorkerError {
+    /// The process exit status for this error: [`CONFIG_EXIT_CODE`] (78, `EX_CONFIG`) for a
+    /// setting to fix (an option, the state, the Redis URL, credentials, ACL or TLS), which
+    /// starting again cannot mend; 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            WorkerError::Queue(err) if !err.is_configuration() => 1,
+            WorkerError::Metrics(_) => 1,
+            _ => CONFIG_EXIT_CODE,
+        }
+    }
+}
+
+/// The exit status of a worker that refuses to start because of its configuration: 78,
+/// `EX_CONFIG` of `sysexits.h`, which supervisors such as systemd can be told not to restart.
+pub const CONFIG_EXIT_CODE: u8 = 78;
+
+fn list(missing: &[MissingState]) -> String {
+    let lines: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    lines.join("; ")
 }
 
 /// A worker: takes jobs from its queues, runs them and settles them until it stops.
@@ -48,7 +77,7 @@ pub enum WorkerError {
 ///     tokio::time::sleep(std::time::Duration::from_secs(60)).await;
 ///     stop.cancel(); // as SIGTERM would
 /// });
-/// let exit = worker.run().await;
+/// let exit = worker.run().await?;
 /// # Ok(()) }
 /// ```
 pub struct Worker {
@@ -58,6 +87,8 @@ pub struct Worker {
     queue: RedisQueue,
     stop: CancellationToken,
     stats: Arc<Stats>,
+    state: State,
+    duplicate_state: Option<DuplicateState>,
 }
 
 impl Worker {
@@ -83,6 +114,8 @@ impl Worker {
             queue,
             stop: CancellationToken::new(),
             stats: Arc::new(Stats::default()),
+            state: State::new(),
+            duplicate_state: None,
         })
     }
 
@@ -100,6 +133,18 @@ impl Worker {
         self
     }
 
+    /// Gives every job this worker runs `value`, application state its handlers read with
+    /// [`JobContext::state`](redjob::JobContext::state): a database pool, an HTTP client,
+    /// settings. One value per type: a second one of a type makes the start fail (wrap one in
+    /// a type of its own). The worker refuses to start while a job type linked into the
+    /// program declares state it was not given.
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        if let Err(duplicate) = self.state.insert(value) {
+            self.duplicate_state.get_or_insert(duplicate);
+        }
+        self
+    }
+
     /// A token that stops the worker gracefully when cancelled, as SIGTERM does.
     pub fn stop_token(&self) -> CancellationToken {
         self.stop.clone()
@@ -110,15 +155,24 @@ impl Worker {
         self.stats.clone()
     }
 
-    /// Runs until a stop condition; running jobs finish (or are put back after the grace
-    /// period) before it returns. While it runs, its Redis handle is the process's default
-    /// ([`RedisQueue::set_default`]), so jobs that dispatch other jobs reach the same Redis.
+    /// Checks what it needs, then runs until a stop condition; running jobs finish (or are
+    /// put back after the grace period) before it returns.
     ///
-    /// A handler that blocks its thread past its timeout does not let it return: the watchdog
-    /// applies the timeout rules to its job and ends the whole process with status
-    /// [`WATCHDOG_EXIT_CODE`](crate::WATCHDOG_EXIT_CODE).
-    pub async fn run(self) -> Exit {
-        RedisQueue::set_default(self.queue.clone());
+    /// Before it takes a job it refuses to start, with an error whose
+    /// [`exit_code`](WorkerError::exit_code) is 78, when a job type declares state it was not
+    /// given, or when Redis refuses it (credentials, ACL, TLS, version); a Redis that is not
+    /// reachable yet is waited for, the reason logged. It installs no signal handler and
+    /// changes nothing for the rest of the process: the jobs it runs dispatch through its
+    /// Redis handle, scoped to their tasks. What happens to a handler that blocks its thread
+    /// past its timeout is [`WorkerConfig::on_blocked`].
+    pub async fn run(self) -> Result<Exit, WorkerError> {
+        if let Some(duplicate) = self.duplicate_state.clone() {
+            return Err(duplicate.into());
+        }
+        startup::check_state(&self.state).map_err(WorkerError::MissingState)?;
+        if !startup::wait_for_redis(&self.queue, &self.stop).await? {
+            return Ok(Exit::Stopped);
+        }
         self.announce().await;
         let waits = waits::write(&self.queue, &self.config.waits, &self.stop).await;
         let listeners = Listeners::new(self.listeners.clone());
@@ -126,6 +180,7 @@ impl Worker {
             &self.queue,
             &self.config,
             &self.middleware,
+            &self.state,
             &listeners,
             &self.stats,
             &self.stop,
@@ -146,7 +201,38 @@ impl Worker {
             reason = ?exit,
             "worker stopped"
         );
-        exit
+        Ok(exit)
+    }
+
+    /// Runs as [`Worker::run`] until `shutdown` completes, then stops gracefully, as its stop
+    /// token would: for a worker embedded in a service, stopped by the service's own shutdown
+    /// signal.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: redjob::RedisQueue) -> Result<(), Box<dyn std::error::Error>> {
+    /// use redjob_worker::{Worker, WorkerConfig};
+    /// let shutdown = tokio_util::sync::CancellationToken::new();
+    /// let worker = Worker::new(WorkerConfig::default(), queue)?;
+    /// let running = tokio::spawn(worker.run_until(shutdown.clone().cancelled_owned()));
+    /// // ... serve HTTP until the service is asked to stop, then:
+    /// shutdown.cancel();
+    /// let exit = running.await??;
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<Exit, WorkerError> {
+        let stop = self.stop_token();
+        let running = self.run();
+        tokio::pin!(running);
+        tokio::select! {
+            exit = &mut running => exit,
+            () = shutdown => {
+                stop.cancel();
+                running.await
+            }
+        }
     }
 
     /// Logs the start, and warns of settings that risk running a job twice or losing one.

@@ -4,7 +4,7 @@
 use redjob::testing::{
     BoxFuture, ChainLink, Fake, Installed, Recorded, RecordedBatch, RunInline, Work,
 };
-use redjob::{Job, RedisQueue};
+use redjob::{Job, RedisQueue, State};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tracing::warn;
@@ -29,6 +29,7 @@ use crate::config::WorkerConfig;
 pub struct Inline {
     installed: Installed,
     ran: Arc<Mutex<Vec<Ran>>>,
+    state: Arc<Mutex<State>>,
 }
 
 /// A job an [`Inline`] fake ran, and its attempts.
@@ -52,14 +53,35 @@ impl Inline {
     /// backoff and timeout for jobs that set none), installed on the current thread.
     pub fn with_config(config: WorkerConfig) -> Inline {
         let ran = Arc::new(Mutex::new(Vec::new()));
+        let state = Arc::new(Mutex::new(State::new()));
         let runner = Runner {
             config,
             ran: ran.clone(),
+            state: state.clone(),
         };
         Inline {
             installed: Fake::running_inline(runner).install(),
             ran,
+            state,
         }
+    }
+
+    /// Gives the jobs it runs `value` as application state, as `Worker::state` does.
+    ///
+    /// # Panics
+    ///
+    /// When a value of this type was given already.
+    #[track_caller]
+    pub fn state<T: Send + Sync + 'static>(self, value: T) -> Inline {
+        let inserted = self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(value);
+        if let Err(duplicate) = inserted {
+            panic!("{duplicate}");
+        }
+        self
     }
 
     /// Every job run, in the order they finished.
@@ -114,6 +136,7 @@ fn listing(ran: &[Ran]) -> String {
 struct Runner {
     config: WorkerConfig,
     ran: Arc<Mutex<Vec<Ran>>>,
+    state: Arc<Mutex<State>>,
 }
 
 /// What running one job gave its workflow.
@@ -153,8 +176,10 @@ impl RunInline for Runner {
 impl Runner {
     /// Runs one job to its end.
     async fn job(&self, queue: &RedisQueue, job: Recorded) -> Settled {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let runs = Run::recorded(&job)
             .config(self.config.clone())
+            .with_state(state)
             .via(queue)
             .to_end()
             .await;

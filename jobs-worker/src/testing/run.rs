@@ -7,7 +7,7 @@ use redjob::payload::with_attempts;
 use redjob::queue::hold::Holds;
 use redjob::queue::Envelope;
 use redjob::testing::{Fake, Origin, Recorded};
-use redjob::{FailedContext, Job, PendingDispatch, QueueConfig, RedisQueue};
+use redjob::{DuplicateState, FailedContext, Job, PendingDispatch, QueueConfig, RedisQueue, State};
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -39,6 +39,8 @@ pub struct Run {
     config: WorkerConfig,
     middleware: Vec<Layer>,
     redis: Option<RedisQueue>,
+    state: State,
+    duplicate_state: Option<DuplicateState>,
     attempt: u32,
     max_attempts: usize,
 }
@@ -73,6 +75,8 @@ impl Run {
             config: WorkerConfig::default(),
             middleware: Vec::new(),
             redis: None,
+            state: State::new(),
+            duplicate_state: None,
             attempt: 1,
             max_attempts: MAX_ATTEMPTS,
         }
@@ -104,6 +108,22 @@ impl Run {
     /// own; such middleware then fails the attempt, saying it needs a real Redis.
     pub fn via(mut self, queue: &RedisQueue) -> Run {
         self.redis = Some(queue.clone());
+        self
+    }
+
+    /// Gives the job `value` as application state, as `Worker::state` does: a real pool, or
+    /// a stub of the test's own. A job that declares state the run was not given fails its
+    /// attempt with the message a worker would refuse to start with.
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Run {
+        if let Err(duplicate) = self.state.insert(value) {
+            self.duplicate_state.get_or_insert(duplicate);
+        }
+        self
+    }
+
+    /// Gives the job every value of `state` (the inline fake's).
+    pub(crate) fn with_state(mut self, state: State) -> Run {
+        self.state = state;
         self
     }
 
@@ -176,6 +196,9 @@ impl Run {
         if let Err(duplicate) = redjob::job::registry::check() {
             return Attempt::failed(number, duplicate.to_string());
         }
+        if let Some(duplicate) = &self.duplicate_state {
+            return Attempt::failed(number, duplicate.to_string());
+        }
         // Synchronous runs check no signature: the payload was built here.
         let unsigned = QueueConfig {
             signing_key: None,
@@ -185,6 +208,10 @@ impl Run {
             Ok(decoded) => decoded,
             Err(undecodable) => return Attempt::failed(number, undecodable.reason),
         };
+        // A worker would refuse to start without it.
+        if let Some(missing) = self.state.missing_for(decoded.registration).next() {
+            return Attempt::failed(number, missing.to_string());
+        }
         let uuid = decoded.payload.uuid;
         let fake = Fake::of(redis);
         let recorded_before = fake.as_ref().map_or(0, |fake| fake.pushed().len());
@@ -199,6 +226,7 @@ impl Run {
                 config: &self.config,
                 middleware: &self.middleware,
                 redis,
+                state: &self.state,
                 holds: Arc::new(Holds::default()),
                 cancelled: None,
                 started: Instant::now(),
