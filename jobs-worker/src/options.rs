@@ -174,7 +174,13 @@ mod tests {
         assert_eq!(config.sleep, Duration::from_secs(3));
         assert_eq!(config.retry_after, Duration::from_secs(90));
         assert_eq!(config.grace, Some(Duration::from_secs(60)));
-        assert_eq!(config, WorkerConfig::default());
+        // The binary is a process of its own: a blocked handler ends it, as in Laravel.
+        assert_eq!(config.on_blocked, crate::OnBlocked::ExitProcess);
+        let embedded = WorkerConfig {
+            on_blocked: crate::OnBlocked::AbandonJob,
+            ..config
+        };
+        assert_eq!(embedded, WorkerConfig::default());
     }
 
     #[test]

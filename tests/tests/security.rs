@@ -103,8 +103,12 @@ async fn a_tls_server_is_reached_only_over_tls_with_a_trusted_ca() {
         }),
     )
     .unwrap();
-    let err = untrusted.size("default").await.unwrap_err().to_string();
-    assert!(err.contains("certificate"), "{err}");
+    let err = untrusted.size("default").await.unwrap_err();
+    assert!(matches!(err, Error::TlsHandshake(_)), "{err:?}");
+    assert!(err.to_string().contains("certificate"), "{err}");
+    // A worker without it refuses to start, saying why.
+    let worker = start_worker(redis.url(), &[], &[]);
+    refuses_to_start(worker, "the TLS handshake with Redis failed").await;
 
     // A CA file for a redis:// URL, or one that cannot be read, is refused at once.
     let err = RedisQueue::with_config(&plain_url, redis.config()).unwrap_err();
@@ -123,6 +127,21 @@ async fn a_tls_server_is_reached_only_over_tls_with_a_trusted_ca() {
     assert!(matches!(err, Error::InvalidTls { .. }), "{err:?}");
 
     assert_eq!(redis.queue().size("default").await.unwrap().total(), 0);
+}
+
+/// Waits for `worker` to exit with the configuration status within 5 s, having said `why` in
+/// one line.
+async fn refuses_to_start(mut worker: WorkerProcess, why: &str) {
+    let status = worker.wait_exit(Duration::from_secs(5)).await;
+    let lines = worker.lines();
+    assert_eq!(
+        status.code(),
+        Some(redjob_worker::CONFIG_EXIT_CODE.into()),
+        "{lines:#?}"
+    );
+    let saying: Vec<&String> = lines.iter().filter(|l| l.contains(why)).collect();
+    assert_eq!(saying.len(), 1, "one line says why: {lines:#?}");
+    assert!(saying[0].starts_with("worker: "), "{lines:#?}");
 }
 
 /// Settings that give up on an unusable server quickly.
@@ -148,6 +167,21 @@ async fn an_acl_user_in_the_url_dispatches_and_works_and_a_wrong_password_is_ref
             "~failed_jobs*",
             "+@all",
             "-@dangerous",
+        ])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    // A user that may not run scripts.
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "noscripts",
+            "on",
+            ">pw",
+            "~*",
+            "+@all",
+            "-evalsha",
+            "-eval",
         ])
         .query_async(&mut admin)
         .await
@@ -178,16 +212,13 @@ async fn an_acl_user_in_the_url_dispatches_and_works_and_a_wrong_password_is_ref
     let queue = RedisQueue::open(&right_url).unwrap();
     let uuid = Noop {}.dispatch().sent_via(&queue).await;
 
-    // A worker with the wrong password says why it cannot fetch, and takes nothing.
+    // A worker with the wrong password refuses to start, saying why in one line, and takes
+    // nothing.
     let refused = start_worker(&wrong_url, &[], &[]);
-    wait_until(LONG, "the worker logs the refused credentials", || {
-        let logged = refused.lines().iter().any(|l| {
-            l.contains("cannot fetch jobs") && l.contains("Redis refused the credentials")
-        });
-        async move { logged }
-    })
-    .await;
-    drop(refused);
+    refuses_to_start(refused, "Redis refused the credentials").await;
+    // So does one whose user may not run scripts.
+    let no_scripts = start_worker(&redis.url_as("noscripts", "pw"), &[], &[]);
+    refuses_to_start(no_scripts, "Redis denies a command this needs").await;
     assert_eq!(queue.size("default").await.unwrap().ready, 1);
 
     let worker = run_until_empty(&right_url, &[]).await;
@@ -197,6 +228,32 @@ async fn an_acl_user_in_the_url_dispatches_and_works_and_a_wrong_password_is_ref
         .any(|e| e.uuid == uuid.to_string() && e.status == "DONE"));
     assert_eq!(queue.size("default").await.unwrap().total(), 0);
     assert!(failure_reasons(&queue).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_worker_waits_for_an_unreachable_redis_saying_why_then_starts() {
+    let mut redis = TestRedis::start();
+    redis.kill();
+    let mut worker = start_worker(redis.url(), &["--stop-when-empty"], &[]);
+    wait_until(LONG, "the worker says why it waits", || {
+        let said = worker.lines().iter().any(|l| {
+            l.contains("cannot reach Redis to start; retrying")
+                && l.contains("Redis is unreachable")
+        });
+        async move { said }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(worker.is_running(), "an unreachable Redis is waited for");
+
+    redis.restart();
+    let uuid = Noop {}.dispatch().sent_via(&redis.queue()).await;
+    let status = worker.wait_exit(LONG).await;
+    assert!(status.success(), "the worker exited with {status}");
+    assert!(worker
+        .events()
+        .iter()
+        .any(|e| e.uuid == uuid.to_string() && e.status == "DONE"));
 }
 
 #[tokio::test]

@@ -161,11 +161,8 @@ async fn execute(
         _ = timeout => Some(Err(AttemptError::Timeout)),
         _ = interrupt.cancelled() => None,
     };
-    if watched.is_some_and(|watched| !watched.end()) {
-        // The watchdog settles this job and is ending the process: settling it here as
-        // well would settle it twice.
-        return std::future::pending().await;
-    }
+    // A job the watchdog took over meanwhile is its to settle: the processor asks the lease.
+    drop(watched);
     match result {
         Some(result) => verdict(ctx, limits, display_name, result),
         None => (

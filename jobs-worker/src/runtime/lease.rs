@@ -48,7 +48,7 @@ pub(crate) struct Held {
     id: u64,
 }
 
-/// A handler's deadline as the watchdog sees it; dropping it, or [`Watched::end`], takes the
+/// A handler's deadline as the watchdog sees it; dropping it takes the
 /// deadline away.
 pub(crate) struct Watched<'a> {
     held: &'a Held,
@@ -154,6 +154,15 @@ impl Held {
         }
     }
 
+    /// Whether the watchdog took the job over (its handler blocked its thread past its
+    /// timeout): the watchdog settles it, and nothing else may.
+    pub(crate) fn taken_over(&self) -> bool {
+        self.running
+            .lock()
+            .get(&self.id)
+            .is_some_and(|entry| entry.taken_over)
+    }
+
     /// Shows the job's handler to the watchdog until the returned guard ends.
     pub(crate) fn watch(&self, deadline: Deadline) -> Watched<'_> {
         if let Some(entry) = self.running.lock().get_mut(&self.id) {
@@ -170,23 +179,9 @@ impl Drop for Held {
 }
 
 impl Watched<'_> {
-    /// Takes the deadline away, once the handler has stopped: `false` when the watchdog took
-    /// the job over first.
-    pub(crate) fn end(self) -> bool {
-        let not_taken_over = self.clear();
-        // Cleared already: dropping it would only clear it again.
-        std::mem::forget(self);
-        not_taken_over
-    }
-
-    fn clear(&self) -> bool {
-        let mut jobs = self.held.running.lock();
-        match jobs.get_mut(&self.held.id) {
-            Some(entry) => {
-                entry.deadline = None;
-                !entry.taken_over
-            }
-            None => true,
+    fn clear(&self) {
+        if let Some(entry) = self.held.running.lock().get_mut(&self.held.id) {
+            entry.deadline = None;
         }
     }
 }
@@ -287,8 +282,9 @@ mod tests {
         assert_eq!(extended, ["on time"]);
         assert!(!running.only_taken_over_left());
 
-        assert!(!late_watch.end(), "the processor learns it was taken over");
-        assert!(on_time_watch.end());
+        drop((late_watch, on_time_watch));
+        assert!(late.taken_over(), "the processor learns it was taken over");
+        assert!(!on_time.taken_over());
         drop(on_time);
         assert!(running.only_taken_over_left());
         drop(late);
@@ -299,7 +295,8 @@ mod tests {
     fn a_handler_that_ended_in_time_is_not_taken_over() {
         let running = Arc::new(Running::default());
         let held = running.hold(&job("quick"));
-        assert!(held.watch(deadline(Duration::ZERO)).end());
+        drop(held.watch(deadline(Duration::ZERO)));
+        assert!(!held.taken_over());
         let later = Instant::now() + Duration::from_secs(10);
         assert!(running.take_over_overdue(later, Duration::ZERO).is_empty());
     }

@@ -151,6 +151,10 @@ impl Processor {
         // polled often.
         let attempt = execute::run(around, decoded, &job.queue.name, Some(held), interrupt);
         let (verdict, error, ctx) = Box::pin(attempt).await;
+        if held.taken_over() {
+            // Its handler blocked its thread past its timeout: the watchdog settled it.
+            return Settled::TakenOver;
+        }
         let (verdict, steps) = attempt_steps(&self.settler.queue, &ctx, verdict);
         let reported = event.map(|event| (event, verdict.clone(), error.clone()));
         let failure = match &verdict {

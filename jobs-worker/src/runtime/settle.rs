@@ -31,6 +31,8 @@ pub(crate) enum Settled {
         /// The record was written.
         recorded: bool,
     },
+    /// The watchdog took the job over and settled it.
+    TakenOver,
 }
 
 /// What settling an attempt changes besides its reservation.
