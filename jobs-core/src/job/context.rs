@@ -151,7 +151,9 @@ impl JobContext {
         self.state.get::<T>()
     }
 
-    /// The worker's Redis handle (`None` when the job runs outside a worker).
+    /// The worker's Redis handle (`None` when the job runs outside a worker), for a handler
+    /// or a middleware that keeps data of its own in Redis: [`RedisQueue::query`] sends a
+    /// command through it, built with the re-exported [`redis`] crate.
     pub fn redis(&self) -> Option<&RedisQueue> {
         self.redis.as_deref()
     }

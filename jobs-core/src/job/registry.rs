@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use crate::job::context::JobContext;
 use crate::job::failed::FailedContext;
 use crate::job::middleware::{JobFuture, Layer};
-use crate::job::state::StateType;
+use crate::job::state::{MissingState, State, StateType};
 use crate::job::{Job, JobOptions};
 
 /// How a worker runs one job type: its name, its options, and a function that decodes the
@@ -68,6 +68,19 @@ impl JobRegistration {
     /// The application state the job type reads ([`Job::STATE`]).
     pub fn state(&self) -> &'static [StateType] {
         self.state
+    }
+
+    /// The state the job type declares and `state` lacks.
+    pub fn missing_state<'a>(&self, state: &'a State) -> impl Iterator<Item = MissingState> + 'a {
+        let (job, job_type) = (self.name, self.type_name());
+        self.state
+            .iter()
+            .filter(|ty| !state.contains(**ty))
+            .map(move |ty| MissingState {
+                job,
+                job_type,
+                state_type: ty.name(),
+            })
     }
 
     /// Decodes `data` into the job and returns the future of its [`Job::failed`] hook.
@@ -169,6 +182,15 @@ pub fn all() -> Vec<&'static JobRegistration> {
     let mut all: Vec<_> = registry().by_name.values().copied().collect();
     all.sort_by_key(|r| r.name);
     all
+}
+
+/// The state that the registered job types declare and `state` lacks, one entry per job and
+/// type; empty when every job can run. Workers refuse to start otherwise.
+pub fn missing_state(state: &State) -> Vec<MissingState> {
+    all()
+        .into_iter()
+        .flat_map(|registration| registration.missing_state(state))
+        .collect()
 }
 
 /// Checks that no two job types share a name or a Laravel class; workers refuse to start

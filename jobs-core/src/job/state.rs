@@ -101,33 +101,6 @@ impl State {
             .as_ref()
             .is_some_and(|values| values.contains_key(&ty.id()))
     }
-
-    /// The state that the registered job types declare and this state lacks, one entry per
-    /// job and type; empty when every job can run.
-    pub fn missing(&self) -> Vec<MissingState> {
-        let mut missing = Vec::new();
-        for registration in crate::job::registry::all() {
-            missing.extend(self.missing_for(registration));
-        }
-        missing
-    }
-
-    /// The state that the job type of `registration` declares and this state lacks.
-    pub fn missing_for(
-        &self,
-        registration: &crate::JobRegistration,
-    ) -> impl Iterator<Item = MissingState> + '_ {
-        let (job, job_type) = (registration.name(), registration.type_name());
-        registration
-            .state()
-            .iter()
-            .filter(|ty| !self.contains(**ty))
-            .map(move |ty| MissingState {
-                job,
-                job_type,
-                state_type: ty.name(),
-            })
-    }
 }
 
 impl fmt::Debug for State {

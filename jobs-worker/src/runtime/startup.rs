@@ -10,7 +10,7 @@ use crate::runtime::outage::Pause;
 
 /// Checks that every registered job type finds the state it declares.
 pub(crate) fn check_state(state: &State) -> Result<(), Vec<MissingState>> {
-    let missing = state.missing();
+    let missing = redjob::job::registry::missing_state(state);
     if missing.is_empty() {
         Ok(())
     } else {

@@ -209,7 +209,7 @@ impl Run {
             Err(undecodable) => return Attempt::failed(number, undecodable.reason),
         };
         // A worker would refuse to start without it.
-        if let Some(missing) = self.state.missing_for(decoded.registration).next() {
+        if let Some(missing) = decoded.registration.missing_state(&self.state).next() {
             return Attempt::failed(number, missing.to_string());
         }
         let uuid = decoded.payload.uuid;
