@@ -55,20 +55,18 @@ impl RedisQueue {
     /// reachable yet.
     pub async fn check(&self) -> Result<()> {
         // INFO is among the commands an ACL calls dangerous: a user denied it is not checked.
-        let info: String = match self.query(redis::cmd("INFO").arg("server")).await {
-            Err(Error::NotPermitted(_)) => String::new(),
+        // On a cluster it answers once per primary: each is checked.
+        let info: redis::Value = match self.query(redis::cmd("INFO").arg("server")).await {
+            Err(Error::NotPermitted(_)) => redis::Value::Nil,
             other => other?,
         };
-        let version = info
-            .lines()
-            .find_map(|line| line.strip_prefix("redis_version:"))
-            .map(str::trim)
-            .unwrap_or_default();
-        let numbers: Vec<u32> = version.split('.').filter_map(|n| n.parse().ok()).collect();
-        if numbers.len() >= 2 && (numbers[0], numbers[1]) < (6, 2) {
-            return Err(Error::Unsupported(format!(
-                "Redis 6.2 or later is needed (LPOP with a count), and this server is {version}"
-            )));
+        for version in server_versions(&info) {
+            let numbers: Vec<u32> = version.split('.').filter_map(|n| n.parse().ok()).collect();
+            if numbers.len() >= 2 && (numbers[0], numbers[1]) < (6, 2) {
+                return Err(Error::Unsupported(format!(
+                    "Redis 6.2 or later is needed (LPOP with a count), and this server is {version}"
+                )));
+            }
         }
         self.invoke::<i64>(&scripts::CHECK.prepare_invoke()).await?;
         Ok(())
@@ -122,5 +120,26 @@ impl RedisQueue {
             Ok(result) => result.map_err(Error::from),
             Err(_) => Err(Error::Timeout(self.config.command_timeout)),
         }
+    }
+}
+
+/// The `redis_version` of each server in an `INFO server` reply: one text, or on a cluster a
+/// map of them by node.
+fn server_versions(info: &redis::Value) -> Vec<String> {
+    match info {
+        redis::Value::BulkString(bytes) => String::from_utf8_lossy(bytes)
+            .lines()
+            .filter_map(|line| line.strip_prefix("redis_version:"))
+            .map(|version| version.trim().to_owned())
+            .collect(),
+        redis::Value::SimpleString(text) | redis::Value::VerbatimString { text, .. } => {
+            server_versions(&redis::Value::BulkString(text.clone().into_bytes()))
+        }
+        redis::Value::Map(pairs) => pairs
+            .iter()
+            .flat_map(|(_, value)| server_versions(value))
+            .collect(),
+        redis::Value::Array(values) => values.iter().flat_map(server_versions).collect(),
+        _ => Vec::new(),
     }
 }
