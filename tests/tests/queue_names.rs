@@ -68,7 +68,11 @@ async fn the_worker_refuses_an_empty_queue_name_with_the_same_rule() {
         redis.url(),
         &["--queue", "default,,low"],
     );
-    assert_eq!(worker.wait_exit(LONG).await.code(), Some(1));
+    assert_eq!(
+        worker.wait_exit(LONG).await.code(),
+        Some(redjob_worker::CONFIG_EXIT_CODE.into()),
+        "a setting to fix"
+    );
     let lines = worker.lines();
     assert!(
         lines
