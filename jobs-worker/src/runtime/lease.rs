@@ -11,7 +11,7 @@ use redjob::__worker::WorkerQueue;
 use redjob::queue::hold::{Hold, Holds};
 use redjob::RedisQueue;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
@@ -46,6 +46,9 @@ struct Entry {
 pub(crate) struct Held {
     running: Arc<Running>,
     id: u64,
+    // Learnt when the handler's deadline is taken away, under the lock that takes it, so that
+    // asking costs the job path no second lock.
+    taken_over: AtomicBool,
 }
 
 /// A handler's deadline as the watchdog sees it; dropping it takes the
@@ -71,6 +74,7 @@ impl Running {
         Held {
             running: self.clone(),
             id,
+            taken_over: AtomicBool::new(false),
         }
     }
 
@@ -155,12 +159,10 @@ impl Held {
     }
 
     /// Whether the watchdog took the job over (its handler blocked its thread past its
-    /// timeout): the watchdog settles it, and nothing else may.
+    /// timeout): the watchdog settles it, and nothing else may. Known once the handler's
+    /// deadline is taken away ([`Watched`] dropped); only a watched job can be taken over.
     pub(crate) fn taken_over(&self) -> bool {
-        self.running
-            .lock()
-            .get(&self.id)
-            .is_some_and(|entry| entry.taken_over)
+        self.taken_over.load(Ordering::Acquire)
     }
 
     /// Shows the job's handler to the watchdog until the returned guard ends.
@@ -182,6 +184,9 @@ impl Watched<'_> {
     fn clear(&self) {
         if let Some(entry) = self.held.running.lock().get_mut(&self.held.id) {
             entry.deadline = None;
+            if entry.taken_over {
+                self.held.taken_over.store(true, Ordering::Release);
+            }
         }
     }
 }
