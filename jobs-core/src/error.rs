@@ -27,9 +27,12 @@ pub enum Error {
     /// match, or a server that does not speak TLS.
     #[error("the TLS handshake with Redis failed: check the CA certificate and the URL ({0})")]
     TlsHandshake(#[source] redis::RedisError),
-    /// The server cannot serve the queue (too old a version).
-    #[error("{0}")]
-    Unsupported(String),
+    /// The server is too old to serve the queue.
+    #[error("Redis 6.2 or later is needed (LPOP with a count), and this server is {version}")]
+    UnsupportedServer {
+        /// The server's `redis_version`.
+        version: String,
+    },
     /// The CA certificate file of [`QueueConfig::tls_ca_file`](crate::QueueConfig) could not
     /// be read.
     #[error("cannot read the TLS CA certificate file {path:?}: {source}")]
@@ -134,8 +137,8 @@ impl From<redis::RedisError> for Error {
 
 impl Error {
     /// Whether the error comes from the configuration (a malformed URL, refused credentials,
-    /// a command the ACL denies, TLS that cannot work) rather than from the moment: trying
-    /// again cannot help, so a worker refuses to start on one.
+    /// a command the ACL denies, TLS that cannot work, too old a server) rather than from the
+    /// moment: trying again cannot help, so a worker refuses to start on one.
     pub fn is_configuration(&self) -> bool {
         matches!(
             self,
@@ -145,19 +148,21 @@ impl Error {
                 | Error::TlsHandshake(_)
                 | Error::TlsCaFile { .. }
                 | Error::InvalidTls { .. }
-                | Error::Unsupported(_)
+                | Error::UnsupportedServer { .. }
         )
     }
 }
 
-/// Whether a connection failed in its TLS handshake: a certificate rustls does not trust, or
-/// bytes that are not TLS. redis-rs keeps the I/O error only as text.
+/// Whether a connection failed in its TLS handshake for a reason that lasts: a certificate
+/// rustls does not trust (`invalid peer certificate`), or a server that does not speak TLS
+/// (`received corrupt message`). A handshake cut short (a server restarting) is not one.
+/// redis-rs keeps the I/O error only as text.
 fn is_tls_failure(err: &redis::RedisError) -> bool {
     if !err.is_io_error() {
         return false;
     }
     let text = err.to_string().to_ascii_lowercase();
-    ["certificate", "corrupt message", "handshake", "tls"]
+    ["certificate", "corrupt message"]
         .iter()
         .any(|sign| text.contains(sign))
 }

@@ -89,7 +89,7 @@ pub mod __worker {
     pub use crate::job::attempt::{done_steps, failed_steps, start as start_attempt};
     pub use crate::job::context::AttemptSetup;
     pub use crate::queue::protocol::WorkerQueue;
-    pub use crate::queue::settle::{CountedIn, Ending, SettleStep, Settlement};
+    pub use crate::queue::settle::{SettleStep, Settlement};
     pub use crate::workflow::attempt::{take_batch_added, take_chain_edits};
 
     /// What a worker writes for operators: its heartbeat's lifetime and the minute a time

@@ -184,13 +184,18 @@ pub fn all() -> Vec<&'static JobRegistration> {
     all
 }
 
-/// The state that the registered job types declare and `state` lacks, one entry per job and
-/// type; empty when every job can run. Workers refuse to start otherwise.
-pub fn missing_state(state: &State) -> Vec<MissingState> {
-    all()
+/// Checks that every registered job type finds the state it declares in `state`; otherwise
+/// returns what is missing, one entry per job and type. Workers refuse to start then.
+pub fn check_state(state: &State) -> Result<(), Vec<MissingState>> {
+    let missing: Vec<MissingState> = all()
         .into_iter()
         .flat_map(|registration| registration.missing_state(state))
-        .collect()
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(missing)
+    }
 }
 
 /// Checks that no two job types share a name or a Laravel class; workers refuse to start

@@ -50,12 +50,12 @@ impl RedisQueue {
     }
 
     /// Checks that this handle can do its work: Redis answers, accepts the credentials, is
-    /// 6.2 or later, and lets this user load and run scripts. A worker runs it before it takes
-    /// a job; [`Error::is_configuration`] tells a setting to fix from a server that is not
-    /// reachable yet.
+    /// 6.2 or later, and lets this user load and run scripts (`SCRIPT LOAD`, `EVALSHA`). A
+    /// worker runs it before it takes a job; [`Error::is_configuration`] tells a setting to
+    /// fix from a server that is not reachable yet.
     pub async fn check(&self) -> Result<()> {
         // INFO is among the commands an ACL calls dangerous: a user denied it is not checked.
-        // On a cluster it answers once per primary: each is checked.
+        // On a cluster it answers once per primary, in a map by node: each is checked.
         let info: redis::Value = match self.query(redis::cmd("INFO").arg("server")).await {
             Err(Error::NotPermitted(_)) => redis::Value::Nil,
             other => other?,
@@ -63,11 +63,12 @@ impl RedisQueue {
         for version in server_versions(&info) {
             let numbers: Vec<u32> = version.split('.').filter_map(|n| n.parse().ok()).collect();
             if numbers.len() >= 2 && (numbers[0], numbers[1]) < (6, 2) {
-                return Err(Error::Unsupported(format!(
-                    "Redis 6.2 or later is needed (LPOP with a count), and this server is {version}"
-                )));
+                return Err(Error::UnsupportedServer { version });
             }
         }
+        // Loaded explicitly: EVALSHA alone would not try SCRIPT LOAD once the script is cached.
+        self.call(|mut conn| async move { scripts::CHECK.load_async(&mut conn).await })
+            .await?;
         self.invoke::<i64>(&scripts::CHECK.prepare_invoke()).await?;
         Ok(())
     }
@@ -127,19 +128,14 @@ impl RedisQueue {
 /// map of them by node.
 fn server_versions(info: &redis::Value) -> Vec<String> {
     match info {
-        redis::Value::BulkString(bytes) => String::from_utf8_lossy(bytes)
-            .lines()
-            .filter_map(|line| line.strip_prefix("redis_version:"))
-            .map(|version| version.trim().to_owned())
-            .collect(),
-        redis::Value::SimpleString(text) | redis::Value::VerbatimString { text, .. } => {
-            server_versions(&redis::Value::BulkString(text.clone().into_bytes()))
-        }
         redis::Value::Map(pairs) => pairs
             .iter()
             .flat_map(|(_, value)| server_versions(value))
             .collect(),
-        redis::Value::Array(values) => values.iter().flat_map(server_versions).collect(),
-        _ => Vec::new(),
+        other => redis::InfoDict::from_redis_value_ref(other)
+            .ok()
+            .and_then(|info| info.get::<String>("redis_version"))
+            .into_iter()
+            .collect(),
     }
 }

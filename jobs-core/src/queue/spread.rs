@@ -25,6 +25,7 @@ impl RedisQueue {
     ///
     /// ```no_run
     /// # async fn demo(queue: redjob::RedisQueue) -> Result<(), redjob::Error> {
+    /// use redjob::redis;
     /// let mut commands = Vec::new();
     /// for name in ["emails", "billing"] {
     ///     commands.push(redis::cmd("LLEN").arg(&queue.queue_keys(name).ready).clone());

@@ -1,20 +1,44 @@
 //! The checks a worker makes before it takes a job: its state, and whether Redis can serve it.
 //! A setting to fix ends the start at once; a Redis that is not reachable yet is waited for.
 
-use redjob::{MissingState, RedisQueue, State};
+use redjob::{DuplicateState, RedisQueue, State};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::runtime::outage::Pause;
 
-/// Checks that every registered job type finds the state it declares.
-pub(crate) fn check_state(state: &State) -> Result<(), Vec<MissingState>> {
-    let missing = redjob::job::registry::missing_state(state);
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(missing)
+/// Application state as a worker or a synchronous run is given it, value by value: the first
+/// type given twice is kept, to refuse the start with.
+#[derive(Clone, Default)]
+pub(crate) struct GivenState {
+    state: State,
+    duplicate: Option<DuplicateState>,
+}
+
+impl GivenState {
+    /// Adds `value`, the one value of its type.
+    pub(crate) fn give<T: Send + Sync + 'static>(&mut self, value: T) {
+        if let Err(duplicate) = self.state.insert(value) {
+            self.duplicate.get_or_insert(duplicate);
+        }
+    }
+
+    /// The state, unless a type was given twice.
+    pub(crate) fn checked(&self) -> Result<&State, DuplicateState> {
+        match &self.duplicate {
+            Some(duplicate) => Err(duplicate.clone()),
+            None => Ok(&self.state),
+        }
+    }
+}
+
+impl From<State> for GivenState {
+    fn from(state: State) -> Self {
+        GivenState {
+            state,
+            duplicate: None,
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::events::{Listener, Listeners};
 use redjob::middleware::Layer;
-use redjob::{DuplicateState, MissingState, RedisQueue, State};
+use redjob::{DuplicateState, MissingState, RedisQueue};
 use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -12,7 +12,8 @@ use crate::config::WorkerConfig;
 use crate::runtime::exit::Exit;
 use crate::runtime::job_loop::JobLoop;
 use crate::runtime::services::Services;
-use crate::runtime::{startup, waits};
+use crate::runtime::startup::{self, GivenState};
+use crate::runtime::waits;
 use crate::stats::Stats;
 
 /// A worker that cannot start.
@@ -87,8 +88,7 @@ pub struct Worker {
     queue: RedisQueue,
     stop: CancellationToken,
     stats: Arc<Stats>,
-    state: State,
-    duplicate_state: Option<DuplicateState>,
+    state: GivenState,
 }
 
 impl Worker {
@@ -114,8 +114,7 @@ impl Worker {
             queue,
             stop: CancellationToken::new(),
             stats: Arc::new(Stats::default()),
-            state: State::new(),
-            duplicate_state: None,
+            state: GivenState::default(),
         })
     }
 
@@ -139,9 +138,7 @@ impl Worker {
     /// a type of its own). The worker refuses to start while a job type linked into the
     /// program declares state it was not given.
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        if let Err(duplicate) = self.state.insert(value) {
-            self.duplicate_state.get_or_insert(duplicate);
-        }
+        self.state.give(value);
         self
     }
 
@@ -166,10 +163,8 @@ impl Worker {
     /// Redis handle, scoped to their tasks. What happens to a handler that blocks its thread
     /// past its timeout is [`WorkerConfig::on_blocked`].
     pub async fn run(self) -> Result<Exit, WorkerError> {
-        if let Some(duplicate) = self.duplicate_state.clone() {
-            return Err(duplicate.into());
-        }
-        startup::check_state(&self.state).map_err(WorkerError::MissingState)?;
+        let state = self.state.checked()?;
+        redjob::job::registry::check_state(state).map_err(WorkerError::MissingState)?;
         if !startup::wait_for_redis(&self.queue, &self.stop).await? {
             return Ok(Exit::Stopped);
         }
@@ -180,7 +175,7 @@ impl Worker {
             &self.queue,
             &self.config,
             &self.middleware,
-            &self.state,
+            state,
             &listeners,
             &self.stats,
             &self.stop,

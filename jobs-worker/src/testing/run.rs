@@ -7,7 +7,7 @@ use redjob::payload::with_attempts;
 use redjob::queue::hold::Holds;
 use redjob::queue::Envelope;
 use redjob::testing::{Fake, Origin, Recorded};
-use redjob::{DuplicateState, FailedContext, Job, PendingDispatch, QueueConfig, RedisQueue, State};
+use redjob::{FailedContext, Job, PendingDispatch, QueueConfig, RedisQueue, State};
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -20,6 +20,7 @@ use crate::runtime::decode::{decode_payload, PayloadCopy};
 use crate::runtime::execute::{self, job_span, Surroundings};
 use crate::runtime::hooks;
 use crate::runtime::rules::Verdict;
+use crate::runtime::startup::GivenState;
 
 /// How many attempts [`Run::to_end`] makes at most, by default: Sidekiq's retry count.
 pub const MAX_ATTEMPTS: usize = 25;
@@ -39,8 +40,7 @@ pub struct Run {
     config: WorkerConfig,
     middleware: Vec<Layer>,
     redis: Option<RedisQueue>,
-    state: State,
-    duplicate_state: Option<DuplicateState>,
+    state: GivenState,
     attempt: u32,
     max_attempts: usize,
 }
@@ -75,8 +75,7 @@ impl Run {
             config: WorkerConfig::default(),
             middleware: Vec::new(),
             redis: None,
-            state: State::new(),
-            duplicate_state: None,
+            state: GivenState::default(),
             attempt: 1,
             max_attempts: MAX_ATTEMPTS,
         }
@@ -115,15 +114,13 @@ impl Run {
     /// a stub of the test's own. A job that declares state the run was not given fails its
     /// attempt with the message a worker would refuse to start with.
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Run {
-        if let Err(duplicate) = self.state.insert(value) {
-            self.duplicate_state.get_or_insert(duplicate);
-        }
+        self.state.give(value);
         self
     }
 
     /// Gives the job every value of `state` (the inline fake's).
     pub(crate) fn with_state(mut self, state: State) -> Run {
-        self.state = state;
+        self.state = state.into();
         self
     }
 
@@ -196,9 +193,10 @@ impl Run {
         if let Err(duplicate) = redjob::job::registry::check() {
             return Attempt::failed(number, duplicate.to_string());
         }
-        if let Some(duplicate) = &self.duplicate_state {
-            return Attempt::failed(number, duplicate.to_string());
-        }
+        let state = match self.state.checked() {
+            Ok(state) => state,
+            Err(duplicate) => return Attempt::failed(number, duplicate.to_string()),
+        };
         // Synchronous runs check no signature: the payload was built here.
         let unsigned = QueueConfig {
             signing_key: None,
@@ -209,7 +207,7 @@ impl Run {
             Err(undecodable) => return Attempt::failed(number, undecodable.reason),
         };
         // A worker would refuse to start without it.
-        if let Some(missing) = decoded.registration.missing_state(&self.state).next() {
+        if let Some(missing) = decoded.registration.missing_state(state).next() {
             return Attempt::failed(number, missing.to_string());
         }
         let uuid = decoded.payload.uuid;
@@ -226,7 +224,7 @@ impl Run {
                 config: &self.config,
                 middleware: &self.middleware,
                 redis,
-                state: &self.state,
+                state,
                 holds: Arc::new(Holds::default()),
                 cancelled: None,
                 started: Instant::now(),

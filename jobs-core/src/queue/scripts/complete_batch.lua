@@ -11,13 +11,10 @@
 -- Returns how many reservations were still held.
 local at = effects_from(2, 1)
 local batch = batch_from(at)
-local copies, uuids, given = {}, {}, {}
+local copies, uuids = {}, {}
 for i = at.arg, #ARGV, 2 do
-  if not given[ARGV[i]] then
-    given[ARGV[i]] = true
-    copies[#copies + 1] = ARGV[i]
-    uuids[#uuids + 1] = ARGV[i + 1]
-  end
+  copies[#copies + 1] = ARGV[i]
+  uuids[#uuids + 1] = ARGV[i + 1]
 end
 if #copies == 0 then
   return 0
@@ -32,9 +29,9 @@ end
 if #held_copies == 0 then
   return 0
 end
-redis.call('zrem', KEYS[1], unpack(held_copies))
 if redis.call('exists', batch.record) == 1 then
   batch_count_all_done(batch, held_uuids)
   batch_check(batch)
 end
-return #held_copies
+-- ZREM counts a copy given twice once.
+return redis.call('zrem', KEYS[1], unpack(held_copies))

@@ -94,23 +94,11 @@ local function batch_check(batch)
   end
 end
 
--- Counts the job `uuid` of the batch done, once: it leaves the pending set, or the failed set
--- for a failed job retried by hand that succeeded.
-local function batch_count_done(batch, uuid)
-  if redis.call('srem', batch.pending, uuid) == 1 then
-    redis.call('hincrby', batch.record, 'pending', -1)
-  elseif redis.call('zrem', batch.failed, uuid) == 1 then
-    redis.call('hincrby', batch.record, 'failed', -1)
-  end
-end
-
--- Counts the jobs `uuids` of the batch done, each once, as batch_count_done does one, with one
--- call for all of them: a job is in at most one of the pending and failed sets, so those not
--- pending can only be failed ones.
+-- Counts the jobs `uuids` of the batch done, each once, with one call per set for all of
+-- them: each leaves the pending set, or the failed set for a failed job retried by hand that
+-- succeeded. A job is in at most one of the two sets, so those not pending can only be failed
+-- ones.
 local function batch_count_all_done(batch, uuids)
-  if #uuids == 0 then
-    return
-  end
   local pending = redis.call('srem', batch.pending, unpack(uuids))
   if pending > 0 then
     redis.call('hincrby', batch.record, 'pending', -pending)
@@ -121,6 +109,11 @@ local function batch_count_all_done(batch, uuids)
       redis.call('hincrby', batch.record, 'failed', -failed)
     end
   end
+end
+
+-- Counts the job `uuid` of the batch done, once (batch_count_all_done).
+local function batch_count_done(batch, uuid)
+  batch_count_all_done(batch, { uuid })
 end
 
 -- Jobs added to the batch: those to push, and those only to count (the links of its chains,
