@@ -33,6 +33,7 @@ use redjob_worker::Stats;
 use redjob_worker::{Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -129,7 +130,7 @@ impl Job for Noop {
     }
 }
 
-/// The `io` scenario's job: 5 ms of simulated I/O (an awaited sleep), then counted.
+/// The `io` scenario's job: 5 ms of simulated I/O (awaited on the [`io_device`]), then counted.
 #[derive(Serialize, Deserialize)]
 struct Io {
     n: u64,
@@ -152,7 +153,7 @@ impl Job for Io {
 /// so `tokio::time::sleep(5 ms)` lasts 5 to 6 ms, and a scenario built on it would measure the
 /// timer wheel, not the worker.
 struct IoDevice {
-    requests: Mutex<std::sync::mpsc::Sender<IoRequest>>,
+    requests: std::sync::mpsc::Sender<IoRequest>,
 }
 
 /// A simulated I/O request: when it completes, and whom to tell.
@@ -162,11 +163,7 @@ impl IoDevice {
     /// Completes `wait` from now.
     async fn request(&self, wait: Duration) {
         let (done, completed) = tokio::sync::oneshot::channel();
-        let sent = self
-            .requests
-            .lock()
-            .unwrap()
-            .send((Instant::now() + wait, done));
+        let sent = self.requests.send((Instant::now() + wait, done));
         sent.expect("the simulated I/O thread runs as long as the process");
         completed
             .await
@@ -179,40 +176,29 @@ fn io_device() -> &'static IoDevice {
     DEVICE.get_or_init(|| {
         let (requests, incoming) = std::sync::mpsc::channel();
         std::thread::spawn(move || complete_requests(incoming));
-        IoDevice {
-            requests: Mutex::new(requests),
-        }
+        IoDevice { requests }
     })
 }
 
-/// The simulated I/O thread: completes each request at its instant, in instant order.
+/// The simulated I/O thread: completes each request at its instant, in instant order (two
+/// requests of one instant in arrival order).
 fn complete_requests(incoming: std::sync::mpsc::Receiver<IoRequest>) {
-    use std::cmp::Reverse;
     use std::sync::mpsc::RecvTimeoutError;
-    let mut pending: std::collections::BinaryHeap<Reverse<(Instant, u64)>> = Default::default();
-    let mut waiting: std::collections::HashMap<u64, tokio::sync::oneshot::Sender<()>> =
-        Default::default();
-    let mut next_id = 0u64;
+    let mut pending: BTreeMap<(Instant, u64), tokio::sync::oneshot::Sender<()>> = BTreeMap::new();
+    let mut arrived = 0u64;
     loop {
         let now = Instant::now();
-        while let Some(Reverse((at, id))) = pending.peek().copied() {
-            if at > now {
-                break;
-            }
-            pending.pop();
-            if let Some(done) = waiting.remove(&id) {
-                let _ = done.send(());
-            }
+        while let Some(due) = pending.first_entry().filter(|entry| entry.key().0 <= now) {
+            let _ = due.remove().send(());
         }
-        let received = match pending.peek() {
-            Some(Reverse((at, _))) => incoming.recv_timeout(at.saturating_duration_since(now)),
+        let received = match pending.keys().next() {
+            Some((at, _)) => incoming.recv_timeout(at.saturating_duration_since(now)),
             None => incoming.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         match received {
             Ok((at, done)) => {
-                pending.push(Reverse((at, next_id)));
-                waiting.insert(next_id, done);
-                next_id += 1;
+                pending.insert((at, arrived), done);
+                arrived += 1;
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
@@ -388,7 +374,7 @@ async fn timed_drain(args: &Args, queue: &RedisQueue, jobs: usize) -> Result<(f6
     let bound = Duration::from_secs_f64(args.timeout_s);
     let finished = tracker().wait_until_done(bound, &stats).await;
     stop.cancel();
-    let _ = running.await;
+    stopped(running).await?;
     match finished {
         Some(at) => {
             let secs = (at - start).as_secs_f64();
@@ -425,6 +411,17 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
     }
 }
 
+/// Waits for a stopped worker's task; a worker that could not start says why.
+async fn stopped(
+    running: tokio::task::JoinHandle<Result<redjob_worker::Exit, redjob_worker::WorkerError>>,
+) -> Result<(), String> {
+    match running.await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(err)) => Err(format!("the worker could not start: {err}")),
+        Err(err) => Err(format!("the worker task ended abnormally: {err}")),
+    }
+}
+
 fn error_text(e: redjob::Error) -> String {
     e.to_string()
 }
@@ -455,7 +452,7 @@ async fn chain(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
         .wait_until_done(Duration::from_secs_f64(args.timeout_s), &stats)
         .await;
     stop.cancel();
-    let _ = running.await;
+    stopped(running).await?;
     if finished.is_none() {
         return Err(format!("only {} of {links} links ran", tracker().done()));
     }
@@ -502,7 +499,7 @@ async fn batch(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
     }
     let secs = start.elapsed().as_secs_f64();
     stop.cancel();
-    let _ = running.await;
+    stopped(running).await?;
     let callback = CALLBACK_START_US.load(Ordering::Acquire);
     if callback == 0 {
         return Err(format!(
@@ -687,7 +684,7 @@ async fn lateness(
         .wait_until_done(BOUND.saturating_sub(add_start.elapsed()), &stats)
         .await;
     stop.cancel();
-    let _ = running.await;
+    stopped(running).await?;
     let samples = tracker().samples.lock().unwrap().clone();
     out.insert("jobs".into(), json!(jobs));
     out.insert("concurrency".into(), json!(args.concurrency));

@@ -78,7 +78,10 @@ async fn run_worker(args: &Args, queue: &RedisQueue) -> f64 {
     tokio::time::sleep(Duration::from_secs(args.seconds.saturating_sub(2).max(1))).await;
     let used = own_cpu_seconds() - cpu;
     stop.cancel();
-    let _ = running.await;
+    running
+        .await
+        .expect("the worker task")
+        .expect("the worker starts");
     used
 }
 

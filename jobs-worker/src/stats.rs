@@ -37,7 +37,8 @@ impl Stats {
         self.failed.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Adds one attempt's run time (decoding and handler, not settling) to the recent mean.
+    /// Adds the run time of one attempt that ran (decoding, middleware and handler, not
+    /// settling) to the recent mean.
     pub(crate) fn record_runtime(&self, runtime: Duration) {
         let sample = u64::try_from(runtime.as_micros()).unwrap_or(NO_RUNTIME - 1);
         // Attempts ending at once may lose one another's sample: an estimate is all it is for.

@@ -83,7 +83,7 @@ pub(crate) struct JobLoop<'a> {
     asked: u64,
     /// Jobs the pops in flight may reserve ahead of the slots.
     ahead_asked: u64,
-    /// Whether the last pop filled every slot it asked for.
+    /// Whether the last pop filled every slot or place it asked for.
     backlog: bool,
     /// Jobs taken so far, against `--once` and `--max-jobs`.
     taken: u64,
@@ -306,15 +306,16 @@ impl<'a> JobLoop<'a> {
         match grant {
             Grant::Slots(slots) => {
                 for (job, slot) in jobs.into_iter().zip(slots) {
-                    let held = running.hold(&job);
+                    let held = running.hold(&job, true);
                     self.start(Unstarted { job, held }, slot);
                 }
             }
             Grant::Ahead(_) => {
-                for job in jobs {
-                    let held = running.hold(&job);
-                    self.waiting.push_back(Unstarted { job, held });
-                }
+                let unstarted = jobs.into_iter().map(|job| {
+                    let held = running.hold(&job, false);
+                    Unstarted { job, held }
+                });
+                self.waiting.extend(unstarted);
             }
         }
     }
@@ -322,6 +323,7 @@ impl<'a> JobLoop<'a> {
     /// Starts the first job reserved ahead in `slot`.
     fn start_waiting(&mut self, slot: OwnedSemaphorePermit) {
         if let Some(waiting) = self.waiting.pop_front() {
+            waiting.held.start();
             self.start(waiting, slot);
         }
     }

@@ -1,6 +1,7 @@
-//! The lease: keeps the reservations of running jobs alive while they run.
+//! The lease: keeps the reservations of the worker's jobs alive while it holds them, running
+//! or waiting for a slot.
 //!
-//! Every third of `--retry-after`, the worker pushes the expiry of each running job's
+//! Every third of `--retry-after`, the worker pushes the expiry of each reserved job's
 //! reservation to retry_after from now. While the worker lives, its jobs' reservations never
 //! expire, however long the jobs run, so a job is never handed to a second worker; when the
 //! worker dies, they expire after retry_after and the jobs come back. A job the watchdog took
@@ -20,8 +21,8 @@ use tracing::warn;
 use crate::runtime::deadline::Deadline;
 use crate::runtime::reserved::Reserved;
 
-/// The jobs this worker is running, by a private id. The lease extends their
-/// reservations; the watchdog watches the deadlines of their handlers.
+/// The jobs this worker has reserved (running, or waiting for a slot), by a private id. The
+/// lease extends their reservations; the watchdog watches the deadlines of their handlers.
 #[derive(Default)]
 pub(crate) struct Running {
     next_id: AtomicU64,
@@ -42,10 +43,12 @@ struct Entry {
     started: bool,
 }
 
-/// A running job's place in [`Running`]; dropping it takes the job out.
+/// A reserved job's place in [`Running`]; dropping it takes the job out.
 pub(crate) struct Held {
     running: Arc<Running>,
     id: u64,
+    /// What the job's middleware holds, shared with its entry, which the lease renews.
+    holds: Arc<Holds>,
     // Learnt when the handler's deadline is taken away, under the lock that takes it, so that
     // asking costs the job path no second lock.
     taken_over: AtomicBool,
@@ -59,21 +62,23 @@ pub(crate) struct Watched<'a> {
 
 impl Running {
     /// Records `job`, reserved by this worker, until the returned guard is dropped: its
-    /// reservation is extended from now on, and it counts as running once
-    /// [started](Held::start).
-    pub(crate) fn hold(self: &Arc<Self>, job: &Reserved) -> Held {
+    /// reservation is extended from now on, and it counts as running when `started`, or
+    /// once [started](Held::start) (a job reserved ahead of a free slot).
+    pub(crate) fn hold(self: &Arc<Self>, job: &Reserved, started: bool) -> Held {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let holds = Arc::new(Holds::default());
         let entry = Entry {
             job: job.clone(),
             deadline: None,
             taken_over: false,
-            holds: Arc::default(),
-            started: false,
+            holds: holds.clone(),
+            started,
         };
         self.lock().insert(id, entry);
         Held {
             running: self.clone(),
             id,
+            holds,
             taken_over: AtomicBool::new(false),
         }
     }
@@ -83,7 +88,7 @@ impl Running {
         self.lock().values().filter(|entry| entry.started).count()
     }
 
-    /// Whether no job is running.
+    /// Whether no job is held, running or waiting.
     #[cfg(test)]
     fn is_empty(&self) -> bool {
         self.lock().is_empty()
@@ -150,12 +155,16 @@ impl Running {
 }
 
 impl Held {
-    /// Marks the job running, with what its middleware will hold in `holds`.
-    pub(crate) fn start(&self, holds: Arc<Holds>) {
+    /// Marks a job reserved ahead running, once it has a slot.
+    pub(crate) fn start(&self) {
         if let Some(entry) = self.running.lock().get_mut(&self.id) {
-            entry.holds = holds;
             entry.started = true;
         }
+    }
+
+    /// Where the job's middleware records what it holds, renewed with its reservation.
+    pub(crate) fn holds(&self) -> &Arc<Holds> {
+        &self.holds
     }
 
     /// Whether the watchdog took the job over (its handler blocked its thread past its
@@ -180,20 +189,14 @@ impl Drop for Held {
     }
 }
 
-impl Watched<'_> {
-    fn clear(&self) {
+impl Drop for Watched<'_> {
+    fn drop(&mut self) {
         if let Some(entry) = self.held.running.lock().get_mut(&self.held.id) {
             entry.deadline = None;
             if entry.taken_over {
                 self.held.taken_over.store(true, Ordering::Release);
             }
         }
-    }
-}
-
-impl Drop for Watched<'_> {
-    fn drop(&mut self) {
-        self.clear();
     }
 }
 
@@ -272,7 +275,10 @@ mod tests {
     #[test]
     fn an_overdue_job_is_taken_over_once_and_left_out_of_the_heartbeat() {
         let running = Arc::new(Running::default());
-        let (late, on_time) = (running.hold(&job("late")), running.hold(&job("on time")));
+        let (late, on_time) = (
+            running.hold(&job("late"), true),
+            running.hold(&job("on time"), true),
+        );
         let late_watch = late.watch(deadline(Duration::ZERO));
         let on_time_watch = on_time.watch(deadline(Duration::from_secs(3600)));
         let margin = Duration::from_millis(1);
@@ -299,7 +305,7 @@ mod tests {
     #[test]
     fn a_handler_that_ended_in_time_is_not_taken_over() {
         let running = Arc::new(Running::default());
-        let held = running.hold(&job("quick"));
+        let held = running.hold(&job("quick"), true);
         drop(held.watch(deadline(Duration::ZERO)));
         assert!(!held.taken_over());
         let later = Instant::now() + Duration::from_secs(10);

@@ -8,8 +8,9 @@
 //!   [`execute`] its handler under the attempt rules of [`rules`] (the one place a job's code
 //!   runs), [`settle`] the outcome in Redis; [`acker`] deletes finished jobs' reservations in
 //!   batches; [`hooks`] runs failed jobs' `failed()` hooks, and those owed by dead workers.
-//! - [`lease`] keeps the registry of running jobs and extends their reservations while they
-//!   run; [`watchdog`] acts on a handler that blocks its thread past its timeout.
+//! - [`lease`] keeps the registry of reserved jobs (running, or waiting for a slot) and
+//!   extends their reservations while it holds them; [`watchdog`] acts on a handler that
+//!   blocks its thread past its timeout.
 //! - [`control`] publishes the worker's heartbeat record and per-minute counters for
 //!   operators, and obeys their pause and restart requests; [`waits`] writes its `--wait`
 //!   thresholds at start.

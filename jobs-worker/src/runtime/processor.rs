@@ -98,8 +98,6 @@ impl Processor {
         interrupt: CancellationToken,
     ) -> Settled {
         let started = Instant::now();
-        let holds = Arc::new(Holds::default());
-        held.start(holds.clone());
         let _counted = crate::prometheus::running_job();
         match decode(&job, self.settler.queue.config()) {
             Ok(decoded) => {
@@ -115,7 +113,6 @@ impl Processor {
                     job,
                     uuid,
                     decoded: &decoded,
-                    holds,
                     held: &held,
                     started,
                 };
@@ -132,7 +129,6 @@ impl Processor {
             job,
             uuid,
             decoded,
-            holds,
             held,
             started,
         } = attempt;
@@ -143,7 +139,7 @@ impl Processor {
             middleware: &self.middleware,
             redis: &self.redis,
             state: &self.state,
-            holds,
+            holds: held.holds().clone(),
             cancelled: Some(&self.cancelled),
             started,
         };
@@ -154,6 +150,11 @@ impl Processor {
         if held.taken_over() {
             // Its handler blocked its thread past its timeout: the watchdog settled it.
             return Settled::TakenOver;
+        }
+        // How long the queue's jobs take, for reserving ahead. A requeued job did not run (a
+        // limit or lock was busy): its few µs say nothing of that.
+        if !matches!(verdict, Verdict::Requeue(_)) {
+            self.settler.stats.record_runtime(started.elapsed());
         }
         let (verdict, steps) = attempt_steps(&self.settler.queue, &ctx, verdict);
         let reported = event.map(|event| (event, verdict.clone(), error.clone()));
@@ -266,7 +267,6 @@ struct Attempt<'a> {
     /// The job's uuid, as text.
     uuid: String,
     decoded: &'a Decoded,
-    holds: Arc<Holds>,
     held: &'a Held,
     started: Instant,
 }

@@ -86,11 +86,6 @@ impl Settler {
         effects: AttemptEffects<'_>,
     ) -> Settled {
         let runtime = started.elapsed();
-        // A requeued job did not run (a limit or lock was busy): its few µs say nothing of how
-        // long the queue's jobs take.
-        if !matches!(verdict, Verdict::Requeue(_)) {
-            self.stats.record_runtime(runtime);
-        }
         let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
         let release_reason = error.as_deref().unwrap_or("released by the job");
         self.record(&job, &id, &verdict, runtime, release_reason);

@@ -3,8 +3,9 @@
 //!
 //! They are written once: a threshold changed later with `jobsctl waits set` or removed with
 //! `jobsctl waits clear` stays so until a worker with `--wait` for that queue starts again.
-//! When Redis cannot be reached at start, the write is retried in the background until it
-//! succeeds or the worker stops.
+//! A worker writes them once Redis has answered its checks at start; should Redis be gone by
+//! then, or not be there for a `--schedule-only` process, which does not wait for it, the
+//! write is retried in the background until it succeeds or the process stops.
 
 use redjob::admin::WaitThreshold;
 use redjob::RedisQueue;

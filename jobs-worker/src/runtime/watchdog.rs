@@ -133,27 +133,21 @@ impl Guarded {
     /// Applies the timeout rules to the jobs taken over and leaves their handlers their
     /// threads; the worker goes on.
     fn abandon(&self, overdue: Vec<(Reserved, Deadline)>) {
-        for (job, deadline) in &overdue {
-            span(job, deadline).in_scope(|| {
-                error!(
-                    timeout_s = deadline.timeout.as_secs_f64(),
-                    "still running {MARGIN:?} past its timeout: the handler blocks its thread, \
-                     which a timeout cannot interrupt; abandoning it (its slot stays taken until \
-                     it returns)"
-                )
-            });
-        }
+        blame(
+            &overdue,
+            "abandoning it (its slot stays taken until it returns)",
+        );
         self.settle_on_own_runtime(overdue);
     }
 
     fn end_process(&self, mut overdue: Vec<(Reserved, Deadline)>) -> ! {
-        blame(&overdue);
+        blame(&overdue, ENDING);
         self.stop.cancel();
         self.interrupt.cancel();
         self.wait_for_other_jobs(overdue.len());
         // Handlers that ran past their own deadlines meanwhile get the timeout rules too.
         let late = self.running.take_over_overdue(Instant::now(), MARGIN);
-        blame(&late);
+        blame(&late, ENDING);
         overdue.extend(late);
         self.settle_on_own_runtime(overdue);
         error!(
@@ -225,8 +219,8 @@ impl Guarded {
                         job: ctx.job_name(),
                         attempt: ctx.attempt(),
                         tags: &[],
-                        // The process ends after this: the hook is owed, and another worker
-                        // runs it.
+                        // The hook is owed: a worker's hooks service (this one's, or
+                        // another's once this process has ended) runs it.
                         failed_hook: redjob::job::registry::find(ctx.job_name())
                             .is_some_and(|r| r.options().failed_hook),
                     };
@@ -247,14 +241,17 @@ impl Guarded {
     }
 }
 
-/// Logs, for each job taken over, why the watchdog ends the process.
-fn blame(overdue: &[(Reserved, Deadline)]) {
+/// What the watchdog does about a blocked handler when it ends the process.
+const ENDING: &str = "ending the worker process";
+
+/// Logs, for each job taken over, why, and what the watchdog does about it (`consequence`).
+fn blame(overdue: &[(Reserved, Deadline)], consequence: &str) {
     for (job, deadline) in overdue {
         span(job, deadline).in_scope(|| {
             error!(
                 timeout_s = deadline.timeout.as_secs_f64(),
                 "still running {MARGIN:?} past its timeout: the handler blocks its thread, \
-                 which a timeout cannot interrupt; ending the worker process"
+                 which a timeout cannot interrupt; {consequence}"
             )
         });
     }
