@@ -70,7 +70,8 @@ impl Job for Sleep {
 }
 
 /// Blocks its thread for `ms` milliseconds with `std::thread::sleep`, as a handler must not:
-/// its timeout cannot interrupt it, so the worker's watchdog ends the process instead.
+/// its timeout cannot interrupt it, so the worker's watchdog steps in: in the worker binary it
+/// ends the process, in a worker built in code it abandons the handler.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Block {
     /// How long to block.

@@ -74,7 +74,7 @@ pub fn main() -> ExitCode {
 ///         Ok(pool) => pool,
 ///         Err(err) => {
 ///             eprintln!("worker: cannot connect to PostgreSQL: {err}");
-///             return std::process::ExitCode::FAILURE;
+///             return std::process::ExitCode::from(redjob_worker::CONFIG_EXIT_CODE);
 ///         }
 ///     };
 ///     command.state(pool).run().await
@@ -144,7 +144,9 @@ impl Command {
     }
 
     /// Runs the worker until it stops, stopping on signals as [`Command::run`] does, and says
-    /// why it stopped.
+    /// why it stopped. A handler that blocks its thread past its timeout ends the process
+    /// ([`OnBlocked::ExitProcess`]), as the binary's does. With `--schedule-only` no job runs,
+    /// so the state, middleware and listeners added are not used.
     pub async fn run_worker(self) -> Result<Exit, WorkerError> {
         let options = self.options;
         let config = redjob::QueueConfig {
@@ -155,7 +157,12 @@ impl Command {
         if options.schedule_only {
             return keep_schedules_only(queue, options.metrics_addr, &options.waits).await;
         }
-        let mut worker = Worker::new(options.config(), queue)?;
+        let config = WorkerConfig {
+            // A worker process of its own, whose supervisor starts a fresh one.
+            on_blocked: OnBlocked::ExitProcess,
+            ..options.config()
+        };
+        let mut worker = Worker::new(config, queue)?;
         for setup in self.setup {
             worker = setup(worker);
         }

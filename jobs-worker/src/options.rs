@@ -125,7 +125,9 @@ pub struct WorkerOptions {
 impl WorkerOptions {
     /// The worker configuration these options describe: seconds become durations, `0`
     /// limits become `None`, and the backoff is the larger of --backoff and --delay, as in
-    /// Laravel.
+    /// Laravel. What the watchdog does about a blocked handler is left at the default,
+    /// [`OnBlocked::AbandonJob`](crate::OnBlocked::AbandonJob); the worker binary
+    /// ([`Command`](crate::Command)) sets `ExitProcess`.
     pub fn config(&self) -> WorkerConfig {
         WorkerConfig {
             queues: self.queue.clone(),
@@ -151,8 +153,7 @@ impl WorkerOptions {
             max_requeues: self.max_requeues,
             schedule: self.schedule,
             waits: self.waits.clone(),
-            // A worker process of its own, whose supervisor starts a fresh one.
-            on_blocked: crate::config::OnBlocked::ExitProcess,
+            on_blocked: crate::config::OnBlocked::default(),
         }
     }
 }
@@ -174,13 +175,7 @@ mod tests {
         assert_eq!(config.sleep, Duration::from_secs(3));
         assert_eq!(config.retry_after, Duration::from_secs(90));
         assert_eq!(config.grace, Some(Duration::from_secs(60)));
-        // The binary is a process of its own: a blocked handler ends it, as in Laravel.
-        assert_eq!(config.on_blocked, crate::OnBlocked::ExitProcess);
-        let embedded = WorkerConfig {
-            on_blocked: crate::OnBlocked::AbandonJob,
-            ..config
-        };
-        assert_eq!(embedded, WorkerConfig::default());
+        assert_eq!(config, WorkerConfig::default());
     }
 
     #[test]

@@ -150,6 +150,22 @@ impl WorkerProcess {
         std::thread::sleep(Duration::from_millis(50));
         status
     }
+
+    /// Waits for the worker to refuse to start: it exits within `timeout` with the status of
+    /// a setting to fix (78), having said why in exactly one `worker: ...` line containing
+    /// `why`. Panics otherwise.
+    pub async fn wait_refused(&mut self, timeout: Duration, why: &str) {
+        let status = self.wait_exit(timeout).await;
+        let lines = self.lines();
+        assert_eq!(
+            status.code(),
+            Some(redjob_worker::CONFIG_EXIT_CODE.into()),
+            "{lines:#?}"
+        );
+        let saying: Vec<&String> = lines.iter().filter(|l| l.contains(why)).collect();
+        assert_eq!(saying.len(), 1, "one line says why: {lines:#?}");
+        assert!(saying[0].starts_with("worker: "), "{lines:#?}");
+    }
 }
 
 impl Drop for WorkerProcess {

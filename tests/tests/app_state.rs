@@ -3,6 +3,7 @@
 //! without it refuses to start; an embedded worker stops on its host's signal, dispatches
 //! through its own handle, and outlives a handler that blocks its thread.
 
+use examples::Block;
 use redjob::{job, Job, JobContext, JobResult, RedisQueue};
 use redjob_worker::testing::{self, Outcome};
 use redjob_worker::{Exit, OnBlocked, Worker, WorkerConfig, WorkerError};
@@ -75,18 +76,6 @@ impl Job for Relay {
         .dispatch()
         .on_queue("relayed")
         .await?;
-        Ok(())
-    }
-}
-
-/// Blocks its thread for longer than its timeout.
-#[derive(Serialize, Deserialize)]
-struct Blocking {}
-
-#[job(name = "state.blocking", timeout = 1, tries = 1)]
-impl Job for Blocking {
-    async fn handle(&self, _ctx: &JobContext) -> JobResult {
-        std::thread::sleep(Duration::from_secs(4));
         Ok(())
     }
 }
@@ -232,7 +221,13 @@ async fn an_embedded_worker_stops_with_its_host_dispatches_through_its_own_handl
 
     // A handler that blocks its thread past its timeout: its job fails as timed out, and the
     // worker, this test's process with it, goes on.
-    let blocking = Blocking {}.dispatch().via(&queue).await.unwrap();
+    let blocking = Block { ms: 4000 }
+        .dispatch()
+        .timeout(1)
+        .tries(1)
+        .via(&queue)
+        .await
+        .unwrap();
     let record = wait_for(LONG, "the blocked job fails as timed out", || async {
         queue.failed_job(&blocking.to_string()).await.unwrap()
     })

@@ -6,6 +6,7 @@ use examples::{Caught, Step};
 use redis::AsyncCommands;
 use redjob::__worker::WorkerQueue;
 use redjob::__worker::{complete_in_batch, Settlement};
+use redjob::queue::keys::QueueKeys;
 use redjob::workflow::{Batch, BatchStatus, Chain};
 use redjob::{FailedJob, Payload, RedisQueue};
 use std::time::Duration;
@@ -45,6 +46,33 @@ async fn settled_with(redis: &TestRedis, label: &str) -> Vec<String> {
     .await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     labels(redis).await
+}
+
+/// Reserves the next job of `keys`' queue, as a worker would: its reserved copy and its uuid.
+async fn pop_one(queue: &RedisQueue, keys: &QueueKeys) -> (String, Uuid) {
+    let popped = queue.pop(keys, LONG, 1, 10).await.unwrap();
+    let reserved = popped.jobs[0].clone();
+    let uuid = Payload::from_json(&reserved).unwrap().uuid;
+    (reserved, uuid)
+}
+
+/// What settling the job `job` of the batch `id`, which added no jobs, changes in the batch.
+fn in_batch(id: Uuid, job: Uuid) -> Settlement {
+    Settlement::from(redjob::workflow::BatchProgress::new(id, job))
+}
+
+/// Puts a reserved job back at the head of `default`, as an expired reservation or a retry by
+/// hand delivers it again.
+async fn deliver_again(redis: &TestRedis, reserved: &str) {
+    let _: () = redis
+        .conn()
+        .await
+        .lpush(
+            "queues:default",
+            redjob::payload::unreserved(reserved).as_ref(),
+        )
+        .await
+        .unwrap();
 }
 
 fn callbacks() -> Batch {
@@ -319,34 +347,17 @@ async fn a_job_that_runs_twice_is_counted_once() {
         .await
         .unwrap();
     let keys = queue.queue_keys("default");
-    let popped = queue
-        .pop(&keys, Duration::from_secs(60), 1, 10)
-        .await
-        .unwrap();
-    let reserved = &popped.jobs[0];
-    let payload = Payload::from_json(reserved).unwrap();
-    let settlement = |job: Uuid| Settlement::from(redjob::workflow::BatchProgress::new(id, job));
+    let (reserved, uuid) = pop_one(&queue, &keys).await;
     assert!(queue
-        .complete(&keys, reserved, &settlement(payload.uuid))
+        .complete(&keys, &reserved, &in_batch(id, uuid))
         .await
         .unwrap());
     // The same job delivered again (its reservation had expired, say) and finished again.
-    let mut conn = redis.conn().await;
-    let _: () = conn
-        .lpush(
-            "queues:default",
-            redjob::payload::unreserved(reserved).as_ref(),
-        )
-        .await
-        .unwrap();
-    let again = queue
-        .pop(&keys, Duration::from_secs(60), 1, 10)
-        .await
-        .unwrap();
-    let again = &again.jobs[0];
-    assert_eq!(Payload::from_json(again).unwrap().uuid, payload.uuid);
+    deliver_again(&redis, &reserved).await;
+    let (again, again_uuid) = pop_one(&queue, &keys).await;
+    assert_eq!(again_uuid, uuid);
     assert!(queue
-        .complete(&keys, again, &settlement(payload.uuid))
+        .complete(&keys, &again, &in_batch(id, uuid))
         .await
         .unwrap());
     let status = queue.batch(id).await.unwrap().unwrap();
@@ -380,29 +391,20 @@ async fn jobs_acknowledged_together_are_counted_once_each() {
         .await
         .unwrap();
     let keys = queue.queue_keys("default");
-    let pop_one = || async {
-        let popped = queue.pop(&keys, LONG, 1, 10).await.unwrap();
-        let raw = popped.jobs[0].clone();
-        let uuid = Payload::from_json(&raw).unwrap().uuid;
-        (raw, uuid)
-    };
-    let settlement = |job: Uuid| Settlement::from(redjob::workflow::BatchProgress::new(id, job));
-    let (a, b, c) = (pop_one().await, pop_one().await, pop_one().await);
+    let a = pop_one(&queue, &keys).await;
+    let b = pop_one(&queue, &keys).await;
+    let c = pop_one(&queue, &keys).await;
 
     // c fails for good, then is retried by hand.
     let record = FailedJob::new(c.1.to_string(), "redis", "default", c.0.clone(), "boom");
     assert!(queue
-        .fail_with(&keys, c.0.as_bytes(), &record, &settlement(c.1), None)
+        .fail_with(&keys, c.0.as_bytes(), &record, &in_batch(id, c.1), None)
         .await
         .unwrap());
     let status = queue.batch(id).await.unwrap().unwrap();
     assert_eq!((status.pending, status.failed), (2, 1));
-    let mut conn = redis.conn().await;
-    let _: () = conn
-        .rpush("queues:default", redjob::payload::unreserved(&c.0).as_ref())
-        .await
-        .unwrap();
-    let c_again = pop_one().await;
+    deliver_again(&redis, &c.0).await;
+    let c_again = pop_one(&queue, &keys).await;
     // a's reservation is gone (it expired and was taken again, say).
     assert!(queue.delete(&keys, &a.0).await.unwrap());
 
@@ -428,11 +430,8 @@ async fn jobs_acknowledged_together_are_counted_once_each() {
     assert!(!status.finished());
     assert_eq!(queue.size("default").await.unwrap().reserved, 0);
 
-    let _: () = conn
-        .rpush("queues:default", redjob::payload::unreserved(&a.0).as_ref())
-        .await
-        .unwrap();
-    let a_again = pop_one().await;
+    deliver_again(&redis, &a.0).await;
+    let a_again = pop_one(&queue, &keys).await;
     let held = complete_in_batch(&queue, &keys, id, &[(a_again.0.as_str(), a_again.1)])
         .await
         .unwrap();

@@ -68,18 +68,9 @@ async fn the_worker_refuses_an_empty_queue_name_with_the_same_rule() {
         redis.url(),
         &["--queue", "default,,low"],
     );
-    assert_eq!(
-        worker.wait_exit(LONG).await.code(),
-        Some(redjob_worker::CONFIG_EXIT_CODE.into()),
-        "a setting to fix"
-    );
-    let lines = worker.lines();
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.contains("--queue: invalid queue name \"\": it is empty")),
-        "{lines:#?}"
-    );
+    worker
+        .wait_refused(LONG, "--queue: invalid queue name \"\": it is empty")
+        .await;
     assert_eq!(key_count(&redis).await, 0, "nothing was written");
 }
 

@@ -11,6 +11,9 @@ use tests::worker_process::WorkerProcess;
 use tests::{wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
+/// How soon a worker refused for its settings has exited.
+const REFUSED_WITHIN: Duration = Duration::from_secs(5);
+
 const SIGNING_SECRET: &str = "5b2f0c8e4a7d19e3b6c0f2a8d4e6b1c3a9f7e5d3c1b0a8f6e4d2c0b9a7f5e3d1";
 
 fn start_worker(redis_url: &str, args: &[&str], env: &[(&str, &str)]) -> WorkerProcess {
@@ -107,8 +110,10 @@ async fn a_tls_server_is_reached_only_over_tls_with_a_trusted_ca() {
     assert!(matches!(err, Error::TlsHandshake(_)), "{err:?}");
     assert!(err.to_string().contains("certificate"), "{err}");
     // A worker without it refuses to start, saying why.
-    let worker = start_worker(redis.url(), &[], &[]);
-    refuses_to_start(worker, "the TLS handshake with Redis failed").await;
+    let mut worker = start_worker(redis.url(), &[], &[]);
+    worker
+        .wait_refused(REFUSED_WITHIN, "the TLS handshake with Redis failed")
+        .await;
 
     // A CA file for a redis:// URL, or one that cannot be read, is refused at once.
     let err = RedisQueue::with_config(&plain_url, redis.config()).unwrap_err();
@@ -127,21 +132,6 @@ async fn a_tls_server_is_reached_only_over_tls_with_a_trusted_ca() {
     assert!(matches!(err, Error::InvalidTls { .. }), "{err:?}");
 
     assert_eq!(redis.queue().size("default").await.unwrap().total(), 0);
-}
-
-/// Waits for `worker` to exit with the configuration status within 5 s, having said `why` in
-/// one line.
-async fn refuses_to_start(mut worker: WorkerProcess, why: &str) {
-    let status = worker.wait_exit(Duration::from_secs(5)).await;
-    let lines = worker.lines();
-    assert_eq!(
-        status.code(),
-        Some(redjob_worker::CONFIG_EXIT_CODE.into()),
-        "{lines:#?}"
-    );
-    let saying: Vec<&String> = lines.iter().filter(|l| l.contains(why)).collect();
-    assert_eq!(saying.len(), 1, "one line says why: {lines:#?}");
-    assert!(saying[0].starts_with("worker: "), "{lines:#?}");
 }
 
 /// Settings that give up on an unusable server quickly.
@@ -214,11 +204,15 @@ async fn an_acl_user_in_the_url_dispatches_and_works_and_a_wrong_password_is_ref
 
     // A worker with the wrong password refuses to start, saying why in one line, and takes
     // nothing.
-    let refused = start_worker(&wrong_url, &[], &[]);
-    refuses_to_start(refused, "Redis refused the credentials").await;
+    let mut refused = start_worker(&wrong_url, &[], &[]);
+    refused
+        .wait_refused(REFUSED_WITHIN, "Redis refused the credentials")
+        .await;
     // So does one whose user may not run scripts.
-    let no_scripts = start_worker(&redis.url_as("noscripts", "pw"), &[], &[]);
-    refuses_to_start(no_scripts, "Redis denies a command this needs").await;
+    let mut no_scripts = start_worker(&redis.url_as("noscripts", "pw"), &[], &[]);
+    no_scripts
+        .wait_refused(REFUSED_WITHIN, "Redis denies a command this needs")
+        .await;
     assert_eq!(queue.size("default").await.unwrap().ready, 1);
 
     let worker = run_until_empty(&right_url, &[]).await;
