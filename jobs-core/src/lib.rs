@@ -88,6 +88,7 @@ pub use redis;
 pub mod __worker {
     pub use crate::job::attempt::{done_steps, failed_steps, start as start_attempt};
     pub use crate::job::context::AttemptSetup;
+    pub use crate::job::state::StateSetup;
     pub use crate::queue::protocol::WorkerQueue;
     pub use crate::queue::settle::{SettleStep, Settlement};
     pub use crate::workflow::attempt::{take_batch_added, take_chain_edits};

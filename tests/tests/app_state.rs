@@ -4,7 +4,7 @@
 //! through its own handle, and outlives a handler that blocks its thread.
 
 use examples::Block;
-use redjob::{job, Job, JobContext, JobResult, RedisQueue};
+use redjob::{job, FailedContext, Job, JobContext, JobResult, RedisQueue};
 use redjob_worker::testing::{self, Outcome};
 use redjob_worker::{Exit, OnBlocked, Worker, WorkerConfig, WorkerError};
 use serde::{Deserialize, Serialize};
@@ -46,6 +46,23 @@ impl Job for Greet {
         let line = format!("{}, {}", greeter.greeting, self.name);
         greeter.said.lock().unwrap().push(line);
         Ok(())
+    }
+}
+
+/// Fails for good; its `failed()` hook reports through the state.
+#[derive(Serialize, Deserialize)]
+struct Grumble {}
+
+#[job(name = "state.grumble", state = Greeter, tries = 1)]
+impl Job for Grumble {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        Err("no greeting today".into())
+    }
+
+    async fn failed(&self, ctx: &FailedContext) {
+        let greeter = ctx.state::<Greeter>();
+        let line = format!("{}, grumble failed: {}", greeter.greeting, ctx.reason());
+        greeter.said.lock().unwrap().push(line);
     }
 }
 
@@ -103,11 +120,12 @@ async fn a_worker_without_the_state_a_job_declares_refuses_to_start_and_takes_no
     let WorkerError::MissingState(missing) = &err else {
         panic!("{err:?}");
     };
-    assert_eq!(missing.len(), 1, "{missing:?}");
+    assert_eq!(missing.len(), 2, "Greet and Grumble: {missing:?}");
     let message = err.to_string();
     for named in [
         "state.greet",
         "app_state::Greet",
+        "state.grumble",
         "app_state::Greeter",
         ".state(",
     ] {
@@ -136,7 +154,8 @@ async fn a_worker_without_the_state_a_job_declares_refuses_to_start_and_takes_no
 }
 
 #[tokio::test]
-async fn state_reaches_handlers_in_a_worker_a_synchronous_run_and_the_inline_fake() {
+async fn state_reaches_handlers_and_failed_hooks_in_a_worker_a_synchronous_run_and_the_inline_fake()
+{
     let redis = TestRedis::start();
     let queue = redis.queue();
     for name in ["ann", "bob"] {
@@ -146,6 +165,7 @@ async fn state_reaches_handlers_in_a_worker_a_synchronous_run_and_the_inline_fak
             .await
             .unwrap();
     }
+    Grumble {}.dispatch().via(&queue).await.unwrap();
     let greeter = Greeter::new("hello");
     let worker = Worker::new(
         WorkerConfig {
@@ -160,7 +180,14 @@ async fn state_reaches_handlers_in_a_worker_a_synchronous_run_and_the_inline_fak
     assert_eq!(exit.unwrap(), Exit::Empty);
     let mut said = greeter.said();
     said.sort();
-    assert_eq!(said, ["hello, ann", "hello, bob"]);
+    assert_eq!(
+        said,
+        [
+            "hello, ann",
+            "hello, bob",
+            "hello, grumble failed: no greeting today"
+        ]
+    );
 
     // A synchronous run, with a stub of the test's own.
     let stub = Greeter::new("hi");
@@ -169,6 +196,9 @@ async fn state_reaches_handlers_in_a_worker_a_synchronous_run_and_the_inline_fak
         .await;
     assert_eq!(attempt.outcome, Outcome::Done);
     assert_eq!(stub.said(), ["hi, cy"]);
+    let attempt = testing::run(Grumble {}).state(stub.clone()).await;
+    assert!(attempt.failed_hook_ran);
+    assert_eq!(stub.said()[1], "hi, grumble failed: no greeting today");
     // Without it, the run fails as a worker would refuse to start.
     let attempt = testing::run(Greet { name: "cy".into() }).await;
     let Outcome::Failed(reason) = attempt.outcome else {
@@ -193,7 +223,11 @@ async fn state_reaches_handlers_in_a_worker_a_synchronous_run_and_the_inline_fak
     let fake = testing::inline().state(inline_greeter.clone());
     Greet { name: "dee".into() }.dispatch().await.unwrap();
     fake.assert_ran::<Greet>();
-    assert_eq!(inline_greeter.said(), ["hey, dee"]);
+    Grumble {}.dispatch().await.unwrap();
+    assert_eq!(
+        inline_greeter.said(),
+        ["hey, dee", "hey, grumble failed: no greeting today"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

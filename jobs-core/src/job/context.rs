@@ -6,7 +6,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::job::identity::JobIdentity;
-use crate::job::state::{State, StateType};
+use crate::job::state::{JobState, State, StateSetup, StateType};
 use crate::payload::delay::Delay;
 use crate::queue::hold::Holds;
 use crate::queue::{Extensions, RedisQueue};
@@ -40,9 +40,7 @@ pub struct JobContext {
     redis: Option<Arc<RedisQueue>>,
     lease: Duration,
     holds: Arc<Holds>,
-    state: State,
-    // The state the job type declares (`#[job(state = ...)]`).
-    declared: &'static [StateType],
+    state: JobState,
     // Made on first use: most attempts keep no capability state.
     extensions: OnceLock<Extensions>,
 }
@@ -73,8 +71,7 @@ impl JobContext {
             redis: None,
             lease: Duration::from_secs(90),
             holds: Arc::default(),
-            state: State::default(),
-            declared: &[],
+            state: JobState::default(),
             extensions: OnceLock::new(),
         }
     }
@@ -124,25 +121,7 @@ impl JobContext {
     /// [`try_state`](Self::try_state).
     #[track_caller]
     pub fn state<T: Send + Sync + 'static>(&self) -> &T {
-        let wanted = std::any::TypeId::of::<T>();
-        if !self.declared.iter().any(|ty| ty.id() == wanted) {
-            panic!(
-                "job {} reads state of type {} without declaring it: write \
-                 #[job(state = {})] so that workers check for it before they start",
-                self.job_name(),
-                std::any::type_name::<T>(),
-                std::any::type_name::<T>(),
-            );
-        }
-        match self.state.get::<T>() {
-            Some(value) => value,
-            None => panic!(
-                "job {} reads state of type {}, which it was not given: give it where the \
-                 worker is built, with .state(...)",
-                self.job_name(),
-                std::any::type_name::<T>(),
-            ),
-        }
+        self.state.declared(self.job_name())
     }
 
     /// The application state of type `T`, if the worker was given one; for middleware, and
@@ -206,6 +185,13 @@ impl JobContext {
     }
 }
 
+impl StateSetup for JobContext {
+    fn with_state(mut self, state: &State, declared: &'static [StateType]) -> Self {
+        self.state = JobState::new(state, declared);
+        self
+    }
+}
+
 impl Deref for JobContext {
     type Target = JobIdentity;
 
@@ -225,10 +211,6 @@ pub trait AttemptSetup {
     /// renews what it finds there).
     fn with_holds(self, holds: Arc<Holds>) -> Self;
 
-    /// This context with the application state `state`, of which the job type declares
-    /// `declared`.
-    fn with_state(self, state: &State, declared: &'static [StateType]) -> Self;
-
     /// What the handler asked for, if anything; the last call wins.
     fn take_request(&self) -> Option<Request>;
 }
@@ -242,12 +224,6 @@ impl AttemptSetup for JobContext {
 
     fn with_holds(mut self, holds: Arc<Holds>) -> Self {
         self.holds = holds;
-        self
-    }
-
-    fn with_state(mut self, state: &State, declared: &'static [StateType]) -> Self {
-        self.state = state.clone();
-        self.declared = declared;
         self
     }
 

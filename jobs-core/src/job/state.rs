@@ -115,6 +115,67 @@ impl fmt::Debug for State {
     }
 }
 
+/// What one job's handler or hook reads: the state its worker was given, and the types its job
+/// type declares. Both contexts ([`JobContext`](crate::JobContext) and
+/// [`FailedContext`](crate::FailedContext)) read through it, with the same checks.
+#[derive(Clone, Default)]
+pub(crate) struct JobState {
+    given: State,
+    declared: &'static [StateType],
+}
+
+impl JobState {
+    pub(crate) fn new(given: &State, declared: &'static [StateType]) -> Self {
+        JobState {
+            given: given.clone(),
+            declared,
+        }
+    }
+
+    /// The declared state of type `T`, for job `job`. Panics when the job type does not
+    /// declare `T`, or when it was not given (which a worker's check at start rules out).
+    #[track_caller]
+    pub(crate) fn declared<T: Send + Sync + 'static>(&self, job: &str) -> &T {
+        let wanted = TypeId::of::<T>();
+        let type_name = std::any::type_name::<T>();
+        if !self.declared.iter().any(|ty| ty.id() == wanted) {
+            panic!(
+                "job {job} reads state of type {type_name} without declaring it: write \
+                 #[job(state = {type_name})] so that workers check for it before they start",
+            );
+        }
+        match self.given.get::<T>() {
+            Some(value) => value,
+            None => panic!(
+                "job {job} reads state of type {type_name}, which it was not given: give it \
+                 where the worker is built, with .state(...)",
+            ),
+        }
+    }
+
+    /// The state of type `T`, if it was given; declared or not.
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.given.get::<T>()
+    }
+}
+
+impl fmt::Debug for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobState")
+            .field("given", &self.given)
+            .field("declared", &self.declared)
+            .finish()
+    }
+}
+
+/// How a worker hands a job's context its state. Not a public API: exported from the hidden
+/// `redjob::__worker` module.
+pub trait StateSetup {
+    /// This context with the application state `state`, of which the job type declares
+    /// `declared`.
+    fn with_state(self, state: &State, declared: &'static [StateType]) -> Self;
+}
+
 /// A type of state a job declares with `#[job(state = ...)]`: its id and its name.
 #[derive(Clone, Copy)]
 pub struct StateType {

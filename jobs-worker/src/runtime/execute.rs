@@ -3,7 +3,7 @@
 //! a job's code runs.
 
 use futures_util::FutureExt;
-use redjob::__worker::{start_attempt, AttemptSetup};
+use redjob::__worker::{start_attempt, AttemptSetup, StateSetup};
 use redjob::middleware::{panic_message, Layer, Middleware, Next, Panicked};
 use redjob::queue::hold::{Hold, HoldUntil, Holds};
 use redjob::{JobContext, RedisQueue, Request, State, UniqueUntil};

@@ -10,9 +10,9 @@
 //! time only when a worker dies between running it and removing its entry.
 
 use futures_util::FutureExt;
-use redjob::__worker::WorkerQueue;
+use redjob::__worker::{StateSetup, WorkerQueue};
 use redjob::middleware::panic_message;
-use redjob::{FailedContext, RedisQueue};
+use redjob::{FailedContext, RedisQueue, State};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,20 +30,28 @@ const CLAIM: usize = 10;
 pub(crate) async fn run(
     queue: &RedisQueue,
     config: &WorkerConfig,
+    state: &State,
     decoded: &Decoded,
     ctx: FailedContext,
 ) {
     let uuid = ctx.uuid().to_string();
-    call(config, decoded, ctx).await;
+    call(config, state, decoded, ctx).await;
     if let Err(err) = queue.hook_done(&uuid).await {
         warn!(error = %err, uuid, "cannot report the failed() hook done; another worker may run it again");
     }
 }
 
-/// Runs a failed job's `failed()` hook, bounded by the worker's timeout; its panic or overrun
-/// is logged. Returns whether it ran to its end.
-pub(crate) async fn call(config: &WorkerConfig, decoded: &Decoded, ctx: FailedContext) -> bool {
-    let Ok(hook) = decoded.registration.failed(decoded.data(), ctx) else {
+/// Runs a failed job's `failed()` hook with the application state `state`, bounded by the
+/// worker's timeout; its panic or overrun is logged. Returns whether it ran to its end.
+pub(crate) async fn call(
+    config: &WorkerConfig,
+    state: &State,
+    decoded: &Decoded,
+    ctx: FailedContext,
+) -> bool {
+    let registration = decoded.registration;
+    let ctx = ctx.with_state(state, registration.state());
+    let Ok(hook) = registration.failed(decoded.data(), ctx) else {
         return false;
     };
     let bound = config.timeout.unwrap_or(Duration::from_secs(60));
@@ -65,7 +73,7 @@ pub(crate) async fn call(config: &WorkerConfig, decoded: &Decoded, ctx: FailedCo
 
 /// Starts looking, every third of `--retry-after`, for hooks owed by workers that died before
 /// running them: an owed hook waits that long anyway before another worker may take it.
-pub(crate) fn start(queue: RedisQueue, config: Arc<WorkerConfig>) -> JoinHandle<()> {
+pub(crate) fn start(queue: RedisQueue, config: Arc<WorkerConfig>, state: State) -> JoinHandle<()> {
     // What the hooks dispatch goes to the worker's Redis.
     let scope = queue.clone();
     tokio::spawn(scope.scope(async move {
@@ -86,7 +94,7 @@ pub(crate) fn start(queue: RedisQueue, config: Arc<WorkerConfig>) -> JoinHandle<
             match queue.claim_hooks(config.retry_after, CLAIM).await {
                 Ok(uuids) => {
                     for uuid in uuids {
-                        run_owed(&queue, &config, &uuid).await;
+                        run_owed(&queue, &config, &state, &uuid).await;
                     }
                 }
                 Err(err) => debug!(error = %err, "cannot look for owed failed() hooks"),
@@ -97,7 +105,7 @@ pub(crate) fn start(queue: RedisQueue, config: Arc<WorkerConfig>) -> JoinHandle<
 
 /// Runs the owed hook of the failed job `uuid` from its failed-job record; a record that is
 /// gone (retried, forgotten, pruned) owes nothing.
-async fn run_owed(queue: &RedisQueue, config: &WorkerConfig, uuid: &str) {
+async fn run_owed(queue: &RedisQueue, config: &WorkerConfig, state: &State, uuid: &str) {
     let record = match queue.failed_job(uuid).await {
         Ok(record) => record,
         Err(err) => return debug!(error = %err, uuid, "cannot read a failed job for its hook"),
@@ -116,7 +124,7 @@ async fn run_owed(queue: &RedisQueue, config: &WorkerConfig, uuid: &str) {
                 payload.attempts + 1,
                 &record.exception,
             );
-            run(queue, config, &decoded, ctx).await;
+            run(queue, config, state, &decoded, ctx).await;
         }
         _ => {
             if let Err(err) = queue.hook_done(uuid).await {

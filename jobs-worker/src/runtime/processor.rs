@@ -225,7 +225,14 @@ impl Processor {
                 ctx.attempt(),
                 reason,
             );
-            hooks::run(&self.settler.queue, &self.config, decoded, failed).await;
+            hooks::run(
+                &self.settler.queue,
+                &self.config,
+                &self.state,
+                decoded,
+                failed,
+            )
+            .await;
         }
     }
 

@@ -83,7 +83,7 @@ impl Services {
         let waker = Waker::start(queue, &queues, config.sleep, control.clone());
         let acker = Acker::start(queue.clone(), config.retry_after);
         let lease = lease::start(queue.clone(), running.clone(), config.retry_after);
-        let hooks = hooks::start(queue.clone(), config.clone());
+        let hooks = hooks::start(queue.clone(), config.clone(), state.clone());
         let settler = Settler {
             queue: queue.clone(),
             acks: acker.sender(),

@@ -263,7 +263,8 @@ impl Run {
                 if decoded.registration.options().failed_hook {
                     let failed =
                         FailedContext::new(uuid, ctx.job_name(), &self.queue, number, reason);
-                    attempt.failed_hook_ran = hooks::call(&self.config, &decoded, failed).await;
+                    attempt.failed_hook_ran =
+                        hooks::call(&self.config, state, &decoded, failed).await;
                 }
             }
             attempt
