@@ -7,7 +7,8 @@
 //! waits for conditions with [`wait_until`] / [`wait_for`] instead of sleeping.
 //! [`TestRedis::start_tls`] starts a server that speaks only TLS, with a CA made for it.
 //! [`cluster::TestCluster`] starts a Redis Cluster of three primaries, and [`Server`] is either
-//! kind, for tests that run on both layouts ([`on_both_layouts!`]).
+//! kind, for tests that run on both layouts ([`on_both_layouts!`]). [`TestPostgres`] starts a
+//! private PostgreSQL cluster, for the tests of code that keeps its data there.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -20,8 +21,10 @@
 
 mod dispatch;
 mod json;
+mod postgres_server;
 mod redis_server;
 mod server;
+mod temp_dir;
 mod tls;
 mod wait;
 
@@ -36,6 +39,7 @@ pub mod worker_process;
 
 pub use dispatch::SentVia;
 pub use json::json_fields;
+pub use postgres_server::{TestPostgres, POSTGRES_MISSING};
 pub use redis_server::{free_port, server_time, TestRedis, CLOSED_PORT, REDIS_SERVER_MISSING};
 pub use server::{RedisUnderTest, Server};
 pub use wait::{wait_for, wait_for_idle_worker, wait_until};

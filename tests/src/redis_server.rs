@@ -6,11 +6,11 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use redjob::{QueueConfig, RedisQueue};
 
+use crate::temp_dir::TempDir;
 use crate::tls::{make_tls_files, TlsFiles};
 
 /// How long `TestRedis::start` waits for a new server to answer PING.
@@ -349,35 +349,4 @@ fn server_output(dir: &Path) -> String {
         .map(|name| std::fs::read_to_string(dir.join(name)).unwrap_or_default())
         .collect::<Vec<_>>()
         .join("")
-}
-
-/// A directory under the system's temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or_default();
-        let path = std::env::temp_dir().join(format!(
-            "jobs-tests-{label}-{}-{}-{nanos}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&path)
-            .unwrap_or_else(|err| panic!("cannot create {}: {err}", path.display()));
-        TempDir(path)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
