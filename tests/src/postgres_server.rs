@@ -47,7 +47,9 @@ impl TestPostgres {
             let dir = TempDir::new("postgres");
             if let Some(user) = &user {
                 std::os::unix::fs::chown(dir.path(), Some(user.uid), Some(user.gid))
-                    .unwrap_or_else(|err| panic!("cannot hand {:?} to postgres: {err}", dir.path()));
+                    .unwrap_or_else(|err| {
+                        panic!("cannot hand {:?} to postgres: {err}", dir.path())
+                    });
             }
             init_cluster(dir.path(), user.as_ref());
             let port = free_port();
@@ -207,7 +209,13 @@ fn spawn_postgres(dir: &Path, port: u16, user: Option<&User>) -> Child {
         // The socket lives in the cluster's own directory, not in /var/run/postgresql.
         .arg("-k")
         .arg(dir)
-        .args(["-F", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+        .args([
+            "-F",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ])
         .args(["-c", "shared_buffers=32MB"])
         .current_dir(dir)
         .stdin(Stdio::null())

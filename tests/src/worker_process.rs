@@ -50,7 +50,8 @@ impl WorkerProcess {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> WorkerProcess {
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(["--redis", redis_url, "--json"])
             .args(args)
             .env_remove(redjob::payload::signing::SIGNING_KEY_ENV)
@@ -59,11 +60,18 @@ impl WorkerProcess {
             .env_remove(redjob::payload::encrypted::APP_KEY_ENV)
             .env("REDIS_URL", redis_url)
             .env("RUST_LOG", "info")
-            .envs(env.iter().copied())
+            .envs(env.iter().copied());
+        WorkerProcess::spawn(command)
+    }
+
+    /// Starts `command`, any program that runs jobs (an application's worker binary, a
+    /// service with embedded workers), collecting its stderr as the log lines.
+    pub fn spawn(mut command: Command) -> WorkerProcess {
+        let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("cannot start the test worker");
+            .unwrap_or_else(|err| panic!("cannot start {:?}: {err}", command.get_program()));
         let lines = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().expect("piped stderr");
         let sink = lines.clone();

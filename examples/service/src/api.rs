@@ -62,7 +62,11 @@ async fn place(State(api): State<Api>, Json(new): Json<NewOrder>) -> Result<Resp
 }
 
 async fn show(State(api): State<Api>, Path(id): Path<i64>) -> Result<Json<Order>, ApiError> {
-    api.orders.get(id).await?.map(Json).ok_or(ApiError::NotFound)
+    api.orders
+        .get(id)
+        .await?
+        .map(Json)
+        .ok_or(ApiError::NotFound)
 }
 
 /// Why a request failed.

@@ -43,9 +43,8 @@ impl Settings {
     /// The settings from the environment.
     pub fn from_env() -> Result<Settings, MissingSetting> {
         let required = |name: &'static str| std::env::var(name).map_err(|_| MissingSetting(name));
-        let optional = |name: &str, default: &str| {
-            std::env::var(name).unwrap_or_else(|_| default.to_owned())
-        };
+        let optional =
+            |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
         Ok(Settings {
             database_url: required("DATABASE_URL")?,
             carrier_url: required("CARRIER_URL")?,

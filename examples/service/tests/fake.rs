@@ -1,0 +1,105 @@
+//! The service's API and jobs through the inline fake: no PostgreSQL, no Redis. The orders are
+//! kept in memory, the jobs run inside the request that dispatches them, and the carrier is a
+//! local HTTP server.
+
+mod support;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use orders_service::api::{self, Api};
+use orders_service::carrier::Carrier;
+use orders_service::jobs::{ConfirmOrder, ShipOrder};
+use orders_service::orders::{Order, Orders, Status};
+use redjob::Job;
+use redjob_worker::testing::{self, Outcome};
+use support::{FakeCarrier, REFUSED_ITEM};
+use tower::ServiceExt;
+
+async fn place(app: &axum::Router, body: &str) -> (StatusCode, serde_json::Value) {
+    let request = Request::post("/orders")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_owned()))
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (status, serde_json::from_slice(&bytes).unwrap())
+}
+
+async fn order(orders: &Orders, id: i64) -> Order {
+    orders.get(id).await.unwrap().expect("the order exists")
+}
+
+#[tokio::test]
+async fn an_order_is_confirmed_and_shipped_through_the_fake_the_carrier_retried_until_it_answers() {
+    let carrier = FakeCarrier::start(2).await;
+    let orders = Orders::in_memory();
+    let flow = testing::inline()
+        .state(orders.clone())
+        .state(Carrier::new(carrier.url()));
+    let app = api::router(Api {
+        orders: orders.clone(),
+        queue: flow.handle(),
+    });
+
+    let (status, placed) = place(&app, r#"{"item": "teapot", "quantity": 2}"#).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{placed}");
+    let id = placed["id"].as_i64().unwrap();
+
+    let shipped = order(&orders, id).await;
+    assert_eq!(shipped.status, Status::Shipped);
+    assert_eq!(shipped.tracking.as_deref(), Some("TRK-1"));
+    flow.assert_ran::<ConfirmOrder>();
+    flow.assert_nothing_failed();
+    let ship = flow
+        .ran()
+        .into_iter()
+        .find(|ran| ran.job.job == ShipOrder::NAME)
+        .expect("ShipOrder ran");
+    let outcomes: Vec<&Outcome> = ship.runs.attempts.iter().map(|a| &a.outcome).collect();
+    assert_eq!(outcomes.len(), 3, "two 503s, then booked: {outcomes:?}");
+    assert!(matches!(outcomes[0], Outcome::Retried(_)), "{outcomes:?}");
+    assert_eq!(outcomes[2], &Outcome::Done);
+    let calls = carrier.calls_for(id);
+    assert_eq!(
+        calls.iter().map(|c| c.status).collect::<Vec<_>>(),
+        [503, 503, 201]
+    );
+    assert!(calls.iter().all(|c| c.key == "order-1"), "{calls:?}");
+}
+
+#[tokio::test]
+async fn a_refused_shipment_fails_at_once_and_its_failed_hook_marks_the_order() {
+    let carrier = FakeCarrier::start(0).await;
+    let orders = Orders::in_memory();
+    let flow = testing::inline()
+        .state(orders.clone())
+        .state(Carrier::new(carrier.url()));
+    let app = api::router(Api {
+        orders: orders.clone(),
+        queue: flow.handle(),
+    });
+
+    let body = format!(r#"{{"item": "{REFUSED_ITEM}", "quantity": 1}}"#);
+    let (status, placed) = place(&app, &body).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{placed}");
+    let failed = order(&orders, placed["id"].as_i64().unwrap()).await;
+    assert_eq!(failed.status, Status::ShippingFailed);
+    let problem = failed.problem.unwrap_or_default();
+    assert!(
+        problem.contains("refused") && problem.contains("too heavy"),
+        "{problem}"
+    );
+    assert_eq!(carrier.calls().len(), 1, "a refusal is not retried");
+
+    // A bad request queues nothing.
+    let (status, error) = place(&app, r#"{"item": "teapot", "quantity": 0}"#).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        error["error"].as_str().unwrap().contains("quantity"),
+        "{error}"
+    );
+    assert_eq!(flow.ran().len(), 2, "only the anvil's two jobs ran");
+}
