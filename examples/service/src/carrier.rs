@@ -76,13 +76,13 @@ impl Carrier {
             .json(&shipment)
             .send()
             .await
-            .map_err(|err| CarrierError::Unavailable(err.to_string()))?;
+            .map_err(|err| CarrierError::Unavailable(with_causes(&err)))?;
         let status = response.status();
         if status.is_success() {
             let created: Created = response
                 .json()
                 .await
-                .map_err(|err| CarrierError::Unavailable(err.to_string()))?;
+                .map_err(|err| CarrierError::Unavailable(with_causes(&err)))?;
             return Ok(created.tracking);
         }
         let body = response.text().await.unwrap_or_default();
@@ -95,4 +95,17 @@ impl Carrier {
             Err(CarrierError::Unavailable(format!("{status}: {body}")))
         }
     }
+}
+
+/// The error and its causes, on one line: reqwest's own message leaves out why the request
+/// failed ("connection refused", a timeout).
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut line = err.to_string();
+    let mut cause = err.source();
+    while let Some(inner) = cause {
+        line.push_str(": ");
+        line.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    line
 }
