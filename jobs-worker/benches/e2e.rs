@@ -22,7 +22,9 @@
 //!
 //! The worker is the real runtime (`redjob_worker::Worker`) with its default options but for
 //! `--queue`, `--concurrency` and `--sleep`; no log subscriber is installed, as a production
-//! worker logging at warning level would run.
+//! worker logging at warning level would run. With `--state`, the worker is given application
+//! state, which the no-op job reads to count itself (`ctx.try_state`): run beside a run
+//! without it, the cost of state per job.
 
 mod common;
 
@@ -59,6 +61,9 @@ struct Args {
     redis: String,
     #[arg(long, default_value_t = 300.0)]
     timeout_s: f64,
+    /// Give the worker application state, which the no-op job reads.
+    #[arg(long)]
+    state: bool,
     #[arg(long, hide = true)]
     bench: bool,
 }
@@ -124,11 +129,17 @@ struct Noop {
 
 #[job(name = "peerkit.noop")]
 impl Job for Noop {
-    async fn handle(&self, _ctx: &JobContext) -> JobResult {
-        tracker().count();
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        match ctx.try_state::<Tally>() {
+            Some(tally) => tally.0.count(),
+            None => tracker().count(),
+        }
         Ok(())
     }
 }
+
+/// The application state of `--state`: where the no-op job counts itself.
+struct Tally(&'static Tracker);
 
 /// The `io` scenario's job: 5 ms of simulated I/O (awaited on the [`io_device`]), then counted.
 #[derive(Serialize, Deserialize)]
@@ -317,7 +328,12 @@ fn worker(args: &Args, queue: &RedisQueue) -> Worker {
         concurrency: args.concurrency,
         ..WorkerConfig::default()
     };
-    Worker::new(config, queue.clone()).expect("a valid worker")
+    let worker = Worker::new(config, queue.clone()).expect("a valid worker");
+    if args.state {
+        worker.state(Tally(tracker()))
+    } else {
+        worker
+    }
 }
 
 async fn push_noops(queue: &RedisQueue, jobs: usize) -> redjob::Result<()> {
