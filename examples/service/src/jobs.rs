@@ -5,7 +5,7 @@ use redjob::{job, Chain, FailedContext, Job, JobContext, JobResult, RedisQueue};
 use serde::{Deserialize, Serialize};
 
 use crate::carrier::{Carrier, CarrierError};
-use crate::orders::{Orders, Status};
+use crate::orders::{Order, Orders, Status};
 
 /// The queues the service's jobs run on: a worker for the service takes both.
 pub const QUEUES: [&str; 2] = ["orders", "shipping"];
@@ -21,9 +21,8 @@ pub struct ConfirmOrder {
 impl Job for ConfirmOrder {
     async fn handle(&self, ctx: &JobContext) -> JobResult {
         let orders = ctx.state::<Orders>();
-        let Some(order) = orders.get(self.order_id).await? else {
-            // The chain stops here: nothing to ship.
-            ctx.fail(format!("order {} does not exist", self.order_id));
+        // Without its order the chain stops here: nothing to ship.
+        let Some(order) = find(orders, self.order_id, ctx).await? else {
             return Ok(());
         };
         if order.status == Status::Placed {
@@ -46,8 +45,7 @@ pub struct ShipOrder {
 impl Job for ShipOrder {
     async fn handle(&self, ctx: &JobContext) -> JobResult {
         let orders = ctx.state::<Orders>();
-        let Some(order) = orders.get(self.order_id).await? else {
-            ctx.fail(format!("order {} does not exist", self.order_id));
+        let Some(order) = find(orders, self.order_id, ctx).await? else {
             return Ok(());
         };
         // A run after a crash between booking and acknowledging finds it done.
@@ -69,6 +67,16 @@ impl Job for ShipOrder {
             tracing::warn!(order = self.order_id, error = %err, "cannot mark the order as failed to ship");
         }
     }
+}
+
+/// The order `id`; when there is none, the job fails for good (trying again finds none
+/// either) and this returns `None`.
+async fn find(orders: &Orders, id: i64, ctx: &JobContext) -> Result<Option<Order>, sqlx::Error> {
+    let order = orders.get(id).await?;
+    if order.is_none() {
+        ctx.fail(format!("order {id} does not exist"));
+    }
+    Ok(order)
 }
 
 /// Queues an order's jobs through `queue`: confirm it, then ship it.

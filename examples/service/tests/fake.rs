@@ -11,7 +11,7 @@ use orders_service::carrier::Carrier;
 use orders_service::jobs::{ConfirmOrder, ShipOrder};
 use orders_service::orders::{Order, Orders, Status};
 use redjob::Job;
-use redjob_worker::testing::{self, Outcome};
+use redjob_worker::testing::{self, Inline, Outcome};
 use support::{FakeCarrier, REFUSED_ITEM};
 use tower::ServiceExt;
 
@@ -28,6 +28,27 @@ async fn place(app: &axum::Router, body: &str) -> (StatusCode, serde_json::Value
     (status, serde_json::from_slice(&bytes).unwrap())
 }
 
+/// The service as the tests run it: orders in memory, jobs run inline, the carrier given.
+struct Service {
+    orders: Orders,
+    flow: Inline,
+    app: axum::Router,
+}
+
+impl Service {
+    fn new(carrier: &FakeCarrier) -> Service {
+        let orders = Orders::in_memory();
+        let flow = testing::inline()
+            .state(orders.clone())
+            .state(Carrier::new(carrier.url()));
+        let app = api::router(Api {
+            orders: orders.clone(),
+            queue: flow.handle(),
+        });
+        Service { orders, flow, app }
+    }
+}
+
 async fn order(orders: &Orders, id: i64) -> Order {
     orders.get(id).await.unwrap().expect("the order exists")
 }
@@ -35,14 +56,7 @@ async fn order(orders: &Orders, id: i64) -> Order {
 #[tokio::test]
 async fn an_order_is_confirmed_and_shipped_through_the_fake_the_carrier_retried_until_it_answers() {
     let carrier = FakeCarrier::start(2).await;
-    let orders = Orders::in_memory();
-    let flow = testing::inline()
-        .state(orders.clone())
-        .state(Carrier::new(carrier.url()));
-    let app = api::router(Api {
-        orders: orders.clone(),
-        queue: flow.handle(),
-    });
+    let Service { orders, flow, app } = Service::new(&carrier);
 
     let (status, placed) = place(&app, r#"{"item": "teapot", "quantity": 2}"#).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{placed}");
@@ -73,14 +87,7 @@ async fn an_order_is_confirmed_and_shipped_through_the_fake_the_carrier_retried_
 #[tokio::test]
 async fn a_refused_shipment_fails_at_once_and_its_failed_hook_marks_the_order() {
     let carrier = FakeCarrier::start(0).await;
-    let orders = Orders::in_memory();
-    let flow = testing::inline()
-        .state(orders.clone())
-        .state(Carrier::new(carrier.url()));
-    let app = api::router(Api {
-        orders: orders.clone(),
-        queue: flow.handle(),
-    });
+    let Service { orders, flow, app } = Service::new(&carrier);
 
     let body = format!(r#"{{"item": "{REFUSED_ITEM}", "quantity": 1}}"#);
     let (status, placed) = place(&app, &body).await;
