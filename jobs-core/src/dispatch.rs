@@ -272,11 +272,14 @@ impl<J: Job> PendingDispatch<J> {
         }
     }
 
+    /// The handle this dispatch goes through, and the payload it pushes.
+    pub(crate) fn prepare(self) -> Result<(RedisQueue, Envelope)> {
+        let envelope = self.envelope()?;
+        Ok((RedisQueue::given_or_default(self.via)?, envelope))
+    }
+
     fn send(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
-        let prepared = self.envelope().and_then(|envelope| {
-            let queue = RedisQueue::given_or_default(self.via)?;
-            Ok((queue, envelope))
-        });
+        let prepared = self.prepare();
         async move {
             let (queue, envelope) = prepared?;
             let pushed = queue.push_all(std::slice::from_ref(&envelope)).await?;
@@ -406,8 +409,13 @@ impl Bulk {
     /// Pushes everything; returns what became of each dispatch, in the order added: queued
     /// with its uuid, or refused as a [`Duplicate`](crate::Duplicate) of a unique job already queued or running.
     pub async fn send(self) -> Result<Vec<Dispatched>> {
-        let queue = RedisQueue::given_or_default(self.via)?;
-        queue.push_all(&self.envelopes).await
+        let (queue, envelopes) = self.prepare()?;
+        queue.push_all(&envelopes).await
+    }
+
+    /// The handle these dispatches go through, and the payloads they push.
+    pub(crate) fn prepare(self) -> Result<(RedisQueue, Vec<Envelope>)> {
+        Ok((RedisQueue::given_or_default(self.via)?, self.envelopes))
     }
 }
 

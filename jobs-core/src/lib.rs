@@ -33,6 +33,8 @@ mod dispatch;
 mod error;
 pub mod job;
 pub mod middleware;
+#[cfg(feature = "postgres")]
+pub mod outbox;
 pub mod payload;
 pub mod queue;
 pub mod schedule;

@@ -1,0 +1,71 @@
+//! The outbox table: its name, its schema, and the statements on it.
+
+use super::OutboxError;
+
+/// The table name [`Outbox::default`] uses.
+pub const DEFAULT_TABLE: &str = "redjob_outbox";
+
+/// An outbox table: where dispatches made in a transaction wait for a [`Relay`](super::Relay).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outbox {
+    table: String,
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        Outbox {
+            table: DEFAULT_TABLE.to_owned(),
+        }
+    }
+}
+
+impl Outbox {
+    /// The outbox in `table`: a name such as `jobs_outbox`, or `schema.table`.
+    pub fn table(table: &str) -> Result<Outbox, OutboxError> {
+        let plain = |part: &str| {
+            part.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && part.len() <= 63
+        };
+        let parts: Vec<&str> = table.split('.').collect();
+        if parts.len() > 2 || !parts.iter().all(|part| plain(part)) {
+            return Err(OutboxError::InvalidTable(table.to_owned()));
+        }
+        Ok(Outbox {
+            table: table.to_owned(),
+        })
+    }
+
+    /// The table's name, as given.
+    pub fn name(&self) -> &str {
+        &self.table
+    }
+
+    /// The SQL that creates the table, for a migration of the application's own (it creates
+    /// nothing that exists already).
+    ///
+    /// ```
+    /// let sql = redjob::outbox::Outbox::default().schema();
+    /// assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS redjob_outbox"));
+    /// ```
+    pub fn schema(&self) -> String {
+        format!(
+            "CREATE TABLE IF NOT EXISTS {table} (\n\
+             \x20   -- The claim order: relays take the oldest rows first.\n\
+             \x20   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n\
+             \x20   uuid uuid NOT NULL UNIQUE,\n\
+             \x20   queue text NOT NULL,\n\
+             \x20   job text NOT NULL,\n\
+             \x20   -- The job as the relay pushes it: where it goes, when it is due, its payload.\n\
+             \x20   link text NOT NULL,\n\
+             \x20   created_at timestamptz NOT NULL DEFAULT now()\n\
+             );\n",
+            table = self.table
+        )
+    }
+
+    /// The channel a commit notifies and relays listen on: the table's name.
+    pub(crate) fn channel(&self) -> &str {
+        &self.table
+    }
+}
