@@ -24,7 +24,7 @@
 //! }
 //!
 //! # async fn demo(pool: sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
-//! sqlx::raw_sql(&Outbox::default().schema()).execute(&pool).await?; // once, as a migration
+//! Outbox::default().create_table(&pool).await?; // or Outbox::schema() in a migration
 //!
 //! let mut tx = pool.begin().await?;
 //! sqlx::query("INSERT INTO orders (id) VALUES (7)").execute(&mut *tx).await?;
@@ -60,7 +60,9 @@ pub enum OutboxError {
     #[error(transparent)]
     Queue(#[from] crate::Error),
     /// The dispatch uses something the outbox does not carry yet.
-    #[error("{job}: {what} cannot be dispatched in a transaction yet; dispatch it after the commit")]
+    #[error(
+        "{job}: {what} cannot be dispatched in a transaction yet; dispatch it after the commit"
+    )]
     Unsupported {
         /// The job's name.
         job: String,
@@ -68,6 +70,8 @@ pub enum OutboxError {
         what: &'static str,
     },
     /// The outbox's table name is not a plain SQL name.
-    #[error("invalid outbox table name {0:?}: use letters, digits and _, as table or schema.table")]
+    #[error(
+        "invalid outbox table name {0:?}: use letters, digits and _, as table or schema.table"
+    )]
     InvalidTable(String),
 }

@@ -23,7 +23,9 @@ impl Outbox {
     /// The outbox in `table`: a name such as `jobs_outbox`, or `schema.table`.
     pub fn table(table: &str) -> Result<Outbox, OutboxError> {
         let plain = |part: &str| {
-            part.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            part.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && part.len() <= 63
         };
@@ -62,6 +64,19 @@ impl Outbox {
              );\n",
             table = self.table
         )
+    }
+
+    /// Creates the table through `executor` (a pool, a connection or a transaction) unless it
+    /// exists: for a program that runs no migrations of its own. Otherwise put
+    /// [`schema`](Self::schema) in a migration.
+    pub async fn create_table<'e>(
+        &self,
+        executor: impl sqlx::PgExecutor<'e>,
+    ) -> Result<(), OutboxError> {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(self.schema()))
+            .execute(executor)
+            .await?;
+        Ok(())
     }
 
     /// The channel a commit notifies and relays listen on: the table's name.

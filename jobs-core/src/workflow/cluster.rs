@@ -38,7 +38,10 @@ impl RedisQueue {
             KeyLayout::Cluster => links.chunk_by(|a, b| a.queue == b.queue).collect(),
         };
         for run in runs {
-            let calls: Vec<_> = run.iter().map(|link| self.push_once_call(link, guard)).collect();
+            let calls: Vec<_> = run
+                .iter()
+                .map(|link| self.push_once_call(link, guard))
+                .collect();
             let replies: Vec<u64> = self.invoke_all(&[&scripts::PUSH_ONCE], &calls).await?;
             pushed.extend(replies.into_iter().map(|reply| reply == 1));
         }

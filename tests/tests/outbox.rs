@@ -1,0 +1,258 @@
+//! Dispatch in a PostgreSQL transaction, against a real PostgreSQL and a real Redis: a job
+//! exists if and only if its transaction commits, reaches Redis once however often it is
+//! relayed, keeps its due time, and a relay wakes on the commit.
+
+use std::time::Duration;
+
+use examples::Noop;
+use redjob::outbox::{Outbox, OutboxError, Relay};
+use redjob::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
+use serde::{Deserialize, Serialize};
+use sqlx::{Connection, PgPool};
+use tests::{wait_for, TestPostgres, TestRedis};
+
+const LONG: Duration = Duration::from_secs(30);
+
+#[derive(Serialize, Deserialize)]
+struct Welcome {
+    user: i64,
+}
+
+#[job(name = "outbox.welcome", unique_for = 60)]
+impl Job for Welcome {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        Ok(())
+    }
+
+    fn unique_id(&self) -> String {
+        self.user.to_string()
+    }
+}
+
+async fn setup() -> (TestPostgres, TestRedis, PgPool, RedisQueue) {
+    let postgres = TestPostgres::start();
+    let redis = TestRedis::start();
+    let pool = PgPool::connect(&postgres.url()).await.unwrap();
+    Outbox::default().create_table(&pool).await.unwrap();
+    let queue = redis.queue();
+    (postgres, redis, pool, queue)
+}
+
+/// The uuids of the jobs waiting on `queue`'s ready list, oldest first.
+async fn ready_uuids(redis: &TestRedis, queue: &str) -> Vec<String> {
+    let payloads: Vec<String> = redjob::redis::cmd("LRANGE")
+        .arg(format!("queues:{queue}"))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut redis.conn().await)
+        .await
+        .unwrap();
+    payloads
+        .iter()
+        .map(|p| {
+            serde_json::from_str::<serde_json::Value>(p).unwrap()["uuid"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+async fn rows(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM redjob_outbox")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_committed_dispatch_is_relayed_once_and_a_rolled_back_one_never_exists() {
+    let (_postgres, redis, pool, queue) = setup().await;
+
+    // Committed.
+    let mut tx = pool.begin().await.unwrap();
+    let committed = Noop {}
+        .dispatch()
+        .via(&queue)
+        .in_transaction(&mut tx)
+        .await
+        .unwrap();
+    assert_eq!(
+        queue.size("default").await.unwrap().total(),
+        0,
+        "nothing in Redis before the commit"
+    );
+    tx.commit().await.unwrap();
+    // Rolled back.
+    let mut tx = pool.begin().await.unwrap();
+    Noop {}
+        .dispatch()
+        .via(&queue)
+        .in_transaction(&mut tx)
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    // A savepoint rolled back inside a committed transaction.
+    let mut tx = pool.begin().await.unwrap();
+    let mut savepoint = tx.begin().await.unwrap();
+    Noop {}
+        .dispatch()
+        .via(&queue)
+        .in_transaction(&mut savepoint)
+        .await
+        .unwrap();
+    savepoint.rollback().await.unwrap();
+    let mut bulk = Bulk::via(&queue);
+    bulk.add(Noop {}.dispatch()).unwrap();
+    bulk.add(Noop {}.dispatch().on_queue("other")).unwrap();
+    let bulked = bulk.in_transaction(&mut tx).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(rows(&pool).await, 3);
+
+    let relay = Relay::new(pool.clone(), queue.clone());
+    assert_eq!(relay.relay_once().await.unwrap(), 3);
+    assert_eq!(rows(&pool).await, 0);
+    assert_eq!(
+        ready_uuids(&redis, "default").await,
+        [committed.to_string(), bulked[0].to_string()]
+    );
+    assert_eq!(ready_uuids(&redis, "other").await, [bulked[1].to_string()]);
+    assert_eq!(
+        relay.relay_once().await.unwrap(),
+        0,
+        "nothing is relayed twice"
+    );
+}
+
+#[tokio::test]
+async fn rows_left_by_a_relay_that_died_before_its_commit_push_nothing_twice() {
+    let (_postgres, redis, pool, queue) = setup().await;
+    let mut tx = pool.begin().await.unwrap();
+    let uuid = Noop {}
+        .dispatch()
+        .via(&queue)
+        .in_transaction(&mut tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let row: (String, String, String, String) =
+        sqlx::query_as("SELECT uuid::text, queue, job, link FROM redjob_outbox")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+
+    let relay = Relay::new(pool.clone(), queue.clone());
+    assert_eq!(relay.relay_once().await.unwrap(), 1);
+    // The row as a relay that pushed and then died would have left it: back in the table.
+    sqlx::query("INSERT INTO redjob_outbox (uuid, queue, job, link) VALUES ($1::uuid, $2, $3, $4)")
+        .bind(&row.0)
+        .bind(&row.1)
+        .bind(&row.2)
+        .bind(&row.3)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        relay.relay_once().await.unwrap(),
+        1,
+        "the row is taken again"
+    );
+    assert_eq!(rows(&pool).await, 0);
+    assert_eq!(
+        ready_uuids(&redis, "default").await,
+        [uuid.to_string()],
+        "and pushed once"
+    );
+}
+
+#[tokio::test]
+async fn a_delayed_job_keeps_its_due_time_however_late_it_is_relayed() {
+    let (_postgres, redis, pool, queue) = setup().await;
+    let mut tx = pool.begin().await.unwrap();
+    let dispatched_at = redis.server_time().await;
+    Noop {}
+        .dispatch()
+        .delay(30)
+        .via(&queue)
+        .in_transaction(&mut tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await; // a relay that comes late
+    Relay::new(pool.clone(), queue.clone())
+        .relay_once()
+        .await
+        .unwrap();
+    let scores: Vec<(String, f64)> = redjob::redis::cmd("ZRANGE")
+        .arg("queues:default:delayed")
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut redis.conn().await)
+        .await
+        .unwrap();
+    assert_eq!(scores.len(), 1);
+    let due = scores[0].1;
+    assert!(
+        (due - (dispatched_at + 30.0)).abs() < 1.0,
+        "due {due}, dispatched at {dispatched_at}: due 30 s after the dispatch, not the relay"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_wakes_on_the_commit_not_on_its_poll() {
+    let (_postgres, redis, pool, queue) = setup().await;
+    let relay = Relay::new(pool.clone(), queue.clone()).poll(Duration::from_secs(3600));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(relay.run_until(async {
+        let _ = stopped.await;
+    }));
+    // Let it listen: a row committed before it listens is found by its first pass anyway.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let mut tx = pool.begin().await.unwrap();
+    let uuid = Noop {}
+        .dispatch()
+        .via(&queue)
+        .in_transaction(&mut tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let committed = std::time::Instant::now();
+    wait_for(LONG, "the committed job reaches Redis", || async {
+        ready_uuids(&redis, "default")
+            .await
+            .contains(&uuid.to_string())
+            .then_some(())
+    })
+    .await;
+    assert!(
+        committed.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        committed.elapsed()
+    );
+
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn unique_jobs_are_refused_rather_than_pushed_outside_the_transaction() {
+    let (_postgres, _redis, pool, queue) = setup().await;
+    let mut tx = pool.begin().await.unwrap();
+    let err = Welcome { user: 7 }
+        .dispatch()
+        .via(&queue)
+        .in_transaction(&mut tx)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OutboxError::Unsupported { .. }), "{err:?}");
+    assert!(err.to_string().contains("unique"), "{err}");
+    tx.commit().await.unwrap();
+    assert_eq!(rows(&pool).await, 0);
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+    assert!(matches!(
+        Outbox::table("bad name; DROP TABLE x"),
+        Err(OutboxError::InvalidTable(_))
+    ));
+}
