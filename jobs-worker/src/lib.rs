@@ -128,6 +128,17 @@ impl Command {
         self
     }
 
+    /// Runs an outbox relay from `pool`'s database into the worker's Redis beside the jobs
+    /// ([`Worker::relay`], feature `postgres`), with the default outbox and settings.
+    #[cfg(feature = "postgres")]
+    pub fn relay_outbox(mut self, pool: sqlx::PgPool) -> Command {
+        self.setup.push(Box::new(move |worker| {
+            let relay = redjob::outbox::Relay::new(pool, worker.queue().clone());
+            worker.relay(relay)
+        }));
+        self
+    }
+
     /// Sets up logging (`--json`), runs the worker until it stops, stopping gracefully on
     /// the first SIGTERM, SIGINT or SIGQUIT and at once on the second ([`stop_on_signals`]),
     /// and returns the process exit status: the stop's ([`Exit::code`]), or, when the worker

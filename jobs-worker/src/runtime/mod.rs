@@ -13,7 +13,7 @@
 //!   blocks its thread past its timeout.
 //! - [`control`] publishes the worker's heartbeat record and per-minute counters for
 //!   operators, and obeys their pause and restart requests; [`waits`] writes its `--wait`
-//!   thresholds at start.
+//!   thresholds at start; [`outbox`] runs an outbox relay beside the jobs when given one.
 //! - Shared by the steps above: [`reserved`] (the reserved job), [`deadline`] (a running
 //!   handler's deadline), [`exit`] (why a worker stopped), [`time`] (optional sleeps) and
 //!   [`outage`] (riding out Redis outages).
@@ -32,6 +32,7 @@ pub(crate) mod hooks;
 pub(crate) mod job_loop;
 pub(crate) mod lease;
 pub(crate) mod outage;
+pub(crate) mod outbox;
 pub(crate) mod processor;
 pub(crate) mod reserve;
 pub(crate) mod reserved;

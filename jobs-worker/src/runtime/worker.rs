@@ -11,6 +11,7 @@ use tracing::{info, warn};
 use crate::config::WorkerConfig;
 use crate::runtime::exit::Exit;
 use crate::runtime::job_loop::JobLoop;
+use crate::runtime::outbox;
 use crate::runtime::services::Services;
 use crate::runtime::startup::{self, GivenState};
 use crate::runtime::waits;
@@ -89,6 +90,7 @@ pub struct Worker {
     stop: CancellationToken,
     stats: Arc<Stats>,
     state: GivenState,
+    relay: outbox::Given,
 }
 
 impl Worker {
@@ -115,6 +117,7 @@ impl Worker {
             stop: CancellationToken::new(),
             stats: Arc::new(Stats::default()),
             state: GivenState::default(),
+            relay: None,
         })
     }
 
@@ -140,6 +143,21 @@ impl Worker {
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.state.give(value);
         self
+    }
+
+    /// Runs `relay` beside the jobs (feature `postgres`): it moves the rows committed into
+    /// an outbox into Redis, from the worker's start until it stops. Any number of workers,
+    /// on any hosts, may run one. See [`redjob::outbox`].
+    #[cfg(feature = "postgres")]
+    pub fn relay(mut self, relay: redjob::outbox::Relay) -> Self {
+        self.relay = Some(relay);
+        self
+    }
+
+    /// The Redis handle the worker uses.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn queue(&self) -> &RedisQueue {
+        &self.queue
     }
 
     /// A token that stops the worker gracefully when cancelled, as SIGTERM does.
@@ -170,6 +188,7 @@ impl Worker {
         }
         self.announce().await;
         let waits = waits::write(&self.queue, &self.config.waits, &self.stop).await;
+        let relay = outbox::Running::start(self.relay);
         let listeners = Listeners::new(self.listeners.clone());
         let services = Services::start(
             &self.queue,
@@ -185,6 +204,7 @@ impl Worker {
             .run()
             .await;
         services.stop().await;
+        relay.stop().await;
         if let Some(waits) = waits {
             waits.abort();
         }

@@ -1,0 +1,45 @@
+//! An outbox relay run beside a worker's jobs (feature `postgres`): started with the jobs,
+//! stopped when they stop.
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The relay a worker was given, before it starts.
+#[cfg(feature = "postgres")]
+pub(crate) type Given = Option<redjob::outbox::Relay>;
+/// Without the feature a worker is given none.
+#[cfg(not(feature = "postgres"))]
+pub(crate) type Given = Option<std::convert::Infallible>;
+
+/// A relay running beside the jobs.
+pub(crate) struct Running {
+    task: Option<JoinHandle<()>>,
+    stop: CancellationToken,
+}
+
+impl Running {
+    /// Starts `given`, if any, until [`Running::stop`].
+    pub(crate) fn start(given: Given) -> Running {
+        let stop = CancellationToken::new();
+        #[cfg(feature = "postgres")]
+        let task = given.map(|relay| {
+            let until = stop.clone().cancelled_owned();
+            tokio::spawn(async move {
+                if let Err(err) = relay.run_until(until).await {
+                    tracing::error!(error = %err, "the outbox relay cannot run; the worker goes on without it");
+                }
+            })
+        });
+        #[cfg(not(feature = "postgres"))]
+        let task = given.map(|never| match never {});
+        Running { task, stop }
+    }
+
+    /// Stops the relay after its pass in progress.
+    pub(crate) async fn stop(self) {
+        self.stop.cancel();
+        if let Some(task) = self.task {
+            let _ = task.await;
+        }
+    }
+}
