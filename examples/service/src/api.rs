@@ -9,8 +9,7 @@ use axum::{Json, Router};
 use redjob::RedisQueue;
 use serde::Deserialize;
 
-use crate::jobs;
-use crate::orders::{Order, Orders};
+use crate::orders::{Order, Orders, PlaceError};
 
 /// Most items of one kind in one order.
 pub const MAX_QUANTITY: i32 = 100;
@@ -43,10 +42,8 @@ pub fn router(api: Api) -> Router {
         .with_state(api)
 }
 
-/// Takes the order, then queues its jobs: answers `202 Accepted` with the order.
-///
-/// The row is committed before its jobs are queued, so the jobs find it. A Redis outage
-/// between the two leaves a `placed` order without jobs, and answers 503.
+/// Takes the order with its first job, in one transaction: answers `202 Accepted` with the
+/// order. Redis need not be up: the job waits in the outbox until a relay moves it.
 async fn place(State(api): State<Api>, Json(new): Json<NewOrder>) -> Result<Response, ApiError> {
     if new.item.trim().is_empty() {
         return Err(ApiError::Invalid("item is empty".into()));
@@ -56,8 +53,10 @@ async fn place(State(api): State<Api>, Json(new): Json<NewOrder>) -> Result<Resp
             "quantity must be 1 to {MAX_QUANTITY}"
         )));
     }
-    let order = api.orders.insert(new.item.trim(), new.quantity).await?;
-    jobs::process(&api.queue, order.id).await?;
+    let order = api
+        .orders
+        .place(new.item.trim(), new.quantity, &api.queue)
+        .await?;
     Ok((StatusCode::ACCEPTED, Json(order)).into_response())
 }
 
@@ -78,8 +77,8 @@ enum ApiError {
     NotFound,
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
-    #[error("queue: {0}")]
-    Queue(#[from] redjob::Error),
+    #[error(transparent)]
+    Place(#[from] PlaceError),
 }
 
 impl IntoResponse for ApiError {
@@ -91,8 +90,8 @@ impl IntoResponse for ApiError {
                 tracing::error!(error = %err, "database error");
                 StatusCode::INTERNAL_SERVER_ERROR
             }
-            ApiError::Queue(err) => {
-                tracing::error!(error = %err, "cannot queue the order's jobs");
+            ApiError::Place(err) => {
+                tracing::error!(error = %err, "cannot place the order");
                 StatusCode::SERVICE_UNAVAILABLE
             }
         };

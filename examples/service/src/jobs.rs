@@ -1,7 +1,7 @@
 //! The service's jobs. Both read and update the order's row through [`Orders`], the state
 //! the service gives its workers; [`ShipOrder`] also calls the carrier, retried with backoff.
 
-use redjob::{job, Chain, FailedContext, Job, JobContext, JobResult, RedisQueue};
+use redjob::{job, FailedContext, Job, JobContext, JobResult};
 use serde::{Deserialize, Serialize};
 
 use crate::carrier::{Carrier, CarrierError};
@@ -10,7 +10,7 @@ use crate::orders::{Order, Orders, Status};
 /// The queues the service's jobs run on: a worker for the service takes both.
 pub const QUEUES: [&str; 2] = ["orders", "shipping"];
 
-/// Checks a placed order and confirms it.
+/// Confirms a placed order, and queues its shipment in the same transaction.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ConfirmOrder {
     /// The order.
@@ -21,13 +21,10 @@ pub struct ConfirmOrder {
 impl Job for ConfirmOrder {
     async fn handle(&self, ctx: &JobContext) -> JobResult {
         let orders = ctx.state::<Orders>();
-        // Without its order the chain stops here: nothing to ship.
         let Some(order) = find(orders, self.order_id, ctx).await? else {
             return Ok(());
         };
-        if order.status == Status::Placed {
-            orders.confirm(order.id).await?;
-        }
+        orders.confirm(order.id).await?;
         Ok(())
     }
 }
@@ -77,14 +74,4 @@ async fn find(orders: &Orders, id: i64, ctx: &JobContext) -> Result<Option<Order
         ctx.fail(format!("order {id} does not exist"));
     }
     Ok(order)
-}
-
-/// Queues an order's jobs through `queue`: confirm it, then ship it.
-pub async fn process(queue: &RedisQueue, order_id: i64) -> Result<(), redjob::Error> {
-    Chain::new(ConfirmOrder { order_id }.dispatch())
-        .then(ShipOrder { order_id }.dispatch())
-        .via(queue)
-        .dispatch()
-        .await?;
-    Ok(())
 }

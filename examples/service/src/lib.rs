@@ -54,7 +54,8 @@ impl Settings {
     }
 }
 
-/// The service's pool: connected to `database_url`, its tables brought up to date.
+/// The service's pool: connected to `database_url`, its tables brought up to date, the job
+/// outbox included.
 pub async fn connect_database(database_url: &str) -> Result<PgPool, sqlx::Error> {
     let pool = PgPoolOptions::new()
         .max_connections(10)

@@ -5,8 +5,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use redjob::RedisQueue;
 use serde::Serialize;
 use sqlx::PgPool;
+
+use crate::jobs::{ConfirmOrder, ShipOrder};
 
 /// The migrations of the service's tables (`migrations/`), embedded in the program.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
@@ -67,19 +70,38 @@ pub struct Order {
     pub problem: Option<String>,
 }
 
+/// Why an order could not be placed.
+#[derive(Debug, thiserror::Error)]
+pub enum PlaceError {
+    /// The database failed.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The order's job could not be queued.
+    #[error("queue: {0}")]
+    Queue(#[from] redjob::Error),
+    /// The order's job could not be written into the outbox.
+    #[error("outbox: {0}")]
+    Outbox(#[from] redjob::outbox::OutboxError),
+}
+
 /// The operations the service needs on its orders. [`Orders::postgres`] keeps them in
 /// PostgreSQL; [`Orders::in_memory`] in the process, for tests without a database.
 #[async_trait]
 trait OrderStore: Send + Sync {
-    async fn insert(&self, item: &str, quantity: i32) -> Result<Order, sqlx::Error>;
+    async fn place(
+        &self,
+        item: &str,
+        quantity: i32,
+        jobs: &RedisQueue,
+    ) -> Result<Order, PlaceError>;
     async fn get(&self, id: i64) -> Result<Option<Order>, sqlx::Error>;
     async fn update(&self, id: i64, change: Change) -> Result<(), sqlx::Error>;
+    async fn confirm(&self, id: i64) -> Result<(), PlaceError>;
 }
 
 /// A change to one order.
 #[derive(Debug, Clone)]
 enum Change {
-    Confirmed,
     Shipped { tracking: String },
     ShippingFailed { problem: String },
 }
@@ -100,9 +122,19 @@ impl Orders {
         Orders(Arc::new(Memory::default()))
     }
 
-    /// Takes a new order, `placed`.
-    pub async fn insert(&self, item: &str, quantity: i32) -> Result<Order, sqlx::Error> {
-        self.0.insert(item, quantity).await
+    /// Takes a new order, `placed`, and queues its [`ConfirmOrder`] through `jobs`: both
+    /// or neither. In PostgreSQL the job is written into the outbox in the order's own
+    /// transaction, so it exists once the order does and runs only after the order is
+    /// visible.
+    ///
+    /// [`ConfirmOrder`]: crate::jobs::ConfirmOrder
+    pub async fn place(
+        &self,
+        item: &str,
+        quantity: i32,
+        jobs: &RedisQueue,
+    ) -> Result<Order, PlaceError> {
+        self.0.place(item, quantity, jobs).await
     }
 
     /// The order `id`, if there is one.
@@ -110,9 +142,13 @@ impl Orders {
         self.0.get(id).await
     }
 
-    /// Marks the order confirmed.
-    pub async fn confirm(&self, id: i64) -> Result<(), sqlx::Error> {
-        self.0.update(id, Change::Confirmed).await
+    /// Marks a placed order confirmed and queues its [`ShipOrder`], in one transaction in
+    /// PostgreSQL; an order that is not `placed` is left as it is. Called by a job, it
+    /// dispatches through the worker's handle.
+    ///
+    /// [`ShipOrder`]: crate::jobs::ShipOrder
+    pub async fn confirm(&self, id: i64) -> Result<(), PlaceError> {
+        self.0.confirm(id).await
     }
 
     /// Marks the order shipped, with its tracking number.
@@ -145,16 +181,48 @@ fn order((id, item, quantity, status, tracking, problem): Row) -> Result<Order, 
 
 #[async_trait]
 impl OrderStore for Postgres {
-    async fn insert(&self, item: &str, quantity: i32) -> Result<Order, sqlx::Error> {
+    async fn place(
+        &self,
+        item: &str,
+        quantity: i32,
+        jobs: &RedisQueue,
+    ) -> Result<Order, PlaceError> {
+        let mut tx = self.0.begin().await?;
         let row: Row = sqlx::query_as(
             "INSERT INTO orders (item, quantity) VALUES ($1, $2) \
              RETURNING id, item, quantity, status, tracking, problem",
         )
         .bind(item)
         .bind(quantity)
-        .fetch_one(&self.0)
+        .fetch_one(&mut *tx)
         .await?;
-        order(row)
+        let order = order(row)?;
+        ConfirmOrder { order_id: order.id }
+            .dispatch()
+            .via(jobs)
+            .in_transaction(&mut tx)
+            .await?;
+        tx.commit().await?;
+        Ok(order)
+    }
+
+    async fn confirm(&self, id: i64) -> Result<(), PlaceError> {
+        let mut tx = self.0.begin().await?;
+        let confirmed = sqlx::query(
+            "UPDATE orders SET status = 'confirmed', updated_at = now() \
+             WHERE id = $1 AND status = 'placed'",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        if confirmed.rows_affected() == 1 {
+            ShipOrder { order_id: id }
+                .dispatch()
+                .in_transaction(&mut tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn get(&self, id: i64) -> Result<Option<Order>, sqlx::Error> {
@@ -169,7 +237,6 @@ impl OrderStore for Postgres {
 
     async fn update(&self, id: i64, change: Change) -> Result<(), sqlx::Error> {
         let (status, tracking, problem) = match change {
-            Change::Confirmed => (Status::Confirmed, None, None),
             Change::Shipped { tracking } => (Status::Shipped, Some(tracking), None),
             Change::ShippingFailed { problem } => (Status::ShippingFailed, None, Some(problem)),
         };
@@ -192,19 +259,48 @@ struct Memory(Mutex<BTreeMap<i64, Order>>);
 
 #[async_trait]
 impl OrderStore for Memory {
-    async fn insert(&self, item: &str, quantity: i32) -> Result<Order, sqlx::Error> {
-        let mut orders = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let id = orders.keys().next_back().map_or(1, |last| last + 1);
-        let order = Order {
-            id,
-            item: item.to_owned(),
-            quantity,
-            status: Status::Placed,
-            tracking: None,
-            problem: None,
+    async fn place(
+        &self,
+        item: &str,
+        quantity: i32,
+        jobs: &RedisQueue,
+    ) -> Result<Order, PlaceError> {
+        let order = {
+            let mut orders = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let id = orders.keys().next_back().map_or(1, |last| last + 1);
+            let order = Order {
+                id,
+                item: item.to_owned(),
+                quantity,
+                status: Status::Placed,
+                tracking: None,
+                problem: None,
+            };
+            orders.insert(id, order.clone());
+            order
         };
-        orders.insert(id, order.clone());
+        ConfirmOrder { order_id: order.id }
+            .dispatch()
+            .via(jobs)
+            .await?;
         Ok(order)
+    }
+
+    async fn confirm(&self, id: i64) -> Result<(), PlaceError> {
+        let placed = {
+            let mut orders = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            match orders.get_mut(&id) {
+                Some(order) if order.status == Status::Placed => {
+                    order.status = Status::Confirmed;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if placed {
+            ShipOrder { order_id: id }.dispatch().await?;
+        }
+        Ok(())
     }
 
     async fn get(&self, id: i64) -> Result<Option<Order>, sqlx::Error> {
@@ -216,7 +312,6 @@ impl OrderStore for Memory {
         let mut orders = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(order) = orders.get_mut(&id) {
             match change {
-                Change::Confirmed => order.status = Status::Confirmed,
                 Change::Shipped { tracking } => {
                     order.status = Status::Shipped;
                     order.tracking = Some(tracking);

@@ -62,6 +62,17 @@ impl Setup {
         WorkerProcess::spawn(command)
     }
 
+    /// How many jobs wait in the outbox.
+    async fn outbox_rows(&self) -> i64 {
+        let pool = sqlx::PgPool::connect(&self.postgres.url()).await.unwrap();
+        let rows = sqlx::query_scalar("SELECT count(*) FROM redjob_outbox")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        rows
+    }
+
     /// The order's row, read straight from PostgreSQL.
     async fn row(&self, id: i64) -> (String, Option<String>, Option<String>) {
         let pool = sqlx::PgPool::connect(&self.postgres.url()).await.unwrap();
@@ -140,6 +151,7 @@ async fn an_order_placed_over_http_is_confirmed_and_shipped_by_the_workers_embed
     for name in ["orders", "shipping"] {
         assert_eq!(queue.size(name).await.unwrap().total(), 0, "{name}");
     }
+    assert_eq!(setup.outbox_rows().await, 0, "every job was relayed");
 
     stop(&mut service).await;
 }
@@ -152,14 +164,17 @@ async fn the_service_without_workers_queues_orders_that_an_orders_worker_process
     let (status, placed) = place(&base, "kettle", 3).await;
     assert_eq!(status, 202, "{placed}");
     let id = placed["id"].as_i64().unwrap();
-    // Nothing runs it yet: the order waits, its first job queued.
+    // Nothing relays or runs it yet: the order waits, its first job committed with it into
+    // the outbox, not yet in Redis.
     let queue = setup.redis.queue();
-    assert_eq!(queue.size("orders").await.unwrap().ready, 1);
+    assert_eq!(queue.size("orders").await.unwrap().total(), 0);
     assert_eq!(setup.row(id).await.0, "placed");
+    assert_eq!(setup.outbox_rows().await, 1);
 
     let mut worker = setup.worker();
     wait_for_status(&base, id, "shipped").await;
     assert_eq!(setup.carrier.calls_for(id).len(), 2, "one 503, then booked");
+    assert_eq!(setup.outbox_rows().await, 0);
     let jobs: Vec<String> = worker
         .events()
         .into_iter()

@@ -14,6 +14,7 @@ use orders_service::api::{self, Api};
 use orders_service::carrier::Carrier;
 use orders_service::orders::Orders;
 use orders_service::{connect_database, jobs, Settings};
+use redjob::outbox::Relay;
 use redjob::RedisQueue;
 use redjob_worker::{Worker, WorkerConfig, CONFIG_EXIT_CODE};
 use tokio_util::sync::CancellationToken;
@@ -52,7 +53,7 @@ async fn serve(embedded: bool) -> Result<(), Failure> {
         .await
         .map_err(|err| Failure::config(format!("cannot use PostgreSQL: {err}")))?;
     let queue = RedisQueue::open(&settings.redis_url).map_err(Failure::config)?;
-    let orders = Orders::postgres(pool);
+    let orders = Orders::postgres(pool.clone());
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .map_err(|err| Failure::config(format!("cannot listen on {}: {err}", settings.listen)))?;
@@ -70,7 +71,9 @@ async fn serve(embedded: bool) -> Result<(), Failure> {
         let worker = Worker::new(config, queue.clone())
             .map_err(|err| Failure::config(err.to_string()))?
             .state(orders.clone())
-            .state(Carrier::new(&settings.carrier_url));
+            .state(Carrier::new(&settings.carrier_url))
+            // Moves the jobs that orders commit into the outbox to Redis.
+            .relay(Relay::new(pool.clone(), queue.clone()));
         let stop = stop.clone();
         Some(tokio::spawn(async move {
             let exit = worker.run_until(stop.clone().cancelled_owned()).await;

@@ -25,6 +25,7 @@ async fn main() -> ExitCode {
         Err(err) => return refuse(format!("cannot use PostgreSQL: {err}")),
     };
     command
+        .relay_outbox(pool.clone())
         .state(Orders::postgres(pool))
         .state(Carrier::new(&settings.carrier_url))
         .run()
