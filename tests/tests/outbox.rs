@@ -4,12 +4,14 @@
 
 use std::time::Duration;
 
-use examples::Noop;
+use examples::{Noop, Record, RECORDS_KEY};
 use redjob::outbox::{Outbox, OutboxError, Relay};
 use redjob::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
+use redjob_worker::{Exit, Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use sqlx::{Connection, PgPool};
-use tests::{wait_for, TestPostgres, TestRedis};
+use std::collections::HashMap;
+use tests::{wait_for, wait_until, TestPostgres, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -255,4 +257,113 @@ async fn unique_jobs_are_refused_rather_than_pushed_outside_the_transaction() {
         Outbox::table("bad name; DROP TABLE x"),
         Err(OutboxError::InvalidTable(_))
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_ten_thousand_dispatches_in_a_hundred_concurrent_transactions_exactly_the_committed_ones_run_once(
+) {
+    const TRANSACTIONS: usize = 100;
+    const PER_TRANSACTION: usize = 100;
+    let (_postgres, redis, pool, queue) = setup().await;
+    // Two relays at once, claiming past each other's rows.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let relays: Vec<_> = (0..2)
+        .map(|_| {
+            let mut stopped = stopped.clone();
+            let relay = Relay::new(pool.clone(), queue.clone()).batch(200);
+            tokio::spawn(relay.run_until(async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
+            }))
+        })
+        .collect();
+
+    let writers: Vec<_> = (0..TRANSACTIONS)
+        .map(|n| {
+            let (pool, queue) = (pool.clone(), queue.clone());
+            tokio::spawn(async move {
+                let mut tx = pool.begin().await.unwrap();
+                let mut uuids = Vec::with_capacity(PER_TRANSACTION);
+                for _ in 0..PER_TRANSACTION {
+                    let uuid = Record { due_ms: 0 }
+                        .dispatch()
+                        .via(&queue)
+                        .in_transaction(&mut tx)
+                        .await
+                        .unwrap();
+                    uuids.push(uuid.to_string());
+                }
+                // A third of them, spread through the run, roll back.
+                if n % 3 == 1 {
+                    tx.rollback().await.unwrap();
+                    Vec::new()
+                } else {
+                    tx.commit().await.unwrap();
+                    uuids
+                }
+            })
+        })
+        .collect();
+    let mut committed = Vec::new();
+    for writer in writers {
+        committed.extend(writer.await.unwrap());
+    }
+    assert_eq!(committed.len(), 67 * PER_TRANSACTION);
+
+    let worker = Worker::new(
+        WorkerConfig {
+            concurrency: 20,
+            sleep: Duration::from_millis(50),
+            ..WorkerConfig::default()
+        },
+        queue.clone(),
+    )
+    .unwrap();
+    let stop_worker = worker.stop_token();
+    let running = tokio::spawn(worker.run());
+    let mut conn = redis.conn().await;
+    wait_until(LONG, "every committed job ran", || {
+        let mut conn = conn.clone();
+        let expected = committed.len();
+        async move {
+            let ran: usize = redjob::redis::cmd("LLEN")
+                .arg(RECORDS_KEY)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            ran >= expected
+        }
+    })
+    .await;
+    // Anything relayed or run twice would show up by now.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop_worker.cancel();
+    assert_eq!(running.await.unwrap().unwrap(), Exit::Stopped);
+    stop.send(true).unwrap();
+    for relay in relays {
+        relay.await.unwrap().unwrap();
+    }
+
+    let records: Vec<String> = redjob::redis::cmd("LRANGE")
+        .arg(RECORDS_KEY)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut runs: HashMap<String, usize> = HashMap::new();
+    for record in &records {
+        let record: serde_json::Value = serde_json::from_str(record).unwrap();
+        *runs
+            .entry(record["uuid"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    assert_eq!(
+        runs.len(),
+        committed.len(),
+        "exactly the committed jobs ran"
+    );
+    for uuid in &committed {
+        assert_eq!(runs.get(uuid), Some(&1), "{uuid} ran once");
+    }
+    assert_eq!(rows(&pool).await, 0);
 }
