@@ -11,6 +11,7 @@ use redjob_worker::{Exit, Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use sqlx::{Connection, PgPool};
 use std::collections::HashMap;
+use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, TestPostgres, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
@@ -366,4 +367,100 @@ async fn of_ten_thousand_dispatches_in_a_hundred_concurrent_transactions_exactly
         assert_eq!(runs.get(uuid), Some(&1), "{uuid} ran once");
     }
     assert_eq!(rows(&pool).await, 0);
+}
+
+/// The uuid of every `Record` job run, and how often each ran.
+async fn runs_by_uuid(redis: &TestRedis) -> HashMap<String, usize> {
+    let records: Vec<String> = redjob::redis::cmd("LRANGE")
+        .arg(RECORDS_KEY)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut redis.conn().await)
+        .await
+        .unwrap();
+    let mut runs: HashMap<String, usize> = HashMap::new();
+    for record in &records {
+        let record: serde_json::Value = serde_json::from_str(record).unwrap();
+        *runs
+            .entry(record["uuid"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    runs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relaying_workers_killed_three_times_during_twenty_thousand_jobs_lose_none_and_push_none_twice(
+) {
+    const JOBS: usize = 20_000;
+    const PER_TRANSACTION: usize = 50;
+    let (postgres, redis, pool, queue) = setup().await;
+    // Relaying workers take a queue nothing is pushed to: a kill hits only their relay. One
+    // worker that is never killed runs the jobs.
+    let relaying = || {
+        WorkerProcess::start_with_env(
+            env!("CARGO_BIN_EXE_test_worker"),
+            redis.url(),
+            &["--queue", "relay-only"],
+            &[("TEST_OUTBOX_DATABASE_URL", &postgres.url())],
+        )
+    };
+    let mut relay = relaying();
+    let mut runner = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--queue", "default", "--concurrency", "20"],
+    );
+
+    let writer = {
+        let (pool, queue) = (pool.clone(), queue.clone());
+        tokio::spawn(async move {
+            let mut written = Vec::with_capacity(JOBS);
+            for _ in 0..JOBS / PER_TRANSACTION {
+                let mut tx = pool.begin().await.unwrap();
+                let mut bulk = Bulk::via(&queue);
+                for _ in 0..PER_TRANSACTION {
+                    bulk.add(Record { due_ms: 0 }.dispatch()).unwrap();
+                }
+                written.extend(bulk.in_transaction(&mut tx).await.unwrap());
+                tx.commit().await.unwrap();
+                // Spread the writes over a few seconds, so that the kills fall among them.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            written
+        })
+    };
+    for kill in 1..=3 {
+        let relayed = runs_by_uuid(&redis).await.len();
+        wait_until(
+            LONG,
+            format!("jobs are relayed before kill {kill}"),
+            || async { runs_by_uuid(&redis).await.len() > relayed + 200 },
+        )
+        .await;
+        relay.kill();
+        relay = relaying();
+    }
+    let written = writer.await.unwrap();
+    assert_eq!(written.len(), JOBS);
+    wait_until(LONG, "every written job ran", || async {
+        runs_by_uuid(&redis).await.len() >= JOBS
+    })
+    .await;
+    // Anything pushed twice would have run by now.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let runs = runs_by_uuid(&redis).await;
+    assert_eq!(runs.len(), JOBS, "none lost");
+    for uuid in &written {
+        assert_eq!(runs.get(&uuid.to_string()), Some(&1), "{uuid} ran once");
+    }
+    assert_eq!(rows(&pool).await, 0);
+    relay.signal("TERM");
+    runner.signal("TERM");
+    assert_eq!(
+        relay.wait_exit(LONG).await.code(),
+        Some(0),
+        "{:#?}",
+        relay.lines()
+    );
+    assert_eq!(runner.wait_exit(LONG).await.code(), Some(0));
 }

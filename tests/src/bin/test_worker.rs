@@ -2,7 +2,8 @@
 //! is never stale. `TEST_SCHEDULE=<name>:<every|cron>:<missed>` defines one schedule of a
 //! `Step` job labelled `<name>` on queue `sched` (for `--schedule`): `every` is a number of
 //! seconds or a cron expression, `missed` is `skip`, `last` or `all-N`;
-//! `TEST_SCHEDULE_OVERLAP=1` makes it `without_overlapping`.
+//! `TEST_SCHEDULE_OVERLAP=1` makes it `without_overlapping`. `TEST_OUTBOX_DATABASE_URL` makes
+//! it relay the default outbox of that database beside its jobs.
 
 use redjob::schedule::{Missed, Schedule};
 use std::time::Duration;
@@ -12,7 +13,22 @@ fn main() -> std::process::ExitCode {
     if let Ok(spec) = std::env::var("TEST_SCHEDULE") {
         define(&spec);
     }
-    redjob_worker::main()
+    match std::env::var("TEST_OUTBOX_DATABASE_URL") {
+        Ok(url) => relaying(&url),
+        Err(_) => redjob_worker::main(),
+    }
+}
+
+/// The worker with an outbox relay: a program built on `redjob_worker::Command`.
+fn relaying(database_url: &str) -> std::process::ExitCode {
+    let command = redjob_worker::Command::from_args();
+    let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
+    runtime.block_on(async {
+        let pool = sqlx::PgPool::connect(database_url)
+            .await
+            .expect("TEST_OUTBOX_DATABASE_URL is reachable");
+        command.relay_outbox(pool).run().await
+    })
 }
 
 fn define(spec: &str) {
