@@ -20,9 +20,9 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 pub enum Status {
     /// Taken by `POST /orders`; its jobs are queued.
     Placed,
-    /// Checked by [`ConfirmOrder`](crate::jobs::ConfirmOrder).
+    /// Checked by [`ConfirmOrder`].
     Confirmed,
-    /// Handed to the carrier by [`ShipOrder`](crate::jobs::ShipOrder).
+    /// Handed to the carrier by [`ShipOrder`].
     Shipped,
     /// The carrier refused it, or kept failing until the job gave up.
     ShippingFailed,
