@@ -32,6 +32,33 @@ impl Job for Welcome {
     }
 }
 
+/// Looks for its row, and says whether it found it (`finds`: `<id>:found` or `<id>:missing`).
+#[derive(Serialize, Deserialize)]
+struct FindRow {
+    id: i64,
+}
+
+#[job(name = "outbox.find_row")]
+impl Job for FindRow {
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        let pool = ctx.try_state::<PgPool>().ok_or("the worker has no pool")?;
+        let found: Option<i64> = sqlx::query_scalar("SELECT id FROM items WHERE id = $1")
+            .bind(self.id)
+            .fetch_optional(pool)
+            .await?;
+        let entry = format!(
+            "{}:{}",
+            self.id,
+            if found.is_some() { "found" } else { "missing" }
+        );
+        let redis = ctx.redis().ok_or("no Redis")?;
+        redis
+            .query::<()>(redjob::redis::cmd("RPUSH").arg("finds").arg(entry))
+            .await?;
+        Ok(())
+    }
+}
+
 async fn setup() -> (TestPostgres, TestRedis, PgPool, RedisQueue) {
     let postgres = TestPostgres::start();
     let redis = TestRedis::start();
@@ -206,10 +233,8 @@ async fn a_delayed_job_keeps_its_due_time_however_late_it_is_relayed() {
 async fn a_relay_wakes_on_the_commit_not_on_its_poll() {
     let (_postgres, redis, pool, queue) = setup().await;
     let relay = Relay::new(pool.clone(), queue.clone()).poll(Duration::from_secs(3600));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(relay.run_until(async {
-        let _ = stopped.await;
-    }));
+    let (stop, stopped) = stop_signal();
+    let running = tokio::spawn(relay.run_until(stopped));
     // Let it listen: a row committed before it listens is found by its first pass anyway.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
@@ -463,4 +488,76 @@ async fn relaying_workers_killed_three_times_during_twenty_thousand_jobs_lose_no
         relay.lines()
     );
     assert_eq!(runner.wait_exit(LONG).await.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_dispatched_in_a_transaction_always_finds_the_row_it_was_committed_with() {
+    const ORDERS: i64 = 200;
+    let (_postgres, redis, pool, queue) = setup().await;
+    sqlx::query("CREATE TABLE items (id bigint PRIMARY KEY)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (stop, stopped) = stop_signal();
+    let relay = tokio::spawn(Relay::new(pool.clone(), queue.clone()).run_until(stopped));
+    let worker = Worker::new(
+        WorkerConfig {
+            concurrency: 10,
+            sleep: Duration::from_millis(20),
+            ..WorkerConfig::default()
+        },
+        queue.clone(),
+    )
+    .unwrap()
+    .state(pool.clone());
+    let stop_worker = worker.stop_token();
+    let running = tokio::spawn(worker.run());
+
+    for id in 1..=ORDERS {
+        let mut tx = pool.begin().await.unwrap();
+        sqlx::query("INSERT INTO items (id) VALUES ($1)")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        FindRow { id }
+            .dispatch()
+            .via(&queue)
+            .in_transaction(&mut tx)
+            .await
+            .unwrap();
+        // Time for a job pushed before the commit to run and miss its row.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        tx.commit().await.unwrap();
+    }
+    let finds: Vec<String> = wait_for(LONG, "every job looked for its row", || async {
+        let finds: Vec<String> = redjob::redis::cmd("LRANGE")
+            .arg("finds")
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut redis.conn().await)
+            .await
+            .unwrap();
+        (finds.len() >= ORDERS as usize).then_some(finds)
+    })
+    .await;
+    let missing: Vec<&String> = finds.iter().filter(|f| !f.ends_with(":found")).collect();
+    assert!(missing.is_empty(), "{missing:?}");
+    assert_eq!(finds.len(), ORDERS as usize);
+
+    stop_worker.cancel();
+    running.await.unwrap().unwrap();
+    stop.send(()).unwrap();
+    relay.await.unwrap().unwrap();
+}
+
+/// A stop signal for a relay: send to stop it.
+fn stop_signal() -> (
+    tokio::sync::oneshot::Sender<()>,
+    impl std::future::Future<Output = ()>,
+) {
+    let (send, receive) = tokio::sync::oneshot::channel::<()>();
+    (send, async move {
+        let _ = receive.await;
+    })
 }
