@@ -17,7 +17,8 @@
 //! one link's end to the next one's start), `backlog` (drain rate with 1,000,000 queued jobs against
 //! 20,000), `io` (N jobs that each await 5 ms of simulated I/O at concurrency C, completed
 //! exactly on time by a thread of its own: jobs/s against the ideal of C per 5 ms), and `migrate` (1,000,000 jobs due at one instant: the
-//! slowest script call, from SLOWLOG). Redis memory per waiting job is measured from outside,
+//! slowest script call, from SLOWLOG), and, built with `--features postgres`, `txn` (dispatch
+//! in a PostgreSQL transaction through the outbox, relayed by the worker; `--pg URL`). Redis memory per waiting job is measured from outside,
 //! beside the peers', by `scripts/bench-footprint`.
 //!
 //! The worker is the real runtime (`redjob_worker::Worker`) with its default options but for
@@ -27,6 +28,8 @@
 //! without it, the cost of state per job.
 
 mod common;
+#[cfg(feature = "postgres")]
+mod txn;
 
 use clap::Parser;
 use common::{flush, own_cpu_seconds, round2, wall_us};
@@ -61,6 +64,9 @@ struct Args {
     redis: String,
     #[arg(long, default_value_t = 300.0)]
     timeout_s: f64,
+    /// The PostgreSQL database of the `txn` scenario (feature `postgres`).
+    #[arg(long, env = "PG_URL")]
+    pg: Option<String>,
     /// Give the worker application state, which the no-op job reads.
     #[arg(long)]
     state: bool,
@@ -423,6 +429,8 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
         "pickup" => lateness(args, queue, Arrival::Pickup).await,
         "backlog" => backlog(args, queue).await,
         "migrate" => migrate(args, queue).await,
+        #[cfg(feature = "postgres")]
+        "txn" => txn::txn(args, queue).await,
         other => Err(format!("unknown scenario {other:?}")),
     }
 }
