@@ -18,7 +18,8 @@
 //! 20,000), `io` (N jobs that each await 5 ms of simulated I/O at concurrency C, completed
 //! exactly on time by a thread of its own: jobs/s against the ideal of C per 5 ms), and `migrate` (1,000,000 jobs due at one instant: the
 //! slowest script call, from SLOWLOG), and, built with `--features postgres`, `txn` (dispatch
-//! in a PostgreSQL transaction through the outbox, relayed by the worker; `--pg URL`). Redis memory per waiting job is measured from outside,
+//! in a PostgreSQL transaction through the outbox, relayed by the worker; `--pg URL`) and
+//! `relay` (a backlog of N jobs committed into the outbox, relayed and run). Redis memory per waiting job is measured from outside,
 //! beside the peers', by `scripts/bench-footprint`.
 //!
 //! The worker is the real runtime (`redjob_worker::Worker`) with its default options but for
@@ -431,6 +432,8 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
         "migrate" => migrate(args, queue).await,
         #[cfg(feature = "postgres")]
         "txn" => txn::txn(args, queue).await,
+        #[cfg(feature = "postgres")]
+        "relay" => txn::relay(args, queue).await,
         other => Err(format!("unknown scenario {other:?}")),
     }
 }

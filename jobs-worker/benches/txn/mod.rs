@@ -10,13 +10,17 @@
 //!    entry (`commit_to_start_*_ms`).
 //!
 //! PostgreSQL's durability settings are left as the server has them.
+//!
+//! And `relay`: N jobs committed into the outbox untimed (bulk dispatches of 1,000 in a
+//! transaction each), then one worker with a relay, timed from its start to the N-th handler
+//! entry (`jobs_per_sec`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use redjob::outbox::{Outbox, Relay};
-use redjob::{job, Job, JobContext, JobResult, RedisQueue};
+use redjob::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use sqlx::{Connection, PgConnection};
@@ -95,6 +99,73 @@ async fn rate(
     Ok((count as f64 / secs, secs))
 }
 
+/// Starts a worker with an outbox relay of `url`'s database; the time from its start to the
+/// handler entry of the `jobs`-th backlog job, and the worker's stop token and task.
+async fn relayed(
+    args: &Args,
+    queue: &RedisQueue,
+    url: &str,
+    jobs: usize,
+) -> Result<(f64, Running), String> {
+    let pool = sqlx::PgPool::connect(url).await.map_err(pg_error)?;
+    tracker().reset(jobs);
+    let start = Instant::now();
+    let worker = worker(args, queue).relay(Relay::new(pool, queue.clone()));
+    let stop = worker.stop_token();
+    let stats = worker.stats();
+    let running = tokio::spawn(worker.run());
+    let bound = Duration::from_secs_f64(args.timeout_s);
+    match tracker().wait_until_done(bound, &stats).await {
+        Some(at) => Ok(((at - start).as_secs_f64(), (stop, running))),
+        None => {
+            stop.cancel();
+            stopped(running).await?;
+            Err(format!(
+                "only {} of {jobs} jobs ran within {bound:?}",
+                tracker().done()
+            ))
+        }
+    }
+}
+
+/// A running worker: its stop token and its task.
+type Running = (
+    tokio_util::sync::CancellationToken,
+    tokio::task::JoinHandle<Result<redjob_worker::Exit, redjob_worker::WorkerError>>,
+);
+
+pub(super) async fn relay(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let url = args.pg.as_deref().ok_or("relay needs --pg URL")?;
+    let mut conn = PgConnection::connect(url).await.map_err(pg_error)?;
+    let outbox = Outbox::default();
+    outbox
+        .create_table(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    for first in (0..args.jobs).step_by(1000) {
+        let mut bulk = Bulk::via(queue);
+        for n in first..(first + 1000).min(args.jobs) {
+            let job = Order {
+                n: n as u64,
+                probe: false,
+            };
+            bulk.add(job.dispatch().on_queue(QUEUE))
+                .map_err(|e| e.to_string())?;
+        }
+        let mut tx = conn.begin().await.map_err(pg_error)?;
+        bulk.in_transaction(&mut tx)
+            .await
+            .map_err(|e| e.to_string())?;
+        tx.commit().await.map_err(pg_error)?;
+    }
+    let (secs, (stop, running)) = relayed(args, queue, url, args.jobs).await?;
+    stop.cancel();
+    stopped(running).await?;
+    let mut out = super::throughput(args.jobs, secs);
+    out.insert("concurrency".into(), json!(args.concurrency));
+    Ok(out)
+}
+
 pub(super) async fn txn(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
     let url = args.pg.as_deref().ok_or("txn needs --pg URL")?;
     let n = args.jobs.min(MAX_TRANSACTIONS);
@@ -116,34 +187,13 @@ pub(super) async fn txn(args: &Args, queue: &RedisQueue) -> Result<Map<String, V
     let (txn_per_sec, txn_secs) = rate(&mut conn, n, Some(queue)).await?;
 
     // The worker and its relay: the backlog, timed to its n-th handler entry.
-    let pool = sqlx::PgPool::connect(url).await.map_err(pg_error)?;
-    tracker().reset(n);
-    let start = Instant::now();
-    let worker = worker(args, queue).relay(Relay::new(pool, queue.clone()));
-    let stop = worker.stop_token();
-    let stats = worker.stats();
-    let running = tokio::spawn(worker.run());
-    let bound = Duration::from_secs_f64(args.timeout_s);
-    let relayed = tracker().wait_until_done(bound, &stats).await;
+    let (secs, (stop, running)) = relayed(args, queue, url, n).await?;
     let mut out = Map::new();
-    match relayed {
-        Some(at) => {
-            let secs = (at - start).as_secs_f64();
-            out.insert(
-                "relay_or_drain_per_sec".into(),
-                json!((n as f64 / secs).round()),
-            );
-            out.insert("relay_or_drain_s".into(), json!(round2(secs)));
-        }
-        None => {
-            stop.cancel();
-            stopped(running).await?;
-            return Err(format!(
-                "only {} of {n} jobs ran within {bound:?}",
-                tracker().done()
-            ));
-        }
-    }
+    out.insert(
+        "relay_or_drain_per_sec".into(),
+        json!((n as f64 / secs).round()),
+    );
+    out.insert("relay_or_drain_s".into(), json!(round2(secs)));
 
     // Commit to handler start.
     tokio::time::sleep(Duration::from_secs(1)).await;
