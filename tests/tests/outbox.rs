@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use examples::{Noop, Record, RECORDS_KEY};
+use examples::{Noop, Record, ReindexSearch, RECORDS_KEY};
 use redjob::outbox::{Outbox, OutboxError, Relay};
 use redjob::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
 use redjob_worker::{Exit, Worker, WorkerConfig};
@@ -265,17 +265,84 @@ async fn a_relay_wakes_on_the_commit_not_on_its_poll() {
 }
 
 #[tokio::test]
-async fn unique_jobs_are_refused_rather_than_pushed_outside_the_transaction() {
+async fn unique_jobs_take_their_lock_at_relay_time_and_a_duplicate_is_kept_on_its_row() {
+    let (_postgres, redis, pool, queue) = setup().await;
+    let mut uuids = Vec::new();
+    for _ in 0..2 {
+        let mut tx = pool.begin().await.unwrap();
+        let uuid = Welcome { user: 7 }
+            .dispatch()
+            .via(&queue)
+            .in_transaction(&mut tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        uuids.push(uuid.to_string());
+    }
+    let first: (String, String, String, String, String, i64) = sqlx::query_as(
+        "SELECT uuid::text, queue, job, link, unique_key, unique_ms FROM redjob_outbox \
+         ORDER BY id LIMIT 1",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+
+    let relay = Relay::new(pool.clone(), queue.clone());
+    assert_eq!(relay.relay_once().await.unwrap(), 2);
+    assert_eq!(ready_uuids(&redis, "default").await, [uuids[0].clone()]);
+    let left: Vec<(String, String)> =
+        sqlx::query_as("SELECT uuid::text, problem FROM redjob_outbox")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(left.len(), 1, "the duplicate is kept: {left:?}");
+    assert_eq!(left[0].0, uuids[1]);
+    assert!(
+        left[0].1.contains("duplicate") && left[0].1.contains(&uuids[0]),
+        "{}",
+        left[0].1
+    );
+    assert_eq!(
+        relay.relay_once().await.unwrap(),
+        0,
+        "a kept row is not claimed again"
+    );
+
+    // The first row as a relay that died before its commit leaves it: pushed before, not a
+    // duplicate of itself.
+    sqlx::query(
+        "INSERT INTO redjob_outbox (uuid, queue, job, link, unique_key, unique_ms) \
+         VALUES ($1::uuid, $2, $3, $4, $5, $6)",
+    )
+    .bind(&first.0)
+    .bind(&first.1)
+    .bind(&first.2)
+    .bind(&first.3)
+    .bind(&first.4)
+    .bind(first.5)
+    .execute(&pool)
+    .await
+    .unwrap();
+    assert_eq!(relay.relay_once().await.unwrap(), 1);
+    assert_eq!(rows(&pool).await, 1, "only the duplicate is left");
+    assert_eq!(ready_uuids(&redis, "default").await, [uuids[0].clone()]);
+}
+
+#[tokio::test]
+async fn debounced_jobs_are_refused_rather_than_pushed_outside_the_transaction() {
     let (_postgres, _redis, pool, queue) = setup().await;
     let mut tx = pool.begin().await.unwrap();
-    let err = Welcome { user: 7 }
-        .dispatch()
-        .via(&queue)
-        .in_transaction(&mut tx)
-        .await
-        .unwrap_err();
+    let err = ReindexSearch {
+        shop: 1,
+        version: 1,
+    }
+    .dispatch()
+    .via(&queue)
+    .in_transaction(&mut tx)
+    .await
+    .unwrap_err();
     assert!(matches!(err, OutboxError::Unsupported { .. }), "{err:?}");
-    assert!(err.to_string().contains("unique"), "{err}");
+    assert!(err.to_string().contains("debounced"), "{err}");
     tx.commit().await.unwrap();
     assert_eq!(rows(&pool).await, 0);
     assert_eq!(queue.size("default").await.unwrap().total(), 0);

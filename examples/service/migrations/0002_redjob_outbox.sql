@@ -8,5 +8,10 @@ CREATE TABLE IF NOT EXISTS redjob_outbox (
     job text NOT NULL,
     -- The job as the relay pushes it: where it goes, when it is due, its payload.
     link text NOT NULL,
+    -- A unique job's lock (`<job>:<unique id>`) and how long it lasts, in ms.
+    unique_key text,
+    unique_ms bigint,
+    -- Why the relay left the row: a duplicate of a unique job, or not a job.
+    problem text,
     created_at timestamptz NOT NULL DEFAULT now()
 );

@@ -38,9 +38,10 @@
 //! # }
 //! ```
 //!
-//! Not yet carried by the outbox: unique and debounced jobs (their lock is taken at push), and
-//! chains and batches. Dispatching them in a transaction fails with
-//! [`OutboxError::Unsupported`] rather than push them outside it.
+//! A unique job takes its lock when a relay pushes it; one whose lock another job holds then is
+//! not pushed, and its row is kept with the reason in its `problem` column. Not yet carried by
+//! the outbox: debounced jobs, chains and batches. Dispatching them in a transaction fails
+//! with [`OutboxError::Unsupported`] rather than push them outside it.
 
 mod relay;
 mod table;
@@ -66,7 +67,7 @@ pub enum OutboxError {
     Unsupported {
         /// The job's name.
         job: String,
-        /// What it uses: "a unique job", "a debounced job".
+        /// What it uses: "a debounced job".
         what: &'static str,
     },
     /// The outbox's table name is not a plain SQL name.

@@ -6,7 +6,8 @@ use std::time::Duration;
 use sqlx::postgres::PgListener;
 use sqlx::PgPool;
 
-use crate::queue::RedisQueue;
+use crate::queue::keys::KeyLayout;
+use crate::queue::{scripts, RedisQueue};
 use crate::workflow::Link;
 
 use super::{Outbox, OutboxError};
@@ -82,48 +83,133 @@ impl Relay {
     /// the claimed rows stay for the next pass.
     pub async fn relay_once(&self) -> Result<usize, OutboxError> {
         let mut tx = self.pool.begin().await?;
+        let table = self.outbox.name();
         let claim = format!(
-            "SELECT id, link FROM {} ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
-            self.outbox.name()
+            "SELECT id, link, unique_key, unique_ms FROM {table} WHERE problem IS NULL \
+             ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
         );
-        let rows: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(claim))
-            .bind(self.batch as i64)
-            .fetch_all(&mut *tx)
-            .await?;
+        let rows: Vec<(i64, String, Option<String>, Option<i64>)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(claim))
+                .bind(self.batch as i64)
+                .fetch_all(&mut *tx)
+                .await?;
         if rows.is_empty() {
             return Ok(0);
         }
-        let mut ids = Vec::with_capacity(rows.len());
-        let mut links = Vec::with_capacity(rows.len());
-        for (id, stored) in &rows {
-            match Link::decode(stored) {
-                Some(link) => {
-                    ids.push(*id);
-                    links.push(link);
-                }
-                // Left in the table, where an operator finds it; the others go on.
-                None => tracing::error!(
-                    table = self.outbox.name(),
+        let mut claimed = Vec::with_capacity(rows.len());
+        let mut problems: Vec<(i64, String)> = Vec::new();
+        for (id, stored, unique_key, unique_ms) in rows {
+            match Link::decode(&stored) {
+                Some(link) => claimed.push(Claimed {
                     id,
-                    "an outbox row does not hold a job; it is left in the table"
-                ),
+                    link,
+                    unique: unique_key.zip(unique_ms),
+                }),
+                None => {
+                    tracing::error!(
+                        table,
+                        id,
+                        "an outbox row does not hold a job; it is marked and left"
+                    );
+                    problems.push((
+                        id,
+                        "not a job: the row does not hold a job as the relay pushes it".into(),
+                    ));
+                }
             }
         }
-        let pushed = self.queue.push_all_once(&links, self.guard).await?;
-        let again = pushed.iter().filter(|now| !**now).count();
-        if again > 0 {
-            tracing::info!(
-                jobs = again,
-                "outbox rows pushed before (a relay stopped before its commit); not pushed again"
-            );
+        let outcomes = self.push(&claimed).await?;
+        let mut done = Vec::with_capacity(claimed.len());
+        for (row, outcome) in claimed.iter().zip(outcomes) {
+            match outcome {
+                Pushed::Now | Pushed::Before => done.push(row.id),
+                Pushed::Duplicate(holder) => {
+                    tracing::warn!(
+                        table,
+                        id = row.id,
+                        job = %row.link.job,
+                        uuid = %row.link.uuid,
+                        holder = %holder,
+                        "a unique job from the outbox was not pushed: another job holds its lock"
+                    );
+                    problems.push((
+                        row.id,
+                        format!("duplicate: job {holder} holds its unique lock"),
+                    ));
+                }
+            }
         }
-        let delete = format!("DELETE FROM {} WHERE id = ANY($1)", self.outbox.name());
+        if !problems.is_empty() {
+            let (ids, reasons): (Vec<i64>, Vec<String>) = problems.into_iter().unzip();
+            let mark = format!(
+                "UPDATE {table} SET problem = p.reason FROM UNNEST($1::bigint[], $2::text[]) \
+                 AS p(id, reason) WHERE {table}.id = p.id"
+            );
+            sqlx::query(sqlx::AssertSqlSafe(mark))
+                .bind(&ids)
+                .bind(&reasons)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let delete = format!("DELETE FROM {table} WHERE id = ANY($1)");
         sqlx::query(sqlx::AssertSqlSafe(delete))
-            .bind(&ids)
+            .bind(&done)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(ids.len())
+        Ok(claimed.len())
+    }
+
+    /// Pushes the claimed rows' jobs, each unless it was pushed before: one pipeline per queue
+    /// on a cluster, one in all on a single server. What became of each, in order.
+    async fn push(&self, claimed: &[Claimed]) -> Result<Vec<Pushed>, OutboxError> {
+        let mut outcomes = Vec::with_capacity(claimed.len());
+        let runs: Vec<&[Claimed]> = match self.queue.layout() {
+            KeyLayout::Standalone => vec![claimed],
+            KeyLayout::Cluster => claimed
+                .chunk_by(|a, b| a.link.queue == b.link.queue)
+                .collect(),
+        };
+        for run in runs {
+            let calls: Vec<_> = run.iter().map(|row| self.call(row)).collect();
+            let scripts = [&*scripts::PUSH_ONCE, &*scripts::PUSH_UNIQUE_ONCE];
+            let replies: Vec<redis::Value> = self.queue.invoke_all(&scripts, &calls).await?;
+            outcomes.extend(replies.into_iter().map(Pushed::from_reply));
+        }
+        let before = outcomes
+            .iter()
+            .filter(|o| matches!(o, Pushed::Before))
+            .count();
+        if before > 0 {
+            tracing::info!(
+                jobs = before,
+                "outbox rows pushed before (a relay stopped before its commit); not pushed again"
+            );
+        }
+        Ok(outcomes)
+    }
+
+    /// The script call that pushes a claimed row's job once.
+    fn call(&self, row: &Claimed) -> redis::ScriptInvocation<'static> {
+        let link = &row.link;
+        let Some((lock, lasts_ms)) = &row.unique else {
+            return self.queue.push_once_call(link, self.guard);
+        };
+        let keys = self.queue.queue_keys(&link.queue);
+        let mut call = scripts::PUSH_UNIQUE_ONCE.key(self.queue.keys().unique(&link.queue, lock));
+        call.key(link.destination(&keys))
+            .key(&keys.notify)
+            .key(
+                self.queue
+                    .keys()
+                    .pushed(&link.queue, &link.uuid.to_string()),
+            )
+            .arg(link.uuid.to_string())
+            .arg(*lasts_ms)
+            .arg(&link.payload)
+            .arg(&link.due)
+            .arg(self.guard.as_secs().max(1));
+        call
     }
 
     /// Relays until `stop` completes: a pass whenever a transaction that wrote rows commits
@@ -166,5 +252,35 @@ impl Relay {
     async fn drain(&self) -> Result<(), OutboxError> {
         while self.relay_once().await? >= self.batch {}
         Ok(())
+    }
+}
+
+/// A row a pass claimed: its id, its job, and a unique job's lock key and lifetime.
+struct Claimed {
+    id: i64,
+    link: Link,
+    unique: Option<(String, i64)>,
+}
+
+/// What became of a claimed row's job.
+enum Pushed {
+    /// Pushed by this pass.
+    Now,
+    /// Pushed by an earlier pass whose commit did not happen.
+    Before,
+    /// Not pushed: a unique job whose lock another job (this uuid) holds.
+    Duplicate(String),
+}
+
+impl Pushed {
+    /// `push_once.lua` answers 1 or 0; `push_unique_once.lua` '' or the lock's holder.
+    fn from_reply(reply: redis::Value) -> Pushed {
+        match reply {
+            redis::Value::Int(0) => Pushed::Before,
+            redis::Value::BulkString(holder) if !holder.is_empty() => {
+                Pushed::Duplicate(String::from_utf8_lossy(&holder).into_owned())
+            }
+            _ => Pushed::Now,
+        }
     }
 }

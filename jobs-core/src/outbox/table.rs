@@ -60,6 +60,11 @@ impl Outbox {
              \x20   job text NOT NULL,\n\
              \x20   -- The job as the relay pushes it: where it goes, when it is due, its payload.\n\
              \x20   link text NOT NULL,\n\
+             \x20   -- A unique job's lock (`<job>:<unique id>`) and how long it lasts, in ms.\n\
+             \x20   unique_key text,\n\
+             \x20   unique_ms bigint,\n\
+             \x20   -- Why the relay left the row: a duplicate of a unique job, or not a job.\n\
+             \x20   problem text,\n\
              \x20   created_at timestamptz NOT NULL DEFAULT now()\n\
              );\n",
             table = self.table

@@ -32,9 +32,9 @@ impl<J: Job> PendingDispatch<J> {
         conn: &mut PgConnection,
     ) -> Result<Uuid, OutboxError> {
         let (queue, envelope) = self.prepare()?;
-        let link = link(&queue, envelope)?;
-        let uuid = link.uuid;
-        outbox.insert(conn, &[link]).await?;
+        let row = row(&queue, envelope)?;
+        let uuid = row.link.uuid;
+        outbox.insert(conn, &[row]).await?;
         Ok(uuid)
     }
 }
@@ -53,30 +53,39 @@ impl Bulk {
         conn: &mut PgConnection,
     ) -> Result<Vec<Uuid>, OutboxError> {
         let (queue, envelopes) = self.prepare()?;
-        let links = envelopes
+        let rows = envelopes
             .into_iter()
-            .map(|envelope| link(&queue, envelope))
-            .collect::<Result<Vec<Link>, OutboxError>>()?;
-        outbox.insert(conn, &links).await?;
-        Ok(links.iter().map(|link| link.uuid).collect())
+            .map(|envelope| row(&queue, envelope))
+            .collect::<Result<Vec<Row>, OutboxError>>()?;
+        outbox.insert(conn, &rows).await?;
+        Ok(rows.iter().map(|row| row.link.uuid).collect())
     }
 }
 
-/// The job as the relay will push it: sealed by `queue`, due at a point in time.
-fn link(queue: &RedisQueue, mut envelope: Envelope) -> Result<Link, OutboxError> {
-    let unsupported = if envelope.unique.is_some() {
-        Some("a unique job")
-    } else if envelope.debounce.is_some() {
-        Some("a debounced job")
-    } else {
-        None
-    };
-    if let Some(what) = unsupported {
+/// A row of the outbox: the job as the relay will push it, and a unique job's lock.
+pub(super) struct Row {
+    pub(super) link: Link,
+    pub(super) unique: Option<UniqueLockRow>,
+}
+
+/// A unique job's lock, as a row keeps it: its key under the prefix, how long it lasts.
+pub(super) struct UniqueLockRow {
+    pub(super) key: String,
+    pub(super) lasts_ms: i64,
+}
+
+/// The row of a job: sealed by `queue`, due at a point in time.
+fn row(queue: &RedisQueue, mut envelope: Envelope) -> Result<Row, OutboxError> {
+    if envelope.debounce.is_some() {
         return Err(OutboxError::Unsupported {
             job: envelope.job.to_string(),
-            what,
+            what: "a debounced job",
         });
     }
+    let unique = envelope.unique.take().map(|unique| UniqueLockRow {
+        key: unique.lock.key,
+        lasts_ms: i64::try_from(unique.lasts.as_millis()).unwrap_or(i64::MAX),
+    });
     // The relay pushes later than now: the job keeps the due time it has now.
     if let Some(Delay::After(after)) = envelope.delay {
         let after = chrono::Duration::from_std(after).unwrap_or(chrono::Duration::MAX);
@@ -85,24 +94,33 @@ fn link(queue: &RedisQueue, mut envelope: Envelope) -> Result<Link, OutboxError>
             .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
         envelope.delay = Some(Delay::At(due));
     }
-    Ok(Link::sealed(queue, envelope)?)
+    Ok(Row {
+        link: Link::sealed(queue, envelope)?,
+        unique,
+    })
 }
 
 impl Outbox {
-    /// Inserts `links` and notifies the relays, in one statement; the notification is
+    /// Inserts `rows` and notifies the relays, in one statement; the notification is
     /// delivered when the transaction commits, and not at all if it rolls back.
-    async fn insert(&self, conn: &mut PgConnection, links: &[Link]) -> Result<(), OutboxError> {
-        if links.is_empty() {
+    async fn insert(&self, conn: &mut PgConnection, rows: &[Row]) -> Result<(), OutboxError> {
+        if rows.is_empty() {
             return Ok(());
         }
-        let uuids: Vec<String> = links.iter().map(|l| l.uuid.to_string()).collect();
-        let queues: Vec<&str> = links.iter().map(|l| l.queue.as_str()).collect();
-        let jobs: Vec<&str> = links.iter().map(|l| l.job.as_str()).collect();
-        let encoded: Vec<String> = links.iter().map(Link::encode).collect();
+        let links = rows.iter().map(|row| &row.link);
+        let uuids: Vec<String> = links.clone().map(|l| l.uuid.to_string()).collect();
+        let queues: Vec<&str> = links.clone().map(|l| l.queue.as_str()).collect();
+        let jobs: Vec<&str> = links.clone().map(|l| l.job.as_str()).collect();
+        let encoded: Vec<String> = links.map(Link::encode).collect();
+        let unique = rows.iter().map(|row| row.unique.as_ref());
+        let unique_keys: Vec<Option<&str>> =
+            unique.clone().map(|u| u.map(|u| u.key.as_str())).collect();
+        let unique_ms: Vec<Option<i64>> = unique.map(|u| u.map(|u| u.lasts_ms)).collect();
         let sql = format!(
-            "WITH written AS (INSERT INTO {} (uuid, queue, job, link) \
-             SELECT * FROM UNNEST($1::text[]::uuid[], $2::text[], $3::text[], $4::text[])) \
-             SELECT pg_notify($5, '')",
+            "WITH written AS (INSERT INTO {} (uuid, queue, job, link, unique_key, unique_ms) \
+             SELECT * FROM UNNEST($1::text[]::uuid[], $2::text[], $3::text[], $4::text[], \
+             $5::text[], $6::bigint[])) \
+             SELECT pg_notify($7, '')",
             self.name()
         );
         sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -110,6 +128,8 @@ impl Outbox {
             .bind(queues)
             .bind(jobs)
             .bind(encoded)
+            .bind(unique_keys)
+            .bind(unique_ms)
             .bind(self.channel())
             .execute(conn)
             .await?;

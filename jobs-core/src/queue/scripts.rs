@@ -63,6 +63,11 @@ script!(
     PUSH_ONCE, "push_once.lua", uses "time.lua", "due.lua", "push_job.lua"
 );
 script!(
+    /// Push a unique job built ahead of time with its lock, unless it was pushed already
+    /// (`push_unique_once.lua`).
+    PUSH_UNIQUE_ONCE, "push_unique_once.lua", uses "time.lua", "due.lua", "push_job.lua"
+);
+script!(
     /// Take a chain's step for a settled link, once per link, on a cluster (`chain_step.lua`).
     CHAIN_STEP, "chain_step.lua", uses "effects.lua"
 );

@@ -10,8 +10,6 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::error::Result;
-#[cfg(feature = "postgres")]
-use crate::queue::keys::KeyLayout;
 use crate::queue::{scripts, RedisQueue};
 use crate::workflow::link::Link;
 use crate::workflow::progress::{BatchProgress, ChainProgress};
@@ -27,29 +25,12 @@ impl RedisQueue {
         Ok(pushed == 1)
     }
 
-    /// Pushes each of `links` onto its queue unless a job of its uuid was pushed within
-    /// `guard`: one pipeline per queue on a cluster, one in all on a single server. Returns
-    /// whether each was pushed now, in order.
-    #[cfg(feature = "postgres")]
-    pub(crate) async fn push_all_once(&self, links: &[Link], guard: Duration) -> Result<Vec<bool>> {
-        let mut pushed = Vec::with_capacity(links.len());
-        let runs: Vec<&[Link]> = match self.layout() {
-            KeyLayout::Standalone => vec![links],
-            KeyLayout::Cluster => links.chunk_by(|a, b| a.queue == b.queue).collect(),
-        };
-        for run in runs {
-            let calls: Vec<_> = run
-                .iter()
-                .map(|link| self.push_once_call(link, guard))
-                .collect();
-            let replies: Vec<u64> = self.invoke_all(&[&scripts::PUSH_ONCE], &calls).await?;
-            pushed.extend(replies.into_iter().map(|reply| reply == 1));
-        }
-        Ok(pushed)
-    }
-
     /// The call that pushes `link` unless a job of its uuid was pushed within `guard`.
-    fn push_once_call(&self, link: &Link, guard: Duration) -> redis::ScriptInvocation<'static> {
+    pub(crate) fn push_once_call(
+        &self,
+        link: &Link,
+        guard: Duration,
+    ) -> redis::ScriptInvocation<'static> {
         let keys = self.queue_keys(&link.queue);
         let mut call = scripts::PUSH_ONCE.key(link.destination(&keys));
         call.key(&keys.notify)

@@ -1,0 +1,23 @@
+-- push_unique_once: push a unique job built ahead of time (an outbox row) unless it was pushed
+-- already: take its lock and push it in one step, or push nothing when another job holds the
+-- lock. A job pushed before (its guard is set) counts as pushed, whoever holds the lock now.
+-- KEYS[1]  the lock: jobs:unique:<job>:<unique id> (on a cluster, under the queue's tag)
+-- KEYS[2]  queues:<name> when ARGV[4] is '', else queues:<name>:delayed
+-- KEYS[3]  queues:<name>:notify
+-- KEYS[4]  queues:<name>:pushed:<uuid>, the guard of the job's uuid
+-- ARGV[1]  the job's uuid: the lock's value
+-- ARGV[2]  how long the lock lasts at most, in milliseconds
+-- ARGV[3]  the payload
+-- ARGV[4]  '' to push the job ready, else its due time as later.lua takes it
+-- ARGV[5]  how long the guard lasts, in seconds
+-- Returns '' when pushed now or before, else the uuid of the job that holds the lock.
+if redis.call('exists', KEYS[4]) == 1 then
+  return ''
+end
+local holder = redis.call('set', KEYS[1], ARGV[1], 'nx', 'get', 'px', tonumber(ARGV[2]))
+if holder then
+  return holder
+end
+push_job(KEYS[2], KEYS[3], ARGV[4], ARGV[3])
+redis.call('set', KEYS[4], '1', 'ex', tonumber(ARGV[5]))
+return ''
