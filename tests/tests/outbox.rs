@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use examples::{Noop, Record, ReindexSearch, RECORDS_KEY};
 use redjob::outbox::{Outbox, OutboxError, Relay};
-use redjob::{job, Bulk, Job, JobContext, JobResult, RedisQueue};
+use redjob::{job, Bulk, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
 use redjob_worker::{Exit, Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use sqlx::{Connection, PgPool};
@@ -57,6 +57,14 @@ impl Job for FindRow {
             .await?;
         Ok(())
     }
+}
+
+/// Dispatches in a transaction of its own, committed; the job's uuid.
+async fn committed<J: Job>(pool: &PgPool, dispatch: PendingDispatch<J>) -> uuid::Uuid {
+    let mut tx = pool.begin().await.unwrap();
+    let uuid = dispatch.in_transaction(&mut tx).await.unwrap();
+    tx.commit().await.unwrap();
+    uuid
 }
 
 async fn setup() -> (TestPostgres, TestRedis, PgPool, RedisQueue) {
@@ -157,14 +165,7 @@ async fn a_committed_dispatch_is_relayed_once_and_a_rolled_back_one_never_exists
 #[tokio::test]
 async fn rows_left_by_a_relay_that_died_before_its_commit_push_nothing_twice() {
     let (_postgres, redis, pool, queue) = setup().await;
-    let mut tx = pool.begin().await.unwrap();
-    let uuid = Noop {}
-        .dispatch()
-        .via(&queue)
-        .in_transaction(&mut tx)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    let uuid = committed(&pool, Noop {}.dispatch().via(&queue)).await;
     let row: (String, String, String, String) =
         sqlx::query_as("SELECT uuid::text, queue, job, link FROM redjob_outbox")
             .fetch_one(&pool)
@@ -198,16 +199,8 @@ async fn rows_left_by_a_relay_that_died_before_its_commit_push_nothing_twice() {
 #[tokio::test]
 async fn a_delayed_job_keeps_its_due_time_however_late_it_is_relayed() {
     let (_postgres, redis, pool, queue) = setup().await;
-    let mut tx = pool.begin().await.unwrap();
     let dispatched_at = redis.server_time().await;
-    Noop {}
-        .dispatch()
-        .delay(30)
-        .via(&queue)
-        .in_transaction(&mut tx)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    committed(&pool, Noop {}.dispatch().delay(30).via(&queue)).await;
     tokio::time::sleep(Duration::from_millis(1500)).await; // a relay that comes late
     Relay::new(pool.clone(), queue.clone())
         .relay_once()
@@ -238,14 +231,7 @@ async fn a_relay_wakes_on_the_commit_not_on_its_poll() {
     // Let it listen: a row committed before it listens is found by its first pass anyway.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let mut tx = pool.begin().await.unwrap();
-    let uuid = Noop {}
-        .dispatch()
-        .via(&queue)
-        .in_transaction(&mut tx)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    let uuid = committed(&pool, Noop {}.dispatch().via(&queue)).await;
     let committed = std::time::Instant::now();
     wait_for(LONG, "the committed job reaches Redis", || async {
         ready_uuids(&redis, "default")
@@ -269,14 +255,7 @@ async fn unique_jobs_take_their_lock_at_relay_time_and_a_duplicate_is_kept_on_it
     let (_postgres, redis, pool, queue) = setup().await;
     let mut uuids = Vec::new();
     for _ in 0..2 {
-        let mut tx = pool.begin().await.unwrap();
-        let uuid = Welcome { user: 7 }
-            .dispatch()
-            .via(&queue)
-            .in_transaction(&mut tx)
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
+        let uuid = committed(&pool, Welcome { user: 7 }.dispatch().via(&queue)).await;
         uuids.push(uuid.to_string());
     }
     let first: (String, String, String, String, String, i64) = sqlx::query_as(
