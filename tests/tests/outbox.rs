@@ -607,3 +607,24 @@ fn stop_signal() -> (
         let _ = receive.await;
     })
 }
+
+#[tokio::test]
+async fn a_worker_given_a_relay_without_its_table_refuses_to_start() {
+    let postgres = TestPostgres::start();
+    let redis = TestRedis::start();
+    let pool = PgPool::connect(&postgres.url()).await.unwrap();
+    let queue = redis.queue();
+    let worker = Worker::new(WorkerConfig::default(), queue.clone())
+        .unwrap()
+        .relay(Relay::new(pool, queue));
+    let err = tokio::time::timeout(LONG, worker.run())
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.exit_code(), redjob_worker::CONFIG_EXIT_CODE, "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("redjob_outbox") && message.contains("Outbox::schema"),
+        "{message}"
+    );
+}

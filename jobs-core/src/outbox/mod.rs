@@ -70,6 +70,15 @@ pub enum OutboxError {
         /// What it uses: "a debounced job".
         what: &'static str,
     },
+    /// The outbox's table does not exist, or lacks columns this version uses: its migration
+    /// has not run.
+    #[error("the outbox table {table} is missing or out of date ({reason}): create it with Outbox::schema() in a migration, or Outbox::create_table")]
+    TableMissing {
+        /// The table's name.
+        table: String,
+        /// What PostgreSQL said.
+        reason: String,
+    },
     /// The outbox's table name is not a plain SQL name.
     #[error(
         "invalid outbox table name {0:?}: use letters, digits and _, as table or schema.table"

@@ -78,6 +78,33 @@ impl Relay {
         self
     }
 
+    /// Checks that the outbox table exists with every column this version reads and writes:
+    /// [`OutboxError::TableMissing`] when it does not, another error when PostgreSQL cannot
+    /// be asked.
+    pub async fn check(&self) -> Result<(), OutboxError> {
+        let table = self.outbox.name();
+        let probe = format!(
+            "SELECT id, uuid, queue, job, link, unique_key, unique_ms, problem, created_at \
+             FROM {table} LIMIT 0"
+        );
+        match sqlx::query(sqlx::AssertSqlSafe(probe))
+            .execute(&self.pool)
+            .await
+        {
+            Ok(_) => Ok(()),
+            // 42P01: undefined table; 42703: undefined column.
+            Err(sqlx::Error::Database(err))
+                if matches!(err.code().as_deref(), Some("42P01" | "42703")) =>
+            {
+                Err(OutboxError::TableMissing {
+                    table: table.to_owned(),
+                    reason: err.message().to_owned(),
+                })
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
     /// One pass: claims committed rows, pushes their jobs (each unless it was pushed
     /// already), deletes the rows and commits. Returns how many rows it moved. On an error
     /// the claimed rows stay for the next pass.

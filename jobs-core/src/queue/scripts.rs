@@ -64,7 +64,8 @@ script!(
 );
 script!(
     /// Push a unique job built ahead of time with its lock, unless it was pushed already
-    /// (`push_unique_once.lua`).
+    /// (`push_unique_once.lua`): an outbox relay's.
+    #[cfg(feature = "postgres")]
     PUSH_UNIQUE_ONCE, "push_unique_once.lua", uses "time.lua", "due.lua", "push_job.lua"
 );
 script!(

@@ -4,12 +4,38 @@
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// The relay a worker was given, before it starts.
+/// The relay a worker may be given.
 #[cfg(feature = "postgres")]
-pub(crate) type Given = Option<redjob::outbox::Relay>;
+pub(crate) type Relay = redjob::outbox::Relay;
 /// Without the feature a worker is given none.
 #[cfg(not(feature = "postgres"))]
-pub(crate) type Given = Option<std::convert::Infallible>;
+pub(crate) type Relay = std::convert::Infallible;
+
+/// The relay a worker was given, before it starts.
+pub(crate) type Given = Option<Relay>;
+
+/// Checks the outbox a worker was given, before it starts: a missing or outdated table
+/// refuses the start (the reason is the error); a PostgreSQL that cannot be reached now is
+/// left to the relay's passes, which retry.
+pub(crate) async fn check(given: Option<&Relay>) -> Result<(), String> {
+    #[cfg(feature = "postgres")]
+    if let Some(relay) = given {
+        match relay.check().await {
+            Ok(()) => {}
+            Err(err @ redjob::outbox::OutboxError::TableMissing { .. }) => {
+                return Err(err.to_string())
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot check the outbox table; relaying anyway")
+            }
+        }
+    }
+    #[cfg(not(feature = "postgres"))]
+    if let Some(never) = given {
+        match *never {}
+    }
+    Ok(())
+}
 
 /// A relay running beside the jobs.
 pub(crate) struct Running {

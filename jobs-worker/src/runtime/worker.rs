@@ -39,6 +39,9 @@ pub enum WorkerError {
     /// A type of state was given twice.
     #[error(transparent)]
     DuplicateState(#[from] DuplicateState),
+    /// The outbox relay given to the worker cannot run: its table is missing or out of date.
+    #[error("outbox relay: {0}")]
+    Outbox(String),
 }
 
 impl WorkerError {
@@ -188,6 +191,9 @@ impl Worker {
         }
         self.announce().await;
         let waits = waits::write(&self.queue, &self.config.waits, &self.stop).await;
+        outbox::check(self.relay.as_ref())
+            .await
+            .map_err(WorkerError::Outbox)?;
         let relay = outbox::Running::start(self.relay);
         let listeners = Listeners::new(self.listeners.clone());
         let services = Services::start(
