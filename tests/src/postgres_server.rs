@@ -32,6 +32,7 @@ pub struct TestPostgres {
     child: Child,
     port: u16,
     dir: TempDir,
+    user: Option<User>,
 }
 
 impl TestPostgres {
@@ -54,7 +55,12 @@ impl TestPostgres {
             init_cluster(dir.path(), user.as_ref());
             let port = free_port();
             let child = spawn_postgres(dir.path(), port, user.as_ref());
-            let mut server = TestPostgres { child, port, dir };
+            let mut server = TestPostgres {
+                child,
+                port,
+                dir,
+                user: user.clone(),
+            };
             match server.wait_until_ready(START_TIMEOUT) {
                 Ok(()) => return server,
                 Err(why) => failures.push(format!(
@@ -67,6 +73,20 @@ impl TestPostgres {
             "postgres did not start after {START_ATTEMPTS} attempts:\n{}",
             failures.join("\n")
         );
+    }
+
+    /// Stops the server (a fast shutdown: sessions end) and starts it again on the same port
+    /// with the same cluster, as a restart for maintenance would; waits until it accepts
+    /// connections.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.child = spawn_postgres(self.dir.path(), self.port, self.user.as_ref());
+        if let Err(why) = self.wait_until_ready(START_TIMEOUT) {
+            panic!(
+                "postgres did not restart: {why}\n--- server log ---\n{}",
+                self.log()
+            );
+        }
     }
 
     /// The server's URL, `postgres://postgres@127.0.0.1:PORT/postgres`.
@@ -110,6 +130,13 @@ impl TestPostgres {
 
 impl Drop for TestPostgres {
     fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl TestPostgres {
+    /// Shuts the server down, killing it if it has not exited within [`STOP_TIMEOUT`].
+    fn stop(&mut self) {
         // SIGINT is PostgreSQL's fast shutdown: sessions end, the server exits cleanly.
         let _ = Command::new("kill")
             .args(["-s", "INT", &self.child.id().to_string()])
@@ -137,6 +164,7 @@ impl std::fmt::Debug for TestPostgres {
 }
 
 /// The user the server runs as when the tests run as root.
+#[derive(Clone)]
 struct User {
     uid: u32,
     gid: u32,
@@ -201,7 +229,12 @@ fn init_cluster(dir: &Path, user: Option<&User>) {
 }
 
 fn spawn_postgres(dir: &Path, port: u16, user: Option<&User>) -> Child {
-    let log = File::create(dir.join("postgres.log")).expect("cannot create the server log");
+    // Appending keeps what the server logged before a restart.
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join("postgres.log"))
+        .expect("cannot create the server log");
     pg_command("postgres", user)
         .arg("-D")
         .arg(dir.join("data"))

@@ -628,3 +628,76 @@ async fn a_worker_given_a_relay_without_its_table_refuses_to_start() {
         "{message}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_committed_row_arrives_once_across_restarts_of_postgres_and_redis() {
+    const JOBS: usize = 1500;
+    let mut postgres = TestPostgres::start();
+    // Persisted at every write, so that what was pushed before the restart is still there.
+    let mut redis = TestRedis::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let pool = PgPool::connect(&postgres.url()).await.unwrap();
+    Outbox::default().create_table(&pool).await.unwrap();
+    let queue = redis.queue();
+    let (stop, stopped) = stop_signal();
+    let relay = Relay::new(pool.clone(), queue.clone()).poll(Duration::from_millis(100));
+    let relaying = tokio::spawn(relay.run_until(stopped));
+
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let writer = {
+        let (pool, queue, written) = (pool.clone(), queue.clone(), written.clone());
+        tokio::spawn(async move {
+            let mut uuids = Vec::with_capacity(JOBS);
+            while uuids.len() < JOBS {
+                // A transaction that fails (PostgreSQL restarting) is tried again, as an
+                // application would; a rolled-back one made no job.
+                let attempt = async {
+                    let mut tx = pool.begin().await?;
+                    let uuid = Noop {}
+                        .dispatch()
+                        .via(&queue)
+                        .in_transaction(&mut tx)
+                        .await
+                        .map_err(|err| sqlx::Error::Protocol(err.to_string()))?;
+                    tx.commit().await?;
+                    Ok::<_, sqlx::Error>(uuid)
+                };
+                match attempt.await {
+                    Ok(uuid) => {
+                        uuids.push(uuid.to_string());
+                        written.store(uuids.len(), std::sync::atomic::Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+            uuids
+        })
+    };
+    let written_at_least = |n: usize| {
+        let written = written.clone();
+        async move { written.load(std::sync::atomic::Ordering::SeqCst) >= n }
+    };
+    wait_until(LONG, "300 jobs are written", || written_at_least(300)).await;
+    tokio::task::block_in_place(|| postgres.restart());
+    wait_until(LONG, "800 jobs are written", || written_at_least(800)).await;
+    tokio::task::block_in_place(|| redis.restart());
+    let uuids = writer.await.unwrap();
+
+    wait_until(LONG, "every committed job reaches Redis", || async {
+        let ready = ready_uuids(&redis, "default").await;
+        ready.len() >= JOBS
+    })
+    .await;
+    let ready = ready_uuids(&redis, "default").await;
+    let mut pushed: HashMap<&str, usize> = HashMap::new();
+    for uuid in &ready {
+        *pushed.entry(uuid.as_str()).or_default() += 1;
+    }
+    assert_eq!(ready.len(), JOBS, "none pushed twice");
+    for uuid in &uuids {
+        assert_eq!(pushed.get(uuid.as_str()), Some(&1), "{uuid} arrived once");
+    }
+    assert_eq!(rows(&pool).await, 0);
+    stop.send(()).unwrap();
+    relaying.await.unwrap().unwrap();
+}
