@@ -305,6 +305,32 @@ async fn unique_jobs_take_their_lock_at_relay_time_and_a_duplicate_is_kept_on_it
     assert_eq!(relay.relay_once().await.unwrap(), 1);
     assert_eq!(rows(&pool).await, 1, "only the duplicate is left");
     assert_eq!(ready_uuids(&redis, "default").await, [uuids[0].clone()]);
+
+    // Once more after its guard has lapsed (deleted here): the lock it holds says it was
+    // pushed.
+    sqlx::query(
+        "INSERT INTO redjob_outbox (uuid, queue, job, link, unique_key, unique_ms) \
+         VALUES ($1::uuid, $2, $3, $4, $5, $6)",
+    )
+    .bind(&first.0)
+    .bind(&first.1)
+    .bind(&first.2)
+    .bind(&first.3)
+    .bind(&first.4)
+    .bind(first.5)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let guard = format!("queues:default:pushed:{}", uuids[0]);
+    let mut conn = redis.conn().await;
+    let _: () = redjob::redis::cmd("DEL")
+        .arg(&guard)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(relay.relay_once().await.unwrap(), 1);
+    assert_eq!(rows(&pool).await, 1, "not kept as a duplicate of itself");
+    assert_eq!(ready_uuids(&redis, "default").await, [uuids[0].clone()]);
 }
 
 #[tokio::test]

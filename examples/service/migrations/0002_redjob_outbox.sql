@@ -15,3 +15,5 @@ CREATE TABLE IF NOT EXISTS redjob_outbox (
     problem text,
     created_at timestamptz NOT NULL DEFAULT now()
 );
+-- The rows relays claim: deleted rows and kept ones are not scanned past.
+CREATE INDEX IF NOT EXISTS redjob_outbox_claim ON redjob_outbox (id) WHERE problem IS NULL;

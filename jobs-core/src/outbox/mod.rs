@@ -40,8 +40,9 @@
 //!
 //! A unique job takes its lock when a relay pushes it; one whose lock another job holds then is
 //! not pushed, and its row is kept with the reason in its `problem` column. Not yet carried by
-//! the outbox: debounced jobs, chains and batches. Dispatching them in a transaction fails
-//! with [`OutboxError::Unsupported`] rather than push them outside it.
+//! the outbox: debounced jobs, whose dispatch in a transaction fails with
+//! [`OutboxError::Unsupported`] rather than push them outside it, and chains and batches,
+//! which have no `in_transaction`.
 
 mod relay;
 mod table;

@@ -19,6 +19,10 @@ pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
 /// How long a job's push guard lasts, unless set with [`Relay::guard`].
 pub const DEFAULT_GUARD: Duration = Duration::from_secs(900);
 
+/// How long a pass may sit idle inside its transaction (waiting for Redis) before PostgreSQL
+/// ends it and its rows go back: far below the guard, far above a push's command timeout.
+const CLAIM_HOLD: Duration = Duration::from_secs(60);
+
 /// The longest pause after a failed pass, doubling from 100 ms.
 const MAX_PAUSE: Duration = Duration::from_secs(5);
 
@@ -30,7 +34,8 @@ const MAX_PAUSE: Duration = Duration::from_secs(5);
 /// uuid for [`guard`](Self::guard): when a relay dies or loses PostgreSQL after its push and
 /// before its commit, the rows come back and the next pass pushes nothing twice. A row is
 /// pushed again, and its job run twice, only if its pass's commit fails and the rows stay
-/// unclaimed longer than the guard.
+/// unclaimed longer than the guard: PostgreSQL ends a pass's transaction that sits idle for a
+/// minute (a relay whose host vanished), so its rows come back well within it.
 #[derive(Debug, Clone)]
 pub struct Relay {
     pool: PgPool,
@@ -106,10 +111,19 @@ impl Relay {
     }
 
     /// One pass: claims committed rows, pushes their jobs (each unless it was pushed
-    /// already), deletes the rows and commits. Returns how many rows it moved. On an error
-    /// the claimed rows stay for the next pass.
+    /// already), deletes the rows pushed, marks the others with their problem, and commits.
+    /// Returns how many rows it claimed. On an error the claimed rows stay for the next pass.
     pub async fn relay_once(&self) -> Result<usize, OutboxError> {
         let mut tx = self.pool.begin().await?;
+        // A relay that dies in the middle of a pass (its host gone, no FIN) would hold its
+        // rows until TCP keepalive noticed, hours later and past their guards; PostgreSQL
+        // ends the transaction after this instead.
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SET LOCAL idle_in_transaction_session_timeout = {}",
+            CLAIM_HOLD.as_millis()
+        )))
+        .execute(&mut *tx)
+        .await?;
         let table = self.outbox.name();
         let claim = format!(
             "SELECT id, link, unique_key, unique_ms FROM {table} WHERE problem IS NULL \
@@ -123,6 +137,7 @@ impl Relay {
         if rows.is_empty() {
             return Ok(0);
         }
+        let count = rows.len();
         let mut claimed = Vec::with_capacity(rows.len());
         let mut problems: Vec<(i64, String)> = Vec::new();
         for (id, stored, unique_key, unique_ms) in rows {
@@ -184,7 +199,7 @@ impl Relay {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(claimed.len())
+        Ok(count)
     }
 
     /// Pushes the claimed rows' jobs, each unless it was pushed before: one pipeline per queue
@@ -241,44 +256,69 @@ impl Relay {
 
     /// Relays until `stop` completes: a pass whenever a transaction that wrote rows commits
     /// (`LISTEN`), and every [`poll`](Self::poll) in any case; passes follow one another
-    /// while they find full batches. A failed pass is logged and tried again after a pause
-    /// (100 ms, doubling up to 5 s). Returns an error only when it cannot listen at start.
+    /// while they find full batches, and `stop` is heeded between any two. A failed pass, or
+    /// a listener that cannot connect, is logged and tried again after a pause (100 ms,
+    /// doubling up to 5 s); until the listener connects, the poll alone finds the rows.
     pub async fn run_until(self, stop: impl Future<Output = ()>) -> Result<(), OutboxError> {
-        let mut listener = PgListener::connect_with(&self.pool).await?;
-        listener.listen(self.outbox.channel()).await?;
         tokio::pin!(stop);
+        let mut listener: Option<PgListener> = None;
         let mut pause = Duration::from_millis(100);
         loop {
-            let wait = match self.drain().await {
-                Ok(()) => {
-                    pause = Duration::from_millis(100);
-                    self.poll
-                }
-                Err(err) => {
-                    tracing::warn!(error = %err, retry_in_s = pause.as_secs_f64(), "cannot relay the outbox");
-                    let wait = pause;
-                    pause = (pause * 2).min(MAX_PAUSE);
-                    wait
-                }
-            };
-            tokio::select! {
-                () = &mut stop => return Ok(()),
-                notified = listener.recv() => {
-                    if let Err(err) = notified {
-                        // The listener reconnects on its next call; the poll covers the gap.
-                        tracing::warn!(error = %err, "the outbox's notifications were interrupted");
-                        tokio::time::sleep(pause).await;
+            if listener.is_none() {
+                match self.listen().await {
+                    Ok(listening) => listener = Some(listening),
+                    Err(err) => {
+                        tracing::warn!(error = %err, "cannot listen for the outbox's commits; polling")
                     }
                 }
-                () = tokio::time::sleep(wait) => {}
+            }
+            let failed = match self.relay_once().await {
+                Ok(claimed) if claimed >= self.batch => {
+                    // A full batch: more rows are likely waiting; pass again unless stopped.
+                    tokio::select! {
+                        biased;
+                        () = &mut stop => return Ok(()),
+                        () = std::future::ready(()) => continue,
+                    }
+                }
+                Ok(_) => false,
+                Err(err) => {
+                    tracing::warn!(error = %err, retry_in_s = pause.as_secs_f64(), "cannot relay the outbox");
+                    true
+                }
+            };
+            let wait = if failed { pause } else { self.poll };
+            pause = if failed {
+                (pause * 2).min(MAX_PAUSE)
+            } else {
+                Duration::from_millis(100)
+            };
+            match (failed, listener.as_mut()) {
+                (false, Some(listening)) => tokio::select! {
+                    () = &mut stop => return Ok(()),
+                    notified = listening.recv() => {
+                        if let Err(err) = notified {
+                            tracing::warn!(error = %err, "the outbox's notifications were interrupted; listening again");
+                            listener = None;
+                        }
+                    }
+                    () = tokio::time::sleep(wait) => {}
+                },
+                // After a failure notifications do not cut the pause short; without a
+                // listener the poll alone finds the rows.
+                _ => tokio::select! {
+                    () = &mut stop => return Ok(()),
+                    () = tokio::time::sleep(wait) => {}
+                },
             }
         }
     }
 
-    /// Passes until one finds less than a full batch.
-    async fn drain(&self) -> Result<(), OutboxError> {
-        while self.relay_once().await? >= self.batch {}
-        Ok(())
+    /// A listener on the outbox's channel.
+    async fn listen(&self) -> Result<PgListener, OutboxError> {
+        let mut listener = PgListener::connect_with(&self.pool).await?;
+        listener.listen(self.outbox.channel()).await?;
+        Ok(listener)
     }
 }
 

@@ -30,7 +30,8 @@ impl Outbox {
                 && part.len() <= 63
         };
         let parts: Vec<&str> = table.split('.').collect();
-        if parts.len() > 2 || !parts.iter().all(|part| plain(part)) {
+        // The name is also the notification channel, which PostgreSQL limits to 63 bytes.
+        if parts.len() > 2 || !parts.iter().all(|part| plain(part)) || table.len() > 63 {
             return Err(OutboxError::InvalidTable(table.to_owned()));
         }
         Ok(Outbox {
@@ -66,8 +67,11 @@ impl Outbox {
              \x20   -- Why the relay left the row: a duplicate of a unique job, or not a job.\n\
              \x20   problem text,\n\
              \x20   created_at timestamptz NOT NULL DEFAULT now()\n\
-             );\n",
-            table = self.table
+             );\n\
+             -- The rows relays claim: deleted rows and kept ones are not scanned past.\n\
+             CREATE INDEX IF NOT EXISTS {index} ON {table} (id) WHERE problem IS NULL;\n",
+            table = self.table,
+            index = format!("{}_claim", self.table.rsplit('.').next().unwrap_or(&self.table)),
         )
     }
 

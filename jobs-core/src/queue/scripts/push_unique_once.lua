@@ -15,6 +15,11 @@ if redis.call('exists', KEYS[4]) == 1 then
   return ''
 end
 local holder = redis.call('set', KEYS[1], ARGV[1], 'nx', 'get', 'px', tonumber(ARGV[2]))
+-- Held by this very job: pushed before, by a pass whose guard has lapsed since.
+if holder == ARGV[1] then
+  redis.call('set', KEYS[4], '1', 'ex', tonumber(ARGV[5]))
+  return ''
+end
 if holder then
   return holder
 end
