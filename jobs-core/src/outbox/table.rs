@@ -52,6 +52,7 @@ impl Outbox {
     /// assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS redjob_outbox"));
     /// ```
     pub fn schema(&self) -> String {
+        let index = self.table.rsplit('.').next().unwrap_or(&self.table);
         format!(
             "CREATE TABLE IF NOT EXISTS {table} (\n\
              \x20   -- The claim order: relays take the oldest rows first.\n\
@@ -69,9 +70,8 @@ impl Outbox {
              \x20   created_at timestamptz NOT NULL DEFAULT now()\n\
              );\n\
              -- The rows relays claim: deleted rows and kept ones are not scanned past.\n\
-             CREATE INDEX IF NOT EXISTS {index} ON {table} (id) WHERE problem IS NULL;\n",
+             CREATE INDEX IF NOT EXISTS {index}_claim ON {table} (id) WHERE problem IS NULL;\n",
             table = self.table,
-            index = format!("{}_claim", self.table.rsplit('.').next().unwrap_or(&self.table)),
         )
     }
 
