@@ -727,3 +727,34 @@ async fn every_committed_row_arrives_once_across_restarts_of_postgres_and_redis(
     stop.send(()).unwrap();
     relaying.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_row_redis_refuses_is_kept_with_the_reason_and_holds_back_no_other() {
+    let (_postgres, redis, pool, queue) = setup().await;
+    // A key of the wrong type where the job's queue should be.
+    let _: () = redjob::redis::cmd("SET")
+        .arg("queues:poisoned")
+        .arg("not a list")
+        .query_async(&mut redis.conn().await)
+        .await
+        .unwrap();
+    let refused = committed(&pool, Noop {}.dispatch().on_queue("poisoned").via(&queue)).await;
+    let fine = committed(&pool, Noop {}.dispatch().via(&queue)).await;
+
+    let relay = Relay::new(pool.clone(), queue.clone());
+    assert_eq!(relay.relay_once().await.unwrap(), 2);
+    assert_eq!(ready_uuids(&redis, "default").await, [fine.to_string()]);
+    let kept: Vec<(String, String)> =
+        sqlx::query_as("SELECT uuid::text, problem FROM redjob_outbox")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].0, refused.to_string());
+    assert!(kept[0].1.contains("WRONGTYPE"), "{}", kept[0].1);
+    assert_eq!(
+        relay.relay_once().await.unwrap(),
+        0,
+        "a kept row is not claimed again"
+    );
+}

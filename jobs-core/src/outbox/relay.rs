@@ -165,6 +165,17 @@ impl Relay {
         for (row, outcome) in claimed.iter().zip(outcomes) {
             match outcome {
                 Pushed::Now | Pushed::Before => done.push(row.id),
+                Pushed::Refused(why) => {
+                    tracing::error!(
+                        table,
+                        id = row.id,
+                        job = %row.link.job,
+                        uuid = %row.link.uuid,
+                        error = %why,
+                        "Redis refused to push a job from the outbox; its row is kept"
+                    );
+                    problems.push((row.id, format!("refused by Redis: {why}")));
+                }
                 Pushed::Duplicate(holder) => {
                     tracing::warn!(
                         table,
@@ -215,8 +226,28 @@ impl Relay {
         for run in runs {
             let calls: Vec<_> = run.iter().map(|row| self.call(row)).collect();
             let scripts = [&*scripts::PUSH_ONCE, &*scripts::PUSH_UNIQUE_ONCE];
-            let replies: Vec<redis::Value> = self.queue.invoke_all(&scripts, &calls).await?;
-            outcomes.extend(replies.into_iter().map(Pushed::from_reply));
+            match self
+                .queue
+                .invoke_all::<redis::Value>(&scripts, &calls)
+                .await
+            {
+                Ok(replies) => outcomes.extend(replies.into_iter().map(Pushed::from_reply)),
+                // Redis refused one of the calls (a key of another type, say): each alone, so
+                // that only the refused rows are held back, not every row behind them. Calls
+                // that ran before find their guards.
+                Err(crate::Error::Redis(err)) if refused(&err) => {
+                    for call in &calls {
+                        match self.queue.invoke::<redis::Value>(call).await {
+                            Ok(reply) => outcomes.push(Pushed::from_reply(reply)),
+                            Err(crate::Error::Redis(err)) if refused(&err) => {
+                                outcomes.push(Pushed::Refused(err.to_string()))
+                            }
+                            Err(err) => return Err(err.into()),
+                        }
+                    }
+                }
+                Err(err) => return Err(err.into()),
+            }
         }
         let before = outcomes
             .iter()
@@ -337,16 +368,29 @@ enum Pushed {
     Before,
     /// Not pushed: a unique job whose lock another job (this uuid) holds.
     Duplicate(String),
+    /// Not pushed: Redis refused the call, saying this.
+    Refused(String),
+}
+
+/// Whether Redis answered with an error, rather than the connection failing.
+fn refused(err: &redis::RedisError) -> bool {
+    !(err.is_io_error()
+        || err.is_timeout()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal())
 }
 
 impl Pushed {
-    /// `push_once.lua` answers 1 or 0; `push_unique_once.lua` '' or the lock's holder.
+    /// `push_once.lua` answers 1 or 0; `push_unique_once.lua` '' or the lock's holder; a
+    /// refused call, its error.
     fn from_reply(reply: redis::Value) -> Pushed {
         match reply {
             redis::Value::Int(0) => Pushed::Before,
             redis::Value::BulkString(holder) if !holder.is_empty() => {
                 Pushed::Duplicate(String::from_utf8_lossy(&holder).into_owned())
             }
+            // A pipeline read as values gives a refused call's error as its reply.
+            redis::Value::ServerError(err) => Pushed::Refused(err.to_string()),
             _ => Pushed::Now,
         }
     }

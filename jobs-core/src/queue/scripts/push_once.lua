@@ -8,8 +8,10 @@
 -- ARGV[2]  the payload
 -- ARGV[3]  how long the guard lasts, in seconds
 -- Returns 1 when pushed, 0 when it had been.
-if not redis.call('set', KEYS[3], '1', 'nx', 'ex', tonumber(ARGV[3])) then
+if redis.call('exists', KEYS[3]) == 1 then
   return 0
 end
+-- The push first: a push Redis refuses (a key of another type) leaves no guard behind.
 push_job(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+redis.call('set', KEYS[3], '1', 'ex', tonumber(ARGV[3]))
 return 1
