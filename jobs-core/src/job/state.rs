@@ -118,7 +118,7 @@ impl fmt::Debug for State {
 /// What one job's handler or hook reads: the state its worker was given, and the types its job
 /// type declares. Both contexts ([`JobContext`](crate::JobContext) and
 /// [`FailedContext`](crate::FailedContext)) read through it, with the same checks.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, Debug)]
 pub(crate) struct JobState {
     given: State,
     declared: &'static [StateType],
@@ -156,15 +156,6 @@ impl JobState {
     /// The state of type `T`, if it was given; declared or not.
     pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.given.get::<T>()
-    }
-}
-
-impl fmt::Debug for JobState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JobState")
-            .field("given", &self.given)
-            .field("declared", &self.declared)
-            .finish()
     }
 }
 

@@ -16,9 +16,6 @@ for i = at.arg, #ARGV, 2 do
   copies[#copies + 1] = ARGV[i]
   uuids[#uuids + 1] = ARGV[i + 1]
 end
-if #copies == 0 then
-  return 0
-end
 local held_copies, held_uuids = {}, {}
 for i, score in ipairs(redis.call('zmscore', KEYS[1], unpack(copies))) do
   if score then

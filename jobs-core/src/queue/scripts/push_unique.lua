@@ -8,10 +8,4 @@
 -- ARGV[3]  the payload
 -- ARGV[4]  '' to push the job ready, else its due time as later.lua takes it
 -- Returns '' when pushed, else the uuid of the job that holds the lock.
--- One command takes a free lock or reads the holder of a taken one.
-local holder = redis.call('set', KEYS[1], ARGV[1], 'nx', 'get', 'px', tonumber(ARGV[2]))
-if holder then
-  return holder
-end
-push_job(KEYS[2], KEYS[3], ARGV[4], ARGV[3])
-return ''
+return push_unique_job(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], ARGV[4], ARGV[3]) or ''

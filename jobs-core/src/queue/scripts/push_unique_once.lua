@@ -14,17 +14,10 @@
 if redis.call('exists', KEYS[4]) == 1 then
   return ''
 end
-local holder = redis.call('get', KEYS[1])
--- Held by this very job: pushed before, by a pass whose guard has lapsed since.
-if holder == ARGV[1] then
-  redis.call('set', KEYS[4], '1', 'ex', tonumber(ARGV[5]))
-  return ''
-end
-if holder then
+local holder = push_unique_job(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], ARGV[4], ARGV[3])
+if holder and holder ~= ARGV[1] then
   return holder
 end
--- The push first: a push Redis refuses (a key of another type) leaves no lock or guard.
-push_job(KEYS[2], KEYS[3], ARGV[4], ARGV[3])
-redis.call('set', KEYS[1], ARGV[1], 'px', tonumber(ARGV[2]))
+-- Pushed now, or held by this very job: pushed before, by a pass whose guard has lapsed.
 redis.call('set', KEYS[4], '1', 'ex', tonumber(ARGV[5]))
 return ''

@@ -16,3 +16,17 @@ local function push_job(target, notify, due, payload)
     redis.call('rpush', notify, '1')
   end
 end
+
+-- Pushes a unique job as push_job does, with its lock `lock` set to `uuid` for `ms`
+-- milliseconds, unless a job holds the lock: then pushes nothing and returns the holder. The
+-- push goes first, so that a push Redis refuses (a key of another type) leaves no lock
+-- without its job.
+local function push_unique_job(lock, uuid, ms, target, notify, due, payload)
+  local holder = redis.call('get', lock)
+  if holder then
+    return holder
+  end
+  push_job(target, notify, due, payload)
+  redis.call('set', lock, uuid, 'px', tonumber(ms))
+  return nil
+end
