@@ -153,8 +153,9 @@ impl Processor {
         }
         // How long the queue's jobs take, for reserving ahead. A requeued job did not run (a
         // limit or lock was busy): its few µs say nothing of that.
+        let runtime = started.elapsed();
         if !matches!(verdict, Verdict::Requeue(_)) {
-            self.settler.stats.record_runtime(started.elapsed());
+            self.settler.stats.record_runtime(runtime);
         }
         let (verdict, steps) = attempt_steps(&self.settler.queue, &ctx, verdict);
         let reported = event.map(|event| (event, verdict.clone(), error.clone()));
@@ -175,7 +176,7 @@ impl Processor {
         };
         let settled = self
             .settler
-            .settle(job, id, verdict, error, started, effects)
+            .settle(job, id, verdict, error, runtime, effects)
             .await;
         // The failure may have cancelled its batch: the batch's next job here reads again.
         if let (Some(batch), Some(_)) = (payload.batch, &failure) {
@@ -262,7 +263,7 @@ impl Processor {
             steps: Vec::new(),
         };
         self.settler
-            .settle(job, id, verdict, None, started, effects)
+            .settle(job, id, verdict, None, started.elapsed(), effects)
             .instrument(span)
             .await
     }

@@ -7,7 +7,7 @@ use redjob::payload::counters;
 use redjob::queue::hold::Holds;
 use redjob::{FailedJob, RedisQueue};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tracing::{info, warn};
 
 use crate::stats::Stats;
@@ -82,10 +82,9 @@ impl Settler {
         id: JobId<'_>,
         verdict: Verdict,
         error: Option<String>,
-        started: Instant,
+        runtime: Duration,
         effects: AttemptEffects<'_>,
     ) -> Settled {
-        let runtime = started.elapsed();
         let duration_ms = (runtime.as_secs_f64() * 100_000.0).round() / 100.0;
         let release_reason = error.as_deref().unwrap_or("released by the job");
         self.record(&job, &id, &verdict, runtime, release_reason);

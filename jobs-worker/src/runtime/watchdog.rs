@@ -229,7 +229,7 @@ impl Guarded {
                         steps: failed_steps(ctx, &settler.queue),
                     };
                     settler
-                        .settle(job, id, verdict, error, deadline.started, effects)
+                        .settle(job, id, verdict, error, deadline.started.elapsed(), effects)
                         .instrument(span)
                         .await;
                 }

@@ -184,16 +184,24 @@ impl Worker {
     /// Redis handle, scoped to their tasks. What happens to a handler that blocks its thread
     /// past its timeout is [`WorkerConfig::on_blocked`].
     pub async fn run(self) -> Result<Exit, WorkerError> {
+        // The listeners called from this task dispatch through the worker's handle too, as
+        // the jobs' and hooks' tasks do.
+        let queue = self.queue.clone();
+        queue.scope(self.run_scoped()).await
+    }
+
+    /// [`Worker::run`], inside the scope of the worker's Redis handle.
+    async fn run_scoped(self) -> Result<Exit, WorkerError> {
         let state = self.state.checked()?;
         redjob::job::registry::check_state(state).map_err(WorkerError::MissingState)?;
+        outbox::check(self.relay.as_ref())
+            .await
+            .map_err(WorkerError::Outbox)?;
         if !startup::wait_for_redis(&self.queue, &self.stop).await? {
             return Ok(Exit::Stopped);
         }
         self.announce().await;
         let waits = waits::write(&self.queue, &self.config.waits, &self.stop).await;
-        outbox::check(self.relay.as_ref())
-            .await
-            .map_err(WorkerError::Outbox)?;
         let relay = outbox::Running::start(self.relay);
         let listeners = Listeners::new(self.listeners.clone());
         let services = Services::start(
