@@ -4,7 +4,7 @@
 //! one entry per run to a Redis list) and prints its figures; see them with
 //! `cargo test -p tests --test fault_injection -- --nocapture`.
 
-use examples::{Record, Sleep, RECORDS_KEY};
+use examples::{Record, Sleep};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use redjob::queue::keys::QueueKeys;
@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tests::records::{records_len, runs_by_uuid};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, SentVia, TestRedis};
 
@@ -54,27 +55,6 @@ async fn dispatch_records_retrying(queue: &RedisQueue, count: usize) -> Vec<Stri
         uuids.push(uuid.to_string());
     }
     uuids
-}
-
-/// How many runs have been recorded.
-async fn records_len(conn: &mut MultiplexedConnection) -> usize {
-    conn.llen(RECORDS_KEY).await.expect("LLEN answers")
-}
-
-/// Every recorded run: the attempt number of each run, by job uuid.
-async fn runs_by_uuid(conn: &mut MultiplexedConnection) -> HashMap<String, Vec<u64>> {
-    let entries: Vec<String> = conn
-        .lrange(RECORDS_KEY, 0, -1)
-        .await
-        .expect("LRANGE answers");
-    let mut runs: HashMap<String, Vec<u64>> = HashMap::new();
-    for entry in entries {
-        let entry: serde_json::Value = serde_json::from_str(&entry).expect("a JSON record");
-        let uuid = entry["uuid"].as_str().expect("a uuid").to_owned();
-        let attempt = entry["attempt"].as_u64().expect("an attempt number");
-        runs.entry(uuid).or_default().push(attempt);
-    }
-    runs
 }
 
 /// Jobs not yet settled on these queues: ready, delayed or reserved.

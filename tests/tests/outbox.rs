@@ -4,13 +4,14 @@
 
 use std::time::Duration;
 
-use examples::{Noop, Record, ReindexSearch, RECORDS_KEY};
+use examples::{Noop, Record, ReindexSearch};
 use redjob::outbox::{Outbox, OutboxError, Relay};
 use redjob::{job, Bulk, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
 use redjob_worker::{Exit, Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use sqlx::{Connection, PgPool};
 use std::collections::HashMap;
+use tests::records::{records_len, runs_by_uuid};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, TestPostgres, TestRedis};
 
@@ -96,6 +97,31 @@ async fn ready_uuids(redis: &TestRedis, queue: &str) -> Vec<String> {
         .collect()
 }
 
+/// Keeps a copy of the outbox's rows, to put them back as a relay that pushed them and died
+/// before its commit leaves them.
+async fn save_rows(pool: &PgPool) {
+    sqlx::query(
+        "CREATE TABLE saved_outbox AS \
+         SELECT uuid, queue, job, link, unique_key, unique_ms FROM redjob_outbox",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// Puts the saved row of the job `uuid` back into the outbox ([`save_rows`]).
+async fn put_back(pool: &PgPool, uuid: &str) {
+    sqlx::query(
+        "INSERT INTO redjob_outbox (uuid, queue, job, link, unique_key, unique_ms) \
+         SELECT uuid, queue, job, link, unique_key, unique_ms FROM saved_outbox \
+         WHERE uuid = $1::uuid",
+    )
+    .bind(uuid)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
 async fn rows(pool: &PgPool) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM redjob_outbox")
         .fetch_one(pool)
@@ -166,23 +192,12 @@ async fn a_committed_dispatch_is_relayed_once_and_a_rolled_back_one_never_exists
 async fn rows_left_by_a_relay_that_died_before_its_commit_push_nothing_twice() {
     let (_postgres, redis, pool, queue) = setup().await;
     let uuid = committed(&pool, Noop {}.dispatch().via(&queue)).await;
-    let row: (String, String, String, String) =
-        sqlx::query_as("SELECT uuid::text, queue, job, link FROM redjob_outbox")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    save_rows(&pool).await;
 
     let relay = Relay::new(pool.clone(), queue.clone());
     assert_eq!(relay.relay_once().await.unwrap(), 1);
     // The row as a relay that pushed and then died would have left it: back in the table.
-    sqlx::query("INSERT INTO redjob_outbox (uuid, queue, job, link) VALUES ($1::uuid, $2, $3, $4)")
-        .bind(&row.0)
-        .bind(&row.1)
-        .bind(&row.2)
-        .bind(&row.3)
-        .execute(&pool)
-        .await
-        .unwrap();
+    put_back(&pool, &uuid.to_string()).await;
     assert_eq!(
         relay.relay_once().await.unwrap(),
         1,
@@ -247,7 +262,7 @@ async fn a_relay_wakes_on_the_commit_not_on_its_poll() {
     );
 
     stop.send(()).unwrap();
-    running.await.unwrap().unwrap();
+    running.await.unwrap();
 }
 
 #[tokio::test]
@@ -258,13 +273,7 @@ async fn unique_jobs_take_their_lock_at_relay_time_and_a_duplicate_is_kept_on_it
         let uuid = committed(&pool, Welcome { user: 7 }.dispatch().via(&queue)).await;
         uuids.push(uuid.to_string());
     }
-    let first: (String, String, String, String, String, i64) = sqlx::query_as(
-        "SELECT uuid::text, queue, job, link, unique_key, unique_ms FROM redjob_outbox \
-         ORDER BY id LIMIT 1",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    save_rows(&pool).await;
 
     let relay = Relay::new(pool.clone(), queue.clone());
     assert_eq!(relay.relay_once().await.unwrap(), 2);
@@ -289,38 +298,14 @@ async fn unique_jobs_take_their_lock_at_relay_time_and_a_duplicate_is_kept_on_it
 
     // The first row as a relay that died before its commit leaves it: pushed before, not a
     // duplicate of itself.
-    sqlx::query(
-        "INSERT INTO redjob_outbox (uuid, queue, job, link, unique_key, unique_ms) \
-         VALUES ($1::uuid, $2, $3, $4, $5, $6)",
-    )
-    .bind(&first.0)
-    .bind(&first.1)
-    .bind(&first.2)
-    .bind(&first.3)
-    .bind(&first.4)
-    .bind(first.5)
-    .execute(&pool)
-    .await
-    .unwrap();
+    put_back(&pool, &uuids[0]).await;
     assert_eq!(relay.relay_once().await.unwrap(), 1);
     assert_eq!(rows(&pool).await, 1, "only the duplicate is left");
     assert_eq!(ready_uuids(&redis, "default").await, [uuids[0].clone()]);
 
     // Once more after its guard has lapsed (deleted here): the lock it holds says it was
     // pushed.
-    sqlx::query(
-        "INSERT INTO redjob_outbox (uuid, queue, job, link, unique_key, unique_ms) \
-         VALUES ($1::uuid, $2, $3, $4, $5, $6)",
-    )
-    .bind(&first.0)
-    .bind(&first.1)
-    .bind(&first.2)
-    .bind(&first.3)
-    .bind(&first.4)
-    .bind(first.5)
-    .execute(&pool)
-    .await
-    .unwrap();
+    put_back(&pool, &uuids[0]).await;
     let guard = format!("queues:default:pushed:{}", uuids[0]);
     let mut conn = redis.conn().await;
     let _: () = redjob::redis::cmd("DEL")
@@ -422,14 +407,7 @@ async fn of_ten_thousand_dispatches_in_a_hundred_concurrent_transactions_exactly
     wait_until(LONG, "every committed job ran", || {
         let mut conn = conn.clone();
         let expected = committed.len();
-        async move {
-            let ran: usize = redjob::redis::cmd("LLEN")
-                .arg(RECORDS_KEY)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            ran >= expected
-        }
+        async move { records_len(&mut conn).await >= expected }
     })
     .await;
     // Anything relayed or run twice would show up by now.
@@ -438,51 +416,19 @@ async fn of_ten_thousand_dispatches_in_a_hundred_concurrent_transactions_exactly
     assert_eq!(running.await.unwrap().unwrap(), Exit::Stopped);
     stop.send(true).unwrap();
     for relay in relays {
-        relay.await.unwrap().unwrap();
+        relay.await.unwrap();
     }
 
-    let records: Vec<String> = redjob::redis::cmd("LRANGE")
-        .arg(RECORDS_KEY)
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let mut runs: HashMap<String, usize> = HashMap::new();
-    for record in &records {
-        let record: serde_json::Value = serde_json::from_str(record).unwrap();
-        *runs
-            .entry(record["uuid"].as_str().unwrap().to_owned())
-            .or_default() += 1;
-    }
+    let runs = runs_by_uuid(&mut conn).await;
     assert_eq!(
         runs.len(),
         committed.len(),
         "exactly the committed jobs ran"
     );
     for uuid in &committed {
-        assert_eq!(runs.get(uuid), Some(&1), "{uuid} ran once");
+        assert_eq!(runs.get(uuid).map(Vec::len), Some(1), "{uuid} ran once");
     }
     assert_eq!(rows(&pool).await, 0);
-}
-
-/// The uuid of every `Record` job run, and how often each ran.
-async fn runs_by_uuid(redis: &TestRedis) -> HashMap<String, usize> {
-    let records: Vec<String> = redjob::redis::cmd("LRANGE")
-        .arg(RECORDS_KEY)
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut redis.conn().await)
-        .await
-        .unwrap();
-    let mut runs: HashMap<String, usize> = HashMap::new();
-    for record in &records {
-        let record: serde_json::Value = serde_json::from_str(record).unwrap();
-        *runs
-            .entry(record["uuid"].as_str().unwrap().to_owned())
-            .or_default() += 1;
-    }
-    runs
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -526,29 +472,31 @@ async fn relaying_workers_killed_three_times_during_twenty_thousand_jobs_lose_no
             written
         })
     };
+    let mut conn = redis.conn().await;
     for kill in 1..=3 {
-        let relayed = runs_by_uuid(&redis).await.len();
-        wait_until(
-            LONG,
-            format!("jobs are relayed before kill {kill}"),
-            || async { runs_by_uuid(&redis).await.len() > relayed + 200 },
-        )
+        let relayed = records_len(&mut conn).await;
+        wait_until(LONG, format!("jobs are relayed before kill {kill}"), || {
+            let mut conn = conn.clone();
+            async move { records_len(&mut conn).await > relayed + 200 }
+        })
         .await;
         relay.kill();
         relay = relaying();
     }
     let written = writer.await.unwrap();
     assert_eq!(written.len(), JOBS);
-    wait_until(LONG, "every written job ran", || async {
-        runs_by_uuid(&redis).await.len() >= JOBS
+    wait_until(LONG, "every written job ran", || {
+        let mut conn = conn.clone();
+        async move { records_len(&mut conn).await >= JOBS }
     })
     .await;
     // Anything pushed twice would have run by now.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let runs = runs_by_uuid(&redis).await;
+    let runs = runs_by_uuid(&mut conn).await;
     assert_eq!(runs.len(), JOBS, "none lost");
     for uuid in &written {
-        assert_eq!(runs.get(&uuid.to_string()), Some(&1), "{uuid} ran once");
+        let ran = runs.get(&uuid.to_string()).map(Vec::len);
+        assert_eq!(ran, Some(1), "{uuid} ran once");
     }
     assert_eq!(rows(&pool).await, 0);
     relay.signal("TERM");
@@ -620,7 +568,7 @@ async fn a_job_dispatched_in_a_transaction_always_finds_the_row_it_was_committed
     stop_worker.cancel();
     running.await.unwrap().unwrap();
     stop.send(()).unwrap();
-    relay.await.unwrap().unwrap();
+    relay.await.unwrap();
 }
 
 /// A stop signal for a relay: send to stop it.
@@ -710,8 +658,10 @@ async fn every_committed_row_arrives_once_across_restarts_of_postgres_and_redis(
     let uuids = writer.await.unwrap();
 
     wait_until(LONG, "every committed job reaches Redis", || async {
-        let ready = ready_uuids(&redis, "default").await;
-        ready.len() >= JOBS
+        queue
+            .size("default")
+            .await
+            .is_ok_and(|size| size.ready >= JOBS as u64)
     })
     .await;
     let ready = ready_uuids(&redis, "default").await;
@@ -725,7 +675,7 @@ async fn every_committed_row_arrives_once_across_restarts_of_postgres_and_redis(
     }
     assert_eq!(rows(&pool).await, 0);
     stop.send(()).unwrap();
-    relaying.await.unwrap().unwrap();
+    relaying.await.unwrap();
 }
 
 #[tokio::test]

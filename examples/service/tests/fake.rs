@@ -110,3 +110,13 @@ async fn a_refused_shipment_fails_at_once_and_its_failed_hook_marks_the_order() 
     );
     assert_eq!(flow.ran().len(), 2, "only the anvil's two jobs ran");
 }
+
+#[test]
+fn the_outbox_migration_is_the_outbox_schema() {
+    let migration = include_str!("../migrations/0002_redjob_outbox.sql");
+    let schema = redjob::outbox::Outbox::default().schema();
+    assert!(
+        migration.ends_with(&schema),
+        "migrations/0002_redjob_outbox.sql differs from Outbox::default().schema():\n{schema}"
+    );
+}

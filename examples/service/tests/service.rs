@@ -19,14 +19,20 @@ struct Setup {
     postgres: TestPostgres,
     redis: TestRedis,
     carrier: FakeCarrier,
+    /// The test's own reads of the service's database; it connects on first use, once the
+    /// service has made its tables.
+    pool: sqlx::PgPool,
 }
 
 impl Setup {
     async fn start(unavailable_first: usize) -> Setup {
+        let postgres = TestPostgres::start();
+        let pool = sqlx::PgPool::connect_lazy(&postgres.url()).expect("a valid URL");
         Setup {
-            postgres: TestPostgres::start(),
+            postgres,
             redis: TestRedis::start(),
             carrier: FakeCarrier::start(unavailable_first).await,
+            pool,
         }
     }
 
@@ -64,25 +70,19 @@ impl Setup {
 
     /// How many jobs wait in the outbox.
     async fn outbox_rows(&self) -> i64 {
-        let pool = sqlx::PgPool::connect(&self.postgres.url()).await.unwrap();
-        let rows = sqlx::query_scalar("SELECT count(*) FROM redjob_outbox")
-            .fetch_one(&pool)
+        sqlx::query_scalar("SELECT count(*) FROM redjob_outbox")
+            .fetch_one(&self.pool)
             .await
-            .unwrap();
-        pool.close().await;
-        rows
+            .unwrap()
     }
 
     /// The order's row, read straight from PostgreSQL.
     async fn row(&self, id: i64) -> (String, Option<String>, Option<String>) {
-        let pool = sqlx::PgPool::connect(&self.postgres.url()).await.unwrap();
-        let row = sqlx::query_as("SELECT status, tracking, problem FROM orders WHERE id = $1")
+        sqlx::query_as("SELECT status, tracking, problem FROM orders WHERE id = $1")
             .bind(id)
-            .fetch_one(&pool)
+            .fetch_one(&self.pool)
             .await
-            .unwrap();
-        pool.close().await;
-        row
+            .unwrap()
     }
 }
 

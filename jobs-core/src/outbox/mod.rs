@@ -33,7 +33,7 @@
 //!
 //! // In a worker (or any process): move committed rows into Redis until stopped.
 //! let relay = Relay::new(pool.clone(), RedisQueue::from_env()?);
-//! relay.run_until(std::future::pending::<()>()).await?;
+//! relay.run_until(std::future::pending::<()>()).await;
 //! # Ok(())
 //! # }
 //! ```

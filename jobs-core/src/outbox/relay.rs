@@ -10,6 +10,8 @@ use crate::queue::keys::KeyLayout;
 use crate::queue::{scripts, RedisQueue};
 use crate::workflow::Link;
 
+use super::table::COLUMNS;
+use super::write::{Row, UniqueLockRow};
 use super::{Outbox, OutboxError};
 
 /// Rows a relay claims per pass, unless set with [`Relay::batch`].
@@ -19,9 +21,11 @@ pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
 /// How long a job's push guard lasts, unless set with [`Relay::guard`].
 pub const DEFAULT_GUARD: Duration = Duration::from_secs(900);
 
-/// How long a pass may sit idle inside its transaction (waiting for Redis) before PostgreSQL
-/// ends it and its rows go back: far below the guard, far above a push's command timeout.
-const CLAIM_HOLD: Duration = Duration::from_secs(60);
+/// How a pass begins its transaction. A relay that dies in the middle of a pass (its host
+/// gone, no FIN) would hold its rows until TCP keepalive noticed, hours later and past their
+/// guards; PostgreSQL ends a transaction idle (waiting for Redis) this long instead: far below
+/// the guard, far above a push's command timeout.
+const BEGIN_PASS: &str = "BEGIN; SET LOCAL idle_in_transaction_session_timeout = '60s'";
 
 /// The longest pause after a failed pass, doubling from 100 ms.
 const MAX_PAUSE: Duration = Duration::from_secs(5);
@@ -77,9 +81,9 @@ impl Relay {
         self
     }
 
-    /// Keeps each job's push guard this long.
+    /// Keeps each job's push guard this long (at least a second).
     pub fn guard(mut self, lasts: Duration) -> Relay {
-        self.guard = lasts;
+        self.guard = lasts.max(Duration::from_secs(1));
         self
     }
 
@@ -88,10 +92,7 @@ impl Relay {
     /// be asked.
     pub async fn check(&self) -> Result<(), OutboxError> {
         let table = self.outbox.name();
-        let probe = format!(
-            "SELECT id, uuid, queue, job, link, unique_key, unique_ms, problem, created_at \
-             FROM {table} LIMIT 0"
-        );
+        let probe = format!("SELECT {COLUMNS} FROM {table} LIMIT 0");
         match sqlx::query(sqlx::AssertSqlSafe(probe))
             .execute(&self.pool)
             .await
@@ -114,16 +115,7 @@ impl Relay {
     /// already), deletes the rows pushed, marks the others with their problem, and commits.
     /// Returns how many rows it claimed. On an error the claimed rows stay for the next pass.
     pub async fn relay_once(&self) -> Result<usize, OutboxError> {
-        let mut tx = self.pool.begin().await?;
-        // A relay that dies in the middle of a pass (its host gone, no FIN) would hold its
-        // rows until TCP keepalive noticed, hours later and past their guards; PostgreSQL
-        // ends the transaction after this instead.
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SET LOCAL idle_in_transaction_session_timeout = {}",
-            CLAIM_HOLD.as_millis()
-        )))
-        .execute(&mut *tx)
-        .await?;
+        let mut tx = self.pool.begin_with(BEGIN_PASS).await?;
         let table = self.outbox.name();
         let claim = format!(
             "SELECT id, link, unique_key, unique_ms FROM {table} WHERE problem IS NULL \
@@ -144,8 +136,12 @@ impl Relay {
             match Link::decode(&stored) {
                 Some(link) => claimed.push(Claimed {
                     id,
-                    link,
-                    unique: unique_key.zip(unique_ms),
+                    row: Row {
+                        link,
+                        unique: unique_key
+                            .zip(unique_ms)
+                            .map(|(key, lasts_ms)| UniqueLockRow { key, lasts_ms }),
+                    },
                 }),
                 None => {
                     tracing::error!(
@@ -160,35 +156,21 @@ impl Relay {
                 }
             }
         }
-        let outcomes = self.push(&claimed).await?;
+        let outcomes = self.push(&mut claimed).await?;
         let mut done = Vec::with_capacity(claimed.len());
         for (row, outcome) in claimed.iter().zip(outcomes) {
-            match outcome {
-                Pushed::Now | Pushed::Before => done.push(row.id),
-                Pushed::Refused(why) => {
-                    tracing::error!(
-                        table,
-                        id = row.id,
-                        job = %row.link.job,
-                        uuid = %row.link.uuid,
-                        error = %why,
-                        "Redis refused to push a job from the outbox; its row is kept"
-                    );
-                    problems.push((row.id, format!("refused by Redis: {why}")));
-                }
-                Pushed::Duplicate(holder) => {
+            match outcome.problem() {
+                None => done.push(row.id),
+                Some(problem) => {
                     tracing::warn!(
                         table,
                         id = row.id,
-                        job = %row.link.job,
-                        uuid = %row.link.uuid,
-                        holder = %holder,
-                        "a unique job from the outbox was not pushed: another job holds its lock"
+                        job = %row.row.link.job,
+                        uuid = %row.row.link.uuid,
+                        problem,
+                        "a job from the outbox was not pushed; its row is kept"
                     );
-                    problems.push((
-                        row.id,
-                        format!("duplicate: job {holder} holds its unique lock"),
-                    ));
+                    problems.push((row.id, problem));
                 }
             }
         }
@@ -204,50 +186,43 @@ impl Relay {
                 .execute(&mut *tx)
                 .await?;
         }
-        let delete = format!("DELETE FROM {table} WHERE id = ANY($1)");
-        sqlx::query(sqlx::AssertSqlSafe(delete))
-            .bind(&done)
-            .execute(&mut *tx)
-            .await?;
+        if !done.is_empty() {
+            let delete = format!("DELETE FROM {table} WHERE id = ANY($1)");
+            sqlx::query(sqlx::AssertSqlSafe(delete))
+                .bind(&done)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(count)
     }
 
     /// Pushes the claimed rows' jobs, each unless it was pushed before: one pipeline per queue
-    /// on a cluster, one in all on a single server. What became of each, in order.
-    async fn push(&self, claimed: &[Claimed]) -> Result<Vec<Pushed>, OutboxError> {
+    /// on a cluster (the rows sorted by queue first, keeping their order within each), one
+    /// in all on a single server. What became of each, in the rows' order.
+    async fn push(&self, claimed: &mut [Claimed]) -> Result<Vec<Pushed>, OutboxError> {
         let mut outcomes = Vec::with_capacity(claimed.len());
         let runs: Vec<&[Claimed]> = match self.queue.layout() {
             KeyLayout::Standalone => vec![claimed],
-            KeyLayout::Cluster => claimed
-                .chunk_by(|a, b| a.link.queue == b.link.queue)
-                .collect(),
+            KeyLayout::Cluster => {
+                claimed.sort_by(|a, b| a.row.link.queue.cmp(&b.row.link.queue));
+                claimed
+                    .chunk_by(|a, b| a.row.link.queue == b.row.link.queue)
+                    .collect()
+            }
         };
         for run in runs {
-            let calls: Vec<_> = run.iter().map(|row| self.call(row)).collect();
-            let scripts = [&*scripts::PUSH_ONCE, &*scripts::PUSH_UNIQUE_ONCE];
-            match self
-                .queue
-                .invoke_all::<redis::Value>(&scripts, &calls)
-                .await
-            {
-                Ok(replies) => outcomes.extend(replies.into_iter().map(Pushed::from_reply)),
-                // Redis refused one of the calls (a key of another type, say): each alone, so
-                // that only the refused rows are held back, not every row behind them. Calls
-                // that ran before find their guards.
-                Err(crate::Error::Redis(err)) if refused(&err) => {
-                    for call in &calls {
-                        match self.queue.invoke::<redis::Value>(call).await {
-                            Ok(reply) => outcomes.push(Pushed::from_reply(reply)),
-                            Err(crate::Error::Redis(err)) if refused(&err) => {
-                                outcomes.push(Pushed::Refused(err.to_string()))
-                            }
-                            Err(err) => return Err(err.into()),
-                        }
-                    }
-                }
-                Err(err) => return Err(err.into()),
-            }
+            let calls: Vec<_> = run.iter().map(|claimed| self.call(&claimed.row)).collect();
+            let uses = |unique: bool| run.iter().any(|c| c.row.unique.is_some() == unique);
+            let scripts: Vec<&redis::Script> = [
+                (&*scripts::PUSH_ONCE, uses(false)),
+                (&*scripts::PUSH_UNIQUE_ONCE, uses(true)),
+            ]
+            .into_iter()
+            .filter_map(|(script, used)| used.then_some(script))
+            .collect();
+            let replies = self.queue.invoke_each(&scripts, &calls).await?;
+            outcomes.extend(replies.into_iter().map(Pushed::from_reply));
         }
         let before = outcomes
             .iter()
@@ -262,14 +237,15 @@ impl Relay {
         Ok(outcomes)
     }
 
-    /// The script call that pushes a claimed row's job once.
-    fn call(&self, row: &Claimed) -> redis::ScriptInvocation<'static> {
+    /// The script call that pushes a row's job once.
+    fn call(&self, row: &Row) -> redis::ScriptInvocation<'static> {
         let link = &row.link;
-        let Some((lock, lasts_ms)) = &row.unique else {
+        let Some(lock) = &row.unique else {
             return self.queue.push_once_call(link, self.guard);
         };
         let keys = self.queue.queue_keys(&link.queue);
-        let mut call = scripts::PUSH_UNIQUE_ONCE.key(self.queue.keys().unique(&link.queue, lock));
+        let mut call =
+            scripts::PUSH_UNIQUE_ONCE.key(self.queue.keys().unique(&link.queue, &lock.key));
         call.key(link.destination(&keys))
             .key(&keys.notify)
             .key(
@@ -278,10 +254,10 @@ impl Relay {
                     .pushed(&link.queue, &link.uuid.to_string()),
             )
             .arg(link.uuid.to_string())
-            .arg(*lasts_ms)
+            .arg(lock.lasts_ms)
             .arg(&link.payload)
             .arg(&link.due)
-            .arg(self.guard.as_secs().max(1));
+            .arg(self.guard.as_secs());
         call
     }
 
@@ -290,7 +266,7 @@ impl Relay {
     /// while they find full batches, and `stop` is heeded between any two. A failed pass, or
     /// a listener that cannot connect, is logged and tried again after a pause (100 ms,
     /// doubling up to 5 s); until the listener connects, the poll alone finds the rows.
-    pub async fn run_until(self, stop: impl Future<Output = ()>) -> Result<(), OutboxError> {
+    pub async fn run_until(self, stop: impl Future<Output = ()>) {
         tokio::pin!(stop);
         let mut listener: Option<PgListener> = None;
         let mut pause = Duration::from_millis(100);
@@ -308,7 +284,7 @@ impl Relay {
                     // A full batch: more rows are likely waiting; pass again unless stopped.
                     tokio::select! {
                         biased;
-                        () = &mut stop => return Ok(()),
+                        () = &mut stop => return,
                         () = std::future::ready(()) => continue,
                     }
                 }
@@ -326,19 +302,21 @@ impl Relay {
             };
             match (failed, listener.as_mut()) {
                 (false, Some(listening)) => tokio::select! {
-                    () = &mut stop => return Ok(()),
-                    notified = listening.recv() => {
-                        if let Err(err) = notified {
+                    () = &mut stop => return,
+                    notified = listening.recv() => match notified {
+                        // One pass serves every commit notified so far.
+                        Ok(_) => while listening.next_buffered().is_some() {},
+                        Err(err) => {
                             tracing::warn!(error = %err, "the outbox's notifications were interrupted; listening again");
                             listener = None;
                         }
-                    }
+                    },
                     () = tokio::time::sleep(wait) => {}
                 },
                 // After a failure notifications do not cut the pause short; without a
                 // listener the poll alone finds the rows.
                 _ => tokio::select! {
-                    () = &mut stop => return Ok(()),
+                    () = &mut stop => return,
                     () = tokio::time::sleep(wait) => {}
                 },
             }
@@ -353,11 +331,10 @@ impl Relay {
     }
 }
 
-/// A row a pass claimed: its id, its job, and a unique job's lock key and lifetime.
+/// A row a pass claimed, and its id.
 struct Claimed {
     id: i64,
-    link: Link,
-    unique: Option<(String, i64)>,
+    row: Row,
 }
 
 /// What became of a claimed row's job.
@@ -372,26 +349,28 @@ enum Pushed {
     Refused(String),
 }
 
-/// Whether Redis answered with an error, rather than the connection failing.
-fn refused(err: &redis::RedisError) -> bool {
-    !(err.is_io_error()
-        || err.is_timeout()
-        || err.is_connection_dropped()
-        || err.is_connection_refusal())
-}
-
 impl Pushed {
+    /// Why the job was not pushed, as its row keeps it; `None` when it was.
+    fn problem(self) -> Option<String> {
+        match self {
+            Pushed::Now | Pushed::Before => None,
+            Pushed::Refused(why) => Some(format!("refused by Redis: {why}")),
+            Pushed::Duplicate(holder) => {
+                Some(format!("duplicate: job {holder} holds its unique lock"))
+            }
+        }
+    }
+
     /// `push_once.lua` answers 1 or 0; `push_unique_once.lua` '' or the lock's holder; a
-    /// refused call, its error.
-    fn from_reply(reply: redis::Value) -> Pushed {
+    /// call Redis refused, its error.
+    fn from_reply(reply: redis::RedisResult<redis::Value>) -> Pushed {
         match reply {
-            redis::Value::Int(0) => Pushed::Before,
-            redis::Value::BulkString(holder) if !holder.is_empty() => {
+            Ok(redis::Value::Int(0)) => Pushed::Before,
+            Ok(redis::Value::BulkString(holder)) if !holder.is_empty() => {
                 Pushed::Duplicate(String::from_utf8_lossy(&holder).into_owned())
             }
-            // A pipeline read as values gives a refused call's error as its reply.
-            redis::Value::ServerError(err) => Pushed::Refused(err.to_string()),
-            _ => Pushed::Now,
+            Ok(_) => Pushed::Now,
+            Err(refused) => Pushed::Refused(refused.to_string()),
         }
     }
 }

@@ -2,6 +2,10 @@
 
 use super::OutboxError;
 
+/// Every column of the table, as this version reads and writes them.
+pub(super) const COLUMNS: &str =
+    "id, uuid, queue, job, link, unique_key, unique_ms, problem, created_at";
+
 /// The table name [`Outbox::default`] uses.
 pub const DEFAULT_TABLE: &str = "redjob_outbox";
 

@@ -101,13 +101,24 @@ impl RedisQueue {
             [single] => return self.invoke::<T>(single).await.map(|reply| vec![reply]),
             _ => {}
         }
-        let mut pipe = Pipeline::with_capacity(scripts.len() + calls.len());
-        for script in scripts {
-            pipe.load_script(script).ignore();
+        self.query_pipe(&script_pipe(scripts, calls)).await
+    }
+
+    /// Sends script calls in one pipeline, as [`RedisQueue::invoke_all`] does, and returns each
+    /// call's own outcome: a call Redis refuses (a key of another type, say) is an `Err` in
+    /// its place, and the others' replies stand. Fails as a whole only when the pipeline
+    /// does (the connection).
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn invoke_each(
+        &self,
+        scripts: &[&redis::Script],
+        calls: &[ScriptInvocation<'_>],
+    ) -> Result<Vec<redis::RedisResult<redis::Value>>> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
         }
-        for call in calls {
-            pipe.invoke_script(call);
-        }
+        let mut pipe = script_pipe(scripts, calls);
+        pipe.ignore_errors();
         self.query_pipe(&pipe).await
     }
 
@@ -122,6 +133,18 @@ impl RedisQueue {
             Err(_) => Err(Error::Timeout(self.config.command_timeout)),
         }
     }
+}
+
+/// A pipeline that loads `scripts`, then makes `calls`.
+fn script_pipe(scripts: &[&redis::Script], calls: &[ScriptInvocation<'_>]) -> Pipeline {
+    let mut pipe = Pipeline::with_capacity(scripts.len() + calls.len());
+    for script in scripts {
+        pipe.load_script(script).ignore();
+    }
+    for call in calls {
+        pipe.invoke_script(call);
+    }
+    pipe
 }
 
 /// The `redis_version` of each server in an `INFO server` reply: one text, or on a cluster a

@@ -37,7 +37,7 @@ impl RedisQueue {
             .key(self.keys().pushed(&link.queue, &link.uuid.to_string()))
             .arg(&link.due)
             .arg(&link.payload)
-            .arg(guard.as_secs().max(1));
+            .arg(guard.as_secs());
         call
     }
 

@@ -48,14 +48,7 @@ impl Running {
     pub(crate) fn start(given: Given) -> Running {
         let stop = CancellationToken::new();
         #[cfg(feature = "postgres")]
-        let task = given.map(|relay| {
-            let until = stop.clone().cancelled_owned();
-            tokio::spawn(async move {
-                if let Err(err) = relay.run_until(until).await {
-                    tracing::error!(error = %err, "the outbox relay cannot run; the worker goes on without it");
-                }
-            })
-        });
+        let task = given.map(|relay| tokio::spawn(relay.run_until(stop.clone().cancelled_owned())));
         #[cfg(not(feature = "postgres"))]
         let task = given.map(|never| match never {});
         Running { task, stop }

@@ -1,0 +1,29 @@
+//! What the example `record` job wrote: one entry per run in [`RECORDS_KEY`], with its job's
+//! uuid and attempt.
+
+use std::collections::HashMap;
+
+use examples::RECORDS_KEY;
+use redis::aio::MultiplexedConnection;
+use redis::AsyncCommands;
+
+/// How many runs have been recorded.
+pub async fn records_len(conn: &mut MultiplexedConnection) -> usize {
+    conn.llen(RECORDS_KEY).await.expect("LLEN answers")
+}
+
+/// Every recorded run: the attempt number of each run, by job uuid.
+pub async fn runs_by_uuid(conn: &mut MultiplexedConnection) -> HashMap<String, Vec<u64>> {
+    let entries: Vec<String> = conn
+        .lrange(RECORDS_KEY, 0, -1)
+        .await
+        .expect("LRANGE answers");
+    let mut runs: HashMap<String, Vec<u64>> = HashMap::new();
+    for entry in entries {
+        let entry: serde_json::Value = serde_json::from_str(&entry).expect("a JSON record");
+        let uuid = entry["uuid"].as_str().expect("a uuid").to_owned();
+        let attempt = entry["attempt"].as_u64().expect("an attempt number");
+        runs.entry(uuid).or_default().push(attempt);
+    }
+    runs
+}
