@@ -176,8 +176,29 @@ impl WorkerProcess {
     }
 }
 
+/// How many of its last lines a worker shows when a test fails while it is alive.
+const LINES_SHOWN_ON_FAILURE: usize = 60;
+
 impl Drop for WorkerProcess {
     fn drop(&mut self) {
+        // A failing test shows what the worker said: a CI log has nothing else to go on.
+        if std::thread::panicking() {
+            let still_running = self.is_running();
+            let lines = self.lines();
+            let shown = &lines[lines.len().saturating_sub(LINES_SHOWN_ON_FAILURE)..];
+            eprintln!(
+                "worker {} ({}; last {} of {} lines):\n{}",
+                self.pid(),
+                if still_running {
+                    "still running"
+                } else {
+                    "exited"
+                },
+                shown.len(),
+                lines.len(),
+                shown.join("\n")
+            );
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
