@@ -1,6 +1,7 @@
 //! The worker's Prometheus endpoint (`--metrics-addr`): job counters and run times fed where
-//! each job settles, the running jobs, and the sizes and waits of the worker's queues read from
-//! Redis every [`QUEUE_SIZES_EVERY`]. `docs/operations.md` lists every metric.
+//! each job settles, the running jobs, and the sizes and waits of the worker's queues, the
+//! pending batches and the outbox relays' figures, read from Redis every
+//! [`QUEUE_SIZES_EVERY`]. `docs/operations.md` lists every metric.
 //!
 //! The `metrics` crate's recorder is global to the process, so one worker per process can
 //! export. Until [`install`] succeeds, recording is skipped before any label is built.
@@ -10,6 +11,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use redjob::admin::AttemptOutcome;
 use redjob::admin::{Admin, QueueStats};
 use redjob::RedisQueue;
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -44,6 +46,15 @@ pub(crate) const BATCH_JOBS_PENDING: &str = "jobs_batch_jobs_pending";
 
 /// Gauge of how late a schedule's last tick fired, in seconds, by the worker that fired it.
 pub(crate) const SCHEDULE_LATENESS: &str = "jobs_schedule_lateness_seconds";
+
+/// Gauge of the live relays of an outbox table, labelled `table`.
+pub(crate) const OUTBOX_RELAYS: &str = "jobs_outbox_relays";
+/// Gauge of an outbox table's rows, labelled `table` and `state` (waiting, kept), as its
+/// relays last measured them.
+pub(crate) const OUTBOX_ROWS: &str = "jobs_outbox_rows";
+/// Gauge of how far an outbox's relays are behind, in seconds: the age of its oldest waiting
+/// row when last measured.
+pub(crate) const OUTBOX_LAG: &str = "jobs_outbox_lag_seconds";
 
 /// How often the queue gauges are read from Redis.
 pub(crate) const QUEUE_SIZES_EVERY: Duration = Duration::from_secs(5);
@@ -111,6 +122,16 @@ pub(crate) fn install(addr: SocketAddr, concurrency: usize) -> Result<(), Metric
         "1 while the queue's wait is over its threshold, else 0."
     );
     describe_gauge!(BATCHES_PENDING, "Batches not finished yet.");
+    describe_gauge!(OUTBOX_RELAYS, "Live relays of each outbox table.");
+    describe_gauge!(
+        OUTBOX_ROWS,
+        "Rows of each outbox table, by state (waiting for a relay, kept with a problem), as its relays last measured them."
+    );
+    describe_gauge!(
+        OUTBOX_LAG,
+        metrics::Unit::Seconds,
+        "How far each outbox's relays are behind: the age of its oldest waiting row when last measured."
+    );
     describe_gauge!(
         SCHEDULE_LATENESS,
         metrics::Unit::Seconds,
@@ -183,6 +204,7 @@ pub(crate) fn refresh_queue_sizes(
         let mut ticks = tokio::time::interval(QUEUE_SIZES_EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut failing = false;
+        let mut outboxes = HashSet::new();
         loop {
             ticks.tick().await;
             match admin.queues_stats(&queues).await {
@@ -190,6 +212,7 @@ pub(crate) fn refresh_queue_sizes(
                     failing = false;
                     stats.iter().for_each(publish_queue);
                     publish_batches(&admin).await;
+                    publish_outboxes(&admin, &mut outboxes).await;
                 }
                 Err(err) => {
                     if !failing {
@@ -210,6 +233,36 @@ async fn publish_batches(admin: &Admin) {
             gauge!(BATCH_JOBS_PENDING).set(pending.jobs as f64);
         }
         Err(err) => warn!(error = %err, "cannot read the pending batches for the metrics"),
+    }
+}
+
+/// Reads what the live outbox relays last measured into the outbox gauges. A table whose
+/// relays have all gone keeps its last figures, with no relay: `tables` remembers the tables
+/// seen before.
+async fn publish_outboxes(admin: &Admin, tables: &mut HashSet<String>) {
+    let reports = match admin.outboxes().await {
+        Ok(reports) => reports,
+        Err(err) => {
+            warn!(error = %err, "cannot read the outbox relays for the metrics");
+            return;
+        }
+    };
+    for table in tables.iter() {
+        if !reports.iter().any(|report| &report.table == table) {
+            gauge!(OUTBOX_RELAYS, "table" => table.clone()).set(0.0);
+        }
+    }
+    for report in reports {
+        let table = report.table;
+        gauge!(OUTBOX_RELAYS, "table" => table.clone()).set(report.relays as f64);
+        if let Some(status) = report.status {
+            gauge!(OUTBOX_ROWS, "table" => table.clone(), "state" => "waiting")
+                .set(status.waiting as f64);
+            gauge!(OUTBOX_ROWS, "table" => table.clone(), "state" => "kept")
+                .set(status.kept as f64);
+            gauge!(OUTBOX_LAG, "table" => table.clone()).set(status.lag().as_secs_f64());
+        }
+        tables.insert(table);
     }
 }
 

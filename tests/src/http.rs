@@ -163,3 +163,13 @@ fn dechunk(mut rest: &[u8]) -> Option<Vec<u8>> {
 pub fn get(addr: &str, path: &str) -> std::io::Result<Response> {
     Request::get(path).send(addr)
 }
+
+/// The value of `series` (a metric name with its labels, as a Prometheus endpoint prints
+/// them) in a scrape of `addr`'s `/metrics`; `None` when it cannot be scraped or lacks it.
+pub fn scraped(addr: &str, series: &str) -> Option<f64> {
+    let body = get(addr, "/metrics").ok()?.body;
+    body.lines().find_map(|line| {
+        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+        value.parse().ok()
+    })
+}

@@ -11,6 +11,7 @@ use redjob_worker::{Exit, Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use sqlx::{Connection, PgPool};
 use std::collections::HashMap;
+use tests::jobs_command::JobsCommand;
 use tests::records::{records_len, runs_by_uuid};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, TestPostgres, TestRedis};
@@ -707,4 +708,153 @@ async fn a_row_redis_refuses_is_kept_with_the_reason_and_holds_back_no_other() {
         0,
         "a kept row is not claimed again"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_see_each_relay_and_its_table_in_jobsctl_the_dashboard_and_the_metrics() {
+    let (postgres, redis, pool, queue) = setup().await;
+    let admin = redjob::admin::Admin::new(queue.clone());
+    // Two dispatches of one unique job: a relay pushes the first and keeps the second.
+    for _ in 0..2 {
+        committed(&pool, Welcome { user: 9 }.dispatch().via(&queue)).await;
+    }
+    let jobsctl = JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+
+    // No relay yet: Redis knows of none; the database shows the rows waiting for one.
+    let ran = jobsctl.run(&["outbox"]);
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    assert!(ran.stdout.contains("No live outbox relays"), "{ran:?}");
+    let ran = jobsctl.run(&["outbox", "--database", &postgres.url()]);
+    assert_eq!(ran.code(), Some(0), "{ran:?}");
+    assert!(
+        ran.stdout
+            .contains("No live relay serves redjob_outbox: its rows wait"),
+        "{}",
+        ran.stdout
+    );
+    let ran = jobsctl.run(&["--json", "outbox", "--database", &postgres.url()]);
+    let shown: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let table = &shown["tables"][0];
+    assert_eq!(table["table"], "redjob_outbox", "{shown}");
+    assert_eq!(table["relays"], 0);
+    assert_eq!(table["measured_by"], "database");
+    assert_eq!(table["status"]["waiting"], 2);
+    assert_eq!(table["status"]["kept"], 0);
+
+    // A relaying worker with metrics: its record, its table's figures, its gauges.
+    let metrics = format!("127.0.0.1:{}", tests::free_port());
+    let mut worker = WorkerProcess::start_with_env(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--queue", "relay-only", "--metrics-addr", &metrics],
+        &[("TEST_OUTBOX_DATABASE_URL", &postgres.url())],
+    );
+    let relay = wait_for(LONG, "the relay's record after its first pass", || async {
+        let relays = admin.outbox_relays().await.unwrap();
+        relays.into_iter().find(|r| r.relayed + r.kept == 2)
+    })
+    .await;
+    assert_eq!(relay.table, "redjob_outbox");
+    assert_eq!(relay.pid, worker.pid());
+    assert_eq!((relay.relayed, relay.kept), (1, 1));
+    let status = relay.outbox.expect("the relay measured its table");
+    assert_eq!((status.waiting, status.kept), (0, 1));
+    assert_eq!(status.lag(), Duration::ZERO);
+
+    let ran = jobsctl.run(&["--json", "outbox"]);
+    let shown: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(shown["tables"][0]["relays"], 1, "{shown}");
+    assert_eq!(shown["tables"][0]["measured_by"], "relay");
+    assert_eq!(shown["tables"][0]["status"]["kept"], 1);
+    assert_eq!(shown["relays"][0]["pid"], worker.pid());
+    let ran = jobsctl.run(&["outbox"]);
+    let human: Vec<&str> = ran.stdout.lines().collect();
+    assert!(human[0].starts_with("TABLE"), "{}", ran.stdout);
+    assert!(
+        human[1].split_whitespace().collect::<Vec<_>>()[..5]
+            == ["redjob_outbox", "1", "0", "1", "0.0s"],
+        "{}",
+        ran.stdout
+    );
+
+    let dashboard =
+        tests::dashboard::Dashboard::start(env!("CARGO_BIN_EXE_test_jobs"), redis.url(), &[], &[]);
+    let listed = dashboard.get_json("/api/outbox");
+    assert_eq!(listed[0]["table"], "redjob_outbox", "{listed}");
+    assert_eq!(listed[0]["relays"], 1);
+    assert_eq!(listed[0]["status"]["waiting"], 0);
+    assert_eq!(listed[0]["status"]["kept"], 1);
+
+    let gauge = |series: &'static str| {
+        let metrics = metrics.clone();
+        async move { tests::http::scraped(&metrics, series) }
+    };
+    wait_until(LONG, "the outbox gauges", || async {
+        gauge(r#"jobs_outbox_relays{table="redjob_outbox"}"#).await == Some(1.0)
+    })
+    .await;
+    assert_eq!(
+        gauge(r#"jobs_outbox_rows{table="redjob_outbox",state="kept"}"#).await,
+        Some(1.0)
+    );
+    assert_eq!(
+        gauge(r#"jobs_outbox_rows{table="redjob_outbox",state="waiting"}"#).await,
+        Some(0.0)
+    );
+    assert_eq!(
+        gauge(r#"jobs_outbox_lag_seconds{table="redjob_outbox"}"#).await,
+        Some(0.0)
+    );
+
+    // A stopped relay removes its record.
+    worker.signal("TERM");
+    assert_eq!(worker.wait_exit(LONG).await.code(), Some(0));
+    assert!(admin.outbox_relays().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_lag_is_the_oldest_waiting_rows_age_and_a_dead_relays_record_is_dropped() {
+    let (_postgres, redis, pool, queue) = setup().await;
+    committed(&pool, Noop {}.dispatch().via(&queue)).await;
+    sqlx::query("UPDATE redjob_outbox SET created_at = now() - interval '90 seconds'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    committed(&pool, Noop {}.dispatch().via(&queue)).await;
+    let status = Outbox::default().status(&pool).await.unwrap();
+    assert_eq!((status.waiting, status.kept), (2, 0));
+    let lag = status.lag().as_secs_f64();
+    assert!((89.0..120.0).contains(&lag), "lag {lag} s");
+
+    // A record its relay stopped refreshing (a relay killed with SIGKILL) is not listed,
+    // and is removed.
+    let seen_at = chrono::Utc::now() - redjob::admin::RELAY_TTL - Duration::from_secs(1);
+    let dead = redjob::admin::RelayInfo {
+        id: "dead".into(),
+        table: "redjob_outbox".into(),
+        host: "gone".into(),
+        pid: 1,
+        started_at: seen_at,
+        seen_at,
+        relayed: 0,
+        kept: 0,
+        outbox: Some(status),
+    };
+    let key = queue.keys().outbox_relays();
+    let mut conn = redis.conn().await;
+    let _: () = redjob::redis::cmd("HSET")
+        .arg(&key)
+        .arg("dead")
+        .arg(serde_json::to_string(&dead).unwrap())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let admin = redjob::admin::Admin::new(queue.clone());
+    assert!(admin.outbox_relays().await.unwrap().is_empty());
+    let left: u64 = redjob::redis::cmd("HLEN")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "the dead relay's record is removed");
 }

@@ -327,16 +327,6 @@ async fn the_dashboard_flags_a_queue_waiting_over_its_threshold(redis: Server) {
 }
 on_both_layouts!(the_dashboard_flags_a_queue_waiting_over_its_threshold);
 
-/// The value of `series` (a metric name with its labels, as the endpoint prints them) in a
-/// scrape of `addr`.
-fn scraped(addr: &str, series: &str) -> Option<f64> {
-    let body = http::get(addr, "/metrics").ok()?.body;
-    body.lines().find_map(|line| {
-        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
-        value.parse().ok()
-    })
-}
-
 async fn the_worker_exports_each_queues_wait_threshold_and_whether_it_is_exceeded(redis: Server) {
     let queue: RedisQueue = redis.queue();
     // A paused queue keeps its old job waiting while the worker serves the queue.
@@ -366,32 +356,32 @@ async fn the_worker_exports_each_queues_wait_threshold_and_whether_it_is_exceede
         LONG,
         "the held queue is exported as over its threshold",
         || {
-            let exceeded = scraped(&addr, r#"jobs_queue_wait_exceeded{queue="held"}"#);
+            let exceeded = http::scraped(&addr, r#"jobs_queue_wait_exceeded{queue="held"}"#);
             async move { exceeded == Some(1.0) }
         },
     )
     .await;
-    let wait = scraped(&addr, r#"jobs_queue_wait_seconds{queue="held"}"#).unwrap();
+    let wait = http::scraped(&addr, r#"jobs_queue_wait_seconds{queue="held"}"#).unwrap();
     assert!((200.0..260.0).contains(&wait), "waited {wait} s");
     assert_eq!(
-        scraped(&addr, r#"jobs_queue_wait_threshold_seconds{queue="held"}"#),
+        http::scraped(&addr, r#"jobs_queue_wait_threshold_seconds{queue="held"}"#),
         Some(60.0)
     );
     // The default queue has no threshold, and its job ran.
     wait_until(LONG, "the default queue is exported as not waiting", || {
-        let wait = scraped(&addr, r#"jobs_queue_wait_seconds{queue="default"}"#);
+        let wait = http::scraped(&addr, r#"jobs_queue_wait_seconds{queue="default"}"#);
         async move { wait == Some(0.0) }
     })
     .await;
     assert_eq!(
-        scraped(
+        http::scraped(
             &addr,
             r#"jobs_queue_wait_threshold_seconds{queue="default"}"#
         ),
         Some(0.0)
     );
     assert_eq!(
-        scraped(&addr, r#"jobs_queue_wait_exceeded{queue="default"}"#),
+        http::scraped(&addr, r#"jobs_queue_wait_exceeded{queue="default"}"#),
         Some(0.0)
     );
     let body = http::get(&addr, "/metrics").unwrap().body;

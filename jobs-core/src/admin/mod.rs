@@ -1,5 +1,5 @@
 //! Operating the queues without the job types: failed jobs, queue sizes and contents, pause
-//! and resume, restart, live workers and per-minute metrics, batches.
+//! and resume, restart, live workers and per-minute metrics, batches, outbox relays.
 //!
 //! Everything here works on raw payloads, so one tool serves any application. The `jobsctl`
 //! command and its dashboard are built on [`Admin`]. It works on one Redis server and on a
@@ -23,6 +23,7 @@ mod batches;
 mod cursor;
 mod error;
 mod failed;
+mod outbox;
 mod queues;
 mod retry;
 mod schedules;
@@ -37,6 +38,7 @@ pub use failed::{
     FailedEntry, FailedFilter, FailedPage, FailedSelection, Retried, RetryReport, FAILED_PAGE,
     FAILED_PAGE_MAX,
 };
+pub use outbox::{OutboxReport, OutboxStatus, RelayInfo, RELAY_REPORT_EVERY, RELAY_TTL};
 pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
 pub use schedules::{ScheduleInfo, STALE_AFTER};
 pub use telemetry::{

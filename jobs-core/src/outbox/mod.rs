@@ -45,6 +45,8 @@
 //! which have no `in_transaction`.
 
 mod relay;
+mod report;
+mod status;
 mod table;
 mod write;
 

@@ -10,6 +10,7 @@ use crate::queue::keys::KeyLayout;
 use crate::queue::{scripts, RedisQueue};
 use crate::workflow::Link;
 
+use super::report::Reporter;
 use super::table::COLUMNS;
 use super::write::{Row, UniqueLockRow};
 use super::{Outbox, OutboxError};
@@ -93,28 +94,22 @@ impl Relay {
     pub async fn check(&self) -> Result<(), OutboxError> {
         let table = self.outbox.name();
         let probe = format!("SELECT {COLUMNS} FROM {table} LIMIT 0");
-        match sqlx::query(sqlx::AssertSqlSafe(probe))
+        sqlx::query(sqlx::AssertSqlSafe(probe))
             .execute(&self.pool)
             .await
-        {
-            Ok(_) => Ok(()),
-            // 42P01: undefined table; 42703: undefined column.
-            Err(sqlx::Error::Database(err))
-                if matches!(err.code().as_deref(), Some("42P01" | "42703")) =>
-            {
-                Err(OutboxError::TableMissing {
-                    table: table.to_owned(),
-                    reason: err.message().to_owned(),
-                })
-            }
-            Err(err) => Err(err.into()),
-        }
+            .map_err(|err| self.outbox.missing_or(err))?;
+        Ok(())
     }
 
     /// One pass: claims committed rows, pushes their jobs (each unless it was pushed
     /// already), deletes the rows pushed, marks the others with their problem, and commits.
     /// Returns how many rows it claimed. On an error the claimed rows stay for the next pass.
     pub async fn relay_once(&self) -> Result<usize, OutboxError> {
+        Ok(self.pass().await?.claimed)
+    }
+
+    /// [`Relay::relay_once`], saying what became of the rows claimed.
+    async fn pass(&self) -> Result<Pass, OutboxError> {
         let mut tx = self.pool.begin_with(BEGIN_PASS).await?;
         let table = self.outbox.name();
         let claim = format!(
@@ -127,9 +122,9 @@ impl Relay {
                 .fetch_all(&mut *tx)
                 .await?;
         if rows.is_empty() {
-            return Ok(0);
+            return Ok(Pass::default());
         }
-        let count = rows.len();
+        let claimed_rows = rows.len();
         let mut claimed = Vec::with_capacity(rows.len());
         let mut problems: Vec<(i64, String)> = Vec::new();
         for (id, stored, unique_key, unique_ms) in rows {
@@ -174,6 +169,11 @@ impl Relay {
                 }
             }
         }
+        let pass = Pass {
+            claimed: claimed_rows,
+            relayed: done.len(),
+            kept: problems.len(),
+        };
         if !problems.is_empty() {
             let (ids, reasons): (Vec<i64>, Vec<String>) = problems.into_iter().unzip();
             let mark = format!(
@@ -194,7 +194,7 @@ impl Relay {
                 .await?;
         }
         tx.commit().await?;
-        Ok(count)
+        Ok(pass)
     }
 
     /// Pushes the claimed rows' jobs, each unless it was pushed before: one pipeline per queue
@@ -266,7 +266,19 @@ impl Relay {
     /// while they find full batches, and `stop` is heeded between any two. A failed pass, or
     /// a listener that cannot connect, is logged and tried again after a pause (100 ms,
     /// doubling up to 5 s); until the listener connects, the poll alone finds the rows.
+    ///
+    /// While it runs, the relay keeps a record of itself in Redis, refreshed every
+    /// [`RELAY_REPORT_EVERY`](crate::admin::RELAY_REPORT_EVERY) with a measure of its table
+    /// ([`Outbox::status`]), for `jobsctl outbox`, the dashboard and the Prometheus gauges
+    /// ([`Admin::outbox_relays`](crate::admin::Admin::outbox_relays)); it removes the record
+    /// when it stops.
     pub async fn run_until(self, stop: impl Future<Output = ()>) {
+        let mut reporter = Reporter::new(&self.queue, self.outbox.name());
+        self.relay_until(stop, &mut reporter).await;
+        reporter.remove().await;
+    }
+
+    async fn relay_until(&self, stop: impl Future<Output = ()>, reporter: &mut Reporter) {
         tokio::pin!(stop);
         let mut listener: Option<PgListener> = None;
         let mut pause = Duration::from_millis(100);
@@ -279,7 +291,12 @@ impl Relay {
                     }
                 }
             }
-            let failed = match self.relay_once().await {
+            let passed = self.pass().await;
+            if let Ok(pass) = &passed {
+                reporter.count(pass);
+            }
+            reporter.report_if_due(&self.pool, &self.outbox).await;
+            let failed = match passed.map(|pass| pass.claimed) {
                 Ok(claimed) if claimed >= self.batch => {
                     // A full batch: more rows are likely waiting; pass again unless stopped.
                     tokio::select! {
@@ -294,7 +311,7 @@ impl Relay {
                     true
                 }
             };
-            let wait = if failed { pause } else { self.poll };
+            let wait = (if failed { pause } else { self.poll }).min(reporter.due_in());
             pause = if failed {
                 (pause * 2).min(MAX_PAUSE)
             } else {
@@ -329,6 +346,17 @@ impl Relay {
         listener.listen(self.outbox.channel()).await?;
         Ok(listener)
     }
+}
+
+/// What one pass did.
+#[derive(Debug, Default)]
+pub(super) struct Pass {
+    /// Rows claimed.
+    claimed: usize,
+    /// Rows whose jobs were pushed (or found pushed already), deleted.
+    pub(super) relayed: usize,
+    /// Rows kept with their problem.
+    pub(super) kept: usize,
 }
 
 /// A row a pass claimed, and its id.

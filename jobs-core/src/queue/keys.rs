@@ -200,6 +200,12 @@ pub const RESTART: &str = "jobs:restart";
 /// no hash tag on a cluster.
 pub const WAITS: &str = "jobs:waits";
 
+/// Hash of the live outbox relays: relay id -> its heartbeat record (JSON, with what it last
+/// measured of its table). Relays refresh their field every few seconds and remove it when
+/// they stop; readers remove fields not refreshed for
+/// [`RELAY_TTL`](crate::admin::RELAY_TTL) (a relay that died).
+pub const OUTBOX_RELAYS: &str = "jobs:outbox:relays";
+
 /// How many finished attempts [`Keys::recent`] keeps per queue.
 pub const RECENT_LIMIT: usize = 100;
 
@@ -320,6 +326,16 @@ impl Keys {
     /// The time of the last restart request ([`RESTART`]).
     pub fn restart(&self) -> String {
         self.prefixed(RESTART)
+    }
+
+    /// The live outbox relays ([`OUTBOX_RELAYS`]).
+    ///
+    /// ```
+    /// use redjob::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(Keys::default().outbox_relays(), "jobs:outbox:relays");
+    /// ```
+    pub fn outbox_relays(&self) -> String {
+        self.prefixed(OUTBOX_RELAYS)
     }
 
     /// A queue's most recently finished attempts (JSON, newest first, at most

@@ -89,6 +89,10 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: Option<WaitsCommand>,
     },
+    /// The outbox tables their live relays serve: rows waiting, rows kept, how far behind the
+    /// relays are, and each relay; with --database (feature `postgres`), the table measured
+    /// now. `jobsctl outbox schema` prints the SQL that creates the table.
+    Outbox(OutboxArgs),
     /// Show the jobs of a queue: job, uuid, attempts, due or expiry time.
     Inspect {
         /// The queue's name.
@@ -364,4 +368,29 @@ pub(super) struct ForgetArgs {
     /// Every failed job these match.
     #[command(flatten)]
     pub filter: FilterArgs,
+}
+
+/// The arguments of `jobsctl outbox`.
+#[derive(Debug, Args)]
+pub(super) struct OutboxArgs {
+    /// Print the table's SQL instead.
+    #[command(subcommand)]
+    pub command: Option<OutboxCommand>,
+    /// Measure the table in this PostgreSQL database now, as well as reading what the relays
+    /// last measured: the figures for a table no relay serves (feature `postgres`).
+    #[cfg_attr(feature = "postgres", arg(long, env = "DATABASE_URL"))]
+    #[cfg_attr(not(feature = "postgres"), arg(long))]
+    pub database: Option<String>,
+    /// The outbox table, as `table` or `schema.table` (default: every table relays serve;
+    /// `redjob_outbox` with --database and for `schema`).
+    #[arg(long)]
+    pub table: Option<String>,
+}
+
+/// What `jobsctl outbox` does instead of showing the tables.
+#[derive(Debug, Subcommand)]
+pub(super) enum OutboxCommand {
+    /// Print the SQL that creates the outbox table and its index, for a migration (feature
+    /// `postgres`).
+    Schema,
 }

@@ -6,7 +6,7 @@
 //! with a message on stderr when anything goes wrong; `docs/operations.md` is the operator's
 //! guide. Each family of commands has its file: `args` the command line, `failed` the
 //! failed-job store, `queues` the queues, `waits` the wait thresholds, `workers` the workers,
-//! `batches` the batches, `unique` the unique locks, `render` the tables and
+//! `batches` the batches, `unique` the unique locks, `outbox` the outbox relays, `render` the tables and
 //! times, `time` the times operators give, [`dashboard`] the web page. The binary is one line:
 //!
 //! ```no_run
@@ -20,6 +20,7 @@ mod batches;
 pub mod dashboard;
 mod error;
 mod failed;
+mod outbox;
 mod queues;
 mod render;
 mod schedules;
@@ -91,6 +92,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Pause { queue } => queues::pause(&admin, json, queue).await,
         Command::Resume { queue } => queues::resume(&admin, json, queue).await,
         Command::Paused => queues::paused(&admin, json).await,
+        Command::Outbox(args) => outbox::run(&admin, json, args).await,
         Command::Recent {
             queue,
             limit,

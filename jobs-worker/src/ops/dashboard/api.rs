@@ -47,6 +47,7 @@ pub(super) fn routes(admin: Admin) -> Router {
         .route("/api/batches/{id}/retry", post(retry_batch))
         .route("/api/schedules", get(schedules))
         .route("/api/workers", get(workers))
+        .route("/api/outbox", get(outbox))
         .route("/api/recent", get(recent))
         .route("/api/unique", get(unique_locks))
         .with_state(admin)
@@ -486,6 +487,11 @@ async fn schedules(State(admin): State<Admin>) -> ApiResult<Vec<redjob::admin::S
 
 async fn workers(State(admin): State<Admin>) -> ApiResult<Vec<WorkerInfo>> {
     Ok(Json(admin.workers().await?))
+}
+
+/// The outbox tables their live relays serve, with what the relays last measured.
+async fn outbox(State(admin): State<Admin>) -> ApiResult<Vec<redjob::admin::OutboxReport>> {
+    Ok(Json(admin.outboxes().await?))
 }
 
 /// `GET /api/recent?queue=Q&limit=N&tag=T&job=J&outcome=O&after=C`.

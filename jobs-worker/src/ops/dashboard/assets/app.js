@@ -289,6 +289,19 @@ function renderWorkers(workers) {
   fill($("#workers tbody"), rows, 9);
 }
 
+function renderOutbox(outboxes) {
+  const rows = outboxes.map((o) => {
+    const s = o.status;
+    const lag = s && s.oldest_waiting_at ? (Date.parse(s.measured_at) - Date.parse(s.oldest_waiting_at)) / 1000 : 0;
+    return el("tr", { dataset: { table: o.table } },
+      el("td", {}, o.table), el("td", { class: "num" }, String(o.relays)),
+      el("td", { class: "num" }, s ? String(s.waiting) : "?"), el("td", { class: "num" }, s ? String(s.kept) : "?"),
+      el("td", {}, s ? duration(lag) : "?"), el("td", {}, s ? ago(s.measured_at) : "not measured"),
+    );
+  });
+  fill($("#outbox tbody"), rows, 6);
+}
+
 function renderUnique(locks) {
   const rows = locks.map((lock) => el("tr", {},
     el("td", {}, lock.key), el("td", {}, lock.holder),
@@ -366,10 +379,10 @@ async function refresh() {
     const recent = state.recentQueue
       ? apiPage(`/api/recent?${listQuery(lists.recent, { queue: state.recentQueue })}`)
       : Promise.resolve({ items: [], next: null });
-    const [overview, queues, failed, batches, schedules, workers, recentJobs, unique] = await Promise.all([
+    const [overview, queues, failed, batches, schedules, workers, recentJobs, unique, outbox] = await Promise.all([
       api("/api/overview"), api("/api/queues"), api(`/api/failed?${listQuery(lists.failed)}`),
       apiPage(`/api/batches?${listQuery(lists.batches)}`), api("/api/schedules"), api("/api/workers"), recent,
-      apiPage(`/api/unique?${listQuery(lists.unique)}`),
+      apiPage(`/api/unique?${listQuery(lists.unique)}`), api("/api/outbox"),
     ]);
     if (refreshing < shown) return;
     shown = refreshing;
@@ -383,6 +396,7 @@ async function refresh() {
     renderBatches(batches.items);
     renderSchedules(schedules);
     renderWorkers(workers);
+    renderOutbox(outbox);
     renderRecent(recentJobs.items);
     renderUnique(unique.items);
     if (state.detail && !failed.jobs.some((j) => j.uuid === state.detail) && !Object.values(lists.failed.filter).some(Boolean)) closeDetail();

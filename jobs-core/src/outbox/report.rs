@@ -1,0 +1,100 @@
+//! A relay's record for operators, in [`OUTBOX_RELAYS`](crate::queue::keys::OUTBOX_RELAYS):
+//! refreshed every [`RELAY_REPORT_EVERY`] with a measure of its table, removed when it stops.
+
+use chrono::Utc;
+use sqlx::PgPool;
+use std::time::Duration;
+use tokio::time::Instant;
+
+use crate::admin::{RelayInfo, RELAY_REPORT_EVERY};
+use crate::queue::RedisQueue;
+
+use super::relay::Pass;
+use super::Outbox;
+
+/// Keeps one relay's record.
+pub(super) struct Reporter {
+    queue: RedisQueue,
+    info: RelayInfo,
+    next: Instant,
+}
+
+impl Reporter {
+    /// A record for a relay of `table` starting now, into `queue`'s Redis; the first refresh
+    /// is due at once.
+    pub(super) fn new(queue: &RedisQueue, table: &str) -> Reporter {
+        let now = Utc::now();
+        Reporter {
+            queue: queue.clone(),
+            info: RelayInfo {
+                id: uuid::Uuid::new_v4().to_string(),
+                table: table.to_owned(),
+                host: gethostname::gethostname().to_string_lossy().into_owned(),
+                pid: std::process::id(),
+                started_at: now,
+                seen_at: now,
+                relayed: 0,
+                kept: 0,
+                outbox: None,
+            },
+            next: Instant::now(),
+        }
+    }
+
+    /// Counts what a pass did.
+    pub(super) fn count(&mut self, pass: &Pass) {
+        self.info.relayed += pass.relayed as u64;
+        self.info.kept += pass.kept as u64;
+    }
+
+    /// How long until the next refresh is due.
+    pub(super) fn due_in(&self) -> Duration {
+        self.next.saturating_duration_since(Instant::now())
+    }
+
+    /// Measures the table and refreshes the record, when due. A table that cannot be measured
+    /// is recorded as unmeasured; a record that cannot be written waits for the next refresh
+    /// (the relay's passes report the outage).
+    pub(super) async fn report_if_due(&mut self, pool: &PgPool, outbox: &Outbox) {
+        if Instant::now() < self.next {
+            return;
+        }
+        self.next = Instant::now() + RELAY_REPORT_EVERY;
+        self.info.outbox = match outbox.status(pool).await {
+            Ok(status) => Some(status),
+            Err(err) => {
+                tracing::debug!(error = %err, "cannot measure the outbox for its record");
+                None
+            }
+        };
+        self.info.seen_at = Utc::now();
+        let record = serde_json::to_string(&self.info).expect("a relay record serializes");
+        let written: crate::Result<u64> = self
+            .queue
+            .query(
+                redis::cmd("HSET")
+                    .arg(self.queue.keys().outbox_relays())
+                    .arg(&self.info.id)
+                    .arg(record),
+            )
+            .await;
+        if let Err(err) = written {
+            tracing::debug!(error = %err, "cannot write the relay's record");
+        }
+    }
+
+    /// Removes the record: the relay stopped.
+    pub(super) async fn remove(&self) {
+        let removed: crate::Result<u64> = self
+            .queue
+            .query(
+                redis::cmd("HDEL")
+                    .arg(self.queue.keys().outbox_relays())
+                    .arg(&self.info.id),
+            )
+            .await;
+        if let Err(err) = removed {
+            tracing::debug!(error = %err, "cannot remove the relay's record; readers drop it once it is stale");
+        }
+    }
+}
