@@ -85,7 +85,7 @@ fn render(outboxes: &Outboxes) -> String {
         Some(s) => [
             s.waiting.to_string(),
             s.kept.to_string(),
-            format!("{:.1}s", s.lag().as_secs_f64()),
+            lag(s.lag()),
         ],
         None => ["?".to_owned(), "?".to_owned(), "?".to_owned()],
     };
@@ -144,6 +144,14 @@ fn render(outboxes: &Outboxes) -> String {
         ));
     }
     out
+}
+
+/// A lag as `0.4s` under a minute, else as `2m 5s`.
+fn lag(lag: std::time::Duration) -> String {
+    match lag.as_secs() {
+        0..60 => format!("{:.1}s", lag.as_secs_f64()),
+        secs => span(secs as i64),
+    }
 }
 
 /// The table `only` (the default one when `None`), measured now through `url`.
