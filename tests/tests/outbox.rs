@@ -343,6 +343,37 @@ async fn debounced_jobs_are_refused_rather_than_pushed_outside_the_transaction()
     ));
 }
 
+#[tokio::test]
+async fn chains_and_batches_are_refused_and_write_nothing() {
+    let (_postgres, _redis, pool, queue) = setup().await;
+    let mut tx = pool.begin().await.unwrap();
+    let chain = redjob::Chain::new(Noop {}.dispatch())
+        .then(Noop {}.dispatch())
+        .via(&queue);
+    let err = chain.in_transaction(&mut tx).await.unwrap_err();
+    assert!(
+        matches!(err, OutboxError::Workflow { what: "a chain" }),
+        "{err:?}"
+    );
+    let batch = redjob::Batch::new().job(Noop {}.dispatch()).via(&queue);
+    let err = batch.in_transaction(&mut tx).await.unwrap_err();
+    assert!(
+        matches!(err, OutboxError::Workflow { what: "a batch" }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("after the commit"), "{err}");
+    // The transaction goes on: what it wrote besides commits.
+    Noop {}
+        .dispatch()
+        .via(&queue)
+        .in_transaction(&mut tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(rows(&pool).await, 1);
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn of_ten_thousand_dispatches_in_a_hundred_concurrent_transactions_exactly_the_committed_ones_run_once(
 ) {

@@ -42,7 +42,7 @@
 //! not pushed, and its row is kept with the reason in its `problem` column. Not yet carried by
 //! the outbox: debounced jobs, whose dispatch in a transaction fails with
 //! [`OutboxError::Unsupported`] rather than push them outside it, and chains and batches,
-//! which have no `in_transaction`.
+//! refused with [`OutboxError::Workflow`].
 
 mod relay;
 mod report;
@@ -71,6 +71,16 @@ pub enum OutboxError {
         /// The job's name.
         job: String,
         /// What it uses: "a debounced job".
+        what: &'static str,
+    },
+    /// A chain or a batch (`what` names which): the outbox does not carry workflows yet.
+    #[error(
+        "{what} cannot be dispatched in a transaction yet: a relay pushes one job at a time, \
+         and a workflow's records are kept in Redis in the step that pushes its first jobs; \
+         dispatch it after the commit"
+    )]
+    Workflow {
+        /// "a chain" or "a batch".
         what: &'static str,
     },
     /// The outbox's table does not exist, or lacks columns this version uses: its migration

@@ -293,7 +293,7 @@ impl Relay {
             }
             let passed = self.pass().await;
             if let Ok(pass) = &passed {
-                reporter.count(pass);
+                reporter.count(pass.relayed, pass.kept);
             }
             reporter.report_if_due(&self.pool, &self.outbox).await;
             let failed = match passed.map(|pass| pass.claimed) {
@@ -350,13 +350,13 @@ impl Relay {
 
 /// What one pass did.
 #[derive(Debug, Default)]
-pub(super) struct Pass {
+struct Pass {
     /// Rows claimed.
     claimed: usize,
     /// Rows whose jobs were pushed (or found pushed already), deleted.
-    pub(super) relayed: usize,
+    relayed: usize,
     /// Rows kept with their problem.
-    pub(super) kept: usize,
+    kept: usize,
 }
 
 /// A row a pass claimed, and its id.

@@ -9,7 +9,6 @@ use tokio::time::Instant;
 use crate::admin::{RelayInfo, RELAY_REPORT_EVERY};
 use crate::queue::RedisQueue;
 
-use super::relay::Pass;
 use super::Outbox;
 
 /// Keeps one relay's record.
@@ -41,10 +40,10 @@ impl Reporter {
         }
     }
 
-    /// Counts what a pass did.
-    pub(super) fn count(&mut self, pass: &Pass) {
-        self.info.relayed += pass.relayed as u64;
-        self.info.kept += pass.kept as u64;
+    /// Counts what a pass did: rows relayed, rows kept with a problem.
+    pub(super) fn count(&mut self, relayed: usize, kept: usize) {
+        self.info.relayed += relayed as u64;
+        self.info.kept += kept as u64;
     }
 
     /// How long until the next refresh is due.

@@ -82,11 +82,7 @@ fn render(outboxes: &Outboxes) -> String {
     }
     let now = Utc::now();
     let figures = |status: &Option<OutboxStatus>| match status {
-        Some(s) => [
-            s.waiting.to_string(),
-            s.kept.to_string(),
-            lag(s.lag()),
-        ],
+        Some(s) => [s.waiting.to_string(), s.kept.to_string(), lag(s.lag())],
         None => ["?".to_owned(), "?".to_owned(), "?".to_owned()],
     };
     let rows = outboxes
