@@ -110,8 +110,13 @@ impl TestPostgres {
             if let Some(status) = self.child.try_wait().map_err(|err| err.to_string())? {
                 return Err(format!("postgres exited with {status}"));
             }
+            // Asked through the socket in the cluster's own directory, never over TCP: another
+            // test may have been handed the same free port at the same moment, and then this
+            // server cannot bind it and exits while the other answers on it.
             let ready = Command::new(program("pg_isready"))
-                .args(["-q", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres"])
+                .args(["-q", "-U", "postgres", "-d", "postgres"])
+                .arg("-h")
+                .arg(self.dir.path())
                 .args(["-p", &self.port.to_string()])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

@@ -231,11 +231,15 @@ impl TestRedis {
             if let Some(status) = self.child.try_wait().map_err(|err| err.to_string())? {
                 return Err(format!("redis-server exited with {status}"));
             }
-            let pong = match self.tls {
-                None => ping(addr),
-                Some(_) => tls_ping(&self.client()),
+            // The answer must come from this server: another test may have been handed the
+            // same free port at the same moment, and then this one cannot bind it and exits
+            // while the other answers.
+            let pid = self.child.id();
+            let ours = match self.tls {
+                None => answers_as(addr, pid),
+                Some(_) => tls_answers_as(&self.client(), pid),
             };
-            if pong {
+            if ours {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -323,24 +327,40 @@ fn spawn_redis_server(port: u16, dir: &Path, extra: &[&str]) -> Child {
     panic!("{REDIS_SERVER_MISSING}");
 }
 
-fn ping(addr: SocketAddr) -> bool {
+/// Whether the server on `addr` answers, and is the process `pid` (`INFO server`'s
+/// `process_id`).
+fn answers_as(addr: SocketAddr, pid: u32) -> bool {
     let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
         return false;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
     let _ = stream.set_write_timeout(Some(Duration::from_millis(500)));
-    if stream.write_all(b"PING\r\n").is_err() {
+    if stream.write_all(b"INFO server\r\n").is_err() {
         return false;
     }
-    let mut reply = [0u8; 7];
-    stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+    // A bulk string: `$<length>\r\n<text>\r\n`, read until the process id's line is in.
+    let wanted = format!("process_id:{pid}\r\n");
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(read @ 1..) = stream.read(&mut chunk) {
+        reply.extend_from_slice(&chunk[..read]);
+        let text = String::from_utf8_lossy(&reply);
+        let id_line_read = text
+            .split_once("process_id:")
+            .is_some_and(|(_, rest)| rest.contains("\r\n"));
+        if id_line_read {
+            return text.contains(&wanted);
+        }
+    }
+    false
 }
 
-fn tls_ping(client: &redis::Client) -> bool {
+/// [`answers_as`] for a TLS server, through a TLS connection.
+fn tls_answers_as(client: &redis::Client, pid: u32) -> bool {
     client
         .get_connection_with_timeout(Duration::from_millis(500))
-        .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn))
-        .is_ok_and(|reply| reply == "PONG")
+        .and_then(|mut conn| redis::cmd("INFO").arg("server").query::<String>(&mut conn))
+        .is_ok_and(|info| info.contains(&format!("process_id:{pid}\r\n")))
 }
 
 fn server_output(dir: &Path) -> String {
