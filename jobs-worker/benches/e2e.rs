@@ -388,25 +388,42 @@ fn prep_child(args: &Args, prep: &str, jobs: usize) {
 
 /// Times one worker draining `jobs` queued jobs; returns (jobs/s, seconds).
 async fn timed_drain(args: &Args, queue: &RedisQueue, jobs: usize) -> Result<(f64, f64), String> {
+    let (secs, (stop, running)) = run_until_done(args, worker(args, queue), jobs).await?;
+    stop.cancel();
+    stopped(running).await?;
+    Ok((jobs as f64 / secs, secs))
+}
+
+/// A running worker: its stop token and its task.
+type Running = (
+    tokio_util::sync::CancellationToken,
+    tokio::task::JoinHandle<Result<redjob_worker::Exit, redjob_worker::WorkerError>>,
+);
+
+/// Starts `worker` and waits until `jobs` jobs have run (within `--timeout-s`): the seconds
+/// from its start to the last one's, and the worker, still running. One that falls short is
+/// stopped, and says how short.
+async fn run_until_done(
+    args: &Args,
+    worker: Worker,
+    jobs: usize,
+) -> Result<(f64, Running), String> {
     tracker().reset(jobs);
     let start = Instant::now();
-    let worker = worker(args, queue);
     let stop = worker.stop_token();
     let stats = worker.stats();
     let running = tokio::spawn(worker.run());
     let bound = Duration::from_secs_f64(args.timeout_s);
-    let finished = tracker().wait_until_done(bound, &stats).await;
-    stop.cancel();
-    stopped(running).await?;
-    match finished {
-        Some(at) => {
-            let secs = (at - start).as_secs_f64();
-            Ok((jobs as f64 / secs, secs))
+    match tracker().wait_until_done(bound, &stats).await {
+        Some(at) => Ok(((at - start).as_secs_f64(), (stop, running))),
+        None => {
+            stop.cancel();
+            stopped(running).await?;
+            Err(format!(
+                "only {} of {jobs} jobs ran within {bound:?}",
+                tracker().done()
+            ))
         }
-        None => Err(format!(
-            "only {} of {jobs} jobs ran within {bound:?}",
-            tracker().done()
-        )),
     }
 }
 

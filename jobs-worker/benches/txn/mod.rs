@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use sqlx::{Connection, PgConnection};
 
-use super::{latency_fields, stopped, tracker, worker, Args, QUEUE};
+use super::{latency_fields, run_until_done, stopped, tracker, worker, Args, Running, QUEUE};
 use crate::common::{round2, wall_us};
 
 const MAX_TRANSACTIONS: usize = 5000;
@@ -99,8 +99,24 @@ async fn rate(
     Ok((count as f64 / secs, secs))
 }
 
+/// Creates the default outbox if missing and empties it: rows an interrupted run left would be
+/// relayed and counted by this one.
+async fn empty_outbox(conn: &mut PgConnection) -> Result<(), String> {
+    let outbox = Outbox::default();
+    outbox
+        .create_table(&mut *conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let empty = format!("TRUNCATE {}", outbox.name());
+    sqlx::raw_sql(sqlx::AssertSqlSafe(empty))
+        .execute(conn)
+        .await
+        .map_err(pg_error)?;
+    Ok(())
+}
+
 /// Starts a worker with an outbox relay of `url`'s database; the time from its start to the
-/// handler entry of the `jobs`-th backlog job, and the worker's stop token and task.
+/// handler entry of the `jobs`-th backlog job, and the running worker.
 async fn relayed(
     args: &Args,
     queue: &RedisQueue,
@@ -108,40 +124,14 @@ async fn relayed(
     jobs: usize,
 ) -> Result<(f64, Running), String> {
     let pool = sqlx::PgPool::connect(url).await.map_err(pg_error)?;
-    tracker().reset(jobs);
-    let start = Instant::now();
     let worker = worker(args, queue).relay(Relay::new(pool, queue.clone()));
-    let stop = worker.stop_token();
-    let stats = worker.stats();
-    let running = tokio::spawn(worker.run());
-    let bound = Duration::from_secs_f64(args.timeout_s);
-    match tracker().wait_until_done(bound, &stats).await {
-        Some(at) => Ok(((at - start).as_secs_f64(), (stop, running))),
-        None => {
-            stop.cancel();
-            stopped(running).await?;
-            Err(format!(
-                "only {} of {jobs} jobs ran within {bound:?}",
-                tracker().done()
-            ))
-        }
-    }
+    run_until_done(args, worker, jobs).await
 }
-
-/// A running worker: its stop token and its task.
-type Running = (
-    tokio_util::sync::CancellationToken,
-    tokio::task::JoinHandle<Result<redjob_worker::Exit, redjob_worker::WorkerError>>,
-);
 
 pub(super) async fn relay(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
     let url = args.pg.as_deref().ok_or("relay needs --pg URL")?;
     let mut conn = PgConnection::connect(url).await.map_err(pg_error)?;
-    let outbox = Outbox::default();
-    outbox
-        .create_table(&mut conn)
-        .await
-        .map_err(|e| e.to_string())?;
+    empty_outbox(&mut conn).await?;
     for first in (0..args.jobs).step_by(1000) {
         let mut bulk = Bulk::via(queue);
         for n in first..(first + 1000).min(args.jobs) {
@@ -177,11 +167,7 @@ pub(super) async fn txn(args: &Args, queue: &RedisQueue) -> Result<Map<String, V
     .execute(&mut conn)
     .await
     .map_err(pg_error)?;
-    let outbox = Outbox::default();
-    outbox
-        .create_table(&mut conn)
-        .await
-        .map_err(|e| e.to_string())?;
+    empty_outbox(&mut conn).await?;
 
     let (plain_per_sec, _) = rate(&mut conn, n, None).await?;
     let (txn_per_sec, txn_secs) = rate(&mut conn, n, Some(queue)).await?;

@@ -23,8 +23,18 @@ struct Outboxes {
 struct TableView {
     #[serde(flatten)]
     report: OutboxReport,
-    /// `relay` (the newest record of a live relay) or `database` (measured by this command).
-    measured_by: Option<&'static str>,
+    /// Where the figures come from (when there are any).
+    measured_by: Source,
+}
+
+/// Who measured a table.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Source {
+    /// The newest record of a live relay.
+    Relay,
+    /// This command, in the database.
+    Database,
 }
 
 /// Runs `jobsctl outbox`.
@@ -47,29 +57,30 @@ async fn show(
     }
     let mut tables: Vec<TableView> = OutboxReport::from_relays(&relays)
         .into_iter()
-        .map(|report| {
-            let measured_by = report.status.as_ref().map(|_| "relay");
-            TableView {
-                report,
-                measured_by,
-            }
+        .map(|report| TableView {
+            report,
+            measured_by: Source::Relay,
         })
         .collect();
     if let Some(url) = database {
         let status = measure(url, only.as_deref()).await?;
-        match tables.iter_mut().find(|t| t.report.table == status.table) {
+        let measured = TableView {
+            report: OutboxReport {
+                table: status.table.clone(),
+                relays: 0,
+                status: Some(status),
+            },
+            measured_by: Source::Database,
+        };
+        match tables
+            .iter_mut()
+            .find(|t| t.report.table == measured.report.table)
+        {
             Some(view) => {
-                view.report.status = Some(status);
-                view.measured_by = Some("database");
+                view.report.status = measured.report.status;
+                view.measured_by = Source::Database;
             }
-            None => tables.push(TableView {
-                report: OutboxReport {
-                    table: status.table.clone(),
-                    relays: 0,
-                    status: Some(status),
-                },
-                measured_by: Some("database"),
-            }),
+            None => tables.push(measured),
         }
     }
     print(json, &Outboxes { tables, relays }, render)?;
@@ -90,9 +101,15 @@ fn render(outboxes: &Outboxes) -> String {
         .iter()
         .map(|view| {
             let [waiting, kept, lag] = figures(&view.report.status);
-            let measured = match (&view.report.status, view.measured_by) {
-                (Some(status), Some(by)) => format!("{} by the {by}", ago(now, status.measured_at)),
-                _ => "not measured".to_owned(),
+            let measured = match &view.report.status {
+                Some(status) => {
+                    let by = match view.measured_by {
+                        Source::Relay => "relay",
+                        Source::Database => "database",
+                    };
+                    format!("{} by the {by}", ago(now, status.measured_at))
+                }
+                None => "not measured".to_owned(),
             };
             vec![
                 view.report.table.clone(),
@@ -128,14 +145,16 @@ fn render(outboxes: &Outboxes) -> String {
                     relay.pid.to_string(),
                     relay.relayed.to_string(),
                     relay.kept.to_string(),
-                    span((now - relay.started_at).num_seconds().max(0)),
+                    ago(now, relay.started_at),
                     ago(now, relay.seen_at),
                 ]
             })
             .collect();
         out.push('\n');
         out.push_str(&table(
-            &["RELAY OF", "HOST", "PID", "RELAYED", "KEPT", "UP", "SEEN"],
+            &[
+                "RELAY OF", "HOST", "PID", "RELAYED", "KEPT", "STARTED", "SEEN",
+            ],
             rows,
         ));
     }

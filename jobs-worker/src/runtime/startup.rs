@@ -10,7 +10,7 @@ use crate::runtime::outage::Pause;
 
 /// Application state as a worker or a synchronous run is given it, value by value: the first
 /// type given twice is kept, to refuse the start with.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub(crate) struct GivenState {
     state: State,
     duplicate: Option<DuplicateState>,
