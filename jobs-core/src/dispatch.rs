@@ -18,6 +18,10 @@ use crate::queue::{DebounceDispatch, Envelope, RedisQueue, UniqueDispatch};
 /// A debounced job's `max_wait` when it sets none: ten years, as good as none.
 const NO_MAX_WAIT: u64 = 10 * 365 * 86_400;
 
+/// The longest a unique lock lasts, in seconds: ten years. Redis refuses an expiry past what
+/// its clock can add, so a longer `unique_for` is held for this long.
+const MAX_UNIQUE_FOR: u64 = 10 * 365 * 86_400;
+
 /// The queue a job goes to when neither it nor its dispatch names one.
 pub const DEFAULT_QUEUE: &str = "default";
 
@@ -223,7 +227,7 @@ impl<J: Job> PendingDispatch<J> {
 
     /// The lock a unique job's push takes.
     fn unique_dispatch(&self, options: &JobOptions) -> Option<UniqueDispatch> {
-        let seconds = options.unique_for?.max(1);
+        let seconds = options.unique_for?.clamp(1, MAX_UNIQUE_FOR);
         let unique_id = self.job.unique_id();
         Some(UniqueDispatch {
             lock: UniqueLock {

@@ -94,11 +94,6 @@ impl TestPostgres {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
-    /// The server's port.
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
     /// What the server has logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("postgres.log")).unwrap_or_default()
@@ -283,4 +278,21 @@ fn program(name: &str) -> PathBuf {
         Some((_, bin)) => bin.join(name),
         None => PathBuf::from(name),
     }
+}
+
+/// How many rows the default outbox (`redjob_outbox`) holds, in `pool`'s database.
+pub async fn outbox_rows(pool: &sqlx::PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM redjob_outbox")
+        .fetch_one(pool)
+        .await
+        .expect("the outbox can be counted")
+}
+
+/// Every row of the default outbox, as (uuid, problem): rows a relay kept. Panics on a row
+/// still waiting for a relay (it has no problem).
+pub async fn kept_rows(pool: &sqlx::PgPool) -> Vec<(String, String)> {
+    sqlx::query_as("SELECT uuid::text, problem FROM redjob_outbox")
+        .fetch_all(pool)
+        .await
+        .expect("the outbox can be read")
 }

@@ -2,10 +2,26 @@
 //! uuid and attempt.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
 
 use examples::RECORDS_KEY;
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
+
+/// Waits until at least `runs` runs have been recorded; panics, naming the caller, after
+/// `timeout`.
+#[track_caller]
+pub fn wait_for_runs(
+    conn: &MultiplexedConnection,
+    runs: usize,
+    timeout: Duration,
+) -> impl Future<Output = ()> + '_ {
+    crate::wait_until(timeout, format!("{runs} runs are recorded"), move || {
+        let mut conn = conn.clone();
+        async move { records_len(&mut conn).await >= runs }
+    })
+}
 
 /// How many runs have been recorded.
 pub async fn records_len(conn: &mut MultiplexedConnection) -> usize {

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tests::records::{records_len, runs_by_uuid};
+use tests::records::{records_len, runs_by_uuid, wait_for_runs};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, SentVia, TestRedis};
 
@@ -198,10 +198,7 @@ async fn workers_killed_mid_load_lose_nothing_and_rerun_only_jobs_in_flight() {
     let mut in_flight_at_kills: Vec<HashSet<String>> = Vec::new();
     for kill in 1..=KILLS {
         let threshold = kill * KILL_LOAD / (KILLS + 1);
-        wait_until(LONG, format!("{threshold} runs are recorded"), || async {
-            records_len(&mut redis.conn().await).await >= threshold
-        })
-        .await;
+        wait_for_runs(&conn, threshold, LONG).await;
         worker.kill();
         // With its worker dead, the reserved set holds exactly the jobs it was running or had
         // finished without acknowledging yet: the jobs in flight.
@@ -617,10 +614,8 @@ async fn a_worker_lives_through(trouble: Trouble) {
     );
     worker.wait_started().await;
     let mut records = dispatch_records(&queue, "default", 20).await;
-    wait_until(LONG, "the first jobs ran", || async {
-        records_len(&mut redis.conn().await).await >= 20
-    })
-    .await;
+    // The first jobs ran.
+    wait_for_runs(&redis.conn().await, 20, LONG).await;
     let mut bouts = Vec::new();
 
     // Busy: long jobs on every slot, a backlog behind them.

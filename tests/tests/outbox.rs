@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use examples::{Noop, Record, ReindexSearch};
 use redjob::outbox::{Outbox, OutboxError, Relay};
-use redjob::{job, Bulk, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
+use redjob::{job, Bulk, Job, JobContext, JobResult, Payload, PendingDispatch, RedisQueue};
 use redjob_worker::{Exit, Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
-use sqlx::{Connection, PgPool};
+use sqlx::{Connection, PgConnection, PgPool};
 use std::collections::HashMap;
 use tests::jobs_command::JobsCommand;
-use tests::records::{records_len, runs_by_uuid};
+use tests::records::{records_len, runs_by_uuid, wait_for_runs};
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, wait_until, TestPostgres, TestRedis};
+use tests::{kept_rows, outbox_rows, wait_for, wait_until, TestPostgres, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -61,10 +61,16 @@ impl Job for FindRow {
     }
 }
 
+/// Dispatches into the default outbox through `conn` (a transaction or a savepoint); the
+/// job's uuid.
+async fn written<J: Job>(conn: &mut PgConnection, dispatch: PendingDispatch<J>) -> uuid::Uuid {
+    dispatch.in_transaction(conn).await.unwrap()
+}
+
 /// Dispatches in a transaction of its own, committed; the job's uuid.
 async fn committed<J: Job>(pool: &PgPool, dispatch: PendingDispatch<J>) -> uuid::Uuid {
     let mut tx = pool.begin().await.unwrap();
-    let uuid = dispatch.in_transaction(&mut tx).await.unwrap();
+    let uuid = written(&mut tx, dispatch).await;
     tx.commit().await.unwrap();
     uuid
 }
@@ -89,12 +95,7 @@ async fn ready_uuids(redis: &TestRedis, queue: &str) -> Vec<String> {
         .unwrap();
     payloads
         .iter()
-        .map(|p| {
-            serde_json::from_str::<serde_json::Value>(p).unwrap()["uuid"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
+        .map(|p| Payload::from_json(p).unwrap().uuid.to_string())
         .collect()
 }
 
@@ -123,25 +124,13 @@ async fn put_back(pool: &PgPool, uuid: &str) {
     .unwrap();
 }
 
-async fn rows(pool: &PgPool) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM redjob_outbox")
-        .fetch_one(pool)
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_committed_dispatch_is_relayed_once_and_a_rolled_back_one_never_exists() {
     let (_postgres, redis, pool, queue) = setup().await;
 
     // Committed.
     let mut tx = pool.begin().await.unwrap();
-    let committed = Noop {}
-        .dispatch()
-        .via(&queue)
-        .in_transaction(&mut tx)
-        .await
-        .unwrap();
+    let committed = written(&mut tx, Noop {}.dispatch().via(&queue)).await;
     assert_eq!(
         queue.size("default").await.unwrap().total(),
         0,
@@ -150,33 +139,23 @@ async fn a_committed_dispatch_is_relayed_once_and_a_rolled_back_one_never_exists
     tx.commit().await.unwrap();
     // Rolled back.
     let mut tx = pool.begin().await.unwrap();
-    Noop {}
-        .dispatch()
-        .via(&queue)
-        .in_transaction(&mut tx)
-        .await
-        .unwrap();
+    written(&mut tx, Noop {}.dispatch().via(&queue)).await;
     tx.rollback().await.unwrap();
     // A savepoint rolled back inside a committed transaction.
     let mut tx = pool.begin().await.unwrap();
     let mut savepoint = tx.begin().await.unwrap();
-    Noop {}
-        .dispatch()
-        .via(&queue)
-        .in_transaction(&mut savepoint)
-        .await
-        .unwrap();
+    written(&mut savepoint, Noop {}.dispatch().via(&queue)).await;
     savepoint.rollback().await.unwrap();
     let mut bulk = Bulk::via(&queue);
     bulk.add(Noop {}.dispatch()).unwrap();
     bulk.add(Noop {}.dispatch().on_queue("other")).unwrap();
     let bulked = bulk.in_transaction(&mut tx).await.unwrap();
     tx.commit().await.unwrap();
-    assert_eq!(rows(&pool).await, 3);
+    assert_eq!(outbox_rows(&pool).await, 3);
 
     let relay = Relay::new(pool.clone(), queue.clone());
     assert_eq!(relay.relay_once().await.unwrap(), 3);
-    assert_eq!(rows(&pool).await, 0);
+    assert_eq!(outbox_rows(&pool).await, 0);
     assert_eq!(
         ready_uuids(&redis, "default").await,
         [committed.to_string(), bulked[0].to_string()]
@@ -204,7 +183,7 @@ async fn rows_left_by_a_relay_that_died_before_its_commit_push_nothing_twice() {
         1,
         "the row is taken again"
     );
-    assert_eq!(rows(&pool).await, 0);
+    assert_eq!(outbox_rows(&pool).await, 0);
     assert_eq!(
         ready_uuids(&redis, "default").await,
         [uuid.to_string()],
@@ -244,8 +223,13 @@ async fn a_relay_wakes_on_the_commit_not_on_its_poll() {
     let relay = Relay::new(pool.clone(), queue.clone()).poll(Duration::from_secs(3600));
     let (stop, stopped) = stop_signal();
     let running = tokio::spawn(relay.run_until(stopped));
-    // Let it listen: a row committed before it listens is found by its first pass anyway.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Wait until it listens: a row committed before would be found by its first pass anyway.
+    // It listens before that pass, and writes its record after it.
+    let admin = redjob::admin::Admin::new(queue.clone());
+    wait_until(LONG, "the relay's first pass", || async {
+        !admin.outbox_relays().await.unwrap().is_empty()
+    })
+    .await;
 
     let uuid = committed(&pool, Noop {}.dispatch().via(&queue)).await;
     let committed = std::time::Instant::now();
@@ -279,11 +263,7 @@ async fn unique_jobs_take_their_lock_at_relay_time_and_a_duplicate_is_kept_on_it
     let relay = Relay::new(pool.clone(), queue.clone());
     assert_eq!(relay.relay_once().await.unwrap(), 2);
     assert_eq!(ready_uuids(&redis, "default").await, [uuids[0].clone()]);
-    let left: Vec<(String, String)> =
-        sqlx::query_as("SELECT uuid::text, problem FROM redjob_outbox")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+    let left = kept_rows(&pool).await;
     assert_eq!(left.len(), 1, "the duplicate is kept: {left:?}");
     assert_eq!(left[0].0, uuids[1]);
     assert!(
@@ -301,7 +281,7 @@ async fn unique_jobs_take_their_lock_at_relay_time_and_a_duplicate_is_kept_on_it
     // duplicate of itself.
     put_back(&pool, &uuids[0]).await;
     assert_eq!(relay.relay_once().await.unwrap(), 1);
-    assert_eq!(rows(&pool).await, 1, "only the duplicate is left");
+    assert_eq!(outbox_rows(&pool).await, 1, "only the duplicate is left");
     assert_eq!(ready_uuids(&redis, "default").await, [uuids[0].clone()]);
 
     // Once more after its guard has lapsed (deleted here): the lock it holds says it was
@@ -315,7 +295,11 @@ async fn unique_jobs_take_their_lock_at_relay_time_and_a_duplicate_is_kept_on_it
         .await
         .unwrap();
     assert_eq!(relay.relay_once().await.unwrap(), 1);
-    assert_eq!(rows(&pool).await, 1, "not kept as a duplicate of itself");
+    assert_eq!(
+        outbox_rows(&pool).await,
+        1,
+        "not kept as a duplicate of itself"
+    );
     assert_eq!(ready_uuids(&redis, "default").await, [uuids[0].clone()]);
 }
 
@@ -335,7 +319,7 @@ async fn debounced_jobs_are_refused_rather_than_pushed_outside_the_transaction()
     assert!(matches!(err, OutboxError::Unsupported { .. }), "{err:?}");
     assert!(err.to_string().contains("debounced"), "{err}");
     tx.commit().await.unwrap();
-    assert_eq!(rows(&pool).await, 0);
+    assert_eq!(outbox_rows(&pool).await, 0);
     assert_eq!(queue.size("default").await.unwrap().total(), 0);
     assert!(matches!(
         Outbox::table("bad name; DROP TABLE x"),
@@ -363,14 +347,9 @@ async fn chains_and_batches_are_refused_and_write_nothing() {
     );
     assert!(err.to_string().contains("after the commit"), "{err}");
     // The transaction goes on: what it wrote besides commits.
-    Noop {}
-        .dispatch()
-        .via(&queue)
-        .in_transaction(&mut tx)
-        .await
-        .unwrap();
+    written(&mut tx, Noop {}.dispatch().via(&queue)).await;
     tx.commit().await.unwrap();
-    assert_eq!(rows(&pool).await, 1);
+    assert_eq!(outbox_rows(&pool).await, 1);
     assert_eq!(queue.size("default").await.unwrap().total(), 0);
 }
 
@@ -399,12 +378,7 @@ async fn of_ten_thousand_dispatches_in_a_hundred_concurrent_transactions_exactly
                 let mut tx = pool.begin().await.unwrap();
                 let mut uuids = Vec::with_capacity(PER_TRANSACTION);
                 for _ in 0..PER_TRANSACTION {
-                    let uuid = Record { due_ms: 0 }
-                        .dispatch()
-                        .via(&queue)
-                        .in_transaction(&mut tx)
-                        .await
-                        .unwrap();
+                    let uuid = written(&mut tx, Record { due_ms: 0 }.dispatch().via(&queue)).await;
                     uuids.push(uuid.to_string());
                 }
                 // A third of them, spread through the run, roll back.
@@ -436,12 +410,7 @@ async fn of_ten_thousand_dispatches_in_a_hundred_concurrent_transactions_exactly
     let stop_worker = worker.stop_token();
     let running = tokio::spawn(worker.run());
     let mut conn = redis.conn().await;
-    wait_until(LONG, "every committed job ran", || {
-        let mut conn = conn.clone();
-        let expected = committed.len();
-        async move { records_len(&mut conn).await >= expected }
-    })
-    .await;
+    wait_for_runs(&conn, committed.len(), LONG).await;
     // Anything relayed or run twice would show up by now.
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop_worker.cancel();
@@ -460,7 +429,7 @@ async fn of_ten_thousand_dispatches_in_a_hundred_concurrent_transactions_exactly
     for uuid in &committed {
         assert_eq!(runs.get(uuid).map(Vec::len), Some(1), "{uuid} ran once");
     }
-    assert_eq!(rows(&pool).await, 0);
+    assert_eq!(outbox_rows(&pool).await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -505,23 +474,16 @@ async fn relaying_workers_killed_three_times_during_twenty_thousand_jobs_lose_no
         })
     };
     let mut conn = redis.conn().await;
-    for kill in 1..=3 {
+    for _ in 1..=3 {
         let relayed = records_len(&mut conn).await;
-        wait_until(LONG, format!("jobs are relayed before kill {kill}"), || {
-            let mut conn = conn.clone();
-            async move { records_len(&mut conn).await > relayed + 200 }
-        })
-        .await;
+        // Jobs are relayed before each kill.
+        wait_for_runs(&conn, relayed + 201, LONG).await;
         relay.kill();
         relay = relaying();
     }
     let written = writer.await.unwrap();
     assert_eq!(written.len(), JOBS);
-    wait_until(LONG, "every written job ran", || {
-        let mut conn = conn.clone();
-        async move { records_len(&mut conn).await >= JOBS }
-    })
-    .await;
+    wait_for_runs(&conn, JOBS, LONG).await;
     // Anything pushed twice would have run by now.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let runs = runs_by_uuid(&mut conn).await;
@@ -530,7 +492,7 @@ async fn relaying_workers_killed_three_times_during_twenty_thousand_jobs_lose_no
         let ran = runs.get(&uuid.to_string()).map(Vec::len);
         assert_eq!(ran, Some(1), "{uuid} ran once");
     }
-    assert_eq!(rows(&pool).await, 0);
+    assert_eq!(outbox_rows(&pool).await, 0);
     relay.signal("TERM");
     runner.signal("TERM");
     assert_eq!(
@@ -572,12 +534,7 @@ async fn a_job_dispatched_in_a_transaction_always_finds_the_row_it_was_committed
             .execute(&mut *tx)
             .await
             .unwrap();
-        FindRow { id }
-            .dispatch()
-            .via(&queue)
-            .in_transaction(&mut tx)
-            .await
-            .unwrap();
+        written(&mut tx, FindRow { id }.dispatch().via(&queue)).await;
         // Time for a job pushed before the commit to run and miss its row.
         tokio::time::sleep(Duration::from_millis(5)).await;
         tx.commit().await.unwrap();
@@ -705,7 +662,7 @@ async fn every_committed_row_arrives_once_across_restarts_of_postgres_and_redis(
     for uuid in &uuids {
         assert_eq!(pushed.get(uuid.as_str()), Some(&1), "{uuid} arrived once");
     }
-    assert_eq!(rows(&pool).await, 0);
+    assert_eq!(outbox_rows(&pool).await, 0);
     stop.send(()).unwrap();
     relaying.await.unwrap();
 }
@@ -726,11 +683,7 @@ async fn a_row_redis_refuses_is_kept_with_the_reason_and_holds_back_no_other() {
     let relay = Relay::new(pool.clone(), queue.clone());
     assert_eq!(relay.relay_once().await.unwrap(), 2);
     assert_eq!(ready_uuids(&redis, "default").await, [fine.to_string()]);
-    let kept: Vec<(String, String)> =
-        sqlx::query_as("SELECT uuid::text, problem FROM redjob_outbox")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+    let kept = kept_rows(&pool).await;
     assert_eq!(kept.len(), 1, "{kept:?}");
     assert_eq!(kept[0].0, refused.to_string());
     assert!(kept[0].1.contains("WRONGTYPE"), "{}", kept[0].1);
@@ -763,8 +716,7 @@ async fn operators_see_each_relay_and_its_table_in_jobsctl_the_dashboard_and_the
         "{}",
         ran.stdout
     );
-    let ran = jobsctl.run(&["--json", "outbox", "--database", &postgres.url()]);
-    let shown: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let shown = jobsctl.json(&["outbox", "--database", &postgres.url()]);
     let table = &shown["tables"][0];
     assert_eq!(table["table"], "redjob_outbox", "{shown}");
     assert_eq!(table["relays"], 0);
@@ -792,8 +744,7 @@ async fn operators_see_each_relay_and_its_table_in_jobsctl_the_dashboard_and_the
     assert_eq!((status.waiting, status.kept), (0, 1));
     assert_eq!(status.lag(), Duration::ZERO);
 
-    let ran = jobsctl.run(&["--json", "outbox"]);
-    let shown: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let shown = jobsctl.json(&["outbox"]);
     assert_eq!(shown["tables"][0]["relays"], 1, "{shown}");
     assert_eq!(shown["tables"][0]["measured_by"], "relay");
     assert_eq!(shown["tables"][0]["status"]["kept"], 1);
@@ -816,24 +767,22 @@ async fn operators_see_each_relay_and_its_table_in_jobsctl_the_dashboard_and_the
     assert_eq!(listed[0]["status"]["waiting"], 0);
     assert_eq!(listed[0]["status"]["kept"], 1);
 
-    let gauge = |series: &'static str| {
-        let metrics = metrics.clone();
-        async move { tests::http::scraped(&metrics, series) }
-    };
-    wait_until(LONG, "the outbox gauges", || async {
-        gauge(r#"jobs_outbox_relays{table="redjob_outbox"}"#).await == Some(1.0)
+    let gauge = |series: &str| tests::http::scraped(&metrics, series);
+    wait_until(LONG, "the outbox gauges", || {
+        let relays = gauge(r#"jobs_outbox_relays{table="redjob_outbox"}"#);
+        async move { relays == Some(1.0) }
     })
     .await;
     assert_eq!(
-        gauge(r#"jobs_outbox_rows{table="redjob_outbox",state="kept"}"#).await,
+        gauge(r#"jobs_outbox_rows{table="redjob_outbox",state="kept"}"#),
         Some(1.0)
     );
     assert_eq!(
-        gauge(r#"jobs_outbox_rows{table="redjob_outbox",state="waiting"}"#).await,
+        gauge(r#"jobs_outbox_rows{table="redjob_outbox",state="waiting"}"#),
         Some(0.0)
     );
     assert_eq!(
-        gauge(r#"jobs_outbox_lag_seconds{table="redjob_outbox"}"#).await,
+        gauge(r#"jobs_outbox_lag_seconds{table="redjob_outbox"}"#),
         Some(0.0)
     );
 
@@ -844,7 +793,7 @@ async fn operators_see_each_relay_and_its_table_in_jobsctl_the_dashboard_and_the
 }
 
 #[tokio::test]
-async fn the_lag_is_the_oldest_waiting_rows_age_and_a_dead_relays_record_is_dropped() {
+async fn the_lag_is_the_oldest_waiting_rows_age_and_a_dead_relay_is_dropped() {
     let (_postgres, redis, pool, queue) = setup().await;
     committed(&pool, Noop {}.dispatch().via(&queue)).await;
     sqlx::query("UPDATE redjob_outbox SET created_at = now() - interval '90 seconds'")
@@ -857,33 +806,21 @@ async fn the_lag_is_the_oldest_waiting_rows_age_and_a_dead_relays_record_is_drop
     let lag = status.lag().as_secs_f64();
     assert!((89.0..120.0).contains(&lag), "lag {lag} s");
 
-    // A record its relay stopped refreshing (a relay killed with SIGKILL) is not listed,
-    // and is removed.
-    let seen_at = chrono::Utc::now() - redjob::admin::RELAY_TTL - Duration::from_secs(1);
-    let dead = redjob::admin::RelayInfo {
-        id: "dead".into(),
-        table: "redjob_outbox".into(),
-        host: "gone".into(),
-        pid: 1,
-        started_at: seen_at,
-        seen_at,
-        relayed: 0,
-        kept: 0,
-        outbox: Some(status),
-    };
-    let key = queue.keys().outbox_relays();
+    // A relay killed with SIGKILL: its record has expired, its id is still listed in the
+    // index. It is not listed as live, and its id is removed.
+    let index = queue.keys().outbox_relays();
     let mut conn = redis.conn().await;
-    let _: () = redjob::redis::cmd("HSET")
-        .arg(&key)
+    let _: () = redjob::redis::cmd("ZADD")
+        .arg(&index)
+        .arg(chrono::Utc::now().timestamp() - 60)
         .arg("dead")
-        .arg(serde_json::to_string(&dead).unwrap())
         .query_async(&mut conn)
         .await
         .unwrap();
     let admin = redjob::admin::Admin::new(queue.clone());
     assert!(admin.outbox_relays().await.unwrap().is_empty());
-    let left: u64 = redjob::redis::cmd("HLEN")
-        .arg(&key)
+    let left: u64 = redjob::redis::cmd("ZCARD")
+        .arg(&index)
         .query_async(&mut conn)
         .await
         .unwrap();

@@ -7,6 +7,7 @@ mod support;
 use std::process::Command;
 use std::time::Duration;
 
+use orders_service::jobs::QUEUES;
 use serde_json::{json, Value};
 use support::{FakeCarrier, REFUSED_ITEM};
 use tests::worker_process::WorkerProcess;
@@ -64,16 +65,8 @@ impl Setup {
     /// Starts `orders-worker` on the service's queues.
     fn worker(&self) -> WorkerProcess {
         let mut command = self.command(env!("CARGO_BIN_EXE_orders-worker"));
-        command.args(["--queue", "orders,shipping", "--json"]);
+        command.args(["--queue", &QUEUES.join(","), "--json"]);
         WorkerProcess::spawn(command)
-    }
-
-    /// How many jobs wait in the outbox.
-    async fn outbox_rows(&self) -> i64 {
-        sqlx::query_scalar("SELECT count(*) FROM redjob_outbox")
-            .fetch_one(&self.pool)
-            .await
-            .unwrap()
     }
 
     /// The order's row, read straight from PostgreSQL.
@@ -148,10 +141,14 @@ async fn an_order_placed_over_http_is_confirmed_and_shipped_by_the_workers_embed
     let (status, _) = place(&base, "teapot", 0).await;
     assert_eq!(status, 422);
     let queue = setup.redis.queue();
-    for name in ["orders", "shipping"] {
+    for name in QUEUES {
         assert_eq!(queue.size(name).await.unwrap().total(), 0, "{name}");
     }
-    assert_eq!(setup.outbox_rows().await, 0, "every job was relayed");
+    assert_eq!(
+        tests::outbox_rows(&setup.pool).await,
+        0,
+        "every job was relayed"
+    );
 
     stop(&mut service).await;
 }
@@ -169,12 +166,12 @@ async fn the_service_without_workers_queues_orders_that_an_orders_worker_process
     let queue = setup.redis.queue();
     assert_eq!(queue.size("orders").await.unwrap().total(), 0);
     assert_eq!(setup.row(id).await.0, "placed");
-    assert_eq!(setup.outbox_rows().await, 1);
+    assert_eq!(tests::outbox_rows(&setup.pool).await, 1);
 
     let mut worker = setup.worker();
     wait_for_status(&base, id, "shipped").await;
     assert_eq!(setup.carrier.calls_for(id).len(), 2, "one 503, then booked");
-    assert_eq!(setup.outbox_rows().await, 0);
+    assert_eq!(tests::outbox_rows(&setup.pool).await, 0);
     let jobs: Vec<String> = worker
         .events()
         .into_iter()

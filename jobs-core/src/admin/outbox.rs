@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{Admin, AdminError};
@@ -13,8 +13,8 @@ use super::{Admin, AdminError};
 /// How often a relay refreshes its record, with a new measure of its table.
 pub const RELAY_REPORT_EVERY: Duration = Duration::from_secs(5);
 
-/// How long a relay's record counts as alive without being refreshed; an older one belongs to
-/// a relay that died, and readers remove it.
+/// How long a relay's record lives without being refreshed; one that expires belongs to a
+/// relay that died.
 pub const RELAY_TTL: Duration = Duration::from_secs(30);
 
 /// What an outbox table held when it was measured.
@@ -43,7 +43,7 @@ impl OutboxStatus {
     }
 }
 
-/// One live relay, as its record in [`OUTBOX_RELAYS`](crate::queue::keys::OUTBOX_RELAYS)
+/// One live relay, as its record ([`Keys::outbox_relay`](crate::queue::keys::Keys::outbox_relay))
 /// holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelayInfo {
@@ -68,35 +68,13 @@ pub struct RelayInfo {
 }
 
 impl Admin {
-    /// The live outbox relays, by table, then host and pid. Records not refreshed for
-    /// [`RELAY_TTL`] (by this process's clock) are removed: their relays died.
+    /// The live outbox relays, by table, then host and pid: those whose record has not
+    /// expired ([`RELAY_TTL`]).
     pub async fn outbox_relays(&self) -> Result<Vec<RelayInfo>, AdminError> {
-        let key = self.queue.keys().outbox_relays();
-        let mut conn = self.queue.connection();
-        let records: HashMap<String, String> = self
-            .queue
-            .timed(redis::cmd("HGETALL").arg(&key).query_async(&mut conn))
+        let keys = self.queue.keys();
+        let mut relays: Vec<RelayInfo> = self
+            .live_records(&keys.outbox_relays(), |id| keys.outbox_relay(id))
             .await?;
-        let oldest_alive = Utc::now() - RELAY_TTL;
-        let mut relays = Vec::new();
-        let mut dead = Vec::new();
-        for (id, record) in records {
-            match serde_json::from_str::<RelayInfo>(&record) {
-                Ok(relay) if relay.seen_at >= oldest_alive => relays.push(relay),
-                _ => dead.push(id),
-            }
-        }
-        if !dead.is_empty() {
-            let _: u64 = self
-                .queue
-                .timed(
-                    redis::cmd("HDEL")
-                        .arg(&key)
-                        .arg(&dead)
-                        .query_async(&mut conn),
-                )
-                .await?;
-        }
         relays.sort_by(|a, b| (&a.table, &a.host, a.pid).cmp(&(&b.table, &b.host, b.pid)));
         Ok(relays)
     }
@@ -122,32 +100,24 @@ pub struct OutboxReport {
 impl OutboxReport {
     /// The tables `relays` serve, each with its newest measure.
     pub fn from_relays(relays: &[RelayInfo]) -> Vec<OutboxReport> {
-        let mut reports: Vec<OutboxReport> = Vec::new();
+        let mut reports: BTreeMap<&str, OutboxReport> = BTreeMap::new();
         for relay in relays {
-            let index = match reports.iter().position(|r| r.table == relay.table) {
-                Some(index) => index,
-                None => {
-                    reports.push(OutboxReport {
-                        table: relay.table.clone(),
-                        relays: 0,
-                        status: None,
-                    });
-                    reports.len() - 1
-                }
-            };
-            let report = &mut reports[index];
+            let report = reports.entry(&relay.table).or_insert_with(|| OutboxReport {
+                table: relay.table.clone(),
+                relays: 0,
+                status: None,
+            });
             report.relays += 1;
-            let newer = |status: &OutboxStatus| {
-                report
+            if let Some(status) = &relay.outbox {
+                let newer = report
                     .status
                     .as_ref()
-                    .is_none_or(|known| status.measured_at > known.measured_at)
-            };
-            if let Some(status) = relay.outbox.as_ref().filter(|s| newer(s)) {
-                report.status = Some(status.clone());
+                    .is_none_or(|known| status.measured_at > known.measured_at);
+                if newer {
+                    report.status = Some(status.clone());
+                }
             }
         }
-        reports.sort_by(|a, b| a.table.cmp(&b.table));
-        reports
+        reports.into_values().collect()
     }
 }

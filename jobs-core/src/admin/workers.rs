@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use redis::AsyncCommands;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -71,37 +72,43 @@ impl Admin {
     /// The live workers (those whose heartbeat record has not expired), by name, host and pid.
     /// Entries of workers whose record expired are removed from the worker index.
     pub async fn workers(&self) -> Result<Vec<WorkerInfo>, AdminError> {
-        let mut conn = self.queue.connection();
-        let ids: Vec<String> = self
-            .queue
-            .timed(conn.zrange(self.queue.keys().workers(), 0, -1))
+        let keys = self.queue.keys();
+        let mut workers: Vec<WorkerInfo> = self
+            .live_records(&keys.workers(), |id| keys.worker(id))
             .await?;
-        let mut workers = Vec::new();
+        workers.sort_by(|a, b| (&a.name, &a.host, a.pid).cmp(&(&b.name, &b.host, b.pid)));
+        Ok(workers)
+    }
+
+    /// The records of the live members of the sorted set `index` (workers, relays): each
+    /// member's record is at `record_key(member)` and expires when its owner stops refreshing
+    /// it. Members whose record has expired, or does not parse, are removed from the index.
+    pub(super) async fn live_records<T: DeserializeOwned>(
+        &self,
+        index: &str,
+        record_key: impl Fn(&str) -> String,
+    ) -> Result<Vec<T>, AdminError> {
+        let mut conn = self.queue.connection();
+        let ids: Vec<String> = self.queue.timed(conn.zrange(index, 0, -1)).await?;
+        let mut live = Vec::new();
         let mut dead = Vec::new();
         for chunk in ids.chunks(CHUNK) {
-            let record_keys: Vec<String> = chunk
-                .iter()
-                .map(|id| self.queue.keys().worker(id))
-                .collect();
+            let record_keys: Vec<String> = chunk.iter().map(|id| record_key(id)).collect();
             let records: Vec<Option<String>> = self
                 .queue
                 .timed(redis::cmd("MGET").arg(&record_keys).query_async(&mut conn))
                 .await?;
             for (id, record) in chunk.iter().zip(records) {
-                match record.and_then(|r| serde_json::from_str::<WorkerInfo>(&r).ok()) {
-                    Some(worker) => workers.push(worker),
+                match record.and_then(|r| serde_json::from_str::<T>(&r).ok()) {
+                    Some(record) => live.push(record),
                     None => dead.push(id.clone()),
                 }
             }
         }
         if !dead.is_empty() {
-            let _: u64 = self
-                .queue
-                .timed(conn.zrem(self.queue.keys().workers(), &dead))
-                .await?;
+            let _: u64 = self.queue.timed(conn.zrem(index, &dead)).await?;
         }
-        workers.sort_by(|a, b| (&a.name, &a.host, a.pid).cmp(&(&b.name, &b.host, b.pid)));
-        Ok(workers)
+        Ok(live)
     }
 
     /// The last attempts workers finished on a queue, newest first, at most `limit` (workers

@@ -105,7 +105,7 @@ impl Relay {
     /// already), deletes the rows pushed, marks the others with their problem, and commits.
     /// Returns how many rows it claimed. On an error the claimed rows stay for the next pass.
     pub async fn relay_once(&self) -> Result<usize, OutboxError> {
-        Ok(self.pass().await?.claimed)
+        Ok(self.pass().await?.claimed())
     }
 
     /// [`Relay::relay_once`], saying what became of the rows claimed.
@@ -124,7 +124,6 @@ impl Relay {
         if rows.is_empty() {
             return Ok(Pass::default());
         }
-        let claimed_rows = rows.len();
         let mut claimed = Vec::with_capacity(rows.len());
         let mut problems: Vec<(i64, String)> = Vec::new();
         for (id, stored, unique_key, unique_ms) in rows {
@@ -170,7 +169,6 @@ impl Relay {
             }
         }
         let pass = Pass {
-            claimed: claimed_rows,
             relayed: done.len(),
             kept: problems.len(),
         };
@@ -237,28 +235,15 @@ impl Relay {
         Ok(outcomes)
     }
 
-    /// The script call that pushes a row's job once.
+    /// The script call that pushes a row's job once, taking a unique job's lock with it.
     fn call(&self, row: &Row) -> redis::ScriptInvocation<'static> {
-        let link = &row.link;
-        let Some(lock) = &row.unique else {
-            return self.queue.push_once_call(link, self.guard);
-        };
-        let keys = self.queue.queue_keys(&link.queue);
-        let mut call =
-            scripts::PUSH_UNIQUE_ONCE.key(self.queue.keys().unique(&link.queue, &lock.key));
-        call.key(link.destination(&keys))
-            .key(&keys.notify)
-            .key(
+        match &row.unique {
+            None => self.queue.push_once_call(&row.link, self.guard),
+            Some(lock) => {
                 self.queue
-                    .keys()
-                    .pushed(&link.queue, &link.uuid.to_string()),
-            )
-            .arg(link.uuid.to_string())
-            .arg(lock.lasts_ms)
-            .arg(&link.payload)
-            .arg(&link.due)
-            .arg(self.guard.as_secs());
-        call
+                    .push_unique_once_call(&row.link, &lock.key, lock.lasts_ms, self.guard)
+            }
+        }
     }
 
     /// Relays until `stop` completes: a pass whenever a transaction that wrote rows commits
@@ -296,7 +281,7 @@ impl Relay {
                 reporter.count(pass.relayed, pass.kept);
             }
             reporter.report_if_due(&self.pool, &self.outbox).await;
-            let failed = match passed.map(|pass| pass.claimed) {
+            let failed = match passed.map(|pass| pass.claimed()) {
                 Ok(claimed) if claimed >= self.batch => {
                     // A full batch: more rows are likely waiting; pass again unless stopped.
                     tokio::select! {
@@ -348,15 +333,20 @@ impl Relay {
     }
 }
 
-/// What one pass did.
+/// What one pass did with the rows it claimed: each was relayed or kept.
 #[derive(Debug, Default)]
 struct Pass {
-    /// Rows claimed.
-    claimed: usize,
     /// Rows whose jobs were pushed (or found pushed already), deleted.
     relayed: usize,
     /// Rows kept with their problem.
     kept: usize,
+}
+
+impl Pass {
+    /// Rows claimed.
+    fn claimed(&self) -> usize {
+        self.relayed + self.kept
+    }
 }
 
 /// A row a pass claimed, and its id.

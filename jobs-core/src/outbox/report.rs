@@ -1,12 +1,14 @@
-//! A relay's record for operators, in [`OUTBOX_RELAYS`](crate::queue::keys::OUTBOX_RELAYS):
-//! refreshed every [`RELAY_REPORT_EVERY`] with a measure of its table, removed when it stops.
+//! A relay's record for operators ([`Keys::outbox_relay`](crate::queue::keys::Keys::outbox_relay),
+//! listed in [`OUTBOX_RELAYS`](crate::queue::keys::OUTBOX_RELAYS)), as a worker keeps its
+//! heartbeat: refreshed every [`RELAY_REPORT_EVERY`] with a measure of its table, expiring
+//! after [`RELAY_TTL`] unless refreshed, removed when the relay stops.
 
 use chrono::Utc;
 use sqlx::PgPool;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use crate::admin::{RelayInfo, RELAY_REPORT_EVERY};
+use crate::admin::{RelayInfo, RELAY_REPORT_EVERY, RELAY_TTL};
 use crate::queue::RedisQueue;
 
 use super::Outbox;
@@ -68,14 +70,23 @@ impl Reporter {
         };
         self.info.seen_at = Utc::now();
         let record = serde_json::to_string(&self.info).expect("a relay record serializes");
-        let written: crate::Result<u64> = self
+        let keys = self.queue.keys();
+        // Two keys, in two slots on a cluster: one command each.
+        let written: crate::Result<redis::Value> = self
             .queue
-            .query(
-                redis::cmd("HSET")
-                    .arg(self.queue.keys().outbox_relays())
+            .query_each(&[
+                redis::cmd("SET")
+                    .arg(keys.outbox_relay(&self.info.id))
+                    .arg(record)
+                    .arg("EX")
+                    .arg(RELAY_TTL.as_secs())
+                    .clone(),
+                redis::cmd("ZADD")
+                    .arg(keys.outbox_relays())
+                    .arg(self.info.seen_at.timestamp())
                     .arg(&self.info.id)
-                    .arg(record),
-            )
+                    .clone(),
+            ])
             .await;
         if let Err(err) = written {
             tracing::debug!(error = %err, "cannot write the relay's record");
@@ -84,16 +95,21 @@ impl Reporter {
 
     /// Removes the record: the relay stopped.
     pub(super) async fn remove(&self) {
-        let removed: crate::Result<u64> = self
+        let keys = self.queue.keys();
+        let removed: crate::Result<redis::Value> = self
             .queue
-            .query(
-                redis::cmd("HDEL")
-                    .arg(self.queue.keys().outbox_relays())
-                    .arg(&self.info.id),
-            )
+            .query_each(&[
+                redis::cmd("DEL")
+                    .arg(keys.outbox_relay(&self.info.id))
+                    .clone(),
+                redis::cmd("ZREM")
+                    .arg(keys.outbox_relays())
+                    .arg(&self.info.id)
+                    .clone(),
+            ])
             .await;
         if let Err(err) = removed {
-            tracing::debug!(error = %err, "cannot remove the relay's record; readers drop it once it is stale");
+            tracing::debug!(error = %err, "cannot remove the relay's record; it expires");
         }
     }
 }

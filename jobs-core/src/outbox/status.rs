@@ -23,27 +23,28 @@ impl Outbox {
         executor: impl sqlx::PgExecutor<'e>,
     ) -> Result<OutboxStatus, OutboxError> {
         let table = self.name();
-        // Times as Unix seconds: sqlx reads timestamptz only with a feature this crate leaves
-        // off.
         let measure = format!(
             "SELECT count(*) FILTER (WHERE problem IS NULL), \
                     count(*) FILTER (WHERE problem IS NOT NULL), \
-                    (SELECT extract(epoch FROM created_at)::float8 FROM {table} \
-                      WHERE problem IS NULL ORDER BY id LIMIT 1), \
-                    extract(epoch FROM clock_timestamp())::float8 \
+                    (SELECT created_at FROM {table} WHERE problem IS NULL ORDER BY id LIMIT 1), \
+                    clock_timestamp() \
              FROM {table}"
         );
-        let (waiting, kept, oldest, now): (i64, i64, Option<f64>, f64) =
-            sqlx::query_as(sqlx::AssertSqlSafe(measure))
-                .fetch_one(executor)
-                .await
-                .map_err(|err| self.missing_or(err))?;
+        let (waiting, kept, oldest_waiting_at, measured_at): (
+            i64,
+            i64,
+            Option<DateTime<Utc>>,
+            DateTime<Utc>,
+        ) = sqlx::query_as(sqlx::AssertSqlSafe(measure))
+            .fetch_one(executor)
+            .await
+            .map_err(|err| self.missing_or(err))?;
         Ok(OutboxStatus {
             table: table.to_owned(),
             waiting: waiting.max(0) as u64,
             kept: kept.max(0) as u64,
-            oldest_waiting_at: oldest.map(at),
-            measured_at: at(now),
+            oldest_waiting_at,
+            measured_at,
         })
     }
 
@@ -63,9 +64,4 @@ impl Outbox {
             err => err.into(),
         }
     }
-}
-
-/// A time given in Unix seconds.
-fn at(unix_seconds: f64) -> DateTime<Utc> {
-    DateTime::from_timestamp_micros((unix_seconds * 1e6) as i64).unwrap_or_default()
 }

@@ -85,9 +85,6 @@ impl Batch {
     }
 }
 
-/// The longest unique lock a row asks for: ten years.
-const MAX_LOCK_MS: i64 = 10 * 365 * 86_400 * 1000;
-
 /// A row of the outbox: the job as the relay will push it, and a unique job's lock.
 pub(super) struct Row {
     pub(super) link: Link,
@@ -110,10 +107,8 @@ fn row(queue: &RedisQueue, mut envelope: Envelope) -> Result<Row, OutboxError> {
     }
     let unique = envelope.unique.take().map(|unique| UniqueLockRow {
         key: unique.lock.key,
-        // Redis refuses an expiry past what its clock can add.
-        lasts_ms: i64::try_from(unique.lasts.as_millis())
-            .unwrap_or(i64::MAX)
-            .min(MAX_LOCK_MS),
+        // At most ten years (the dispatch's bound), well within an i64.
+        lasts_ms: unique.lasts.as_millis() as i64,
     });
     // The relay pushes later than now: the job keeps the due time it has now.
     if let Some(Delay::After(after)) = envelope.delay {

@@ -200,10 +200,9 @@ pub const RESTART: &str = "jobs:restart";
 /// no hash tag on a cluster.
 pub const WAITS: &str = "jobs:waits";
 
-/// Hash of the live outbox relays: relay id -> its heartbeat record (JSON, with what it last
-/// measured of its table). Relays refresh their field every few seconds and remove it when
-/// they stop; readers remove fields not refreshed for
-/// [`RELAY_TTL`](crate::admin::RELAY_TTL) (a relay that died).
+/// Sorted set of the live outbox relays: relay id, scored by its last refresh (Unix seconds, by
+/// the relay's clock). A member whose [`Keys::outbox_relay`] record has expired is a relay
+/// that died.
 pub const OUTBOX_RELAYS: &str = "jobs:outbox:relays";
 
 /// How many finished attempts [`Keys::recent`] keeps per queue.
@@ -336,6 +335,16 @@ impl Keys {
     /// ```
     pub fn outbox_relays(&self) -> String {
         self.prefixed(OUTBOX_RELAYS)
+    }
+
+    /// An outbox relay's record (JSON, with a TTL).
+    ///
+    /// ```
+    /// use redjob::queue::keys::Keys;
+    /// assert_eq!(Keys::default().outbox_relay("4f1c"), "jobs:outbox:relay:4f1c");
+    /// ```
+    pub fn outbox_relay(&self, id: &str) -> String {
+        self.prefixed(&format!("{OPS_PREFIX}outbox:relay:{id}"))
     }
 
     /// A queue's most recently finished attempts (JSON, newest first, at most

@@ -41,6 +41,31 @@ impl RedisQueue {
         call
     }
 
+    /// The call that pushes `link`, a unique job, unless a job of its uuid was pushed within
+    /// `guard`, taking its lock `lock` (the key under the queue) for `lasts_ms` in the same
+    /// step (`push_unique_once.lua`): the outbox relay's push of a unique job.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn push_unique_once_call(
+        &self,
+        link: &Link,
+        lock: &str,
+        lasts_ms: i64,
+        guard: Duration,
+    ) -> redis::ScriptInvocation<'static> {
+        let keys = self.queue_keys(&link.queue);
+        let uuid = link.uuid.to_string();
+        let mut call = scripts::PUSH_UNIQUE_ONCE.key(self.keys().unique(&link.queue, lock));
+        call.key(link.destination(&keys))
+            .key(&keys.notify)
+            .key(self.keys().pushed(&link.queue, &uuid))
+            .arg(uuid)
+            .arg(lasts_ms)
+            .arg(&link.payload)
+            .arg(&link.due)
+            .arg(guard.as_secs());
+        call
+    }
+
     /// Pushes the links stored as `stored` (as they are kept in Redis), each once.
     async fn push_stored(&self, stored: &[String]) -> Result<()> {
         for stored in stored {
