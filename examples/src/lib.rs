@@ -197,6 +197,8 @@ impl Job for Shared {
             "n": self.n,
             "attempt": ctx.attempt(),
             "uuid": ctx.uuid(),
+            // Laravel's Context, when the dispatch sent one.
+            "request_id": ctx.log_context().get("request_id"),
         });
         Ok(append(SHARED_KEY, entry).await?)
     }

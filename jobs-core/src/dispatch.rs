@@ -12,8 +12,10 @@ use crate::payload::delay::Delay;
 use crate::payload::laravel::CALL_QUEUED_HANDLER;
 use crate::payload::php;
 use crate::payload::unique::{Dispatched, UniqueLock};
-use crate::payload::Payload;
+use crate::payload::{LogContext, Payload};
 use crate::queue::{DebounceDispatch, Envelope, RedisQueue, UniqueDispatch};
+use crate::trace;
+use tracing::Instrument;
 
 /// A debounced job's `max_wait` when it sets none: ten years, as good as none.
 const NO_MAX_WAIT: u64 = 10 * 365 * 86_400;
@@ -48,6 +50,7 @@ pub struct PendingDispatch<J: Job> {
     max_exceptions: Option<u32>,
     through: Vec<String>,
     tags: Vec<String>,
+    log_context: Option<LogContext>,
     via: Option<RedisQueue>,
 }
 
@@ -65,6 +68,7 @@ impl<J: Job> PendingDispatch<J> {
             max_exceptions: None,
             through: Vec::new(),
             tags: Vec::new(),
+            log_context: None,
             via: None,
         }
     }
@@ -129,6 +133,26 @@ impl<J: Job> PendingDispatch<J> {
         self
     }
 
+    /// Sends Laravel's Context with the job (the payload's `illuminate:log:context`): a
+    /// Laravel 11+ worker hydrates it as its `Context` before the job runs, and a Rust handler
+    /// reads it with [`JobContext::log_context`](crate::JobContext::log_context). An empty
+    /// context is not written.
+    ///
+    /// ```no_run
+    /// # use redjob::{job, Job, JobContext, JobResult, payload::LogContext};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize)] struct SendInvoice { id: u64 }
+    /// # #[job] impl Job for SendInvoice { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+    /// # async fn demo() -> Result<(), redjob::Error> {
+    /// let context = LogContext::new().with("tenant", "acme").with("request_id", "r-42");
+    /// SendInvoice { id: 7 }.dispatch().log_context(context).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn log_context(mut self, context: LogContext) -> Self {
+        self.log_context = (!context.is_empty()).then_some(context);
+        self
+    }
+
     /// Pushes through this handle instead of the process-wide default.
     pub fn via(mut self, queue: &RedisQueue) -> Self {
         self.via = Some(queue.clone());
@@ -155,7 +179,7 @@ impl<J: Job> PendingDispatch<J> {
             None => self.delay.or(placement.delay),
         };
         let rules = self.rules(&options);
-        let payload = Payload {
+        let mut payload = Payload {
             uuid,
             display_name: display_name.to_owned(),
             job: job.to_owned(),
@@ -172,6 +196,9 @@ impl<J: Job> PendingDispatch<J> {
             tags: rules.tags,
             chain: placement.chain,
             batch: placement.batch,
+            traceparent: None,
+            tracestate: None,
+            log_context: self.log_context.clone(),
             id: uuid.simple().to_string(),
             signature: None,
             exceptions: 0,
@@ -179,21 +206,28 @@ impl<J: Job> PendingDispatch<J> {
             attempts: 0,
             delay: delay.map(|d| delay_seconds(d.duration_from_now())),
         };
+        if !placement.untraced {
+            trace::stamp(&mut payload);
+        }
         Ok(Envelope {
             uuid,
             job: J::NAME.into(),
-            queue: self
-                .queue
-                .as_deref()
-                .or(options.queue)
-                .or(placement.queue.as_deref())
-                .unwrap_or(DEFAULT_QUEUE)
-                .to_owned(),
+            queue: self.queue_name(&options, placement).to_owned(),
             payload: payload.to_json(),
             delay,
             unique,
             debounce,
         })
+    }
+
+    /// The queue the job goes to: the dispatch's, else the job type's, else its workflow's,
+    /// else [`DEFAULT_QUEUE`].
+    fn queue_name<'a>(&'a self, options: &JobOptions, placement: &'a Placement) -> &'a str {
+        self.queue
+            .as_deref()
+            .or(options.queue)
+            .or(placement.queue.as_deref())
+            .unwrap_or(DEFAULT_QUEUE)
     }
 
     /// The payload's `job`, `displayName` and `data`: a job declared for a Laravel class
@@ -282,16 +316,29 @@ impl<J: Job> PendingDispatch<J> {
         Ok((RedisQueue::given_or_default(self.via)?, envelope))
     }
 
+    /// Pushes the job, in a `send` span ([`trace`]) that its payload names as its trace
+    /// parent.
     fn send(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
-        let prepared = self.prepare();
-        async move {
+        let operation = if self.delay.is_some() {
+            "later"
+        } else {
+            "push"
+        };
+        let span = trace::send_span(
+            self.queue_name(&J::options(), &Placement::default()),
+            operation,
+            1,
+        );
+        let prepared = span.in_scope(|| self.prepare());
+        let push = async move {
             let (queue, envelope) = prepared?;
             let pushed = queue.push_all(std::slice::from_ref(&envelope)).await?;
             match pushed.into_iter().next() {
                 Some(Dispatched::Duplicate(duplicate)) => Err(Error::Duplicate(duplicate)),
                 _ => Ok(envelope.uuid),
             }
-        }
+        };
+        push.instrument(span)
     }
 }
 
@@ -333,6 +380,9 @@ pub(crate) struct Placement {
     pub(crate) queue: Option<String>,
     /// The delay of a job dispatched without one.
     pub(crate) delay: Option<Delay>,
+    /// A job no request caused (a schedule's tick): it carries no trace context, whatever span
+    /// it is built in, and each of its runs starts a trace of its own.
+    pub(crate) untraced: bool,
 }
 
 /// A dispatch of any job type, for the workflows that hold dispatches of many types.
@@ -412,9 +462,17 @@ impl Bulk {
 
     /// Pushes everything; returns what became of each dispatch, in the order added: queued
     /// with its uuid, or refused as a [`Duplicate`](crate::Duplicate) of a unique job already queued or running.
+    ///
+    /// The push runs in one `send` span ([`trace`]); each job's trace parent is the span
+    /// current when it was added.
     pub async fn send(self) -> Result<Vec<Dispatched>> {
         let (queue, envelopes) = self.prepare()?;
-        queue.push_all(&envelopes).await
+        let destination = match envelopes.split_first() {
+            Some((first, rest)) if rest.iter().all(|e| e.queue == first.queue) => &first.queue,
+            _ => "*",
+        };
+        let span = trace::send_span(destination, "bulk", envelopes.len());
+        queue.push_all(&envelopes).instrument(span).await
     }
 
     /// The handle these dispatches go through, and the payloads they push.

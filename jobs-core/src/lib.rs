@@ -39,6 +39,7 @@ pub mod payload;
 pub mod queue;
 pub mod schedule;
 pub mod testing;
+pub mod trace;
 pub mod workflow;
 
 pub use dispatch::{Bulk, PendingDispatch, DEFAULT_QUEUE};
@@ -70,7 +71,8 @@ pub use workflow::{Batch, Chain};
 /// `max_wait = N` (seconds: dispatches with one [`Job::debounce_id`] within `N` seconds of each
 /// other leave one job, which runs `N` seconds after the last, or `max_wait` after the first),
 /// `laravel = "App\\Jobs\\SendInvoice"` (the Laravel job class whose queued objects this job
-/// runs), and `state = Type`, once per type (application state the handler reads with
+/// runs), `trace = "child" | "link" | "ignore"` (how its attempts continue the trace it was
+/// dispatched in: see [`trace::TraceMode`]), and `state = Type`, once per type (application state the handler reads with
 /// [`JobContext::state`]; a worker without it refuses to start). See [`Job`] for an example.
 pub use redjob_macros::job;
 
@@ -94,6 +96,11 @@ pub mod __worker {
     pub use crate::queue::protocol::WorkerQueue;
     pub use crate::queue::settle::{SettleStep, Settlement};
     pub use crate::workflow::attempt::{take_batch_added, take_chain_edits};
+
+    /// An attempt's span in the trace its payload carries.
+    pub mod trace {
+        pub use crate::trace::attempt::{continue_trace, record_error};
+    }
 
     /// What a worker writes for operators: its heartbeat's lifetime and the minute a time
     /// counts in.

@@ -41,6 +41,7 @@ struct Options {
     debounce: Option<LitInt>,
     max_wait: Option<LitInt>,
     state: Vec<syn::Type>,
+    trace: Option<LitStr>,
     krate: Option<Path>,
 }
 
@@ -73,6 +74,7 @@ impl Options {
             "backoff" => self.backoff = Some(backoff_list(&meta.value()?.parse()?)?),
             "fail_on_timeout" => self.fail_on_timeout = flag(&meta)?,
             "state" => self.state.push(meta.value()?.parse()?),
+            "trace" => self.trace = Some(trace_mode(meta.value()?.parse()?)?),
             "crate" => {
                 let path: LitStr = meta.value()?.parse()?;
                 self.krate = Some(path.parse()?);
@@ -81,7 +83,7 @@ impl Options {
                 return Err(meta.error(
                     "unknown job option; expected one of name, display_name, queue, tries, \
                      backoff, timeout, fail_on_timeout, retry_for, max_exceptions, unique_for, \
-                     unique_until, debounce, max_wait, laravel, state, crate",
+                     unique_until, debounce, max_wait, laravel, state, trace, crate",
                 ))
             }
         }
@@ -130,6 +132,16 @@ fn unique_until(until: LitStr) -> syn::Result<LitStr> {
         ));
     }
     Ok(until)
+}
+
+fn trace_mode(mode: LitStr) -> syn::Result<LitStr> {
+    if !matches!(mode.value().as_str(), "child" | "link" | "ignore") {
+        return Err(syn::Error::new_spanned(
+            mode,
+            "trace is \"child\", \"link\" or \"ignore\"",
+        ));
+    }
+    Ok(mode)
 }
 
 /// `fail_on_timeout` alone means `fail_on_timeout = true`.
@@ -279,6 +291,16 @@ fn options_fn(options: &Options, krate: &Path, failed_hook: bool) -> ImplItem {
         Some("processing") => quote!(#krate::UniqueUntil::Processing),
         _ => quote!(#krate::UniqueUntil::Done),
     };
+    let trace = some(
+        options
+            .trace
+            .as_ref()
+            .map(|mode| match mode.value().as_str() {
+                "link" => quote!(#krate::trace::TraceMode::Link),
+                "ignore" => quote!(#krate::trace::TraceMode::Ignore),
+                _ => quote!(#krate::trace::TraceMode::Child),
+            }),
+    );
     syn::parse_quote! {
         fn options() -> #krate::JobOptions {
             #krate::JobOptions {
@@ -295,6 +317,7 @@ fn options_fn(options: &Options, krate: &Path, failed_hook: bool) -> ImplItem {
                 max_wait: #max_wait,
                 unique_for: #unique_for,
                 unique_until: #unique_until,
+                trace: #trace,
                 failed_hook: #failed_hook,
             }
         }

@@ -72,6 +72,11 @@ pub struct WorkerConfig {
     /// What the watchdog does about a handler that blocks its thread past its timeout, once
     /// it has applied the timeout rules to its job.
     pub on_blocked: OnBlocked,
+    /// How each attempt's span continues the trace its job was dispatched in, for job types
+    /// that do not say (`#[job(trace = ...)]`); `None`: as
+    /// [`redjob::trace::mode_for`] says (a child, but linked for a batch's jobs and for jobs
+    /// started an hour or more after their dispatch). Needs the feature `otel` to matter.
+    pub trace: Option<redjob::trace::TraceMode>,
 }
 
 /// What the watchdog does about a handler that blocks its thread past its timeout (a long
@@ -116,6 +121,7 @@ impl Default for WorkerConfig {
             schedule: false,
             waits: Vec::new(),
             on_blocked: OnBlocked::default(),
+            trace: None,
         }
     }
 }

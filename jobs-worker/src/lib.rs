@@ -28,6 +28,8 @@ pub mod logging;
 #[cfg_attr(docsrs, doc(cfg(feature = "ops")))]
 pub mod ops;
 mod options;
+#[cfg(feature = "otel")]
+mod otlp;
 mod prometheus;
 mod runtime;
 mod stats;
@@ -145,13 +147,16 @@ impl Command {
     /// cannot start, [`WorkerError::exit_code`] with the reason on standard error.
     pub async fn run(self) -> ExitCode {
         logging::init(self.options.json);
-        match self.run_worker().await {
+        let code = match self.run_worker().await {
             Ok(exit) => ExitCode::from(exit.code()),
             Err(err) => {
                 eprintln!("worker: {err}");
                 ExitCode::from(err.exit_code())
             }
-        }
+        };
+        // The exporter's client blocks: flushed off the runtime's threads.
+        let _ = tokio::task::spawn_blocking(logging::flush).await;
+        code
     }
 
     /// Runs the worker until it stops, stopping on signals as [`Command::run`] does, and says

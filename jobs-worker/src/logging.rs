@@ -23,7 +23,10 @@ use tracing_subscriber::{EnvFilter, Layer};
 
 /// Installs the worker's log output unless the application installed its own, and reports
 /// panics as one log line in the panicking job's span instead of the default stderr dump. The
-/// level comes from `RUST_LOG` (default `info`).
+/// level comes from `RUST_LOG` (default `info`). With the feature `otel` and an OTLP endpoint
+/// in the environment (`OTEL_EXPORTER_OTLP_ENDPOINT`), spans at level info and above are also
+/// exported to that collector (`RUST_LOG` filters both: a level above info exports no job
+/// spans).
 pub fn init(json: bool) {
     std::panic::set_hook(Box::new(|info| {
         let location = info
@@ -34,6 +37,10 @@ pub fn init(json: bool) {
         tracing::error!(%location, "panicked: {message}");
     }));
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    #[cfg(feature = "otel")]
+    let export = crate::otlp::layer();
+    #[cfg(not(feature = "otel"))]
+    let export = None::<tracing_subscriber::layer::Identity>;
     let output = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
@@ -51,7 +58,16 @@ pub fn init(json: bool) {
         .with(filter)
         .with(JobFieldsLayer)
         .with(output)
+        .with(export)
         .try_init();
+}
+
+/// Exports the spans not yet sent to the OTLP collector, if [`init`] set up an export
+/// (feature `otel`, `docs/tracing.md`), and ends the export; does nothing otherwise.
+/// [`Command::run`](crate::Command::run) calls it before it returns.
+pub fn flush() {
+    #[cfg(feature = "otel")]
+    crate::otlp::flush();
 }
 
 /// Field names and values of a span or event, as text.

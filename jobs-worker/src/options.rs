@@ -111,6 +111,13 @@ pub struct WorkerOptions {
     #[arg(long, conflicts_with = "schedule")]
     pub schedule_only: bool,
 
+    /// How each job's span continues the trace it was dispatched in, for job types that do not
+    /// say: child, link (a trace of its own, linked) or ignore; default: a child, linked
+    /// instead for a batch's jobs and jobs started an hour after their dispatch
+    /// (docs/tracing.md; the feature `otel`).
+    #[arg(long, value_name = "MODE")]
+    pub trace: Option<redjob::trace::TraceMode>,
+
     /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379); a Redis Cluster is
     /// redis+cluster://host:port,host:port/.
     #[arg(long, env = "REDIS_URL", default_value = redjob::queue::DEFAULT_REDIS_URL)]
@@ -154,6 +161,7 @@ impl WorkerOptions {
             schedule: self.schedule,
             waits: self.waits.clone(),
             on_blocked: crate::config::OnBlocked::default(),
+            trace: self.trace,
         }
     }
 }

@@ -43,11 +43,17 @@ class Recorder
         if (($data['fail_on'] ?? null) === 'laravel') {
             throw new RuntimeException('failing on purpose on Laravel');
         }
+        // The trace context and Laravel 11's Context as a Laravel job reads them from its
+        // payload, without the OpenTelemetry package.
+        $payload = $job->payload();
+        $context = $payload['illuminate:log:context']['data'] ?? [];
         $GLOBALS['redis']->rPush('examples:shared', json_encode([
             'side' => 'laravel',
             'n' => $data['n'],
             'attempt' => $job->attempts(),
             'uuid' => $job->uuid(),
+            'traceparent' => $payload['traceparent'] ?? null,
+            'request_id' => isset($context['request_id']) ? unserialize($context['request_id']) : null,
         ]));
         $job->delete();
     }

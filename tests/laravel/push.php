@@ -7,6 +7,10 @@
 //   php tests/laravel/push.php PORT PREFIX QUEUE FROM TO [FAIL_ON]
 //       Queue::push('Recorder@handle', ['n' => N, 'fail_on' => FAIL_ON]) for N from FROM up
 //       to TO (excluded); FAIL_ON (laravel or rust) makes the job fail on that side
+//   php tests/laravel/push.php PORT PREFIX QUEUE TRACE TRACEPARENT REQUEST_ID
+//       Queue::push('Recorder@handle', ['n' => 1]) with the payload keys a Laravel app with
+//       OpenTelemetry and Context (Laravel 11+) adds through createPayloadUsing: `traceparent`,
+//       and `illuminate:log:context` holding REQUEST_ID as `request_id`
 //   php tests/laravel/push.php PORT PREFIX QUEUE CLASS [KEY]  a SendInvoice object (bootstrap.php),
 //       as SendInvoice::dispatch(...) queues it, encrypted with the app key KEY when given
 require __DIR__ . '/bootstrap.php';
@@ -16,6 +20,14 @@ $port = (int) $argv[1];
 [$container, $capsule] = laravel_queue($port, $prefix);
 $queue = $capsule->getConnection();
 
+if (($argv[4] ?? '') === 'TRACE') {
+    Illuminate\Queue\Queue::createPayloadUsing(fn ($connection, $queue, $payload) => [
+        'traceparent' => $argv[5],
+        'illuminate:log:context' => ['data' => ['request_id' => serialize($argv[6])], 'hidden' => []],
+    ]);
+    $queue->push('Recorder@handle', ['n' => 1], $queueName);
+    exit(0);
+}
 if (($argv[4] ?? '') === 'CLASS') {
     // A Laravel app's own job class, as SendInvoice::dispatch(...) queues it; encrypted with
     // the app's key when one is given (base64:..., as APP_KEY holds it).
@@ -29,7 +41,7 @@ if (($argv[4] ?? '') === 'CLASS') {
     $queue->push(new SendInvoice(7, 'first/second', ['a' => 1.5, 'b' => [1, 2]]), '', $queueName);
     exit(0);
 }
-if (isset($argv[5]) && $argv[4] !== 'CLASS') {
+if (isset($argv[5])) {
     // With FAIL_ON (laravel or rust) as a sixth argument, the jobs fail on that side.
     $failOn = $argv[6] ?? null;
     for ($n = (int) $argv[4]; $n < (int) $argv[5]; $n++) {

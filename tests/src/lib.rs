@@ -33,6 +33,7 @@ pub mod dashboard;
 pub mod failed_store;
 pub mod http;
 pub mod jobs_command;
+pub mod otlp;
 pub mod records;
 pub mod scenarios;
 pub mod steps;

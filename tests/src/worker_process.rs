@@ -42,8 +42,9 @@ impl WorkerProcess {
 
     /// Starts the worker as [`WorkerProcess::start`] does, with extra environment variables
     /// (`JOBS_SIGNING_KEY`, `REDIS_TLS_CA_FILE`, ...; `[("TOKIO_WORKER_THREADS", "1")]` gives
-    /// its runtime a single thread). The first two are otherwise not passed on from the test's
-    /// own environment, so that a worker's settings are the test's alone.
+    /// its runtime a single thread). Those two, the key prefix, the Laravel app key and the
+    /// OTLP endpoints are otherwise not passed on from the test's own environment, so that a
+    /// worker's settings are the test's alone.
     pub fn start_with_env(
         program: &str,
         redis_url: &str,
@@ -58,6 +59,8 @@ impl WorkerProcess {
             .env_remove(redjob::queue::TLS_CA_FILE_ENV)
             .env_remove(redjob::queue::keys::PREFIX_ENV)
             .env_remove(redjob::payload::encrypted::APP_KEY_ENV)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             .env("REDIS_URL", redis_url)
             .env("RUST_LOG", "info")
             .envs(env.iter().copied());

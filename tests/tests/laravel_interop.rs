@@ -4,16 +4,21 @@
 //! before its due time; what Rust dispatches runs on Laravel's worker; both workers on one
 //! queue run each of 1,000 jobs pushed from both sides once; a reservation abandoned on one
 //! side is run by the other, as is a job that failed and was released on one side; and a
-//! Laravel job class runs on a Rust worker, encrypted ones with the app's key.
+//! Laravel job class runs on a Rust worker, encrypted ones with the app's key; and a trace and
+//! Laravel's Context cross between the sides both ways, as the payload keys `traceparent` and
+//! `illuminate:log:context`.
 
 use examples::{SendInvoice, Shared, INVOICES_KEY, RECORDS_KEY, SHARED_KEY};
 use redis::AsyncCommands;
+use redjob::payload::LogContext;
 use redjob::{QueueConfig, RedisQueue};
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
+use tests::otlp::{Exporting, OtlpReceiver};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, SentVia, TestRedis};
+use tracing::Instrument;
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -526,4 +531,81 @@ async fn a_job_that_fails_on_one_side_is_retried_on_the_other() {
     assert_eq!(runs.get("rust"), Some(&vec![(2, 2)]), "{runs:?}");
     assert_eq!(queue.size("shared").await.unwrap().total(), 0);
     assert!(queue.failed_jobs(10).await.unwrap().is_empty());
+}
+
+/// Every entry of the shared job's record list, as JSON.
+async fn shared_entries(redis: &TestRedis) -> Vec<serde_json::Value> {
+    let entries: Vec<String> = redis.conn().await.lrange(SHARED_KEY, 0, -1).await.unwrap();
+    entries
+        .iter()
+        .map(|entry| serde_json::from_str(entry).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_laravel_push_with_a_trace_and_a_context_continues_that_trace_on_a_rust_worker() {
+    let receiver = OtlpReceiver::start();
+    let redis = TestRedis::start();
+    let (trace_id, span_id) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let traceparent = format!("00-{trace_id}-{span_id}-01");
+    let port = redis.port().to_string();
+    laravel(
+        "push.php",
+        &[&port, "", "shared", "TRACE", &traceparent, "r-42"],
+    );
+    let endpoint = receiver.endpoint();
+    let mut worker = WorkerProcess::start_with_env(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--queue", "shared", "--stop-when-empty"],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())],
+    );
+    assert!(worker.wait_exit(LONG).await.success());
+    let attempt = &receiver.wait_for_named("process queues:shared", 1).await[0];
+    assert_eq!(attempt.trace_id, trace_id, "{attempt:#?}");
+    assert_eq!(attempt.parent_span_id, span_id, "{attempt:#?}");
+    let entries = shared_entries(&redis).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["side"], "rust");
+    assert_eq!(
+        entries[0]["request_id"], "r-42",
+        "Laravel's Context reached the job"
+    );
+}
+
+#[tokio::test]
+async fn a_rust_dispatch_in_a_span_reaches_a_laravel_job_with_its_traceparent_and_context() {
+    let receiver = OtlpReceiver::start();
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let exporting = Exporting::to(&receiver, "dispatcher");
+    Shared {
+        n: 1,
+        ms: 0,
+        fail_on: None,
+    }
+    .dispatch()
+    .on_queue("shared")
+    .log_context(LogContext::new().with("request_id", "r-7"))
+    .sent_via(&queue)
+    .instrument(tracing::info_span!("checkout"))
+    .await;
+    exporting.flush().await;
+    let checkout = receiver.wait_for_named("checkout", 1).await.remove(0);
+    let send = receiver
+        .wait_for_named("send queues:shared", 1)
+        .await
+        .remove(0);
+
+    let status = laravel_worker(&redis, "", "90").wait().unwrap();
+    assert!(status.success());
+    let entries = shared_entries(&redis).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["side"], "laravel");
+    let expected = format!("00-{}-{}-01", checkout.trace_id, send.span_id);
+    assert_eq!(entries[0]["traceparent"], expected.as_str());
+    assert_eq!(
+        entries[0]["request_id"], "r-7",
+        "PHP unserialized the context's value"
+    );
 }

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use crate::job::identity::JobIdentity;
 use crate::job::state::{JobState, State, StateSetup, StateType};
 use crate::payload::delay::Delay;
+use crate::payload::LogContext;
 use crate::queue::hold::Holds;
 use crate::queue::{Extensions, RedisQueue};
 
@@ -41,6 +42,7 @@ pub struct JobContext {
     lease: Duration,
     holds: Arc<Holds>,
     state: JobState,
+    log_context: LogContext,
     // Made on first use: most attempts keep no capability state.
     extensions: OnceLock<Extensions>,
 }
@@ -72,6 +74,7 @@ impl JobContext {
             lease: Duration::from_secs(90),
             holds: Arc::default(),
             state: JobState::default(),
+            log_context: LogContext::default(),
             extensions: OnceLock::new(),
         }
     }
@@ -128,6 +131,31 @@ impl JobContext {
     /// for state a job can do without. Needs no declaration.
     pub fn try_state<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.state.get::<T>()
+    }
+
+    /// Laravel's Context the job was dispatched with (empty when it has none), read-only. To
+    /// pass it on to the jobs this one dispatches, as Laravel does, give it to their
+    /// dispatch: `.log_context(ctx.log_context().clone())`.
+    ///
+    /// ```
+    /// # use redjob::{job, Job, JobContext, JobResult};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize)] struct Export { id: u64 }
+    /// # #[job] impl Job for Export { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+    /// # #[derive(Serialize, Deserialize)] struct Import;
+    /// #[job]
+    /// impl Job for Import {
+    ///     async fn handle(&self, ctx: &JobContext) -> JobResult {
+    ///         if let Some(tenant) = ctx.log_context().get("tenant") {
+    ///             tracing::info!(%tenant, "importing");
+    ///         }
+    ///         Export { id: 7 }.dispatch().log_context(ctx.log_context().clone()).await?;
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn log_context(&self) -> &LogContext {
+        &self.log_context
     }
 
     /// The worker's Redis handle (`None` when the job runs outside a worker), for a handler
@@ -211,6 +239,9 @@ pub trait AttemptSetup {
     /// renews what it finds there).
     fn with_holds(self, holds: Arc<Holds>) -> Self;
 
+    /// This context with Laravel's Context the job's payload carries.
+    fn with_log_context(self, log_context: LogContext) -> Self;
+
     /// What the handler asked for, if anything; the last call wins.
     fn take_request(&self) -> Option<Request>;
 }
@@ -224,6 +255,11 @@ impl AttemptSetup for JobContext {
 
     fn with_holds(mut self, holds: Arc<Holds>) -> Self {
         self.holds = holds;
+        self
+    }
+
+    fn with_log_context(mut self, log_context: LogContext) -> Self {
+        self.log_context = log_context;
         self
     }
 

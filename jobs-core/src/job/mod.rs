@@ -20,6 +20,7 @@ use crate::job::failed::FailedContext;
 use crate::job::middleware::Layer;
 use crate::payload::backoff::Backoff;
 use crate::payload::unique::UniqueUntil;
+use crate::trace::TraceMode;
 
 /// A unit of background work: a plain serializable struct with an async handler.
 ///
@@ -137,6 +138,9 @@ pub struct JobOptions {
     pub unique_for: Option<u64>,
     /// Until when a unique job keeps its lock.
     pub unique_until: UniqueUntil,
+    /// How its attempts' spans relate to the trace it was dispatched in (default: the
+    /// worker's `--trace`, else as [`trace::mode_for`](crate::trace::mode_for) says).
+    pub trace: Option<TraceMode>,
     /// The job type has a [`Job::failed`] hook (`#[job]` sees whether the `impl` block
     /// defines one): its call is owed in the step that records the failure.
     pub failed_hook: bool,

@@ -6,6 +6,7 @@ pub mod delay;
 pub mod encrypted;
 pub mod failed;
 pub mod laravel;
+pub mod log_context;
 pub mod php;
 pub mod signing;
 pub mod unique;
@@ -16,6 +17,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::payload::backoff::Backoff;
+pub use crate::payload::log_context::LogContext;
 use crate::payload::unique::UniqueLock;
 
 /// A job as stored in Redis, field for field and in the order of Laravel's Redis payload.
@@ -93,6 +95,22 @@ pub struct Payload {
     /// The batch the job belongs to (see [`crate::workflow::Batch`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<Uuid>,
+    /// The W3C trace context the job was dispatched in (see [`crate::trace`]), the key
+    /// Laravel's OpenTelemetry package writes; absent without one. Not signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` of that context, when not empty. Not signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
+    /// Laravel's Context (Laravel 11 and later) as a dispatch passed it on: `data` and
+    /// `hidden`, each value written by PHP's `serialize()` (see [`LogContext`]); absent when
+    /// empty.
+    #[serde(
+        rename = "illuminate:log:context",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub log_context: Option<LogContext>,
     /// Redis-specific random id (32 hex digits).
     pub id: String,
     /// The HMAC-SHA256 signature of the payload, when it was pushed through a handle with a

@@ -90,6 +90,21 @@ pub fn serialize_object(class: &str, properties: &Value) -> String {
     out
 }
 
+/// `value` in `serialize()`'s format, as PHP writes the array or scalar `json_decode` would
+/// read from it (objects as arrays with string keys).
+///
+/// ```
+/// use redjob::payload::php::{serialize, unserialize};
+/// let value = serde_json::json!({"ids": [1, 2], "name": "é"});
+/// assert_eq!(serialize(&value), r#"a:2:{s:3:"ids";a:2:{i:0;i:1;i:1;i:2;}s:4:"name";s:2:"é";}"#);
+/// assert_eq!(unserialize(serialize(&value).as_bytes()).unwrap(), value);
+/// ```
+pub fn serialize(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
 /// One value in `serialize()`'s format.
 fn write_value(out: &mut String, value: &Value) {
     match value {

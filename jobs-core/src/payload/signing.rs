@@ -11,13 +11,16 @@
 //! the signature itself: `uuid`, `displayName`, `job`, `maxTries`,
 //! `maxExceptions`, `failOnTimeout`, `backoff`, `timeout`, `retryUntil`, `createdAt`, `id`,
 //! `delay`, and `data` byte for byte, and, when a payload has any of them, `unique`, `through`
-//! and `tags` (message version 2) and `chain` and `batch` (version 3). The version 1 message is the JSON array
+//! and `tags` (message version 2), `chain` and `batch` (version 3) and Laravel's Context,
+//! `illuminate:log:context` (version 4). The trace context (`traceparent`, `tracestate`) is
+//! not signed: it says where a job came from, never what it does, and whatever relays a
+//! payload may rewrite it. The version 1 message is the JSON array
 //! `["jobs-payload-v1", uuid, displayName, job, maxTries, maxExceptions, failOnTimeout,
 //! backoff, timeout, retryUntil, createdAt, id, delay, data]`; version 2 is the same array
 //! tagged `"jobs-payload-v2"` with `[unique, through, tags]` appended; version 3, for a job of
-//! a workflow, is version 2's array tagged `"jobs-payload-v3"` with `[chain, batch]` appended. The
-//! signature is its
-//! HMAC-SHA256 under the key, as 64 lowercase hex digits in the payload's `signature` field.
+//! a workflow, is version 2's array tagged `"jobs-payload-v3"` with `[chain, batch]` appended;
+//! version 4, for a payload with a Context, is version 3's array tagged `"jobs-payload-v4"`
+//! with `[context]` appended. The signature is its HMAC-SHA256 under the key, as 64 lowercase hex digits in the payload's `signature` field.
 //!
 //! ```
 //! use redjob::payload::signing::SigningKey;
@@ -61,6 +64,10 @@ const MESSAGE_VERSION_2: &str = "jobs-payload-v2";
 /// Tags the message of a payload that belongs to a workflow (`chain`, `batch`): v2's message,
 /// then those fields.
 const MESSAGE_VERSION_3: &str = "jobs-payload-v3";
+
+/// Tags the message of a payload with Laravel's Context (`illuminate:log:context`): v3's
+/// message, then the context.
+const MESSAGE_VERSION_4: &str = "jobs-payload-v4";
 
 /// A secret key for signing payloads with HMAC-SHA256. Dispatchers and workers must share it.
 /// Use at least 32 random bytes, for example the output of `openssl rand -hex 32`.
@@ -125,13 +132,15 @@ impl std::fmt::Debug for SigningKey {
 /// `signature`, in a fixed order, as one JSON array. `data` is kept byte for byte.
 fn signed_message(payload: &Payload) -> String {
     let data: &RawValue = &payload.data;
-    let v3 = payload.chain.is_some() || payload.batch.is_some();
+    let v4 = payload.log_context.is_some();
+    let v3 = v4 || payload.chain.is_some() || payload.batch.is_some();
     let v2 =
         v3 || payload.unique.is_some() || !payload.through.is_empty() || !payload.tags.is_empty();
-    let version = match (v2, v3) {
-        (_, true) => MESSAGE_VERSION_3,
-        (true, false) => MESSAGE_VERSION_2,
-        (false, false) => MESSAGE_VERSION,
+    let version = match (v2, v3, v4) {
+        (_, _, true) => MESSAGE_VERSION_4,
+        (_, true, false) => MESSAGE_VERSION_3,
+        (true, false, false) => MESSAGE_VERSION_2,
+        (false, false, false) => MESSAGE_VERSION,
     };
     let fields = (
         version,
@@ -163,6 +172,10 @@ fn signed_message(payload: &Payload) -> String {
     }
     if v3 {
         let added = (&payload.chain, &payload.batch);
+        append(serde_json::to_string(&added).expect("fields always serialize"));
+    }
+    if v4 {
+        let added = (&payload.log_context,);
         append(serde_json::to_string(&added).expect("fields always serialize"));
     }
     message
@@ -215,6 +228,23 @@ mod tests {
         let mut reserved = signed.clone();
         reserved.attempts = 5;
         assert_eq!(key.verify(&reserved), Ok(()));
+    }
+
+    #[test]
+    fn the_trace_context_is_not_signed_and_laravels_context_is() {
+        let key = SigningKey::new("secret");
+        let mut signed = payload();
+        signed.log_context = Some(crate::payload::LogContext::new().with("tenant", 42));
+        signed.signature = Some(key.sign(&signed));
+        let mut traced = signed.clone();
+        traced.traceparent = Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into());
+        traced.tracestate = Some("vendor=1".into());
+        assert_eq!(key.verify(&traced), Ok(()));
+        let mut altered = signed.clone();
+        altered.log_context = Some(crate::payload::LogContext::new().with("tenant", 43));
+        assert_eq!(key.verify(&altered), Err(SignatureError::Mismatch));
+        altered.log_context = None;
+        assert_eq!(key.verify(&altered), Err(SignatureError::Mismatch));
     }
 
     #[test]

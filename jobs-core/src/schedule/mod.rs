@@ -213,6 +213,7 @@ impl Schedule {
     pub(crate) fn envelope(&self, tick: DateTime<Utc>) -> Result<Envelope> {
         self.job.envelope_in(&Placement {
             uuid: Some(tick_uuid(&self.name, tick)),
+            untraced: true,
             ..Placement::default()
         })
     }

@@ -101,6 +101,7 @@ impl LinkSealer<'_> {
             batch: self.batch,
             queue: self.default_queue.map(str::to_owned),
             delay: if at == 0 { self.delay } else { None },
+            ..Placement::default()
         };
         Link::sealed(self.queue, dispatch.envelope_in(&placement)?)
     }

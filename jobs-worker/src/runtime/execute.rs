@@ -60,7 +60,8 @@ pub(crate) async fn run(
         JobContext::new(payload.uuid, &payload.job, queue, payload.attempts)
             .with_redis(around.redis.clone(), around.config.retry_after)
             .with_holds(around.holds)
-            .with_state(around.state, decoded.registration.state()),
+            .with_state(around.state, decoded.registration.state())
+            .with_log_context(payload.log_context.clone().unwrap_or_default()),
     );
     start_attempt(payload, &ctx);
     let unique_lock = payload.unique.as_ref().map(|unique| {
@@ -93,7 +94,10 @@ pub(crate) async fn run(
     }
     let through = match named_middleware(&payload.through) {
         Ok(through) => through,
-        Err(reason) => return (Verdict::Fail(reason), None, ctx),
+        Err(reason) => {
+            record_failure("failed", &reason);
+            return (Verdict::Fail(reason), None, ctx);
+        }
     };
     let (verdict, error) = match decoded.registration.start(decoded.data(), ctx.clone()) {
         Ok(started) => {
@@ -120,6 +124,7 @@ pub(crate) async fn run(
         }
         Err(err) => {
             let reason = format!("cannot decode the data of job {}: {err}", payload.job);
+            record_failure("failed", &reason);
             (Verdict::Fail(reason), None)
         }
     };
@@ -221,9 +226,44 @@ fn limits(config: &WorkerConfig, decoded: &Decoded) -> Limits {
     }
 }
 
-/// The span every line about one attempt of a job is logged in.
+/// The span every line about one attempt of a job is logged in. With an OpenTelemetry layer
+/// (feature `otel`), [`attempt_span`] names it and ties it to its dispatch's trace.
 pub(crate) fn job_span(display_name: &str, uuid: &str, queue: &str, attempt: u32) -> tracing::Span {
-    tracing::info_span!("job", job = %display_name, uuid = %uuid, queue = %queue, attempt)
+    tracing::info_span!(
+        "job",
+        job = %display_name,
+        uuid = %uuid,
+        queue = %queue,
+        attempt,
+        otel.name = tracing::field::Empty,
+        otel.kind = tracing::field::Empty,
+    )
+}
+
+/// The span of an attempt of `decoded` taken from `queue`, continuing the trace its payload
+/// carries as the job type's or the worker's trace mode says.
+pub(crate) fn attempt_span(config: &WorkerConfig, decoded: &Decoded, queue: &str) -> tracing::Span {
+    let payload = &decoded.payload;
+    let span = job_span(
+        &payload.display_name,
+        &payload.uuid.to_string(),
+        queue,
+        payload.attempts,
+    );
+    let mode = redjob::trace::mode_for(
+        decoded.registration.options().trace,
+        config.trace,
+        payload,
+        unix_seconds(),
+    );
+    redjob::__worker::trace::continue_trace(&span, payload, queue, mode);
+    span
+}
+
+/// Records on the attempt's span that it failed, as `kind` (`error`, `panic`, `timeout`,
+/// `failed`), for an OpenTelemetry exporter to show.
+fn record_failure(kind: &'static str, message: &str) {
+    redjob::__worker::trace::record_error(&tracing::Span::current(), kind, message);
 }
 
 /// The verdict on an attempt that ended with `result`, with the attempt's error if it failed.
@@ -235,12 +275,18 @@ pub(crate) fn verdict(
     result: Result<(), AttemptError>,
 ) -> (Verdict, Option<String>) {
     let error = result.as_ref().err().map(|e| e.describe(display_name));
+    if let (Err(failed), Some(message)) = (&result, &error) {
+        record_failure(failed.kind(), message);
+    }
     let verdict = match (ctx.take_request(), result) {
         (Some(Request::Release(delay)), _) => Verdict::Release(delay),
         (Some(Request::Requeue(delay)), _) if limits.may_requeue => Verdict::Requeue(delay),
         (Some(Request::Requeue(delay)), _) => Verdict::Release(delay),
         (Some(Request::Skip), _) => Verdict::Skip,
-        (Some(Request::Fail(message)), _) => Verdict::Fail(message),
+        (Some(Request::Fail(message)), _) => {
+            record_failure("failed", &message);
+            Verdict::Fail(message)
+        }
         (Some(_) | None, Ok(())) => Verdict::Done,
         (Some(_) | None, Err(error)) => {
             let now = unix_seconds();

@@ -19,7 +19,7 @@ use crate::config::WorkerConfig;
 use crate::events::{Cause, JobEvent, Listeners};
 use crate::runtime::cancelled::CancelledBatches;
 use crate::runtime::decode::{decode, Decoded, Undecodable};
-use crate::runtime::execute::{self, job_span, Surroundings};
+use crate::runtime::execute::{self, attempt_span, Surroundings};
 use crate::runtime::hooks;
 use crate::runtime::lease::{Held, Running};
 use crate::runtime::reserved::{JobId, Reserved};
@@ -101,14 +101,8 @@ impl Processor {
         let _counted = crate::prometheus::running_job();
         match decode(&job, self.settler.queue.config()) {
             Ok(decoded) => {
-                let payload = &decoded.payload;
-                let uuid = payload.uuid.to_string();
-                let span = job_span(
-                    &payload.display_name,
-                    &uuid,
-                    &job.queue.name,
-                    payload.attempts,
-                );
+                let uuid = decoded.payload.uuid.to_string();
+                let span = attempt_span(&self.config, &decoded, &job.queue.name);
                 let attempt = Attempt {
                     job,
                     uuid,

@@ -106,6 +106,15 @@ impl Limits {
 
 impl AttemptError {
     /// How the attempt's failure reads in logs.
+    /// What went wrong, in a word: `error`, `panic` or `timeout`.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            AttemptError::Error(_) => "error",
+            AttemptError::Panic(_) => "panic",
+            AttemptError::Timeout => "timeout",
+        }
+    }
+
     pub(crate) fn describe(&self, display_name: &str) -> String {
         match self {
             AttemptError::Error(message) => message.clone(),

@@ -17,7 +17,7 @@ use tracing::{warn, Instrument};
 
 use crate::config::WorkerConfig;
 use crate::runtime::decode::{decode_payload, PayloadCopy};
-use crate::runtime::execute::{self, job_span, Surroundings};
+use crate::runtime::execute::{self, attempt_span, Surroundings};
 use crate::runtime::hooks;
 use crate::runtime::rules::Verdict;
 use crate::runtime::startup::GivenState;
@@ -213,12 +213,7 @@ impl Run {
         let uuid = decoded.payload.uuid;
         let fake = Fake::of(redis);
         let recorded_before = fake.as_ref().map_or(0, |fake| fake.pushed().len());
-        let span = job_span(
-            &decoded.payload.display_name,
-            &uuid.to_string(),
-            &self.queue,
-            number,
-        );
+        let span = attempt_span(&self.config, &decoded, &self.queue);
         async {
             let around = Surroundings {
                 config: &self.config,

@@ -1,0 +1,75 @@
+//! Traces across the queue: W3C trace context from the code that dispatches a job to every
+//! attempt that runs it, in Rust and Laravel alike.
+//!
+//! With the feature `otel` and a `tracing-opentelemetry` layer installed, a dispatch writes
+//! the trace context of the span it runs in into the payload, as the top-level keys
+//! `traceparent` and `tracestate` (when not empty), the keys Laravel's OpenTelemetry package
+//! writes and reads. A plain dispatch runs in a `send queues:<name>` span of its own (kind
+//! producer), so its job's parent is that span. A worker's attempt span (`process
+//! queues:<name>`, kind consumer) then continues the trace as its [`TraceMode`] says.
+//! Without the feature, or without a valid context, the payload is byte for byte what it
+//! would be without this module, and a worker ignores the keys.
+//!
+//! The keys are not covered by a payload's signature ([`crate::payload::signing`]): they say
+//! where a job came from, never what it does, and whatever relays a payload may rewrite them.
+//! `docs/tracing.md` has the setup, the span attributes, and how retries, chains, batches,
+//! schedules and the outbox carry the context.
+
+pub(crate) mod attempt;
+mod mode;
+#[cfg(feature = "otel")]
+mod otel;
+mod w3c;
+
+pub use mode::{mode_for, TraceMode, UnknownTraceMode, LINK_AFTER_SECONDS};
+pub use w3c::{InvalidTraceParent, TraceParent};
+
+use crate::payload::Payload;
+use crate::queue::keys::QUEUE_PREFIX;
+
+/// `messaging.system` on every span: the queue's broker.
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+const MESSAGING_SYSTEM: &str = "redis";
+
+/// `messaging.destination.name` of a queue: its list's key without the prefix, as Laravel's
+/// package names it.
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+fn destination(queue: &str) -> String {
+    format!("{QUEUE_PREFIX}{queue}")
+}
+
+/// Writes the trace context of the code dispatching now into `payload`; leaves it as it is
+/// when there is none, or without the feature `otel`.
+pub(crate) fn stamp(payload: &mut Payload) {
+    #[cfg(feature = "otel")]
+    if let Some((parent, state)) = otel::current() {
+        payload.traceparent = Some(parent.to_string());
+        payload.tracestate = state;
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = payload;
+}
+
+/// The span a push of `jobs` jobs to `queue` runs in (kind producer), `operation` being
+/// `push`, `later` or `bulk`; a disabled span without the feature `otel`.
+pub(crate) fn send_span(queue: &str, operation: &'static str, jobs: usize) -> tracing::Span {
+    #[cfg(feature = "otel")]
+    {
+        let destination = destination(queue);
+        tracing::info_span!(
+            "send",
+            otel.name = %format_args!("send {destination}"),
+            otel.kind = "producer",
+            messaging.system = MESSAGING_SYSTEM,
+            messaging.destination.name = %destination,
+            messaging.operation.type = "send",
+            messaging.operation.name = operation,
+            messaging.batch.message_count = jobs,
+        )
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        let _ = (queue, operation, jobs);
+        tracing::Span::none()
+    }
+}
