@@ -1,11 +1,10 @@
 //! Laravel's Context (Laravel 11 and later), as it travels with a job: the payload key
 //! `illuminate:log:context`.
 
-use serde::de::{Deserializer, Error as _};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::payload::php;
@@ -34,8 +33,26 @@ use crate::payload::php;
 /// ```
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct LogContext {
-    data: BTreeMap<String, String>,
-    hidden: BTreeMap<String, String>,
+    data: Entries,
+    hidden: Entries,
+}
+
+/// Keys and serialized values, in the order they were set, as a PHP array keeps them.
+type Entries = Vec<(String, String)>;
+
+/// Sets `key` to `value` in `entries`, in its place when it was set before.
+fn set(entries: &mut Entries, key: String, value: String) {
+    match entries.iter_mut().find(|(k, _)| *k == key) {
+        Some(entry) => entry.1 = value,
+        None => entries.push((key, value)),
+    }
+}
+
+fn find<'a>(entries: &'a Entries, key: &str) -> Option<&'a str> {
+    entries
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, value)| value.as_str())
 }
 
 impl LogContext {
@@ -46,14 +63,13 @@ impl LogContext {
 
     /// This context with `key` set to `value`, written as PHP's `serialize()` writes it.
     pub fn with(mut self, key: impl Into<String>, value: impl Into<Value>) -> LogContext {
-        self.data.insert(key.into(), php::serialize(&value.into()));
+        set(&mut self.data, key.into(), php::serialize(&value.into()));
         self
     }
 
     /// This context with the hidden `key` set to `value`.
     pub fn with_hidden(mut self, key: impl Into<String>, value: impl Into<Value>) -> LogContext {
-        self.hidden
-            .insert(key.into(), php::serialize(&value.into()));
+        set(&mut self.hidden, key.into(), php::serialize(&value.into()));
         self
     }
 
@@ -64,17 +80,17 @@ impl LogContext {
 
     /// The hidden value of `key`, when it is set and reads as [`php::unserialize`] reads.
     pub fn get_hidden(&self, key: &str) -> Option<Value> {
-        php::unserialize(self.hidden.get(key)?.as_bytes()).ok()
+        php::unserialize(find(&self.hidden, key)?.as_bytes()).ok()
     }
 
     /// The serialized text of `key`, as PHP wrote it.
     pub fn raw(&self, key: &str) -> Option<&str> {
-        self.data.get(key).map(String::as_str)
+        find(&self.data, key)
     }
 
-    /// The keys of the data, in order.
+    /// The keys of the data, in the order they were set.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.data.keys().map(String::as_str)
+        self.data.iter().map(|(key, _)| key.as_str())
     }
 
     /// Whether neither data nor hidden data is set.
@@ -87,7 +103,10 @@ impl fmt::Debug for LogContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LogContext")
             .field("data", &self.data)
-            .field("hidden", &self.hidden.keys().collect::<Vec<_>>())
+            .field(
+                "hidden",
+                &self.hidden.iter().map(|(key, _)| key).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -95,13 +114,17 @@ impl fmt::Debug for LogContext {
 /// Written as Laravel writes it: an empty part is PHP's empty array, `[]`.
 impl Serialize for LogContext {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        struct Part<'a>(&'a BTreeMap<String, String>);
+        struct Part<'a>(&'a Entries);
         impl Serialize for Part<'_> {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 if self.0.is_empty() {
                     return serializer.serialize_seq(Some(0))?.end();
                 }
-                self.0.serialize(serializer)
+                let mut map = serializer.serialize_map(Some(self.0.len()))?;
+                for (key, value) in self.0 {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
             }
         }
         use serde::ser::SerializeSeq as _;
@@ -112,38 +135,101 @@ impl Serialize for LogContext {
     }
 }
 
+/// The visitor methods of every scalar (and null), each returning `$empty`.
+macro_rules! scalars_read_as {
+    ($empty:expr) => {
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+    };
+}
+
+/// Read leniently: a context is never a reason a payload cannot run. What is not Laravel's
+/// shape (a part that is not an object, a value that is not a string) reads as not set.
 impl<'de> Deserialize<'de> for LogContext {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<LogContext, D::Error> {
-        #[derive(Deserialize)]
-        struct Parts {
-            #[serde(default)]
-            data: Value,
-            #[serde(default)]
-            hidden: Value,
+        struct Context;
+        impl<'de> Visitor<'de> for Context {
+            type Value = LogContext;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("Laravel's Context: {\"data\": {...}, \"hidden\": {...}}")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LogContext, A::Error> {
+                let mut context = LogContext::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "data" => context.data = map.next_value::<Part>()?.0,
+                        "hidden" => context.hidden = map.next_value::<Part>()?.0,
+                        _ => drop(map.next_value::<IgnoredAny>()?),
+                    }
+                }
+                Ok(context)
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<LogContext, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(LogContext::default())
+            }
+
+            scalars_read_as!(LogContext::default());
         }
-        let parts = Parts::deserialize(deserializer)?;
-        Ok(LogContext {
-            data: part(parts.data).map_err(D::Error::custom)?,
-            hidden: part(parts.hidden).map_err(D::Error::custom)?,
-        })
+        deserializer.deserialize_any(Context)
     }
 }
 
-/// One part, as PHP's `json_encode` writes an array of strings: an object, or `[]` (or
-/// nothing) when empty.
-fn part(value: Value) -> Result<BTreeMap<String, String>, &'static str> {
-    match value {
-        Value::Null => Ok(BTreeMap::new()),
-        Value::Array(items) if items.is_empty() => Ok(BTreeMap::new()),
-        Value::Object(entries) => entries
-            .into_iter()
-            .map(|(key, value)| match value {
-                Value::String(text) => Ok((key, text)),
-                _ => Err("a context value that is not a serialized string"),
-            })
-            .collect(),
-        _ => Err("a context part that is neither an object nor []"),
+/// One part, as PHP's `json_encode` writes an array of strings: an object, in its order, or
+/// `[]` when empty. Entries whose value is not a string, and parts of another shape, are
+/// skipped.
+struct Part(Entries);
+
+impl<'de> Deserialize<'de> for Part {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Part, D::Error> {
+        deserializer.deserialize_any(PartVisitor)
     }
+}
+
+struct PartVisitor;
+
+impl<'de> Visitor<'de> for PartVisitor {
+    type Value = Part;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object of serialized strings, or []")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Part, A::Error> {
+        let mut entries = Entries::new();
+        while let Some((key, value)) = map.next_entry::<String, Value>()? {
+            if let Value::String(value) = value {
+                set(&mut entries, key, value);
+            }
+        }
+        Ok(Part(entries))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Part, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Part(Entries::new()))
+    }
+
+    scalars_read_as!(Part(Entries::new()));
 }
 
 #[cfg(test)]
@@ -158,5 +244,16 @@ mod tests {
         assert_eq!(context.get("request_id"), Some(Value::from("r-42")));
         assert_eq!(context.get("ids"), Some(serde_json::json!([1, 2])));
         assert_eq!(serde_json::to_string(&context).unwrap(), json);
+    }
+
+    #[test]
+    fn what_is_not_laravels_shape_reads_as_not_set_and_never_fails() {
+        for json in [r#""text""#, "7", "[1]", r#"{"data":"x","hidden":{"k":1}}"#] {
+            let context: LogContext = serde_json::from_str(json).unwrap();
+            assert!(context.is_empty(), "{json}");
+        }
+        let mixed: LogContext =
+            serde_json::from_str(r#"{"data":{"a":1,"b":"i:2;"},"other":true}"#).unwrap();
+        assert_eq!(mixed.keys().collect::<Vec<_>>(), ["b"]);
     }
 }
