@@ -71,6 +71,11 @@ struct Args {
     /// Give the worker application state, which the no-op job reads.
     #[arg(long)]
     state: bool,
+    /// Record spans with an OpenTelemetry layer (feature `otel`), exported to nowhere, and
+    /// dispatch every job inside a span, so each carries a trace context: the cost of tracing
+    /// across the queue per job.
+    #[arg(long)]
+    otel: bool,
     #[arg(long, hide = true)]
     bench: bool,
 }
@@ -354,6 +359,8 @@ async fn push_in_chunks<J: Job>(
     jobs: usize,
     make: impl Fn(u64) -> J,
 ) -> redjob::Result<()> {
+    // With --otel, each job's payload carries this span's context.
+    let _dispatching = tracing::info_span!("dispatching").entered();
     for start in (0..jobs).step_by(CHUNK) {
         let mut bulk = Bulk::via(queue);
         for n in start..(start + CHUNK).min(jobs) {
@@ -380,6 +387,7 @@ fn prep_child(args: &Args, prep: &str, jobs: usize) {
             "--redis",
             &args.redis,
         ])
+        .args(args.otel.then_some("--otel"))
         .stdout(std::process::Stdio::null())
         .status()
         .expect("cannot run the prep child");
@@ -918,6 +926,7 @@ fn slowlog_entries(reply: &redis::Value) -> Vec<Value> {
 
 fn main() {
     let args = Args::parse();
+    let _tracing = args.otel.then(otel::record_spans);
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let result = runtime.block_on(async {
         let queue = RedisQueue::open(&args.redis).map_err(|e| e.to_string())?;
@@ -940,4 +949,43 @@ fn main() {
         json!(format!("redjob {}", env!("CARGO_PKG_VERSION"))),
     );
     println!("{}", Value::Object(line));
+}
+
+/// `--otel`: spans recorded through OpenTelemetry and dropped at export.
+#[cfg(feature = "otel")]
+mod otel {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::error::OTelSdkResult;
+    use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    #[derive(Debug)]
+    struct Discard;
+
+    impl SpanExporter for Discard {
+        async fn export(&self, _: Vec<SpanData>) -> OTelSdkResult {
+            Ok(())
+        }
+    }
+
+    /// Installs the layer; the provider exports in batches, from its own thread, until dropped.
+    pub(super) fn record_spans() -> SdkTracerProvider {
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(Discard)
+            .build();
+        tracing_subscriber::registry()
+            .with(tracing_subscriber::filter::LevelFilter::INFO)
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("bench")))
+            .init();
+        provider
+    }
+}
+
+#[cfg(not(feature = "otel"))]
+mod otel {
+    pub(super) fn record_spans() {
+        eprintln!("--otel needs the feature otel: cargo bench --features otel");
+        std::process::exit(2);
+    }
 }
