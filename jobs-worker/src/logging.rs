@@ -37,8 +37,11 @@ pub fn init(json: bool) {
         tracing::error!(%location, "panicked: {message}");
     }));
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // An application's own subscriber stays, and exports (or not) as it was set up to.
     #[cfg(feature = "otel")]
-    let export = crate::otlp::layer();
+    let export = (!tracing::dispatcher::has_been_set())
+        .then(crate::otlp::layer)
+        .flatten();
     #[cfg(not(feature = "otel"))]
     let export = None::<tracing_subscriber::layer::Identity>;
     let output = tracing_subscriber::fmt::layer()

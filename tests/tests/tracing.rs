@@ -1,11 +1,13 @@
 //! Traces across the queue, exported over OTLP/HTTP to a receiver each test starts: a job
 //! dispatched inside a span is worked in another process, whose attempts continue that trace
 //! (children of the dispatch's `send` span, a failed attempt's error recorded), or start a
-//! trace of their own linked to it; and a dispatch with no OpenTelemetry layer writes no trace
-//! keys.
+//! trace of their own linked to it; a chain's links and a batch's callback are children of the
+//! span the workflow was dispatched in, and a batch's jobs are linked to it; and a dispatch with
+//! no OpenTelemetry layer writes no trace keys.
 
 use examples::{Flaky, Noop};
 use redis::AsyncCommands;
+use redjob::{Batch, Chain};
 use std::time::Duration;
 use tests::otlp::{Exporting, OtlpReceiver, ReceivedSpan};
 use tests::worker_process::WorkerProcess;
@@ -143,6 +145,64 @@ async fn with_trace_link_each_attempt_starts_a_trace_of_its_own_linked_to_its_di
         attempt.attribute("redjob.trace.mode").as_deref(),
         Some("link")
     );
+}
+
+#[tokio::test]
+async fn chain_links_and_batch_callbacks_are_children_of_the_dispatching_span_and_batch_jobs_links()
+{
+    let receiver = OtlpReceiver::start();
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let exporting = Exporting::to(&receiver, "dispatcher");
+    let import = tracing::info_span!("import");
+    async {
+        Chain::new(Noop {}.dispatch())
+            .then(Noop {}.dispatch())
+            .on_queue("workflows")
+            .via(&queue)
+            .dispatch()
+            .await
+            .unwrap();
+        Batch::new()
+            .jobs([Noop {}.dispatch(), Noop {}.dispatch()])
+            .then(Noop {}.dispatch())
+            .on_queue("workflows")
+            .via(&queue)
+            .dispatch()
+            .await
+            .unwrap();
+    }
+    .instrument(import.clone())
+    .await;
+    drop(import);
+    exporting.flush().await;
+    let import = receiver.wait_for_named("import", 1).await.remove(0);
+
+    let mut worker = exporting_worker(&redis, &receiver, "workflows", &[]);
+    assert!(worker.wait_exit(LONG).await.success());
+    let attempts = receiver.wait_for_named("process queues:workflows", 5).await;
+    let mode = |span: &ReceivedSpan| span.attribute("redjob.trace.mode");
+    let (linked, children): (Vec<_>, Vec<_>) = attempts
+        .iter()
+        .partition(|span| mode(span).as_deref() == Some("link"));
+    assert_eq!(linked.len(), 2, "the batch's two jobs: {attempts:#?}");
+    for job in linked {
+        assert_eq!(job.parent_span_id, "");
+        assert_eq!(
+            job.links,
+            [(import.trace_id.clone(), import.span_id.clone())]
+        );
+    }
+    assert_eq!(
+        children.len(),
+        3,
+        "two links and the callback: {attempts:#?}"
+    );
+    for job in children {
+        assert_eq!(mode(job).as_deref(), Some("child"));
+        assert_eq!(job.trace_id, import.trace_id);
+        assert_eq!(job.parent_span_id, import.span_id);
+    }
 }
 
 #[tokio::test]

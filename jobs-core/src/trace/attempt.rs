@@ -2,9 +2,9 @@
 //! recorded there. Reached through `redjob::__worker::trace`.
 
 use crate::payload::Payload;
+use crate::trace::mode::TraceMode;
 #[cfg(feature = "otel")]
 use crate::trace::otel;
-use crate::trace::TraceMode;
 
 /// Ties a worker's attempt span, not yet entered, to the trace its payload carries, as `mode`
 /// says, and names it `process queues:<name>` with the messaging attributes. The span must

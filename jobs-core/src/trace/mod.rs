@@ -18,6 +18,8 @@
 pub(crate) mod attempt;
 mod mode;
 #[cfg(feature = "otel")]
+mod names;
+#[cfg(feature = "otel")]
 mod otel;
 mod w3c;
 
@@ -25,18 +27,8 @@ pub use mode::{mode_for, TraceMode, UnknownTraceMode, LINK_AFTER_SECONDS};
 pub use w3c::{InvalidTraceParent, TraceParent};
 
 use crate::payload::Payload;
-use crate::queue::keys::QUEUE_PREFIX;
-
-/// `messaging.system` on every span: the queue's broker.
-#[cfg_attr(not(feature = "otel"), allow(dead_code))]
-const MESSAGING_SYSTEM: &str = "redis";
-
-/// `messaging.destination.name` of a queue: its list's key without the prefix, as Laravel's
-/// package names it.
-#[cfg_attr(not(feature = "otel"), allow(dead_code))]
-fn destination(queue: &str) -> String {
-    format!("{QUEUE_PREFIX}{queue}")
-}
+#[cfg(feature = "otel")]
+use names::{destination, MESSAGING_SYSTEM};
 
 /// Writes the trace context of the code dispatching now into `payload`; leaves it as it is
 /// when there is none, or without the feature `otel`.

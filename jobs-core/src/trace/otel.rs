@@ -9,7 +9,9 @@ use opentelemetry::KeyValue;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::payload::Payload;
-use crate::trace::{TraceMode, TraceParent, MESSAGING_SYSTEM};
+use crate::trace::mode::TraceMode;
+use crate::trace::names::{destination, MESSAGING_SYSTEM};
+use crate::trace::w3c::TraceParent;
 
 /// The trace context the code dispatching now runs in: the current `tracing` span's, else the
 /// OpenTelemetry context attached to the thread. `None` when neither is a valid, recorded
@@ -56,7 +58,7 @@ pub(super) fn continue_in(span: &tracing::Span, payload: &Payload, queue: &str, 
     if let (TraceMode::Link, Some(remote)) = (mode, dispatched) {
         span.add_link(remote);
     }
-    let destination = super::destination(queue);
+    let destination = destination(queue);
     span.record("otel.name", format!("process {destination}"));
     span.record("otel.kind", "consumer");
     let attributes = [

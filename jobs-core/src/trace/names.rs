@@ -1,0 +1,12 @@
+//! The names OpenTelemetry's messaging conventions give our spans' broker and queues.
+
+use crate::queue::keys::QUEUE_PREFIX;
+
+/// `messaging.system` on every span: the queue's broker.
+pub(super) const MESSAGING_SYSTEM: &str = "redis";
+
+/// `messaging.destination.name` of a queue: its list's key without the prefix, as Laravel's
+/// package names it.
+pub(super) fn destination(queue: &str) -> String {
+    format!("{QUEUE_PREFIX}{queue}")
+}
