@@ -106,7 +106,13 @@ async fn each_malformed_payload_is_failed_with_its_reason_and_the_next_valid_job
     let mut worker = WorkerProcess::start(
         env!("CARGO_BIN_EXE_test_worker"),
         redis.url(),
-        &["--stop-when-empty", "--concurrency", "1", "--memory", "1024"],
+        &[
+            "--stop-when-empty",
+            "--concurrency",
+            "1",
+            "--memory",
+            "1024",
+        ],
     );
     let status = worker.wait_exit(LONG).await;
     assert!(status.success(), "the worker exited with {status}");
