@@ -324,11 +324,8 @@ impl<J: Job> PendingDispatch<J> {
         } else {
             "push"
         };
-        let span = trace::send_span(
-            self.queue_name(&J::options(), &Placement::default()),
-            operation,
-            1,
-        );
+        let placement = Placement::default();
+        let span = trace::send_span(|| self.queue_name(&J::options(), &placement), operation, 1);
         let prepared = span.in_scope(|| self.prepare());
         let push = async move {
             let (queue, envelope) = prepared?;
@@ -467,7 +464,7 @@ impl Bulk {
     /// current when it was added.
     pub async fn send(self) -> Result<Vec<Dispatched>> {
         let (queue, envelopes) = self.prepare()?;
-        let destination = match envelopes.split_first() {
+        let destination = || match envelopes.split_first() {
             Some((first, rest)) if rest.iter().all(|e| e.queue == first.queue) => &first.queue,
             _ => "*",
         };

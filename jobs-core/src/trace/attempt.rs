@@ -9,8 +9,13 @@ use crate::trace::otel;
 /// Ties a worker's attempt span, not yet entered, to the trace its payload carries, as `mode`
 /// says, and names it `process queues:<name>` with the messaging attributes. The span must
 /// declare the fields `otel.name` and `otel.kind` (empty). Without the feature `otel`, or
-/// without an OpenTelemetry layer, it does nothing.
-pub fn continue_trace(span: &tracing::Span, payload: &Payload, queue: &str, mode: TraceMode) {
+/// when `span` is disabled, it does nothing, and `mode` is not asked.
+pub fn continue_trace(
+    span: &tracing::Span,
+    payload: &Payload,
+    queue: &str,
+    mode: impl FnOnce() -> TraceMode,
+) {
     #[cfg(feature = "otel")]
     otel::continue_in(span, payload, queue, mode);
     #[cfg(not(feature = "otel"))]

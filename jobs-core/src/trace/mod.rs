@@ -43,21 +43,32 @@ pub(crate) fn stamp(payload: &mut Payload) {
 }
 
 /// The span a push of `jobs` jobs to `queue` runs in (kind producer), `operation` being
-/// `push`, `later` or `bulk`; a disabled span without the feature `otel`.
-pub(crate) fn send_span(queue: &str, operation: &'static str, jobs: usize) -> tracing::Span {
+/// `push`, `later` or `bulk`; a disabled span without the feature `otel`. The queue's name is
+/// asked for only when the span is recorded.
+pub(crate) fn send_span<'q>(
+    queue: impl FnOnce() -> &'q str,
+    operation: &'static str,
+    jobs: usize,
+) -> tracing::Span {
     #[cfg(feature = "otel")]
     {
-        let destination = destination(queue);
-        tracing::info_span!(
+        use tracing::field::Empty;
+        let span = tracing::info_span!(
             "send",
-            otel.name = %format_args!("send {destination}"),
+            otel.name = Empty,
             otel.kind = "producer",
             messaging.system = MESSAGING_SYSTEM,
-            messaging.destination.name = %destination,
+            messaging.destination.name = Empty,
             messaging.operation.type = "send",
             messaging.operation.name = operation,
             messaging.batch.message_count = jobs,
-        )
+        );
+        if !span.is_disabled() {
+            let destination = destination(queue());
+            span.record("otel.name", format!("send {destination}"));
+            span.record("messaging.destination.name", destination);
+        }
+        span
     }
     #[cfg(not(feature = "otel"))]
     {

@@ -38,9 +38,18 @@ pub(super) fn current() -> Option<(TraceParent, Option<String>)> {
 }
 
 /// Ties the attempt span `span` (not entered yet) to the trace its payload carries, as `mode`
-/// says, and names and describes it as OpenTelemetry's messaging conventions do. Does nothing
+/// (asked only when the span is recorded) says, and names and describes it as OpenTelemetry's messaging conventions do. Does nothing
 /// when no OpenTelemetry layer records `span`.
-pub(super) fn continue_in(span: &tracing::Span, payload: &Payload, queue: &str, mode: TraceMode) {
+pub(super) fn continue_in(
+    span: &tracing::Span,
+    payload: &Payload,
+    queue: &str,
+    mode: impl FnOnce() -> TraceMode,
+) {
+    if span.is_disabled() {
+        return; // no subscriber, or the span filtered out
+    }
+    let mode = mode();
     let dispatched = match mode {
         TraceMode::Ignore => None,
         TraceMode::Child | TraceMode::Link => remote_context(payload),
@@ -53,7 +62,7 @@ pub(super) fn continue_in(span: &tracing::Span, payload: &Payload, queue: &str, 
         _ => opentelemetry::Context::new(),
     };
     if span.set_parent(parent).is_err() {
-        return; // no OpenTelemetry layer, or a span filtered out
+        return; // no OpenTelemetry layer
     }
     if let (TraceMode::Link, Some(remote)) = (mode, dispatched) {
         span.add_link(remote);

@@ -240,22 +240,20 @@ pub(crate) fn job_span(display_name: &str, uuid: &str, queue: &str, attempt: u32
     )
 }
 
-/// The span of an attempt of `decoded` taken from `queue`, continuing the trace its payload
-/// carries as the job type's or the worker's trace mode says.
-pub(crate) fn attempt_span(config: &WorkerConfig, decoded: &Decoded, queue: &str) -> tracing::Span {
+/// The span of an attempt of `decoded`, whose uuid is `uuid`, taken from `queue`, continuing
+/// the trace its payload carries as the job type's or the worker's trace mode says.
+pub(crate) fn attempt_span(
+    config: &WorkerConfig,
+    decoded: &Decoded,
+    uuid: &str,
+    queue: &str,
+) -> tracing::Span {
     let payload = &decoded.payload;
-    let span = job_span(
-        &payload.display_name,
-        &payload.uuid.to_string(),
-        queue,
-        payload.attempts,
-    );
-    let mode = redjob::trace::mode_for(
-        decoded.registration.options().trace,
-        config.trace,
-        payload,
-        unix_seconds(),
-    );
+    let span = job_span(&payload.display_name, uuid, queue, payload.attempts);
+    let mode = || {
+        let job = decoded.registration.options().trace;
+        redjob::trace::mode_for(job, config.trace, payload, unix_seconds())
+    };
     redjob::__worker::trace::continue_trace(&span, payload, queue, mode);
     span
 }

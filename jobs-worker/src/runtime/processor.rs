@@ -102,7 +102,7 @@ impl Processor {
         match decode(&job, self.settler.queue.config()) {
             Ok(decoded) => {
                 let uuid = decoded.payload.uuid.to_string();
-                let span = attempt_span(&self.config, &decoded, &job.queue.name);
+                let span = attempt_span(&self.config, &decoded, &uuid, &job.queue.name);
                 let attempt = Attempt {
                     job,
                     uuid,

@@ -213,7 +213,7 @@ impl Run {
         let uuid = decoded.payload.uuid;
         let fake = Fake::of(redis);
         let recorded_before = fake.as_ref().map_or(0, |fake| fake.pushed().len());
-        let span = attempt_span(&self.config, &decoded, &self.queue);
+        let span = attempt_span(&self.config, &decoded, &uuid.to_string(), &self.queue);
         async {
             let around = Surroundings {
                 config: &self.config,
