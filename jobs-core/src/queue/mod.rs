@@ -36,6 +36,8 @@ mod url;
 pub use config::{QueueConfig, TLS_CA_FILE_ENV};
 pub use extensions::Extensions;
 pub use handle::RedisQueue;
+#[cfg(feature = "postgres")]
+pub(crate) use push::UniquePush;
 pub use push::{DebounceDispatch, Envelope, UniqueDispatch};
 pub use queued::Queued;
 pub use reserve::Popped;

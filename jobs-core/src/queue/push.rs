@@ -155,14 +155,15 @@ impl RedisQueue {
             return vec![call];
         }
         if let Some(unique) = &first.unique {
-            let mut call = script.key(self.keys().unique(&first.queue, &unique.lock.key));
-            call.key(first.delay.map_or(&keys.ready, |_| &keys.delayed))
-                .key(&keys.notify)
-                .arg(first.uuid.to_string())
-                .arg(unique.lasts.as_millis() as u64)
-                .arg(&first.payload)
-                .arg(first.delay.map_or(String::new(), |d| due_arg(Some(d))));
-            return vec![call];
+            let push = UniquePush {
+                queue: &first.queue,
+                lock: &unique.lock.key,
+                uuid: &first.uuid.to_string(),
+                lasts_ms: unique.lasts.as_millis() as i64,
+                payload: &first.payload,
+                due: &first.delay.map_or(String::new(), |d| due_arg(Some(d))),
+            };
+            return vec![self.unique_push_call(script, push)];
         }
         run.chunks(PUSH_CHUNK)
             .map(|chunk| {
@@ -177,6 +178,28 @@ impl RedisQueue {
                 call
             })
             .collect()
+    }
+
+    /// The call of `script` that pushes a unique job and takes its lock in one step, with
+    /// `push_unique.lua`'s keys and arguments (KEYS 1-3, ARGV 1-4); a script that takes more
+    /// has its own added after them.
+    pub(crate) fn unique_push_call(
+        &self,
+        script: &'static redis::Script,
+        push: UniquePush<'_>,
+    ) -> ScriptInvocation<'static> {
+        let keys = self.queue_keys(push.queue);
+        let mut call = script.key(self.keys().unique(push.queue, push.lock));
+        call.key(match push.due.is_empty() {
+            true => &keys.ready,
+            false => &keys.delayed,
+        })
+        .key(&keys.notify)
+        .arg(push.uuid)
+        .arg(push.lasts_ms)
+        .arg(push.payload)
+        .arg(push.due);
+        call
     }
 
     /// Sends the planned pipelines; returns what became of each envelope.
@@ -259,6 +282,22 @@ impl RedisQueue {
             None => envelope,
         })
     }
+}
+
+/// A unique job's push, as [`RedisQueue::unique_push_call`] takes it.
+pub(crate) struct UniquePush<'a> {
+    /// The queue's name.
+    pub(crate) queue: &'a str,
+    /// The lock's key under the queue: `<job>:<unique id>`.
+    pub(crate) lock: &'a str,
+    /// The job's uuid, the lock's value.
+    pub(crate) uuid: &'a str,
+    /// How long the lock lasts at most.
+    pub(crate) lasts_ms: i64,
+    /// The payload.
+    pub(crate) payload: &'a str,
+    /// `''` to push the job ready, else its due time as `later.lua` takes it.
+    pub(crate) due: &'a str,
 }
 
 /// The script that pushes a run starting with `first`.

@@ -52,16 +52,17 @@ impl RedisQueue {
         lasts_ms: i64,
         guard: Duration,
     ) -> redis::ScriptInvocation<'static> {
-        let keys = self.queue_keys(&link.queue);
         let uuid = link.uuid.to_string();
-        let mut call = scripts::PUSH_UNIQUE_ONCE.key(self.keys().unique(&link.queue, lock));
-        call.key(link.destination(&keys))
-            .key(&keys.notify)
-            .key(self.keys().pushed(&link.queue, &uuid))
-            .arg(uuid)
-            .arg(lasts_ms)
-            .arg(&link.payload)
-            .arg(&link.due)
+        let push = crate::queue::UniquePush {
+            queue: &link.queue,
+            lock,
+            uuid: &uuid,
+            lasts_ms,
+            payload: &link.payload,
+            due: &link.due,
+        };
+        let mut call = self.unique_push_call(&scripts::PUSH_UNIQUE_ONCE, push);
+        call.key(self.keys().pushed(&link.queue, &uuid))
             .arg(guard.as_secs());
         call
     }
