@@ -102,10 +102,11 @@ pub mod __worker {
         pub use crate::trace::attempt::{continue_trace, record_error};
     }
 
-    /// What a worker writes for operators: its heartbeat's lifetime and the minute a time
-    /// counts in.
+    /// What a worker writes for operators: its heartbeat's lifetime and commands, and the
+    /// minute a time counts in.
     pub mod telemetry {
         pub use crate::admin::telemetry::{minute_of, WORKER_TTL};
+        pub use crate::queue::live::{record_commands, removal_commands};
     }
 
     /// Acknowledges finished jobs of the batch `batch` taken from `queue`, each given as its

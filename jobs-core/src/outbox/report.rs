@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::admin::{RelayInfo, RELAY_REPORT_EVERY, RELAY_TTL};
-use crate::queue::RedisQueue;
+use crate::queue::{live, RedisQueue};
 
 use super::Outbox;
 
@@ -71,22 +71,16 @@ impl Reporter {
         self.info.seen_at = Utc::now();
         let record = serde_json::to_string(&self.info).expect("a relay record serializes");
         let keys = self.queue.keys();
-        // Two keys, in two slots on a cluster: one command each.
         let written: crate::Result<redis::Value> = self
             .queue
-            .query_each(&[
-                redis::cmd("SET")
-                    .arg(keys.outbox_relay(&self.info.id))
-                    .arg(record)
-                    .arg("EX")
-                    .arg(RELAY_TTL.as_secs())
-                    .clone(),
-                redis::cmd("ZADD")
-                    .arg(keys.outbox_relays())
-                    .arg(self.info.seen_at.timestamp())
-                    .arg(&self.info.id)
-                    .clone(),
-            ])
+            .query_each(&live::record_commands(
+                &keys.outbox_relays(),
+                &keys.outbox_relay(&self.info.id),
+                &self.info.id,
+                &record,
+                RELAY_TTL,
+                self.info.seen_at,
+            ))
             .await;
         if let Err(err) = written {
             tracing::debug!(error = %err, "cannot write the relay's record");
@@ -98,15 +92,11 @@ impl Reporter {
         let keys = self.queue.keys();
         let removed: crate::Result<redis::Value> = self
             .queue
-            .query_each(&[
-                redis::cmd("DEL")
-                    .arg(keys.outbox_relay(&self.info.id))
-                    .clone(),
-                redis::cmd("ZREM")
-                    .arg(keys.outbox_relays())
-                    .arg(&self.info.id)
-                    .clone(),
-            ])
+            .query_each(&live::removal_commands(
+                &keys.outbox_relays(),
+                &keys.outbox_relay(&self.info.id),
+                &self.info.id,
+            ))
             .await;
         if let Err(err) = removed {
             tracing::debug!(error = %err, "cannot remove the relay's record; it expires");

@@ -22,6 +22,7 @@ mod failed;
 mod handle;
 pub mod hold;
 pub mod keys;
+pub(crate) mod live;
 pub(crate) mod offline;
 pub(crate) mod protocol;
 mod push;

@@ -260,28 +260,23 @@ impl Publisher {
             redis::cmd("GET").arg(keys.restart()).clone(),
         ];
         if last {
-            commands.push(redis::cmd("DEL").arg(&record_key).clone());
-            commands.push(redis::cmd("ZREM").arg(keys.workers()).arg(&self.id).clone());
+            commands.extend(telemetry::removal_commands(
+                &keys.workers(),
+                &record_key,
+                &self.id,
+            ));
         } else {
             let now = Utc::now();
             let record = self.record(now);
             let record = serde_json::to_string(&record).expect("a worker record serializes");
-            let ttl = telemetry::WORKER_TTL.as_secs();
-            commands.push(
-                redis::cmd("SET")
-                    .arg(&record_key)
-                    .arg(record)
-                    .arg("EX")
-                    .arg(ttl)
-                    .clone(),
-            );
-            commands.push(
-                redis::cmd("ZADD")
-                    .arg(keys.workers())
-                    .arg(now.timestamp())
-                    .arg(&self.id)
-                    .clone(),
-            );
+            commands.extend(telemetry::record_commands(
+                &keys.workers(),
+                &record_key,
+                &self.id,
+                &record,
+                telemetry::WORKER_TTL,
+                now,
+            ));
         }
         let keep = (self.config.metrics_retention + Duration::from_secs(60)).as_secs() as i64;
         for (minute, bucket) in &pending.counts {
