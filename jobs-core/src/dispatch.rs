@@ -17,12 +17,10 @@ use crate::queue::{DebounceDispatch, Envelope, RedisQueue, UniqueDispatch};
 use crate::trace;
 use tracing::Instrument;
 
-/// A debounced job's `max_wait` when it sets none: ten years, as good as none.
-const NO_MAX_WAIT: u64 = 10 * 365 * 86_400;
-
-/// The longest a unique lock lasts, in seconds: ten years. Redis refuses an expiry past what
-/// its clock can add, so a longer `unique_for` is held for this long.
-const MAX_UNIQUE_FOR: u64 = 10 * 365 * 86_400;
+/// Ten years, in seconds: as good as forever. A debounced job's `max_wait` when it sets none,
+/// and the longest a unique lock lasts (Redis refuses an expiry past what its clock can add,
+/// so a longer `unique_for` is held for this long).
+const TEN_YEARS: u64 = 10 * 365 * 86_400;
 
 /// The queue a job goes to when neither it nor its dispatch names one.
 pub const DEFAULT_QUEUE: &str = "default";
@@ -261,7 +259,7 @@ impl<J: Job> PendingDispatch<J> {
 
     /// The lock a unique job's push takes.
     fn unique_dispatch(&self, options: &JobOptions) -> Option<UniqueDispatch> {
-        let seconds = options.unique_for?.clamp(1, MAX_UNIQUE_FOR);
+        let seconds = options.unique_for?.clamp(1, TEN_YEARS);
         let unique_id = self.job.unique_id();
         Some(UniqueDispatch {
             lock: UniqueLock {
@@ -280,7 +278,7 @@ impl<J: Job> PendingDispatch<J> {
         Some(DebounceDispatch {
             key: format!("{}:{}", J::NAME, self.job.debounce_id()),
             wait: Duration::from_secs(seconds),
-            max_wait: Duration::from_secs(options.max_wait.unwrap_or(NO_MAX_WAIT).max(seconds)),
+            max_wait: Duration::from_secs(options.max_wait.unwrap_or(TEN_YEARS).max(seconds)),
         })
     }
 

@@ -43,6 +43,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 const QUEUE: &str = "peerkit";
 const CHUNK: usize = 1000;
@@ -359,16 +360,18 @@ async fn push_in_chunks<J: Job>(
     jobs: usize,
     make: impl Fn(u64) -> J,
 ) -> redjob::Result<()> {
-    // With --otel, each job's payload carries this span's context.
-    let _dispatching = tracing::info_span!("dispatching").entered();
-    for start in (0..jobs).step_by(CHUNK) {
-        let mut bulk = Bulk::via(queue);
-        for n in start..(start + CHUNK).min(jobs) {
-            bulk.add(PendingDispatch::new(make(n as u64)).on_queue(QUEUE))?;
+    let pushes = async {
+        for start in (0..jobs).step_by(CHUNK) {
+            let mut bulk = Bulk::via(queue);
+            for n in start..(start + CHUNK).min(jobs) {
+                bulk.add(PendingDispatch::new(make(n as u64)).on_queue(QUEUE))?;
+            }
+            bulk.send().await?;
         }
-        bulk.send().await?;
-    }
-    Ok(())
+        Ok(())
+    };
+    // With --otel, each job's payload carries this span's context.
+    pushes.instrument(tracing::info_span!("dispatching")).await
 }
 
 /// Pre-fills the queue in a child process, so the worker's peak RSS is its own: with no-op

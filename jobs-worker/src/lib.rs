@@ -155,6 +155,7 @@ impl Command {
             }
         };
         // The exporter's client blocks: flushed off the runtime's threads.
+        #[cfg(feature = "otel")]
         let _ = tokio::task::spawn_blocking(logging::flush).await;
         code
     }

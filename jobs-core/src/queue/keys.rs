@@ -330,7 +330,7 @@ impl Keys {
     /// The live outbox relays ([`OUTBOX_RELAYS`]).
     ///
     /// ```
-    /// use redjob::queue::keys::{KeyLayout, Keys};
+    /// use redjob::queue::keys::Keys;
     /// assert_eq!(Keys::default().outbox_relays(), "jobs:outbox:relays");
     /// ```
     pub fn outbox_relays(&self) -> String {

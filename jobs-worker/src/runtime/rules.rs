@@ -105,7 +105,6 @@ impl Limits {
 }
 
 impl AttemptError {
-    /// How the attempt's failure reads in logs.
     /// What went wrong, in a word: `error`, `panic` or `timeout`.
     pub(crate) fn kind(&self) -> &'static str {
         match self {
@@ -115,6 +114,7 @@ impl AttemptError {
         }
     }
 
+    /// How the attempt's failure reads in logs.
     pub(crate) fn describe(&self, display_name: &str) -> String {
         match self {
             AttemptError::Error(message) => message.clone(),
