@@ -37,6 +37,16 @@ enum Source {
     Database,
 }
 
+impl Source {
+    /// Its name, as the JSON output writes it.
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::Relay => "relay",
+            Source::Database => "database",
+        }
+    }
+}
+
 /// Runs `jobsctl outbox`.
 pub(super) async fn run(admin: &Admin, json: bool, args: OutboxArgs) -> Result<u8, CliError> {
     match args.command {
@@ -64,23 +74,19 @@ async fn show(
         .collect();
     if let Some(url) = database {
         let status = measure(url, only.as_deref()).await?;
-        let measured = TableView {
-            report: OutboxReport {
-                table: status.table.clone(),
-                relays: 0,
-                status: Some(status),
-            },
-            measured_by: Source::Database,
-        };
-        match tables
-            .iter_mut()
-            .find(|t| t.report.table == measured.report.table)
-        {
+        match tables.iter_mut().find(|t| t.report.table == status.table) {
             Some(view) => {
-                view.report.status = measured.report.status;
+                view.report.status = Some(status);
                 view.measured_by = Source::Database;
             }
-            None => tables.push(measured),
+            None => tables.push(TableView {
+                report: OutboxReport {
+                    table: status.table.clone(),
+                    relays: 0,
+                    status: Some(status),
+                },
+                measured_by: Source::Database,
+            }),
         }
     }
     print(json, &Outboxes { tables, relays }, render)?;
@@ -102,13 +108,11 @@ fn render(outboxes: &Outboxes) -> String {
         .map(|view| {
             let [waiting, kept, lag] = figures(&view.report.status);
             let measured = match &view.report.status {
-                Some(status) => {
-                    let by = match view.measured_by {
-                        Source::Relay => "relay",
-                        Source::Database => "database",
-                    };
-                    format!("{} by the {by}", ago(now, status.measured_at))
-                }
+                Some(status) => format!(
+                    "{} by the {}",
+                    ago(now, status.measured_at),
+                    view.measured_by.as_str()
+                ),
                 None => "not measured".to_owned(),
             };
             vec![
