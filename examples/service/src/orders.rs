@@ -279,10 +279,16 @@ impl OrderStore for Memory {
             orders.insert(id, order.clone());
             order
         };
-        ConfirmOrder { order_id: order.id }
+        let dispatched = ConfirmOrder { order_id: order.id }
             .dispatch()
             .via(jobs)
-            .await?;
+            .await;
+        if let Err(err) = dispatched {
+            // Both or neither, as in PostgreSQL.
+            let mut orders = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            orders.remove(&order.id);
+            return Err(err.into());
+        }
         Ok(order)
     }
 
