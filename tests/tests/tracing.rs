@@ -206,6 +206,35 @@ async fn chain_links_and_batch_callbacks_are_children_of_the_dispatching_span_an
 }
 
 #[tokio::test]
+async fn a_job_failed_before_it_runs_has_its_failure_recorded_once() {
+    let receiver = OtlpReceiver::start();
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let exporting = Exporting::to(&receiver, "dispatcher");
+    Noop {}
+        .dispatch()
+        .on_queue("spent")
+        .tries(1)
+        .sent_via(&queue)
+        .instrument(tracing::info_span!("request"))
+        .await;
+    exporting.flush().await;
+    // As a job whose one attempt was used by a worker that died: the next is one too many.
+    let mut conn = redis.conn().await;
+    let pushed: String = conn.lpop("queues:spent", None).await.unwrap();
+    let spent = redjob::payload::with_attempts(&pushed, 1).unwrap();
+    let _: () = conn.rpush("queues:spent", spent).await.unwrap();
+
+    let mut worker = exporting_worker(&redis, &receiver, "spent", &[]);
+    assert!(worker.wait_exit(LONG).await.success());
+    let attempt = receiver.wait_for_named("process queues:spent", 1).await.remove(0);
+    assert_eq!(attempt.status_code, ERROR, "{attempt:#?}");
+    assert_eq!(attempt.attribute("error.type").as_deref(), Some("failed"));
+    let exceptions = attempt.events.iter().filter(|(name, _)| name == "exception");
+    assert_eq!(exceptions.count(), 1, "{attempt:#?}");
+}
+
+#[tokio::test]
 async fn without_an_opentelemetry_layer_a_dispatch_writes_no_trace_keys() {
     let redis = TestRedis::start();
     let queue = redis.queue();

@@ -47,7 +47,26 @@ pub(crate) struct Surroundings<'a> {
 /// the verdict, with the attempt's error if it failed, and the context whose holds the
 /// settling frees. A worker's job is `held` in its registry of running jobs, whose watchdog
 /// sees a handler that blocks its thread; a synchronous run has none.
+///
+/// A failure the attempt decided without an error of the handler's (`ctx.fail`, too many
+/// attempts, data that does not decode, ...) is recorded on the attempt's span here; the
+/// handler's own errors are recorded by [`verdict`], which knows their kind.
 pub(crate) async fn run(
+    around: Surroundings<'_>,
+    decoded: &Decoded,
+    queue: &str,
+    held: Option<&Held>,
+    interrupt: CancellationToken,
+) -> (Verdict, Option<String>, Arc<JobContext>) {
+    let (verdict, error, ctx) = decide(around, decoded, queue, held, interrupt).await;
+    if let (Verdict::Fail(reason), None) = (&verdict, &error) {
+        record_failure("failed", reason);
+    }
+    (verdict, error, ctx)
+}
+
+/// [`run`]'s attempt: the verdict, the handler's error if it failed, and the context.
+async fn decide(
     around: Surroundings<'_>,
     decoded: &Decoded,
     queue: &str,
@@ -94,10 +113,7 @@ pub(crate) async fn run(
     }
     let through = match named_middleware(&payload.through) {
         Ok(through) => through,
-        Err(reason) => {
-            record_failure("failed", &reason);
-            return (Verdict::Fail(reason), None, ctx);
-        }
+        Err(reason) => return (Verdict::Fail(reason), None, ctx),
     };
     let (verdict, error) = match decoded.registration.start(decoded.data(), ctx.clone()) {
         Ok(started) => {
@@ -124,7 +140,6 @@ pub(crate) async fn run(
         }
         Err(err) => {
             let reason = format!("cannot decode the data of job {}: {err}", payload.job);
-            record_failure("failed", &reason);
             (Verdict::Fail(reason), None)
         }
     };
@@ -281,10 +296,7 @@ pub(crate) fn verdict(
         (Some(Request::Requeue(delay)), _) if limits.may_requeue => Verdict::Requeue(delay),
         (Some(Request::Requeue(delay)), _) => Verdict::Release(delay),
         (Some(Request::Skip), _) => Verdict::Skip,
-        (Some(Request::Fail(message)), _) => {
-            record_failure("failed", &message);
-            Verdict::Fail(message)
-        }
+        (Some(Request::Fail(message)), _) => Verdict::Fail(message),
         (Some(_) | None, Ok(())) => Verdict::Done,
         (Some(_) | None, Err(error)) => {
             let now = unix_seconds();
