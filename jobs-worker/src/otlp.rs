@@ -3,9 +3,9 @@
 //!
 //! Nothing is exported unless `OTEL_EXPORTER_OTLP_ENDPOINT` (for example
 //! `http://127.0.0.1:4318`) or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the full URL, ending in
-//! `/v1/traces`) is set. The service is named by `OTEL_SERVICE_NAME` (default:
-//! `redjob-worker`), and `OTEL_RESOURCE_ATTRIBUTES` adds to its resource. Spans leave in
-//! batches from a thread of their own; [`crate::logging::flush`] sends what is left.
+//! `/v1/traces`) is set. The service is named by `OTEL_SERVICE_NAME`, else by a `service.name`
+//! in `OTEL_RESOURCE_ATTRIBUTES`, which adds to its resource, else `redjob-worker`. Spans leave
+//! in batches from a thread of their own; [`crate::logging::flush`] sends what is left.
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use tracing::Subscriber;
 use tracing_subscriber::registry::LookupSpan;
 
-/// The service name when `OTEL_SERVICE_NAME` is not set.
+/// The service name when the environment gives none.
 const DEFAULT_SERVICE_NAME: &str = "redjob-worker";
 
 /// The provider spans are exported through, once set up; kept for the flush at exit.
@@ -47,13 +47,17 @@ where
             return None;
         }
     };
-    let service_name = std::env::var("OTEL_SERVICE_NAME")
-        .ok()
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned());
-    let resource = opentelemetry_sdk::Resource::builder()
-        .with_service_name(service_name)
-        .build();
+    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, as the SDK reads them; where neither
+    // names the service, the SDK's `unknown_service:<program>` becomes ours.
+    let mut resource = opentelemetry_sdk::Resource::builder().build();
+    let named = resource
+        .get(&opentelemetry::Key::from_static_str("service.name"))
+        .is_some_and(|name| !name.as_str().starts_with("unknown_service"));
+    if !named {
+        resource = opentelemetry_sdk::Resource::builder()
+            .with_service_name(DEFAULT_SERVICE_NAME)
+            .build();
+    }
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
         .with_resource(resource)

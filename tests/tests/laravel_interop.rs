@@ -562,6 +562,7 @@ async fn a_laravel_push_with_a_trace_and_a_context_continues_that_trace_on_a_rus
     );
     assert!(worker.wait_exit(LONG).await.success());
     let attempt = &receiver.wait_for_named("process queues:shared", 1).await[0];
+    assert_eq!(attempt.service, "redjob-worker", "named by default");
     assert_eq!(attempt.trace_id, trace_id, "{attempt:#?}");
     assert_eq!(attempt.parent_span_id, span_id, "{attempt:#?}");
     let entries = shared_entries(&redis).await;
