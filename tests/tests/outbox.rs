@@ -84,10 +84,18 @@ async fn setup() -> (TestPostgres, TestRedis, PgPool, RedisQueue) {
     (postgres, redis, pool, queue)
 }
 
+/// Waits until `default` holds no job: none ready, delayed or reserved.
+async fn drained(queue: &RedisQueue) {
+    wait_until(LONG, "the default queue is drained", || async {
+        queue.size("default").await.unwrap().total() == 0
+    })
+    .await;
+}
+
 /// The uuids of the jobs waiting on `queue`'s ready list, oldest first.
 async fn ready_uuids(redis: &TestRedis, queue: &str) -> Vec<String> {
     let payloads: Vec<String> = redjob::redis::cmd("LRANGE")
-        .arg(format!("queues:{queue}"))
+        .arg(redjob::queue::keys::QueueKeys::new(queue).ready)
         .arg(0)
         .arg(-1)
         .query_async(&mut redis.conn().await)
@@ -232,18 +240,17 @@ async fn a_relay_wakes_on_the_commit_not_on_its_poll() {
     .await;
 
     let uuid = committed(&pool, Noop {}.dispatch().via(&queue)).await;
-    let committed = std::time::Instant::now();
-    wait_for(LONG, "the committed job reaches Redis", || async {
+    let committed_at = std::time::Instant::now();
+    wait_until(LONG, "the committed job reaches Redis", || async {
         ready_uuids(&redis, "default")
             .await
             .contains(&uuid.to_string())
-            .then_some(())
     })
     .await;
     assert!(
-        committed.elapsed() < Duration::from_secs(5),
+        committed_at.elapsed() < Duration::from_secs(5),
         "{:?}",
-        committed.elapsed()
+        committed_at.elapsed()
     );
 
     stop.send(()).unwrap();
@@ -287,13 +294,14 @@ async fn unique_jobs_take_their_lock_at_relay_time_and_a_duplicate_is_kept_on_it
     // Once more after its guard has lapsed (deleted here): the lock it holds says it was
     // pushed.
     put_back(&pool, &uuids[0]).await;
-    let guard = format!("queues:default:pushed:{}", uuids[0]);
+    let guard = queue.keys().pushed("default", &uuids[0]);
     let mut conn = redis.conn().await;
-    let _: () = redjob::redis::cmd("DEL")
+    let deleted: u64 = redjob::redis::cmd("DEL")
         .arg(&guard)
         .query_async(&mut conn)
         .await
         .unwrap();
+    assert_eq!(deleted, 1, "the guard {guard} was set");
     assert_eq!(relay.relay_once().await.unwrap(), 1);
     assert_eq!(
         outbox_rows(&pool).await,
@@ -411,14 +419,15 @@ async fn of_ten_thousand_dispatches_in_a_hundred_concurrent_transactions_exactly
     let running = tokio::spawn(worker.run());
     let mut conn = redis.conn().await;
     wait_for_runs(&conn, committed.len(), LONG).await;
-    // Anything relayed or run twice would show up by now.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    stop_worker.cancel();
-    assert_eq!(running.await.unwrap().unwrap(), Exit::Stopped);
+    // Nothing is pushed once the relays stop; a job pushed twice then waits or runs, and a
+    // job records its run before it is acknowledged: with the queue empty, every run counts.
     stop.send(true).unwrap();
     for relay in relays {
         relay.await.unwrap();
     }
+    drained(&queue).await;
+    stop_worker.cancel();
+    assert_eq!(running.await.unwrap().unwrap(), Exit::Stopped);
 
     let runs = runs_by_uuid(&mut conn).await;
     assert_eq!(
@@ -484,8 +493,15 @@ async fn relaying_workers_killed_three_times_during_twenty_thousand_jobs_lose_no
     let written = writer.await.unwrap();
     assert_eq!(written.len(), JOBS);
     wait_for_runs(&conn, JOBS, LONG).await;
-    // Anything pushed twice would have run by now.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Nothing is pushed once the relay stops; with the queue then empty, every run counts.
+    relay.signal("TERM");
+    assert_eq!(
+        relay.wait_exit(LONG).await.code(),
+        Some(0),
+        "{:#?}",
+        relay.lines()
+    );
+    drained(&queue).await;
     let runs = runs_by_uuid(&mut conn).await;
     assert_eq!(runs.len(), JOBS, "none lost");
     for uuid in &written {
@@ -493,14 +509,7 @@ async fn relaying_workers_killed_three_times_during_twenty_thousand_jobs_lose_no
         assert_eq!(ran, Some(1), "{uuid} ran once");
     }
     assert_eq!(outbox_rows(&pool).await, 0);
-    relay.signal("TERM");
     runner.signal("TERM");
-    assert_eq!(
-        relay.wait_exit(LONG).await.code(),
-        Some(0),
-        "{:#?}",
-        relay.lines()
-    );
     assert_eq!(runner.wait_exit(LONG).await.code(), Some(0));
 }
 
