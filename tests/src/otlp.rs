@@ -16,6 +16,9 @@ use std::time::Duration;
 use tracing_subscriber::layer::SubscriberExt;
 
 use crate::wait::wait_for;
+use crate::worker_process::WorkerProcess;
+use crate::TestRedis;
+use std::future::Future;
 
 /// One span as the receiver got it: ids in lowercase hex, the parent's empty for a root.
 #[derive(Debug, Clone)]
@@ -109,10 +112,16 @@ impl OtlpReceiver {
         self.spans.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The spans named `name` once there are `count` of them (panics after 30 s).
-    pub async fn wait_for_named(&self, name: &str, count: usize) -> Vec<ReceivedSpan> {
+    /// The spans named `name` once there are `count` of them; panics, naming the caller,
+    /// after 30 s.
+    #[track_caller]
+    pub fn wait_for_named<'a>(
+        &'a self,
+        name: &'a str,
+        count: usize,
+    ) -> impl Future<Output = Vec<ReceivedSpan>> + 'a {
         let what = format!("{count} spans named {name:?}");
-        wait_for(Duration::from_secs(30), what, || async {
+        wait_for(Duration::from_secs(30), what, move || async move {
             let named: Vec<_> = self
                 .spans()
                 .into_iter()
@@ -120,7 +129,19 @@ impl OtlpReceiver {
                 .collect();
             (named.len() >= count).then_some(named)
         })
-        .await
+    }
+
+    /// Starts the worker `program` (integration tests pass
+    /// `env!("CARGO_BIN_EXE_test_worker")`) on `redis` with `args`, exporting its spans here.
+    pub fn exporting_worker(
+        &self,
+        program: &str,
+        redis: &TestRedis,
+        args: &[&str],
+    ) -> WorkerProcess {
+        let endpoint = self.endpoint();
+        let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())];
+        WorkerProcess::start_with_env(program, redis.url(), args, &env)
     }
 }
 

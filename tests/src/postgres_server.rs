@@ -126,15 +126,7 @@ impl TestPostgres {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-}
 
-impl Drop for TestPostgres {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-impl TestPostgres {
     /// Shuts the server down, killing it if it has not exited within [`STOP_TIMEOUT`].
     fn stop(&mut self) {
         // SIGINT is PostgreSQL's fast shutdown: sessions end, the server exits cleanly.
@@ -150,6 +142,12 @@ impl TestPostgres {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl Drop for TestPostgres {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

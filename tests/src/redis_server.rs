@@ -13,7 +13,7 @@ use redjob::{QueueConfig, RedisQueue};
 use crate::temp_dir::TempDir;
 use crate::tls::{make_tls_files, TlsFiles};
 
-/// How long `TestRedis::start` waits for a new server to answer PING.
+/// How long `TestRedis::start` waits for a new server to answer as itself.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How many times `TestRedis::start` tries a fresh port when the server fails to start.
@@ -37,7 +37,8 @@ pub struct TestRedis {
 }
 
 impl TestRedis {
-    /// Starts a server and waits until it answers PING. Panics with a clear message when
+    /// Starts a server and waits until it answers as itself (`INFO server`'s `process_id`
+    /// is its own). Panics with a clear message when
     /// `redis-server` is not installed or does not come up.
     ///
     /// The binary is `$REDIS_SERVER` when set, else `redis-server` on the `PATH`, else
@@ -135,7 +136,7 @@ impl TestRedis {
     }
 
     /// Starts the server again on the same port, in the same directory, with the same
-    /// options (killing it first if it still runs), and waits until it answers PING. With
+    /// options (killing it first if it still runs), and waits until it answers as itself. With
     /// `--appendonly yes` it reloads its data from the append-only file.
     pub fn restart(&mut self) {
         self.kill();
@@ -222,8 +223,9 @@ impl TestRedis {
         server_time(&mut self.conn().await).await
     }
 
-    /// Polls the server with PING until it answers PONG, it exits, or `timeout` passes. A
-    /// plain server is asked over raw TCP; a TLS server through a TLS connection.
+    /// Polls the server with `INFO server` until it answers with its own process id, it
+    /// exits, or `timeout` passes. A plain server is asked over raw TCP; a TLS server through
+    /// a TLS connection.
     fn wait_until_ready(&mut self, timeout: Duration) -> Result<(), String> {
         let deadline = Instant::now() + timeout;
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));

@@ -110,18 +110,12 @@ const PREFIXES: [&str; 2] = ["", "laravel_database_"];
 /// What [`Shared`] jobs recorded, by side: `(n, attempt)` pairs, sorted. Laravel's side writes
 /// through its Redis connection, so under `prefix`.
 async fn shared_runs(redis: &TestRedis, prefix: &str) -> BTreeMap<String, Vec<(u64, u64)>> {
-    let mut conn = redis.conn().await;
-    let mut entries: Vec<String> = conn.lrange(SHARED_KEY, 0, -1).await.unwrap();
+    let mut entries = shared_entries(redis, SHARED_KEY).await;
     if !prefix.is_empty() {
-        let prefixed: Vec<String> = conn
-            .lrange(format!("{prefix}{SHARED_KEY}"), 0, -1)
-            .await
-            .unwrap();
-        entries.extend(prefixed);
+        entries.extend(shared_entries(redis, &format!("{prefix}{SHARED_KEY}")).await);
     }
     let mut runs: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
     for entry in entries {
-        let entry: serde_json::Value = serde_json::from_str(&entry).unwrap();
         runs.entry(entry["side"].as_str().unwrap().to_owned())
             .or_default()
             .push((
@@ -533,9 +527,9 @@ async fn a_job_that_fails_on_one_side_is_retried_on_the_other() {
     assert!(queue.failed_jobs(10).await.unwrap().is_empty());
 }
 
-/// Every entry of the shared job's record list, as JSON.
-async fn shared_entries(redis: &TestRedis) -> Vec<serde_json::Value> {
-    let entries: Vec<String> = redis.conn().await.lrange(SHARED_KEY, 0, -1).await.unwrap();
+/// Every entry of the shared job's record list `key`, as JSON.
+async fn shared_entries(redis: &TestRedis, key: &str) -> Vec<serde_json::Value> {
+    let entries: Vec<String> = redis.conn().await.lrange(key, 0, -1).await.unwrap();
     entries
         .iter()
         .map(|entry| serde_json::from_str(entry).unwrap())
@@ -553,19 +547,17 @@ async fn a_laravel_push_with_a_trace_and_a_context_continues_that_trace_on_a_rus
         "push.php",
         &[&port, "", "shared", "TRACE", &traceparent, "r-42"],
     );
-    let endpoint = receiver.endpoint();
-    let mut worker = WorkerProcess::start_with_env(
+    let mut worker = receiver.exporting_worker(
         env!("CARGO_BIN_EXE_test_worker"),
-        redis.url(),
+        &redis,
         &["--queue", "shared", "--stop-when-empty"],
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())],
     );
     assert!(worker.wait_exit(LONG).await.success());
     let attempt = &receiver.wait_for_named("process queues:shared", 1).await[0];
     assert_eq!(attempt.service, "redjob-worker", "named by default");
     assert_eq!(attempt.trace_id, trace_id, "{attempt:#?}");
     assert_eq!(attempt.parent_span_id, span_id, "{attempt:#?}");
-    let entries = shared_entries(&redis).await;
+    let entries = shared_entries(&redis, SHARED_KEY).await;
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0]["side"], "rust");
     assert_eq!(
@@ -600,7 +592,7 @@ async fn a_rust_dispatch_in_a_span_reaches_a_laravel_job_with_its_traceparent_an
 
     let status = laravel_worker(&redis, "", "90").wait().unwrap();
     assert!(status.success());
-    let entries = shared_entries(&redis).await;
+    let entries = shared_entries(&redis, SHARED_KEY).await;
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0]["side"], "laravel");
     let expected = format!("00-{}-{}-01", checkout.trace_id, send.span_id);

@@ -31,16 +31,7 @@ fn exporting_worker(
 ) -> WorkerProcess {
     let mut all = vec!["--queue", queue, "--stop-when-empty"];
     all.extend_from_slice(args);
-    let endpoint = receiver.endpoint();
-    WorkerProcess::start_with_env(
-        env!("CARGO_BIN_EXE_test_worker"),
-        redis.url(),
-        &all,
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-            ("OTEL_SERVICE_NAME", "worker"),
-        ],
-    )
+    receiver.exporting_worker(env!("CARGO_BIN_EXE_test_worker"), redis, &all)
 }
 
 /// The one span named `name` among `spans`.
@@ -56,14 +47,12 @@ async fn a_job_dispatched_in_a_span_continues_its_trace_in_the_worker_with_each_
     let redis = TestRedis::start();
     let queue = redis.queue();
     let exporting = Exporting::to(&receiver, "dispatcher");
-    let request = tracing::info_span!("checkout");
     let uuid = Flaky { fail_times: 1 }
         .dispatch()
         .on_queue("traced")
         .sent_via(&queue)
-        .instrument(request.clone())
+        .instrument(tracing::info_span!("checkout"))
         .await;
-    drop(request);
     exporting.flush().await;
 
     let mut worker = exporting_worker(&redis, &receiver, "traced", &["--tries", "2"]);
@@ -84,7 +73,7 @@ async fn a_job_dispatched_in_a_span_continues_its_trace_in_the_worker_with_each_
     let mut attempts = attempts;
     attempts.sort_by_key(|span| span.attribute("messaging.message.attempts"));
     for (number, attempt) in attempts.iter().enumerate() {
-        assert_eq!(attempt.service, "worker");
+        assert_eq!(attempt.service, "redjob-worker");
         assert_eq!(attempt.kind, CONSUMER);
         assert_eq!(
             attempt.trace_id, checkout.trace_id,
@@ -154,7 +143,6 @@ async fn chain_links_and_batch_callbacks_are_children_of_the_dispatching_span_an
     let redis = TestRedis::start();
     let queue = redis.queue();
     let exporting = Exporting::to(&receiver, "dispatcher");
-    let import = tracing::info_span!("import");
     async {
         Chain::new(Noop {}.dispatch())
             .then(Noop {}.dispatch())
@@ -172,9 +160,8 @@ async fn chain_links_and_batch_callbacks_are_children_of_the_dispatching_span_an
             .await
             .unwrap();
     }
-    .instrument(import.clone())
+    .instrument(tracing::info_span!("import"))
     .await;
-    drop(import);
     exporting.flush().await;
     let import = receiver.wait_for_named("import", 1).await.remove(0);
 
@@ -227,10 +214,16 @@ async fn a_job_failed_before_it_runs_has_its_failure_recorded_once() {
 
     let mut worker = exporting_worker(&redis, &receiver, "spent", &[]);
     assert!(worker.wait_exit(LONG).await.success());
-    let attempt = receiver.wait_for_named("process queues:spent", 1).await.remove(0);
+    let attempt = receiver
+        .wait_for_named("process queues:spent", 1)
+        .await
+        .remove(0);
     assert_eq!(attempt.status_code, ERROR, "{attempt:#?}");
     assert_eq!(attempt.attribute("error.type").as_deref(), Some("failed"));
-    let exceptions = attempt.events.iter().filter(|(name, _)| name == "exception");
+    let exceptions = attempt
+        .events
+        .iter()
+        .filter(|(name, _)| name == "exception");
     assert_eq!(exceptions.count(), 1, "{attempt:#?}");
 }
 
@@ -238,6 +231,8 @@ async fn a_job_failed_before_it_runs_has_its_failure_recorded_once() {
 async fn without_an_opentelemetry_layer_a_dispatch_writes_no_trace_keys() {
     let redis = TestRedis::start();
     let queue = redis.queue();
+    // A subscriber records the spans, as a service's log output does, but no OpenTelemetry.
+    let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry());
     Noop {}
         .dispatch()
         .on_queue("plain")
