@@ -7,7 +7,7 @@
 
 use examples::{Flaky, Noop};
 use redis::AsyncCommands;
-use redjob::{Batch, Chain};
+use redjob::{Batch, Chain, RedisQueue};
 use std::time::Duration;
 use tests::otlp::{Exporting, OtlpReceiver, ReceivedSpan};
 use tests::worker_process::WorkerProcess;
@@ -21,6 +21,17 @@ const PRODUCER: i32 = 4;
 const CONSUMER: i32 = 5;
 /// OTLP's error status code.
 const ERROR: i32 = 2;
+
+/// A receiver, a server and its handle, and this test's spans exported to the receiver as the
+/// service `dispatcher`. Bound in this order, the export ends (and flushes) before the
+/// receiver stops.
+fn traced() -> (OtlpReceiver, TestRedis, RedisQueue, Exporting) {
+    let receiver = OtlpReceiver::start();
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let exporting = Exporting::to(&receiver, "dispatcher");
+    (receiver, redis, queue, exporting)
+}
 
 /// A worker on `queue` that exports its spans to `receiver` and stops once the queue is empty.
 fn exporting_worker(
@@ -43,10 +54,7 @@ fn only<'a>(spans: &'a [ReceivedSpan], name: &str) -> &'a ReceivedSpan {
 
 #[tokio::test]
 async fn a_job_dispatched_in_a_span_continues_its_trace_in_the_worker_with_each_attempt() {
-    let receiver = OtlpReceiver::start();
-    let redis = TestRedis::start();
-    let queue = redis.queue();
-    let exporting = Exporting::to(&receiver, "dispatcher");
+    let (receiver, redis, queue, exporting) = traced();
     let uuid = Flaky { fail_times: 1 }
         .dispatch()
         .on_queue("traced")
@@ -111,10 +119,7 @@ async fn a_job_dispatched_in_a_span_continues_its_trace_in_the_worker_with_each_
 
 #[tokio::test]
 async fn with_trace_link_each_attempt_starts_a_trace_of_its_own_linked_to_its_dispatch() {
-    let receiver = OtlpReceiver::start();
-    let redis = TestRedis::start();
-    let queue = redis.queue();
-    let exporting = Exporting::to(&receiver, "dispatcher");
+    let (receiver, redis, queue, exporting) = traced();
     Noop {}
         .dispatch()
         .on_queue("fanout")
@@ -139,10 +144,7 @@ async fn with_trace_link_each_attempt_starts_a_trace_of_its_own_linked_to_its_di
 #[tokio::test]
 async fn chain_links_and_batch_callbacks_are_children_of_the_dispatching_span_and_batch_jobs_links()
 {
-    let receiver = OtlpReceiver::start();
-    let redis = TestRedis::start();
-    let queue = redis.queue();
-    let exporting = Exporting::to(&receiver, "dispatcher");
+    let (receiver, redis, queue, exporting) = traced();
     async {
         Chain::new(Noop {}.dispatch())
             .then(Noop {}.dispatch())
@@ -194,10 +196,7 @@ async fn chain_links_and_batch_callbacks_are_children_of_the_dispatching_span_an
 
 #[tokio::test]
 async fn a_job_failed_before_it_runs_has_its_failure_recorded_once() {
-    let receiver = OtlpReceiver::start();
-    let redis = TestRedis::start();
-    let queue = redis.queue();
-    let exporting = Exporting::to(&receiver, "dispatcher");
+    let (receiver, redis, queue, exporting) = traced();
     Noop {}
         .dispatch()
         .on_queue("spent")
