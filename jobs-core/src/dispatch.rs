@@ -50,6 +50,7 @@ pub struct PendingDispatch<J: Job> {
     tags: Vec<String>,
     log_context: Option<LogContext>,
     via: Option<RedisQueue>,
+    pub(crate) track: Option<u64>,
 }
 
 impl<J: Job> PendingDispatch<J> {
@@ -68,6 +69,7 @@ impl<J: Job> PendingDispatch<J> {
             tags: Vec::new(),
             log_context: None,
             via: None,
+            track: None,
         }
     }
 
@@ -194,6 +196,7 @@ impl<J: Job> PendingDispatch<J> {
             tags: rules.tags,
             chain: placement.chain,
             batch: placement.batch,
+            track: self.track.or(options.track),
             traceparent: None,
             tracestate: None,
             log_context: self.log_context.clone(),
@@ -215,6 +218,7 @@ impl<J: Job> PendingDispatch<J> {
             delay,
             unique,
             debounce,
+            track: payload.track,
         })
     }
 
@@ -315,8 +319,17 @@ impl<J: Job> PendingDispatch<J> {
     }
 
     /// Pushes the job, in a `send` span ([`trace`]) that its payload names as its trace
-    /// parent.
+    /// parent; returns its uuid.
     fn send(self) -> impl Future<Output = Result<Uuid>> + Send + 'static {
+        let sent = self.send_through();
+        async move { Ok(sent.await?.0) }
+    }
+
+    /// Pushes the job as [`send`](Self::send) does; returns its uuid and the handle it went
+    /// through.
+    pub(crate) fn send_through(
+        self,
+    ) -> impl Future<Output = Result<(Uuid, RedisQueue)>> + Send + 'static {
         let operation = if self.delay.is_some() {
             "later"
         } else {
@@ -330,7 +343,7 @@ impl<J: Job> PendingDispatch<J> {
             let pushed = queue.push_all(std::slice::from_ref(&envelope)).await?;
             match pushed.into_iter().next() {
                 Some(Dispatched::Duplicate(duplicate)) => Err(Error::Duplicate(duplicate)),
-                _ => Ok(envelope.uuid),
+                _ => Ok((envelope.uuid, queue)),
             }
         };
         push.instrument(span)

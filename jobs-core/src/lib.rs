@@ -38,6 +38,7 @@ pub mod outbox;
 pub mod payload;
 pub mod queue;
 pub mod schedule;
+pub mod status;
 pub mod testing;
 pub mod trace;
 pub mod workflow;
@@ -90,7 +91,10 @@ pub use redis;
 /// follows the worker's needs.
 #[doc(hidden)]
 pub mod __worker {
-    pub use crate::job::attempt::{done_steps, failed_steps, start as start_attempt};
+    pub use crate::job::attempt::{
+        done_steps, failed_steps, released_steps, start as start_attempt,
+        started as attempt_started,
+    };
     pub use crate::job::context::AttemptSetup;
     pub use crate::job::state::StateSetup;
     pub use crate::queue::protocol::WorkerQueue;

@@ -42,6 +42,8 @@ struct Options {
     max_wait: Option<LitInt>,
     state: Vec<syn::Type>,
     trace: Option<LitStr>,
+    track: bool,
+    result_ttl: Option<LitInt>,
     krate: Option<Path>,
 }
 
@@ -75,6 +77,8 @@ impl Options {
             "fail_on_timeout" => self.fail_on_timeout = flag(&meta)?,
             "state" => self.state.push(meta.value()?.parse()?),
             "trace" => self.trace = Some(trace_mode(meta.value()?.parse()?)?),
+            "track" => self.track = flag(&meta)?,
+            "result_ttl" => self.result_ttl = Some(meta.value()?.parse()?),
             "crate" => {
                 let path: LitStr = meta.value()?.parse()?;
                 self.krate = Some(path.parse()?);
@@ -83,7 +87,8 @@ impl Options {
                 return Err(meta.error(
                     "unknown job option; expected one of name, display_name, queue, tries, \
                      backoff, timeout, fail_on_timeout, retry_for, max_exceptions, unique_for, \
-                     unique_until, debounce, max_wait, laravel, state, trace, crate",
+                     unique_until, debounce, max_wait, laravel, state, trace, track, result_ttl, \
+                     crate",
                 ))
             }
         }
@@ -102,6 +107,12 @@ impl Options {
             return Err(syn::Error::new_spanned(
                 debounce,
                 "a job is either debounced or unique: debouncing already leaves one job per id",
+            ));
+        }
+        if let (Some(ttl), false) = (&self.result_ttl, self.track) {
+            return Err(syn::Error::new_spanned(
+                ttl,
+                "result_ttl says how long a tracked job's outcome is kept: give track too",
             ));
         }
         if let (Some(max_wait), None) = (&self.max_wait, &self.debounce) {
@@ -180,6 +191,9 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
         .clone()
         .unwrap_or_else(|| syn::parse_quote!(::redjob));
 
+    if !has_item(&item.items, "Output") {
+        item.items.push(syn::parse_quote!(type Output = ();));
+    }
     if !has_item(&item.items, "NAME") {
         item.items
             .push(syn::parse_quote!(const NAME: &'static str = #name;));
@@ -265,6 +279,7 @@ fn has_item(items: &[ImplItem], wanted: &str) -> bool {
     items.iter().any(|i| match i {
         ImplItem::Const(c) => c.ident == wanted,
         ImplItem::Fn(f) => f.sig.ident == wanted,
+        ImplItem::Type(t) => t.ident == wanted,
         _ => false,
     })
 }
@@ -301,6 +316,11 @@ fn options_fn(options: &Options, krate: &Path, failed_hook: bool) -> ImplItem {
                 _ => quote!(#krate::trace::TraceMode::Child),
             }),
     );
+    let track = match (options.track, &options.result_ttl) {
+        (false, _) => quote!(::core::option::Option::None),
+        (true, Some(ttl)) => quote!(::core::option::Option::Some(#ttl)),
+        (true, None) => quote!(::core::option::Option::Some(#krate::status::DEFAULT_RESULT_TTL)),
+    };
     syn::parse_quote! {
         fn options() -> #krate::JobOptions {
             #krate::JobOptions {
@@ -318,6 +338,7 @@ fn options_fn(options: &Options, krate: &Path, failed_hook: bool) -> ImplItem {
                 unique_for: #unique_for,
                 unique_until: #unique_until,
                 trace: #trace,
+                track: #track,
                 failed_hook: #failed_hook,
             }
         }

@@ -77,6 +77,12 @@ pub struct WorkerConfig {
     /// [`redjob::trace::mode_for`] says (a child, but linked for a batch's jobs and for jobs
     /// started an hour or more after their dispatch). Needs the feature `otel` to matter.
     pub trace: Option<redjob::trace::TraceMode>,
+    /// How long a cancelled job's handler may go on after its [`cancelled`] future fired
+    /// before the worker stops it at its next `.await` (a handler that blocks its thread is
+    /// left to the watchdog, as past a timeout). Either way its outcome is "cancelled".
+    ///
+    /// [`cancelled`]: redjob::JobContext::cancelled
+    pub cancel_grace: Duration,
 }
 
 /// What the watchdog does about a handler that blocks its thread past its timeout (a long
@@ -122,6 +128,7 @@ impl Default for WorkerConfig {
             waits: Vec::new(),
             on_blocked: OnBlocked::default(),
             trace: None,
+            cancel_grace: Duration::from_secs(10),
         }
     }
 }

@@ -72,6 +72,10 @@ pub struct WorkerOptions {
     #[arg(long)]
     pub json: bool,
 
+    /// Seconds a cancelled job's handler may go on after it was told before it is stopped.
+    #[arg(long, default_value_t = 10.0)]
+    pub cancel_grace: f64,
+
     /// Seconds after which a reserved job whose worker died is handed out again.
     #[arg(long, default_value_t = 90.0)]
     pub retry_after: f64,
@@ -162,6 +166,7 @@ impl WorkerOptions {
             waits: self.waits.clone(),
             on_blocked: crate::config::OnBlocked::default(),
             trace: self.trace,
+            cancel_grace: secs(self.cancel_grace),
         }
     }
 }

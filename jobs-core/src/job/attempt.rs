@@ -7,6 +7,10 @@
 //! A capability registers an [`AttemptHook`] with `inventory::submit!` and an
 //! [`AttemptHookRegistration`].
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
 use crate::job::context::JobContext;
 use crate::payload::Payload;
 use crate::queue::settle::SettleStep;
@@ -18,6 +22,17 @@ pub trait AttemptHook: Sync + 'static {
     /// from the job's payload.
     fn start(&self, payload: &Payload, ctx: &JobContext);
 
+    /// Once the attempt is set to run on the worker `worker`: what the capability records of
+    /// that in Redis, as a future the worker awaits before the handler runs (default: none).
+    fn started(
+        &self,
+        _ctx: &Arc<JobContext>,
+        _queue: &RedisQueue,
+        _worker: &str,
+    ) -> Option<StartedFuture> {
+        None
+    }
+
     /// When the attempt ends with the job done: the step that settling it takes for this
     /// capability, if any, or why the job cannot be settled as done (it then fails, for that
     /// reason).
@@ -27,10 +42,29 @@ pub trait AttemptHook: Sync + 'static {
         queue: &RedisQueue,
     ) -> Result<Option<Box<dyn SettleStep>>, String>;
 
-    /// When the attempt ends with the job failed for good: the step that settling it takes
-    /// for this capability, if any.
-    fn failed(&self, ctx: &JobContext, queue: &RedisQueue) -> Option<Box<dyn SettleStep>>;
+    /// When the attempt ends with the job failed for good, for `reason`: the step that
+    /// settling it takes for this capability, if any.
+    fn failed(
+        &self,
+        ctx: &JobContext,
+        queue: &RedisQueue,
+        reason: &str,
+    ) -> Option<Box<dyn SettleStep>>;
+
+    /// When the attempt ends with the job going back to its queue, for `reason`: the step
+    /// that releasing it takes for this capability, if any (default: none).
+    fn released(
+        &self,
+        _ctx: &JobContext,
+        _queue: &RedisQueue,
+        _reason: &str,
+    ) -> Option<Box<dyn SettleStep>> {
+        None
+    }
 }
+
+/// What a hook records when an attempt starts ([`AttemptHook::started`]).
+pub type StartedFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// An [`AttemptHook`], as a capability registers it with `inventory::submit!`.
 pub struct AttemptHookRegistration(pub &'static dyn AttemptHook);
@@ -41,6 +75,15 @@ inventory::collect!(AttemptHookRegistration);
 pub fn start(payload: &Payload, ctx: &JobContext) {
     for hook in inventory::iter::<AttemptHookRegistration> {
         hook.0.start(payload, ctx);
+    }
+}
+
+/// Lets every registered hook record that the attempt of `ctx` starts on the worker `worker`.
+pub async fn started(ctx: &Arc<JobContext>, queue: &RedisQueue, worker: &str) {
+    for hook in inventory::iter::<AttemptHookRegistration> {
+        if let Some(recording) = hook.0.started(ctx, queue, worker) {
+            recording.await;
+        }
     }
 }
 
@@ -56,16 +99,32 @@ pub fn done_steps(
     for hook in inventory::iter::<AttemptHookRegistration> {
         match hook.0.done(ctx, queue) {
             Ok(step) => steps.extend(step),
-            Err(reason) => return Err((reason, failed_steps(ctx, queue))),
+            Err(reason) => {
+                let steps = failed_steps(ctx, queue, &reason);
+                return Err((reason, steps));
+            }
         }
     }
     Ok(steps)
 }
 
-/// The steps every registered hook adds to settling the attempt of `ctx` as failed for good.
-pub fn failed_steps(ctx: &JobContext, queue: &RedisQueue) -> Vec<Box<dyn SettleStep>> {
+/// The steps every registered hook adds to settling the attempt of `ctx` as failed for good,
+/// for `reason`.
+pub fn failed_steps(ctx: &JobContext, queue: &RedisQueue, reason: &str) -> Vec<Box<dyn SettleStep>> {
     inventory::iter::<AttemptHookRegistration>
         .into_iter()
-        .filter_map(|hook| hook.0.failed(ctx, queue))
+        .filter_map(|hook| hook.0.failed(ctx, queue, reason))
+        .collect()
+}
+
+/// The steps every registered hook adds to releasing the attempt of `ctx`, for `reason`.
+pub fn released_steps(
+    ctx: &JobContext,
+    queue: &RedisQueue,
+    reason: &str,
+) -> Vec<Box<dyn SettleStep>> {
+    inventory::iter::<AttemptHookRegistration>
+        .into_iter()
+        .filter_map(|hook| hook.0.released(ctx, queue, reason))
         .collect()
 }

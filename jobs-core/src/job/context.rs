@@ -3,6 +3,7 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use uuid::Uuid;
 
 use crate::job::identity::JobIdentity;
@@ -45,7 +46,23 @@ pub struct JobContext {
     log_context: LogContext,
     // Made on first use: most attempts keep no capability state.
     extensions: OnceLock<Extensions>,
+    cancellation: CancellationToken,
+    // The handler's output, serialized; set once it returns it.
+    output: OnceLock<Result<String, String>>,
+    progress: Mutex<Option<String>>,
+    progress_sink: OnceLock<Arc<dyn ProgressSink>>,
 }
+
+/// Where a context sends the progress its job reports: the capability that keeps it in Redis
+/// (see [`crate::status`]) installs one for every attempt a worker runs.
+pub trait ProgressSink: Send + Sync + std::fmt::Debug {
+    /// The job of `ctx` reported `progress` (JSON).
+    fn report(&self, ctx: &JobContext, progress: &str);
+}
+
+/// The largest progress value kept, in bytes of JSON: progress is for small values (a
+/// percentage, counts, a short message); a larger one is dropped with a warning.
+pub const MAX_PROGRESS_BYTES: usize = 4096;
 
 /// What a handler or a middleware asked for through its context, applied when the attempt
 /// ends.
@@ -76,7 +93,104 @@ impl JobContext {
             state: JobState::default(),
             log_context: LogContext::default(),
             extensions: OnceLock::new(),
+            cancellation: CancellationToken::new(),
+            output: OnceLock::new(),
+            progress: Mutex::new(None),
+            progress_sink: OnceLock::new(),
         }
+    }
+
+    /// Completes when the job is cancelled ([`RedisQueue::cancel`], `jobsctl cancel`), for a
+    /// handler to select on and stop cleanly; never completes otherwise. A handler that does
+    /// not stop is stopped at its next `.await` after the worker's cancel grace
+    /// (`--cancel-grace`). However the handler then returns, the job's outcome is
+    /// "cancelled": it is not retried, and its `failed()` hook runs with that reason.
+    ///
+    /// ```
+    /// use redjob::{job, Job, JobContext, JobResult};
+    /// use serde::{Deserialize, Serialize};
+    /// # async fn export_part(_: usize) {}
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Export { parts: usize }
+    ///
+    /// #[job(track)]
+    /// impl Job for Export {
+    ///     async fn handle(&self, ctx: &JobContext) -> JobResult {
+    ///         for part in 0..self.parts {
+    ///             tokio::select! {
+    ///                 _ = ctx.cancelled() => return Err("cancelled".into()),
+    ///                 _ = export_part(part) => {}
+    ///             }
+    ///             ctx.progress(100 * (part + 1) / self.parts);
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.cancellation.cancelled()
+    }
+
+    /// Whether the job was cancelled while it ran (see [`cancelled`](Self::cancelled)).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancellation.is_cancelled()
+    }
+
+    /// Reports the job's progress: a percentage (`ctx.progress(40)`) or a small JSON value
+    /// (`ctx.progress(json!({ "done": 4, "of": 10 }))`), kept in the job's status for other
+    /// processes to read ([`RedisQueue::status`], `jobsctl status`, the dashboard) while it runs
+    /// and for a while after. Reports are cheap to make often: Redis is written at most once
+    /// every 250 ms per job, and the last value when the job settles. A value that does not
+    /// serialize, or is larger than [`MAX_PROGRESS_BYTES`], is dropped with a warning.
+    pub fn progress(&self, progress: impl serde::Serialize) {
+        let json = match serde_json::to_string(&progress) {
+            Ok(json) if json.len() <= MAX_PROGRESS_BYTES => json,
+            Ok(json) => {
+                tracing::warn!(
+                    bytes = json.len(),
+                    "progress larger than {MAX_PROGRESS_BYTES} bytes dropped"
+                );
+                return;
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "progress that does not serialize dropped");
+                return;
+            }
+        };
+        if let Some(sink) = self.progress_sink.get() {
+            sink.report(self, &json);
+        }
+        *self.progress.lock().unwrap_or_else(|e| e.into_inner()) = Some(json);
+    }
+
+    /// The last progress the job reported, as JSON.
+    pub fn last_progress(&self) -> Option<String> {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Sends the progress of this attempt to `sink` from now on; the first sink set stays.
+    pub(crate) fn send_progress_to(&self, sink: Arc<dyn ProgressSink>) {
+        let _ = self.progress_sink.set(sink);
+    }
+
+    /// Keeps the handler's output, serialized, unless its type is zero-sized (`()`, a unit
+    /// struct): such an output says nothing a `done` state does not.
+    pub(crate) fn keep_output<T: serde::Serialize>(&self, output: &T) {
+        if std::mem::size_of::<T>() == 0 {
+            return;
+        }
+        let serialized = serde_json::to_string(output).map_err(|err| err.to_string());
+        let _ = self.output.set(serialized);
+    }
+
+    /// The handler's output, serialized, if it returned one worth keeping; `Err` says why it
+    /// could not be serialized.
+    pub fn output(&self) -> Option<&Result<String, String>> {
+        self.output.get()
     }
 
     /// State that capabilities keep for this attempt, one value per type (a workflow's
@@ -244,6 +358,9 @@ pub trait AttemptSetup {
 
     /// What the handler asked for, if anything; the last call wins.
     fn take_request(&self) -> Option<Request>;
+
+    /// The token that cancels this attempt: the worker fires it when the job is cancelled.
+    fn cancellation(&self) -> &CancellationToken;
 }
 
 impl AttemptSetup for JobContext {
@@ -268,5 +385,9 @@ impl AttemptSetup for JobContext {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
+    }
+
+    fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
     }
 }

@@ -61,6 +61,15 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// `#[job(state = ...)]`: a worker without one of them refuses to start. Default: none.
     const STATE: &'static [state::StateType] = &[];
 
+    /// What the handler returns when the job is done: `()` unless the `impl` block says
+    /// `type Output = ...;` (`#[job]` adds `type Output = ();` otherwise). A tracked job's
+    /// output is kept, serialized, for its dispatcher to read
+    /// ([`Tracked::wait`](crate::status::Tracked::wait), [`RedisQueue::wait`]); see
+    /// [`crate::status`].
+    ///
+    /// [`RedisQueue::wait`]: crate::RedisQueue::wait
+    type Output: Serialize + Send + 'static;
+
     /// The options given in `#[job(...)]`; dispatch-time settings override them.
     fn options() -> JobOptions {
         JobOptions::default()
@@ -68,7 +77,7 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
 
     /// Runs the job. An `Err` (or a panic, or a timeout) is a failed attempt: the job is
     /// retried after its backoff until its tries are used up, then recorded as failed.
-    async fn handle(&self, ctx: &JobContext) -> JobResult;
+    async fn handle(&self, ctx: &JobContext) -> JobResult<Self::Output>;
 
     /// Called when the job has failed for good, for whatever reason (its last attempt's error,
     /// a panic, a timeout, too many attempts, a middleware's verdict), after its failed-job
@@ -141,6 +150,10 @@ pub struct JobOptions {
     /// How its attempts' spans relate to the trace it was dispatched in (default: the
     /// worker's `--trace`, else as [`trace::mode_for`](crate::trace::mode_for) says).
     pub trace: Option<TraceMode>,
+    /// Seconds a tracked job's outcome (its state, result or error) is kept after it
+    /// settles: set, every dispatch of the type is tracked (`#[job(track)]`, with
+    /// `result_ttl = N`; see [`crate::status`]).
+    pub track: Option<u64>,
     /// The job type has a [`Job::failed`] hook (`#[job]` sees whether the `impl` block
     /// defines one): its call is owed in the step that records the failure.
     pub failed_hook: bool,

@@ -112,7 +112,11 @@ fn start<J: Job>(data: &RawValue, ctx: Arc<JobContext>) -> Result<Started, serde
     let job: J = crate::payload::laravel::job_data(data.get())?;
     Ok(Started {
         middleware: job.middleware(),
-        handler: Box::pin(async move { job.handle(&ctx).await }),
+        handler: Box::pin(async move {
+            let output = job.handle(&ctx).await?;
+            ctx.keep_output(&output);
+            Ok(())
+        }),
     })
 }
 

@@ -2,8 +2,9 @@
 
 use std::fmt;
 
-/// What a handler returns.
-pub type JobResult = Result<(), JobError>;
+/// What a handler returns: its job's [`Output`](crate::Job::Output) (`()` for most jobs), or
+/// the error of a failed attempt.
+pub type JobResult<T = ()> = Result<T, JobError>;
 
 /// The error of a failed attempt. Any `std::error::Error`, a `String` or a `&str` converts into
 /// it, so handlers can use `?` and `Err("reason".into())`.

@@ -95,6 +95,10 @@ pub struct Payload {
     /// The batch the job belongs to (see [`crate::workflow::Batch`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<Uuid>,
+    /// For a tracked job (see [`crate::status`]): the seconds its outcome is kept after it
+    /// settles; absent otherwise. Not signed: it says only how long a record is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub track: Option<u64>,
     /// The W3C trace context the job was dispatched in (see [`crate::trace`]), the key
     /// Laravel's OpenTelemetry package writes; absent without one. Not signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -205,6 +205,28 @@ pub const WAITS: &str = "jobs:waits";
 /// that died.
 pub const OUTBOX_RELAYS: &str = "jobs:outbox:relays";
 
+/// Sorted set of cancel requests: the uuid of a job asked to stop, scored by when (Unix
+/// milliseconds, by Redis's clock). A worker skips a waiting job found here and stops a
+/// running one; the call that settles the job removes its entry.
+pub const CANCEL_REQUESTS: &str = "jobs:cancel";
+
+/// How long a job's status record ([`Keys::status`]) is kept while the job has not settled
+/// for good, from its last change: a day.
+pub const OPEN_STATUS_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Stream telling workers of each cancel request as it is made (`uuid`), so a running job is
+/// stopped within milliseconds; capped, as a worker that missed entries reads
+/// [`CANCEL_REQUESTS`] anyway.
+pub const CANCEL_SIGNALS: &str = "jobs:cancel:signals";
+
+/// Stream of tracked jobs as they settle for good (`uuid`, `state`), capped: what a waiting
+/// dispatcher reads, so it learns of the outcome without polling.
+pub const SETTLED_SIGNALS: &str = "jobs:settled";
+
+/// Hash of the queues whose events are on: queue name -> the length its events stream is
+/// kept at ([`Keys::events`]).
+pub const EVENTS_ON: &str = "jobs:events";
+
 /// How many finished attempts [`Keys::recent`] keeps per queue.
 pub const RECENT_LIMIT: usize = 100;
 
@@ -596,6 +618,51 @@ impl Keys {
     /// and pruning.
     pub fn batches(&self) -> String {
         self.prefixed(&format!("{OPS_PREFIX}batches"))
+    }
+
+    /// A job's status (`jobs:status:<uuid>`, a HASH: its state, attempt, progress, worker,
+    /// result or error), kept while it is open and for a while after it settles; on a
+    /// cluster the uuid is the hash tag.
+    ///
+    /// ```
+    /// use redjob::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(Keys::default().status("9a1c"), "jobs:status:9a1c");
+    /// assert_eq!(Keys::new(KeyLayout::Cluster, "").status("9a1c"), "jobs:status:{9a1c}");
+    /// ```
+    pub fn status(&self, uuid: &str) -> String {
+        self.tagged("status", uuid)
+    }
+
+    /// The pending cancel requests ([`CANCEL_REQUESTS`]).
+    pub fn cancel_requests(&self) -> String {
+        self.prefixed(CANCEL_REQUESTS)
+    }
+
+    /// The stream of cancel requests workers follow ([`CANCEL_SIGNALS`]).
+    pub fn cancel_signals(&self) -> String {
+        self.prefixed(CANCEL_SIGNALS)
+    }
+
+    /// The stream of tracked jobs settling for good ([`SETTLED_SIGNALS`]).
+    pub fn settled_signals(&self) -> String {
+        self.prefixed(SETTLED_SIGNALS)
+    }
+
+    /// The queues whose events are on, with their streams' lengths ([`EVENTS_ON`]).
+    pub fn events_on(&self) -> String {
+        self.prefixed(EVENTS_ON)
+    }
+
+    /// The events stream of the queue `name` (`queues:<name>:events`, a STREAM: `event`,
+    /// `uuid`, `job`, `attempt`, `data`), in the queue's slot on a cluster.
+    ///
+    /// ```
+    /// use redjob::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(Keys::default().events("emails"), "queues:emails:events");
+    /// assert_eq!(Keys::new(KeyLayout::Cluster, "").events("emails"), "queues:{emails}:events");
+    /// ```
+    pub fn events(&self, name: &str) -> String {
+        format!("{}:events", self.queue(name).ready)
     }
 
     /// `jobs:<family>:<name>`, with `name` as the hash tag on a cluster.

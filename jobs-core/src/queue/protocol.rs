@@ -63,18 +63,22 @@ pub trait WorkerQueue: Sync {
         reserved: &str,
         delay: Duration,
     ) -> impl Future<Output = Result<bool>> + Send {
-        self.release_with(queue, reserved, delay, None, &[])
+        async move {
+            let settlement = Settlement::default();
+            self.release_with(queue, reserved, delay, None, &settlement)
+                .await
+        }
     }
 
     /// Releases a reserved job to run again after `delay`, putting `replacement` back instead
-    /// when given and freeing `holds` (`settle.rs`).
+    /// when given and applying `settlement` (`settle.rs`).
     fn release_with(
         &self,
         queue: &QueueKeys,
         reserved: &str,
         delay: Duration,
         replacement: Option<&str>,
-        holds: &[Hold],
+        settlement: &Settlement,
     ) -> impl Future<Output = Result<bool>> + Send;
 
     /// Records a failed job, removing its reservation when `reserved` is given.
@@ -166,9 +170,9 @@ impl WorkerQueue for RedisQueue {
         reserved: &str,
         delay: Duration,
         replacement: Option<&str>,
-        holds: &[Hold],
+        settlement: &Settlement,
     ) -> Result<bool> {
-        RedisQueue::release_with(self, queue, reserved, delay, replacement, holds).await
+        RedisQueue::release_with(self, queue, reserved, delay, replacement, settlement).await
     }
 
     async fn fail_with(

@@ -37,6 +37,9 @@ pub struct Envelope {
     pub unique: Option<UniqueDispatch>,
     /// For a debounced job, its debounce window.
     pub debounce: Option<DebounceDispatch>,
+    /// For a tracked job, the seconds its outcome is kept after it settles: its push starts
+    /// its status record (see [`crate::status`]).
+    pub track: Option<u64>,
 }
 
 /// The debounce window of a debounced job's push (see [`crate::Job::debounce_id`]).
@@ -132,6 +135,12 @@ impl RedisQueue {
                 group.unique_at.push((group.calls.len(), offset));
             }
             group.calls.extend(self.calls_for(script, run));
+            let tracked = run.iter().filter(|envelope| envelope.track.is_some());
+            let records: Vec<_> = tracked.map(|envelope| self.track_call(envelope)).collect();
+            if !records.is_empty() && !plan.scripts.iter().any(|s| std::ptr::eq(*s, &*scripts::TRACK)) {
+                plan.scripts.push(&scripts::TRACK);
+            }
+            plan.groups[at].calls.extend(records);
             offset += run.len();
         }
         plan
@@ -178,6 +187,23 @@ impl RedisQueue {
                 call
             })
             .collect()
+    }
+
+    /// The call that starts a tracked job's status record as it is pushed, unless a worker
+    /// made it first (`track.lua`). It follows the push in the same pipeline. The record
+    /// lasts until the job is due, and a day more: a job that has not run by then is lost.
+    fn track_call(&self, envelope: &Envelope) -> ScriptInvocation<'static> {
+        let (state, delay) = match envelope.delay {
+            Some(delay) => ("delayed", delay.duration_from_now()),
+            None => ("queued", Duration::ZERO),
+        };
+        let keep = delay + crate::queue::keys::OPEN_STATUS_TTL;
+        let mut call = scripts::TRACK.key(self.keys().status(&envelope.uuid.to_string()));
+        call.arg(state)
+            .arg(&envelope.queue)
+            .arg(envelope.job.as_ref())
+            .arg(keep.as_millis() as u64);
+        call
     }
 
     /// The call of `script` that pushes a unique job and takes its lock in one step, with

@@ -7,7 +7,8 @@
 //! unique job's lock), `holds.lua` (freeing
 //! what a settled job held), `due.lua` (a delayed job's due time), `push_job.lua` (pushing one
 //! job, ready or delayed), `effects.lua` (reading the effects a settling script applies),
-//! `chain.lua` (a chain's steps) and `batch.lua` (a batch's counts and callbacks). `redis::Script`
+//! `chain.lua` (a chain's steps), `batch.lua` (a batch's counts and callbacks) and
+//! `status.lua` (a job's status record and its queue's events). `redis::Script`
 //! sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
 
 use redis::Script;
@@ -87,12 +88,12 @@ script!(
 script!(
     /// Move a reserved job (or a replacement of it) back to the delayed set and free what it
     /// held while it ran (`release.lua`).
-    RELEASE, "release.lua", uses "time.lua", "holds.lua"
+    RELEASE, "release.lua", uses "time.lua", "effects.lua", "holds.lua", "status.lua"
 );
 script!(
     /// Acknowledge a finished job, free what it held and push its chain's next link
     /// (`complete.lua`).
-    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua"
+    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua"
 );
 script!(
     /// Acknowledge finished jobs of one batch and count them there (`complete_batch.lua`).
@@ -101,7 +102,23 @@ script!(
 script!(
     /// Record a failed job, free what it held, push its chain's catch job, and prune the
     /// failed-job store (`fail.lua`).
-    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua"
+    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua"
+);
+script!(
+    /// Start a tracked job's status record as it is pushed (`track.lua`).
+    TRACK, "track.lua", uses "time.lua"
+);
+script!(
+    /// Record that an attempt started, in its status and events (`running.lua`).
+    RUNNING, "running.lua", uses "time.lua", "status.lua"
+);
+script!(
+    /// Record a running job's progress (`progress.lua`).
+    PROGRESS, "progress.lua", uses "time.lua", "status.lua"
+);
+script!(
+    /// Ask for a job to stop (`cancel.lua`).
+    CANCEL, "cancel.lua", uses "time.lua", "status.lua"
 );
 script!(
     /// Take the failed() hooks their worker did not report done in time (`claim_hooks.lua`).

@@ -17,7 +17,7 @@ use crate::payload::failed::FailedJob;
 use crate::queue::due::seconds_arg;
 use crate::queue::effects::Effects;
 use crate::queue::handle::RedisQueue;
-use crate::queue::hold::{add_holds, Hold};
+use crate::queue::hold::Hold;
 use crate::queue::keys::{KeyLayout, QueueKeys};
 use crate::queue::scripts;
 
@@ -28,9 +28,11 @@ pub enum Ending {
     Done,
     /// It failed for good.
     Failed,
+    /// It goes back to its queue, to run again later.
+    Released,
 }
 
-/// A capability's part in settling a job that is done or failed for good.
+/// A capability's part in settling a job: done, failed for good, or released to run again.
 #[async_trait]
 pub trait SettleStep: Send + Sync + std::fmt::Debug {
     /// On one server: adds this step's effects to the settling script's call.
@@ -73,28 +75,28 @@ pub struct Settlement {
 
 impl RedisQueue {
     /// Moves a reserved job to the delayed set, due after `delay`, putting `replacement` back
-    /// instead of the reserved copy when given (a requeue that costs no attempt), and freeing
-    /// `holds` in the same step. Returns `false`, changing nothing, when the reservation was no
-    /// longer held.
+    /// instead of the reserved copy when given (a requeue that costs no attempt), and applying
+    /// `settlement` (what it held for the attempt, its status) in the same step. Returns
+    /// `false`, changing nothing, when the reservation was no longer held.
     ///
-    /// On a cluster the holds live in other slots: they are freed first, each by its owner, and
-    /// the job is released after.
+    /// On a cluster the holds and the steps' keys live in other slots: they are freed and
+    /// taken first, and the job is released after.
     pub(crate) async fn release_with(
         &self,
         queue: &QueueKeys,
         reserved: &str,
         delay: Duration,
         replacement: Option<&str>,
-        holds: &[Hold],
+        settlement: &Settlement,
     ) -> Result<bool> {
-        let holds = self.free_on_cluster(holds).await?;
+        let effects = self.settle_effects(settlement, Ending::Released).await?;
         let mut call = scripts::RELEASE.key(&queue.reserved);
         call.key(&queue.delayed)
             .key(&queue.notify)
             .arg(reserved)
             .arg(seconds_arg(delay))
             .arg(replacement.unwrap_or(""));
-        add_holds(&mut call, holds);
+        effects.add_to(&mut call);
         let released: u64 = self.invoke(&call).await?;
         Ok(released == 1)
     }

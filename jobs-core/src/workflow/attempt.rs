@@ -173,7 +173,12 @@ impl AttemptHook for Workflows {
     }
 
     /// A job that failed drops what its handler added, with the attempt.
-    fn failed(&self, ctx: &JobContext, _queue: &RedisQueue) -> Option<Box<dyn SettleStep>> {
+    fn failed(
+        &self,
+        ctx: &JobContext,
+        _queue: &RedisQueue,
+        _reason: &str,
+    ) -> Option<Box<dyn SettleStep>> {
         let state = ctx.extension::<WorkflowAttempt>()?;
         let job = ctx.uuid();
         WorkflowStep {

@@ -28,6 +28,7 @@ impl SettleStep for WorkflowStep {
         match ending {
             Ending::Done => self.done_effects(queue, into).await,
             Ending::Failed => self.failed_effects(queue, into).await,
+            Ending::Released => Ok(()),
         }
     }
 
@@ -36,6 +37,7 @@ impl SettleStep for WorkflowStep {
         match ending {
             Ending::Done => queue.done_on_cluster(self.job, chain, batch).await,
             Ending::Failed => queue.failed_on_cluster(self.job, chain, batch).await,
+            Ending::Released => Ok(()),
         }
     }
 

@@ -1,4 +1,5 @@
-//! A running handler's deadline, which the lease registry keeps and the watchdog reads.
+//! A running handler's deadline, which the lease registry keeps and the watchdog reads; its
+//! context, whose cancellation the worker fires.
 
 use redjob::JobContext;
 use std::sync::Arc;
@@ -10,8 +11,10 @@ use super::rules::Limits;
 pub(crate) struct Deadline {
     /// When the handler started.
     pub(crate) started: Instant,
-    /// How long it may run.
-    pub(crate) timeout: Duration,
+    /// How long it may run (`None`: no limit).
+    pub(crate) timeout: Option<Duration>,
+    /// The job's uuid, by which a cancel request finds it.
+    pub(crate) uuid: String,
     /// Its context, whose release or fail request the timeout rules honour.
     pub(crate) ctx: Arc<JobContext>,
     /// The attempt rules that apply to it.
@@ -21,15 +24,16 @@ pub(crate) struct Deadline {
 }
 
 impl Deadline {
-    /// A handler starting now, which must finish within `timeout`.
+    /// A handler starting now, which must finish within `timeout`, if it has one.
     pub(crate) fn new(
-        timeout: Duration,
+        timeout: Option<Duration>,
         ctx: Arc<JobContext>,
         limits: Limits,
         display_name: &str,
     ) -> Deadline {
         Deadline {
             started: Instant::now(),
+            uuid: ctx.uuid().to_string(),
             timeout,
             ctx,
             limits,
@@ -37,8 +41,8 @@ impl Deadline {
         }
     }
 
-    /// When the handler's timeout is up.
-    pub(crate) fn at(&self) -> Instant {
-        self.started + self.timeout
+    /// When the handler's timeout is up, if it has one.
+    pub(crate) fn at(&self) -> Option<Instant> {
+        Some(self.started + self.timeout?)
     }
 }

@@ -8,7 +8,7 @@
 //! over is left to expire too. What running jobs hold through their middleware (funnel
 //! slots, overlap locks) is renewed the same way.
 
-use redjob::__worker::WorkerQueue;
+use redjob::__worker::{AttemptSetup, WorkerQueue};
 use redjob::queue::hold::{Hold, Holds};
 use redjob::RedisQueue;
 use std::collections::HashMap;
@@ -31,8 +31,10 @@ pub(crate) struct Running {
 
 struct Entry {
     job: Reserved,
-    /// Set while the job's handler runs under a timeout.
+    /// Set while the job's handler runs.
     deadline: Option<Deadline>,
+    /// When the job was cancelled while its handler ran.
+    cancelled_at: Option<Instant>,
     /// The watchdog took the job over: the lease lets its reservation expire, and the
     /// processor leaves it alone.
     taken_over: bool,
@@ -70,6 +72,7 @@ impl Running {
         let entry = Entry {
             job: job.clone(),
             deadline: None,
+            cancelled_at: None,
             taken_over: false,
             holds: holds.clone(),
             started,
@@ -94,21 +97,26 @@ impl Running {
         self.lock().is_empty()
     }
 
-    /// Takes over every job whose handler is still running `margin` after its deadline: the
-    /// lease stops extending its reservation, and its processor will not settle it.
+    /// Takes over every job whose handler is still running `margin` after its deadline, or
+    /// `grace` and `margin` after it was cancelled: the lease stops extending its reservation,
+    /// and its processor will not settle it.
     pub(crate) fn take_over_overdue(
         &self,
         now: Instant,
         margin: Duration,
+        grace: Duration,
     ) -> Vec<(Reserved, Deadline)> {
         let mut jobs = self.lock();
         let mut overdue = Vec::new();
         for entry in jobs.values_mut() {
-            if entry
-                .deadline
-                .as_ref()
-                .is_some_and(|d| now >= d.at() + margin)
-            {
+            let Some(deadline) = &entry.deadline else {
+                continue;
+            };
+            let timed_out = deadline.at().is_some_and(|at| now >= at + margin);
+            let stopped = entry
+                .cancelled_at
+                .is_some_and(|at| now >= at + grace + margin);
+            if timed_out || stopped {
                 entry.taken_over = true;
                 if let Some(deadline) = entry.deadline.take() {
                     overdue.push((entry.job.clone(), deadline));
@@ -116,6 +124,32 @@ impl Running {
             }
         }
         overdue
+    }
+
+    /// Fires the cancellation of the running job `uuid`, if it runs here and was not
+    /// cancelled already; returns whether it did.
+    pub(crate) fn cancel(&self, uuid: &str) -> bool {
+        let mut jobs = self.lock();
+        let mut fired = false;
+        for entry in jobs.values_mut() {
+            let Some(deadline) = &entry.deadline else {
+                continue;
+            };
+            if entry.cancelled_at.is_none() && deadline.uuid == uuid {
+                deadline.ctx.cancellation().cancel();
+                entry.cancelled_at = Some(Instant::now());
+                fired = true;
+            }
+        }
+        fired
+    }
+
+    /// The uuids of the jobs whose handlers run here.
+    pub(crate) fn running_uuids(&self) -> Vec<String> {
+        self.lock()
+            .values()
+            .filter_map(|entry| entry.deadline.as_ref().map(|d| d.uuid.clone()))
+            .collect()
     }
 
     /// How many of these reserved copies belong to jobs no longer running.
@@ -269,7 +303,7 @@ mod tests {
             max_exceptions: None,
             exceptions: 0,
         };
-        Deadline::new(timeout, ctx, limits, "J")
+        Deadline::new(Some(timeout), ctx, limits, "J")
     }
 
     #[test]
@@ -282,13 +316,13 @@ mod tests {
         let late_watch = late.watch(deadline(Duration::ZERO));
         let on_time_watch = on_time.watch(deadline(Duration::from_secs(3600)));
         let margin = Duration::from_millis(1);
-        assert!(running.take_over_overdue(Instant::now(), margin).is_empty());
+        assert!(running.take_over_overdue(Instant::now(), margin, margin).is_empty());
 
         let later = Instant::now() + Duration::from_secs(1);
-        let taken = running.take_over_overdue(later, margin);
+        let taken = running.take_over_overdue(later, margin, margin);
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].0.raw, "late");
-        assert!(running.take_over_overdue(later, margin).is_empty());
+        assert!(running.take_over_overdue(later, margin, margin).is_empty());
         let extended: Vec<_> = running.snapshot().into_iter().map(|j| j.raw).collect();
         assert_eq!(extended, ["on time"]);
         assert!(!running.only_taken_over_left());
@@ -309,6 +343,6 @@ mod tests {
         drop(held.watch(deadline(Duration::ZERO)));
         assert!(!held.taken_over());
         let later = Instant::now() + Duration::from_secs(10);
-        assert!(running.take_over_overdue(later, Duration::ZERO).is_empty());
+        assert!(running.take_over_overdue(later, Duration::ZERO, Duration::ZERO).is_empty());
     }
 }

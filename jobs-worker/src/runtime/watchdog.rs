@@ -75,6 +75,8 @@ pub(crate) struct Guarded {
     pub interrupt: CancellationToken,
     /// Whether to end the process or abandon the handler.
     pub on_blocked: OnBlocked,
+    /// How long a cancelled handler may go on before it is stopped.
+    pub cancel_grace: Duration,
 }
 
 /// The watchdog thread; dropping the handle stops it.
@@ -119,7 +121,8 @@ impl Drop for Watchdog {
 impl Guarded {
     fn watch(self, stopped: mpsc::Receiver<()>) {
         while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECK_INTERVAL) {
-            let overdue = self.running.take_over_overdue(Instant::now(), MARGIN);
+            let overdue = self.running
+                .take_over_overdue(Instant::now(), MARGIN, self.cancel_grace);
             if overdue.is_empty() {
                 continue;
             }
@@ -146,7 +149,9 @@ impl Guarded {
         self.interrupt.cancel();
         self.wait_for_other_jobs(overdue.len());
         // Handlers that ran past their own deadlines meanwhile get the timeout rules too.
-        let late = self.running.take_over_overdue(Instant::now(), MARGIN);
+        let late = self
+            .running
+            .take_over_overdue(Instant::now(), MARGIN, self.cancel_grace);
         blame(&late, ENDING);
         overdue.extend(late);
         self.settle_on_own_runtime(overdue);
@@ -224,9 +229,13 @@ impl Guarded {
                         failed_hook: redjob::job::registry::find(ctx.job_name())
                             .is_some_and(|r| r.options().failed_hook),
                     };
+                    let reason = match &verdict {
+                        Verdict::Fail(reason) => reason.as_str(),
+                        _ => "",
+                    };
                     let effects = AttemptEffects {
                         holds: ctx.holds(),
-                        steps: failed_steps(ctx, &settler.queue),
+                        steps: failed_steps(ctx, &settler.queue, reason),
                     };
                     settler
                         .settle(job, id, verdict, error, deadline.started.elapsed(), effects)
@@ -248,11 +257,18 @@ const ENDING: &str = "ending the worker process";
 fn blame(overdue: &[(Reserved, Deadline)], consequence: &str) {
     for (job, deadline) in overdue {
         span(job, deadline).in_scope(|| {
-            error!(
-                timeout_s = deadline.timeout.as_secs_f64(),
-                "still running {MARGIN:?} past its timeout: the handler blocks its thread, \
-                 which a timeout cannot interrupt; {consequence}"
-            )
+            if deadline.ctx.is_cancelled() {
+                error!(
+                    "still running past its cancel grace: the handler blocks its thread, \
+                     which a cancel cannot interrupt; {consequence}"
+                )
+            } else {
+                error!(
+                    timeout_s = deadline.timeout.map_or(0.0, |t| t.as_secs_f64()),
+                    "still running {MARGIN:?} past its timeout: the handler blocks its thread, \
+                     which a timeout cannot interrupt; {consequence}"
+                )
+            }
         });
     }
 }

@@ -10,6 +10,7 @@
 --          'chain'  push the chain's next link (lib/chain.lua)
 --          'batch'  count the job done in its batch, with the jobs it added (lib/batch.lua)
 --          'batch_start'  start the batch the chain reached (lib/batch.lua)
+--          'status'  record its outcome in its status and its queue's events (lib/status.lua)
 -- Returns 1 when acknowledged, 0 when the reservation is no longer held: then nothing changes;
 -- 2 when acknowledged but the chain's list was not as the worker read it, and left alone.
 if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then
@@ -23,6 +24,7 @@ local unknown = apply_effects(effects_from(2, 2), {
   end,
   batch = batch_done,
   batch_start = batch_start,
+  status = status_settled,
 }, 'complete')
 if unknown then
   return unknown

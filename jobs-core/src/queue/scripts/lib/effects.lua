@@ -1,9 +1,9 @@
 -- The effects of settling a job, applied by complete.lua and fail.lua in the call that
 -- removes its reservation: what the job held, the next link of its chain, its chain's catch
--- job, its count in its batch. The caller lists them after its own arguments, each as its
+-- job, its count in its batch, its status and events. The caller lists them after its own arguments, each as its
 -- name followed by its arguments; each effect takes the keys it needs from KEYS in turn,
 -- after the caller's own. apply_effects reads that list; the functions applying each effect
--- live in holds.lua, chain.lua and batch.lua.
+-- live in holds.lua, chain.lua, batch.lua and status.lua.
 
 -- A reader of KEYS and ARGV from the given positions on.
 local function effects_from(first_key, first_arg)

@@ -1,0 +1,138 @@
+//! The status capability's part in every attempt ([`AttemptHook`]): a tracked job's start is
+//! recorded before its handler runs, its progress sent to its record while it runs, and its
+//! outcome written by the call that settles it ([`StatusStep`]). A cancelled job, tracked or
+//! not, has its cancel request removed in that call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::job::attempt::{AttemptHook, AttemptHookRegistration, StartedFuture};
+use crate::job::context::JobContext;
+use crate::payload::Payload;
+use crate::queue::keys::OPEN_STATUS_TTL;
+use crate::queue::scripts;
+use crate::queue::settle::SettleStep;
+use crate::queue::RedisQueue;
+use crate::status::progress::{ProgressWriter, Sink};
+use crate::status::record::JobState;
+use crate::status::step::StatusStep;
+use crate::status::MAX_RESULT_BYTES;
+
+/// A tracked attempt: how long its outcome is kept.
+#[derive(Debug)]
+struct Tracking {
+    keep: Duration,
+}
+
+struct StatusHook;
+
+inventory::submit!(AttemptHookRegistration(&StatusHook));
+
+impl AttemptHook for StatusHook {
+    fn start(&self, payload: &Payload, ctx: &JobContext) {
+        let Some(seconds) = payload.track else {
+            return;
+        };
+        ctx.extensions().insert(Tracking {
+            keep: Duration::from_secs(seconds),
+        });
+        if let Some(redis) = ctx.redis() {
+            let writer = ProgressWriter::new(redis.clone(), ctx);
+            ctx.send_progress_to(Arc::new(Sink(Arc::new(writer))));
+        }
+    }
+
+    fn started(
+        &self,
+        ctx: &Arc<JobContext>,
+        queue: &RedisQueue,
+        worker: &str,
+    ) -> Option<StartedFuture> {
+        ctx.extension::<Tracking>()?;
+        let uuid = ctx.uuid().to_string();
+        let mut call = scripts::RUNNING.key(queue.keys().status(&uuid));
+        call.key(queue.keys().events(ctx.queue()))
+            .arg(&uuid)
+            .arg(ctx.attempt())
+            .arg(worker)
+            .arg(ctx.queue())
+            .arg(ctx.job_name())
+            .arg(OPEN_STATUS_TTL.as_millis() as u64)
+            .arg("0");
+        let queue = queue.clone();
+        Some(Box::pin(async move {
+            if let Err(err) = queue.invoke::<u64>(&call).await {
+                tracing::warn!(error = %err, "cannot record that the job runs");
+            }
+        }))
+    }
+
+    fn done(
+        &self,
+        ctx: &JobContext,
+        _queue: &RedisQueue,
+    ) -> Result<Option<Box<dyn SettleStep>>, String> {
+        let Some(tracking) = ctx.extension::<Tracking>() else {
+            return Ok(None);
+        };
+        let outcome = match ctx.output() {
+            None => None,
+            Some(Ok(result)) if result.len() <= MAX_RESULT_BYTES => {
+                Some(("result", result.clone()))
+            }
+            Some(Ok(result)) => Some((
+                "error",
+                format!(
+                    "its result ({} bytes) is larger than {MAX_RESULT_BYTES} bytes and was not kept",
+                    result.len()
+                ),
+            )),
+            Some(Err(err)) => Some(("error", format!("its result does not serialize: {err}"))),
+        };
+        Ok(Some(step(ctx, JobState::Done, outcome, Some(tracking.keep))))
+    }
+
+    fn failed(
+        &self,
+        ctx: &JobContext,
+        _queue: &RedisQueue,
+        reason: &str,
+    ) -> Option<Box<dyn SettleStep>> {
+        let keep = ctx.extension::<Tracking>().map(|t| t.keep);
+        let state = match ctx.is_cancelled() {
+            true => JobState::Cancelled,
+            false if keep.is_some() => JobState::Failed,
+            false => return None,
+        };
+        Some(step(ctx, state, Some(("error", reason.to_owned())), keep))
+    }
+
+    fn released(
+        &self,
+        ctx: &JobContext,
+        _queue: &RedisQueue,
+        reason: &str,
+    ) -> Option<Box<dyn SettleStep>> {
+        ctx.extension::<Tracking>()?;
+        let outcome = Some(("error", reason.to_owned()));
+        Some(step(ctx, JobState::Released, outcome, Some(OPEN_STATUS_TTL)))
+    }
+}
+
+fn step(
+    ctx: &JobContext,
+    state: JobState,
+    outcome: Option<(&'static str, String)>,
+    keep: Option<Duration>,
+) -> Box<dyn SettleStep> {
+    Box::new(StatusStep {
+        uuid: ctx.uuid().to_string(),
+        state,
+        attempt: ctx.attempt(),
+        queue: ctx.queue().to_owned(),
+        job: ctx.job_name().to_owned(),
+        progress: ctx.last_progress(),
+        outcome,
+        keep,
+    })
+}

@@ -1,0 +1,90 @@
+//! Progress a running tracked job reports, written to its status record at most once per
+//! [`EVERY`] (`progress.lua`), so a handler may report as often as it likes.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::job::context::{JobContext, ProgressSink};
+use crate::queue::scripts;
+use crate::queue::RedisQueue;
+
+/// The shortest time between two progress writes of one job.
+pub(crate) const EVERY: Duration = Duration::from_millis(250);
+
+/// Writes one attempt's progress: the first report at once, then the latest one at most
+/// every [`EVERY`], by a task that ends when nothing new was reported.
+#[derive(Debug)]
+pub(crate) struct ProgressWriter {
+    queue: RedisQueue,
+    record: String,
+    events: String,
+    uuid: String,
+    attempt: u32,
+    job: String,
+    /// The latest report not yet written, and whether the writing task runs.
+    pending: Mutex<(Option<String>, bool)>,
+}
+
+impl ProgressWriter {
+    pub(crate) fn new(queue: RedisQueue, ctx: &JobContext) -> ProgressWriter {
+        let uuid = ctx.uuid().to_string();
+        ProgressWriter {
+            record: queue.keys().status(&uuid),
+            events: queue.keys().events(ctx.queue()),
+            queue,
+            uuid,
+            attempt: ctx.attempt(),
+            job: ctx.job_name().to_owned(),
+            pending: Mutex::new((None, false)),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Option<String>, bool)> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes the latest report, then waits [`EVERY`] before the next, until none is left.
+    async fn write_until_idle(self: Arc<Self>) {
+        loop {
+            let Some(progress) = ({
+                let mut pending = self.lock();
+                let next = pending.0.take();
+                pending.1 = next.is_some();
+                next
+            }) else {
+                return;
+            };
+            let mut call = scripts::PROGRESS.key(&self.record);
+            call.key(&self.events)
+                .arg(&self.uuid)
+                .arg(self.attempt)
+                .arg(&progress)
+                .arg(&self.job)
+                .arg("0");
+            if let Err(err) = self.queue.invoke::<u64>(&call).await {
+                tracing::warn!(error = %err, "cannot record the job's progress");
+            }
+            tokio::time::sleep(EVERY).await;
+        }
+    }
+}
+
+/// The sink a context sends its progress to: the writer, shared with its task.
+#[derive(Debug)]
+pub(crate) struct Sink(pub(crate) Arc<ProgressWriter>);
+
+impl ProgressSink for Sink {
+    fn report(&self, _ctx: &JobContext, progress: &str) {
+        let mut pending = self.0.lock();
+        pending.0 = Some(progress.to_owned());
+        if pending.1 {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        pending.1 = true;
+        drop(pending);
+        runtime.spawn(self.0.clone().write_until_idle());
+    }
+}

@@ -1,0 +1,116 @@
+//! A job's status as settling it changes it ([`SettleStep`]): on one server the `status`
+//! effect of the settling call (`lib/status.lua`), so the outcome is written in the step that
+//! acknowledges the job; on a cluster, where the record lives in another slot, commands of
+//! their own before the reservation is removed.
+
+use async_trait::async_trait;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::queue::effects::Effects;
+use crate::queue::settle::{Ending, SettleStep};
+use crate::queue::RedisQueue;
+use crate::status::record::JobState;
+
+/// What settling one attempt writes to its job's status.
+#[derive(Debug)]
+pub(crate) struct StatusStep {
+    pub(crate) uuid: String,
+    pub(crate) state: JobState,
+    pub(crate) attempt: u32,
+    pub(crate) queue: String,
+    pub(crate) job: String,
+    /// The last progress reported, flushed with the outcome.
+    pub(crate) progress: Option<String>,
+    /// The field that holds the outcome (`result`, `error`) and its value.
+    pub(crate) outcome: Option<(&'static str, String)>,
+    /// How long the record is kept from now; `None` for a job that keeps none (an untracked
+    /// job cancelled: only its cancel request is removed).
+    pub(crate) keep: Option<Duration>,
+}
+
+#[async_trait]
+impl SettleStep for StatusStep {
+    async fn effects(&self, queue: &RedisQueue, _ending: Ending, into: &mut Effects) -> Result<()> {
+        let keys = queue.keys();
+        let (field, value) = self.outcome.clone().unwrap_or(("", String::new()));
+        into.add(
+            "status",
+            [
+                keys.status(&self.uuid),
+                keys.cancel_requests(),
+                keys.settled_signals(),
+                keys.events(&self.queue),
+            ],
+            [
+                self.uuid.clone(),
+                self.state.as_str().to_owned(),
+                self.attempt.to_string(),
+                self.queue.clone(),
+                self.job.clone(),
+                self.progress.clone().unwrap_or_default(),
+                field.to_owned(),
+                value,
+                self.keep.map_or(0, |keep| keep.as_millis()).to_string(),
+                "0".to_owned(),
+                String::new(),
+            ],
+        );
+        Ok(())
+    }
+
+    /// The record first, then the signal, then the cancel request: each a command of its
+    /// own, in its own slot. Taken again after a crash, each writes the same.
+    async fn on_cluster(&self, queue: &RedisQueue, _ending: Ending) -> Result<()> {
+        let keys = queue.keys();
+        if let Some(keep) = self.keep {
+            let record = keys.status(&self.uuid);
+            let mut hset = redis::cmd("HSET");
+            hset.arg(&record)
+                .arg("state")
+                .arg(self.state.as_str())
+                .arg("attempt")
+                .arg(self.attempt)
+                .arg("queue")
+                .arg(&self.queue)
+                .arg("job")
+                .arg(&self.job)
+                .arg("updated_ms")
+                .arg(chrono::Utc::now().timestamp_millis());
+            if let Some(progress) = &self.progress {
+                hset.arg("progress").arg(progress);
+            }
+            if let Some((field, value)) = &self.outcome {
+                hset.arg(*field).arg(value);
+            }
+            queue.query::<()>(&hset).await?;
+            let expire = redis::cmd("PEXPIRE")
+                .arg(&record)
+                .arg(keep.as_millis() as u64)
+                .clone();
+            queue.query::<()>(&expire).await?;
+            if self.state.is_final() {
+                let signal = redis::cmd("XADD")
+                    .arg(keys.settled_signals())
+                    .arg("MAXLEN")
+                    .arg("~")
+                    .arg(10_000)
+                    .arg("*")
+                    .arg("uuid")
+                    .arg(&self.uuid)
+                    .arg("state")
+                    .arg(self.state.as_str())
+                    .clone();
+                queue.query::<()>(&signal).await?;
+            }
+        }
+        if self.state.is_final() {
+            let forget = redis::cmd("ZREM")
+                .arg(keys.cancel_requests())
+                .arg(&self.uuid)
+                .clone();
+            queue.query::<()>(&forget).await?;
+        }
+        Ok(())
+    }
+}
