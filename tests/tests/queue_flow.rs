@@ -937,6 +937,7 @@ async fn push_all_of_envelopes_keeps_queue_runs_in_order() {
         delay: None,
         unique: None,
         debounce: None,
+        track: None,
     };
     // More than one script chunk (1,000) on one queue, interleaved with another queue.
     let mut envelopes: Vec<Envelope> = (0..2_100).map(|n| envelope(n, "a")).collect();

@@ -36,7 +36,7 @@ impl AttemptHook for StatusHook {
         ctx.extensions().insert(Tracking {
             keep: Duration::from_secs(seconds),
         });
-        if let Some(redis) = ctx.redis() {
+        if let Some(redis) = ctx.redis().filter(|redis| !redis.is_offline()) {
             let writer = ProgressWriter::new(redis.clone(), ctx);
             ctx.send_progress_to(Arc::new(Sink(Arc::new(writer))));
         }
@@ -49,6 +49,9 @@ impl AttemptHook for StatusHook {
         worker: &str,
     ) -> Option<StartedFuture> {
         ctx.extension::<Tracking>()?;
+        if queue.is_offline() {
+            return None;
+        }
         let uuid = ctx.uuid().to_string();
         let mut call = scripts::RUNNING.key(queue.keys().status(&uuid));
         call.key(queue.keys().events(ctx.queue()))

@@ -3,7 +3,7 @@
 //! a job's code runs.
 
 use futures_util::FutureExt;
-use redjob::__worker::{start_attempt, AttemptSetup, StateSetup};
+use redjob::__worker::{attempt_started, start_attempt, AttemptSetup, StateSetup};
 use redjob::middleware::{panic_message, Layer, Middleware, Next, Panicked};
 use redjob::queue::hold::{Hold, HoldUntil, Holds};
 use redjob::{JobContext, RedisQueue, Request, State, UniqueUntil};
@@ -16,6 +16,7 @@ use tracing::info;
 use crate::config::WorkerConfig;
 
 use super::cancelled::CancelledBatches;
+use super::cancels::CancelRequests;
 use super::deadline::Deadline;
 use super::decode::Decoded;
 use super::lease::Held;
@@ -41,6 +42,10 @@ pub(crate) struct Surroundings<'a> {
     pub(crate) cancelled: Option<&'a CancelledBatches>,
     /// When the worker began processing the job: a cancellation read before is too old.
     pub(crate) started: std::time::Instant,
+    /// The jobs asked to stop (`None`: a synchronous run, which no request reaches).
+    pub(crate) cancels: Option<&'a CancelRequests>,
+    /// This worker, as a job's status names it.
+    pub(crate) worker: &'a str,
 }
 
 /// Checks the attempts, decodes the job taken from `queue` and runs it through its middleware:
@@ -91,6 +96,14 @@ async fn decide(
         ctx.holds().add(hold.clone(), HoldUntil::Job);
         (hold, unique.until)
     });
+    if around
+        .cancels
+        .is_some_and(|cancels| cancels.requested(&payload.uuid.to_string()))
+    {
+        info!(status = "CANCELLED", "cancelled before it ran");
+        ctx.cancellation().cancel();
+        return (Verdict::Fail(redjob::status::CANCELLED.to_owned()), None, ctx);
+    }
     let now = unix_seconds();
     if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts, now) {
         return (verdict, None, ctx);
@@ -117,6 +130,7 @@ async fn decide(
     };
     let (verdict, error) = match decoded.registration.start(decoded.data(), ctx.clone()) {
         Ok(started) => {
+            attempt_started(&ctx, around.redis, around.worker).await;
             info!(status = "RUNNING", "RUNNING");
             let free_before_handler = match unique_lock {
                 Some((hold, UniqueUntil::Processing)) => Some(FreeUniqueLock(hold).into()),
@@ -136,7 +150,8 @@ async fn decide(
             };
             let attempt = Next::new(&chain, started.handler).run(&ctx);
             let display_name = &payload.display_name;
-            execute(attempt, &ctx, &limits, display_name, held, interrupt).await
+            let grace = around.config.cancel_grace;
+            execute(attempt, &ctx, &limits, display_name, held, interrupt, grace).await
         }
         Err(err) => {
             let reason = format!("cannot decode the data of job {}: {err}", payload.job);
@@ -155,20 +170,25 @@ async fn execute(
     display_name: &str,
     held: Option<&Held>,
     interrupt: CancellationToken,
+    cancel_grace: Duration,
 ) -> (Verdict, Option<String>) {
     // The attempt runs inside this task: a panic is caught where it happens, and stopping
-    // it (timeout, shutdown) drops its future at its next `.await`. A handler that blocks
-    // its thread never reaches an `.await`; the watchdog sees its deadline.
+    // it (timeout, cancel, shutdown) drops its future at its next `.await`. A handler that
+    // blocks its thread never reaches an `.await`; the watchdog sees its deadline.
     let handler = AssertUnwindSafe(attempt).catch_unwind();
-    let watched = held.zip(limits.timeout).map(|(held, timeout)| {
+    let watched = held.map(|held| {
         held.watch(Deadline::new(
-            timeout,
+            limits.timeout,
             ctx.clone(),
             limits.clone(),
             display_name,
         ))
     });
     let timeout = sleep_for(limits.timeout);
+    let stopped = async {
+        ctx.cancelled().await;
+        tokio::time::sleep(cancel_grace).await;
+    };
     let result = tokio::select! {
         finished = handler => Some(match finished {
             Ok(Ok(())) => Ok(()),
@@ -179,6 +199,9 @@ async fn execute(
             Err(panic) => Err(AttemptError::Panic(panic_message(&*panic))),
         }),
         _ = timeout => Some(Err(AttemptError::Timeout)),
+        _ = stopped => Some(Err(AttemptError::Error(format!(
+            "stopped: still running {cancel_grace:?} after it was cancelled"
+        )))),
         _ = interrupt.cancelled() => None,
     };
     // A job the watchdog took over meanwhile is its to settle: the processor asks the lease.
@@ -290,6 +313,10 @@ pub(crate) fn verdict(
     let error = result.as_ref().err().map(|e| e.describe(display_name));
     if let (Err(failed), Some(message)) = (&result, &error) {
         record_failure(failed.kind(), message);
+    }
+    // However the handler ended, once the worker told it of a cancel: not retried.
+    if ctx.is_cancelled() {
+        return (Verdict::Fail(redjob::status::CANCELLED.to_owned()), error);
     }
     let verdict = match (ctx.take_request(), result) {
         (Some(Request::Release(delay)), _) => Verdict::Release(delay),

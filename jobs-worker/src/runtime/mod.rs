@@ -10,7 +10,8 @@
 //!   batches; [`hooks`] runs failed jobs' `failed()` hooks, and those owed by dead workers.
 //! - [`lease`] keeps the registry of reserved jobs (running, or waiting for a slot) and
 //!   extends their reservations while it holds them; [`watchdog`] acts on a handler that
-//!   blocks its thread past its timeout.
+//!   blocks its thread past its timeout or its cancel grace; [`cancels`] follows cancel
+//!   requests, firing running jobs' cancellations and keeping the requests for starting ones.
 //! - [`control`] publishes the worker's heartbeat record and per-minute counters for
 //!   operators, and obeys their pause and restart requests; [`waits`] writes its `--wait`
 //!   thresholds at start; [`outbox`] runs an outbox relay beside the jobs when given one.
@@ -23,6 +24,7 @@
 
 pub(crate) mod acker;
 pub(crate) mod cancelled;
+pub(crate) mod cancels;
 pub(crate) mod control;
 pub(crate) mod deadline;
 pub(crate) mod decode;

@@ -6,7 +6,7 @@
 //! [`settle`](super::settle) -> tell the listeners -> run a failed job's `failed()` hook
 //! ([`hooks`](super::hooks)).
 
-use redjob::__worker::{done_steps, failed_steps, SettleStep};
+use redjob::__worker::{done_steps, failed_steps, released_steps, SettleStep};
 use redjob::middleware::Layer;
 use redjob::queue::hold::Holds;
 use redjob::{FailedContext, JobContext, RedisQueue, State};
@@ -18,6 +18,7 @@ use tracing::Instrument;
 use crate::config::WorkerConfig;
 use crate::events::{Cause, JobEvent, Listeners};
 use crate::runtime::cancelled::CancelledBatches;
+use crate::runtime::cancels::CancelRequests;
 use crate::runtime::decode::{decode, Decoded, Undecodable};
 use crate::runtime::execute::{self, attempt_span, Surroundings};
 use crate::runtime::hooks;
@@ -44,6 +45,10 @@ pub(crate) struct Processor {
     pub(crate) state: State,
     /// Whether the batches of the jobs it runs were cancelled.
     pub(crate) cancelled: CancelledBatches,
+    /// The jobs asked to stop.
+    pub(crate) cancels: Arc<CancelRequests>,
+    /// This worker, as a running job's status names it: `<name>@<host>`.
+    pub(crate) worker: String,
 }
 
 impl Processor {
@@ -136,6 +141,8 @@ impl Processor {
             holds: held.holds().clone(),
             cancelled: Some(&self.cancelled),
             started,
+            cancels: Some(&self.cancels),
+            worker: &self.worker,
         };
         // Boxed: the attempt's state is large, and this future is moved into its task and
         // polled often.
@@ -151,7 +158,7 @@ impl Processor {
         if !matches!(verdict, Verdict::Requeue(_)) {
             self.settler.stats.record_runtime(runtime);
         }
-        let (verdict, steps) = attempt_steps(&self.settler.queue, &ctx, verdict);
+        let (verdict, steps) = attempt_steps(&self.settler.queue, &ctx, verdict, error.as_deref());
         let reported = event.map(|event| (event, verdict.clone(), error.clone()));
         let failure = match &verdict {
             Verdict::Fail(reason) => Some(reason.clone()),
@@ -273,21 +280,30 @@ struct Attempt<'a> {
     started: Instant,
 }
 
-/// The steps the capabilities a job belongs to take when its attempt settles as done or failed
-/// ([`redjob::__worker::done_steps`], [`redjob::__worker::failed_steps`]); none when it comes
-/// back. A job that is done but cannot be settled as done (a link it added cannot be pushed)
-/// fails, for that reason.
+/// The steps the capabilities a job belongs to take when its attempt settles: done, failed
+/// ([`redjob::__worker::done_steps`], [`redjob::__worker::failed_steps`]) or released
+/// ([`redjob::__worker::released_steps`], for the attempt's `error` if it had one). A job
+/// that is done but cannot be settled as done (a link it added cannot be pushed) fails, for
+/// that reason.
 fn attempt_steps(
     queue: &RedisQueue,
     ctx: &JobContext,
     verdict: Verdict,
+    error: Option<&str>,
 ) -> (Verdict, Vec<Box<dyn SettleStep>>) {
     match verdict {
         Verdict::Done | Verdict::Skip => match done_steps(ctx, queue) {
             Ok(steps) => (verdict, steps),
             Err((reason, steps)) => (Verdict::Fail(reason), steps),
         },
-        Verdict::Fail(_) => (verdict, failed_steps(ctx, queue)),
-        Verdict::Release(_) | Verdict::Retry(_) | Verdict::Requeue(_) => (verdict, Vec::new()),
+        Verdict::Fail(reason) => {
+            let steps = failed_steps(ctx, queue, &reason);
+            (Verdict::Fail(reason), steps)
+        }
+        Verdict::Release(_) | Verdict::Retry(_) | Verdict::Requeue(_) => {
+            let reason = error.unwrap_or("released by the job");
+            let steps = released_steps(ctx, queue, reason);
+            (verdict, steps)
+        }
     }
 }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::WorkerConfig;
 use crate::runtime::acker::Acker;
+use crate::runtime::cancels::{self, CancelRequests};
 use crate::runtime::control::{self, Control, Publishing};
 use crate::runtime::hooks;
 use crate::runtime::lease::{self, Running};
@@ -38,6 +39,8 @@ pub(crate) struct Services {
     lease: JoinHandle<()>,
     /// Looks for `failed()` hooks owed by dead workers.
     hooks: JoinHandle<()>,
+    /// Follows cancel requests.
+    cancels: JoinHandle<()>,
     watchdog: Watchdog,
     publishing: Publishing,
     queue_sizes: Option<JoinHandle<()>>,
@@ -84,6 +87,9 @@ impl Services {
         let acker = Acker::start(queue.clone(), config.retry_after);
         let lease = lease::start(queue.clone(), running.clone(), config.retry_after);
         let hooks = hooks::start(queue.clone(), config.clone(), state.clone());
+        let cancel_requests = Arc::new(CancelRequests::default());
+        let cancels =
+            cancels::start(queue.clone(), cancel_requests.clone(), running.clone()).await;
         let settler = Settler {
             queue: queue.clone(),
             acks: acker.sender(),
@@ -100,6 +106,12 @@ impl Services {
             redis: Arc::new(queue.clone()),
             state: state.clone(),
             cancelled: Default::default(),
+            cancels: cancel_requests,
+            worker: format!(
+                "{}@{}",
+                config.name,
+                gethostname::gethostname().to_string_lossy()
+            ),
         });
         let interrupt = CancellationToken::new();
         let watchdog = Watchdog::start(Guarded {
@@ -110,6 +122,7 @@ impl Services {
             stop: stop.clone(),
             interrupt: interrupt.clone(),
             on_blocked: config.on_blocked,
+            cancel_grace: config.cancel_grace,
         });
         let scheduler = match config.schedule {
             true => scheduler::start(queue.clone(), redjob::schedule::defined(), stop.clone()),
@@ -125,6 +138,7 @@ impl Services {
             acker,
             lease,
             hooks,
+            cancels,
             watchdog,
             publishing,
             queue_sizes,
@@ -136,6 +150,7 @@ impl Services {
     pub(crate) async fn stop(self) {
         self.lease.abort();
         self.hooks.abort();
+        self.cancels.abort();
         if let Some(scheduler) = self.scheduler {
             scheduler.abort();
         }

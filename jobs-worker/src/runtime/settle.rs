@@ -106,7 +106,7 @@ impl Settler {
                 info!(status, duration_ms, retry_in_s, reason, "{status}");
                 // Boxed, as the failure below: a finished job, the common case, needs neither,
                 // and their state would weigh on every job's future.
-                Box::pin(self.release(job, &verdict, delay, effects.holds)).await
+                Box::pin(self.release(job, &verdict, delay, effects)).await
             }
             Verdict::Fail(reason) => {
                 warn!(status = "FAILED", duration_ms, reason = %reason, "FAILED");
@@ -182,16 +182,19 @@ impl Settler {
         job: Reserved,
         verdict: &Verdict,
         delay: Duration,
-        holds: &Holds,
+        effects: AttemptEffects<'_>,
     ) -> Settled {
         let replacement = match verdict {
             Verdict::Requeue(_) => counters::requeued(&job.raw),
             Verdict::Retry(_) => counters::after_exception(&job.raw),
             _ => None,
         };
-        let held = holds.to_free(false);
+        let settlement = Settlement {
+            holds: effects.holds.to_free(false),
+            steps: effects.steps,
+        };
         self.apply(&job, "release the job", |q| {
-            q.release_with(&job.queue, &job.raw, delay, replacement.as_deref(), &held)
+            q.release_with(&job.queue, &job.raw, delay, replacement.as_deref(), &settlement)
         })
         .await;
         Settled::Released
@@ -201,8 +204,9 @@ impl Settler {
     /// its attempt is not counted.
     pub(crate) async fn give_back(&self, job: Reserved) -> Settled {
         let unreserved = redjob::payload::unreserved(&job.raw);
+        let settlement = Settlement::default();
         self.apply(&job, "put the job back", |q| {
-            q.release_with(&job.queue, &job.raw, Duration::ZERO, Some(&unreserved), &[])
+            q.release_with(&job.queue, &job.raw, Duration::ZERO, Some(&unreserved), &settlement)
         })
         .await;
         Settled::Released

@@ -223,6 +223,8 @@ impl Run {
                 holds: Arc::new(Holds::default()),
                 cancelled: None,
                 started: Instant::now(),
+                cancels: None,
+                worker: "",
             };
             let interrupt = CancellationToken::new();
             // What the job dispatches goes to the run's handle.
