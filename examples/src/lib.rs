@@ -22,17 +22,21 @@
 //!   fail, release itself, or add links to its chain; [`Caught`] is a catch job.
 //! - [`orders`] is an order service's jobs and the code that dispatches them, which
 //!   `examples/tests/orders.rs` tests without Redis (`redjob::testing`).
+//! - [`Sum`], [`Countdown`] and [`Echo`] are tracked: a result, progress, cancellation, a
+//!   result that expires.
 //! - [`define_schedules`] defines the example schedules the `worker` program keeps with
 //!   `--schedule`.
 
 mod guarded;
 pub mod orders;
 mod schedules;
+mod status;
 mod unique;
 mod workflow;
 
 pub use guarded::{running_key, Guarded, GUARDED_FINISHED_KEY, GUARDED_KEY};
 pub use schedules::define_schedules;
+pub use status::{Countdown, Echo, Sum};
 pub use unique::{RebuildIndex, RefreshCache, ReindexSearch, UNIQUE_KEY};
 pub use workflow::{now_us, Caught, Step, STEPS_KEY};
 

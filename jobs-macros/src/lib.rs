@@ -192,7 +192,9 @@ fn expand(options: Options, mut item: ItemImpl) -> syn::Result<proc_macro2::Toke
         .unwrap_or_else(|| syn::parse_quote!(::redjob));
 
     if !has_item(&item.items, "Output") {
-        item.items.push(syn::parse_quote!(type Output = ();));
+        item.items.push(syn::parse_quote!(
+            type Output = ();
+        ));
     }
     if !has_item(&item.items, "NAME") {
         item.items

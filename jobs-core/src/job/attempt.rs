@@ -110,7 +110,11 @@ pub fn done_steps(
 
 /// The steps every registered hook adds to settling the attempt of `ctx` as failed for good,
 /// for `reason`.
-pub fn failed_steps(ctx: &JobContext, queue: &RedisQueue, reason: &str) -> Vec<Box<dyn SettleStep>> {
+pub fn failed_steps(
+    ctx: &JobContext,
+    queue: &RedisQueue,
+    reason: &str,
+) -> Vec<Box<dyn SettleStep>> {
     inventory::iter::<AttemptHookRegistration>
         .into_iter()
         .filter_map(|hook| hook.0.failed(ctx, queue, reason))

@@ -137,7 +137,12 @@ impl RedisQueue {
             group.calls.extend(self.calls_for(script, run));
             let tracked = run.iter().filter(|envelope| envelope.track.is_some());
             let records: Vec<_> = tracked.map(|envelope| self.track_call(envelope)).collect();
-            if !records.is_empty() && !plan.scripts.iter().any(|s| std::ptr::eq(*s, &*scripts::TRACK)) {
+            if !records.is_empty()
+                && !plan
+                    .scripts
+                    .iter()
+                    .any(|s| std::ptr::eq(*s, &*scripts::TRACK))
+            {
                 plan.scripts.push(&scripts::TRACK);
             }
             plan.groups[at].calls.extend(records);

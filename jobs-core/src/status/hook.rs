@@ -92,7 +92,12 @@ impl AttemptHook for StatusHook {
             )),
             Some(Err(err)) => Some(("error", format!("its result does not serialize: {err}"))),
         };
-        Ok(Some(step(ctx, JobState::Done, outcome, Some(tracking.keep))))
+        Ok(Some(step(
+            ctx,
+            JobState::Done,
+            outcome,
+            Some(tracking.keep),
+        )))
     }
 
     fn failed(
@@ -118,7 +123,12 @@ impl AttemptHook for StatusHook {
     ) -> Option<Box<dyn SettleStep>> {
         ctx.extension::<Tracking>()?;
         let outcome = Some(("error", reason.to_owned()));
-        Some(step(ctx, JobState::Released, outcome, Some(OPEN_STATUS_TTL)))
+        Some(step(
+            ctx,
+            JobState::Released,
+            outcome,
+            Some(OPEN_STATUS_TTL),
+        ))
     }
 }
 

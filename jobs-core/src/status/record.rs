@@ -35,7 +35,10 @@ pub enum JobState {
 impl JobState {
     /// Whether the job will not run again.
     pub fn is_final(self) -> bool {
-        matches!(self, JobState::Done | JobState::Failed | JobState::Cancelled)
+        matches!(
+            self,
+            JobState::Done | JobState::Failed | JobState::Cancelled
+        )
     }
 
     /// The state's name, as the record stores it.

@@ -24,7 +24,14 @@ impl Signals {
     /// A reader of the stream `key` that starts after its newest entry now.
     pub(crate) async fn after_newest(queue: &RedisQueue, key: String) -> Result<Signals> {
         let newest: redis::Value = queue
-            .query(redis::cmd("XREVRANGE").arg(&key).arg("+").arg("-").arg("COUNT").arg(1))
+            .query(
+                redis::cmd("XREVRANGE")
+                    .arg(&key)
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(1),
+            )
             .await?;
         let from = entries(newest)
             .into_iter()
@@ -44,7 +51,12 @@ impl Signals {
     pub async fn next(&mut self, block: Duration) -> Vec<HashMap<String, String>> {
         let timeout = self.queue.config().command_timeout;
         if self.connection.is_none() {
-            match self.queue.target().dedicated(timeout, block + timeout).await {
+            match self
+                .queue
+                .target()
+                .dedicated(timeout, block + timeout)
+                .await
+            {
                 Ok(conn) => self.connection = Some(conn),
                 Err(err) => {
                     tracing::debug!(error = %err, stream = %self.key, "cannot connect to read signals");

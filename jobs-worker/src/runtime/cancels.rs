@@ -8,7 +8,7 @@ use redjob::RedisQueue;
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::runtime::lease::Running;
 
@@ -42,46 +42,92 @@ impl CancelRequests {
     }
 }
 
-/// Follows the cancel requests until aborted: fires the cancellation of the running jobs
-/// asked to stop, and keeps `requests` for the jobs about to start.
+/// The thread that follows cancel requests; dropping it stops the thread.
+pub(crate) struct Follower {
+    stop: CancellationToken,
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Starts following the cancel requests, on a thread and a runtime of its own, through a
+/// connection of its own: a handler that blocks its thread, or every one of the worker's
+/// runtime threads, must still be told of its cancel, for the watchdog to act after the
+/// grace. Returns once the requests were read a first time, so the worker's first job is
+/// already checked against them.
 pub(crate) async fn start(
+    queue: &RedisQueue,
+    requests: Arc<CancelRequests>,
+    running: Arc<Running>,
+) -> Follower {
+    let stop = CancellationToken::new();
+    let (ready, first_read) = tokio::sync::oneshot::channel();
+    let follow = {
+        let (queue, stop) = (queue.clone(), stop.clone());
+        move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(err) => {
+                    tracing::error!(error = %err, "cannot start a runtime to follow cancel requests: running jobs are not told of them");
+                    return;
+                }
+            };
+            runtime.block_on(follow(queue, requests, running, stop, ready));
+        }
+    };
+    if let Err(err) = std::thread::Builder::new()
+        .name("jobs-cancels".into())
+        .spawn(follow)
+    {
+        tracing::error!(error = %err, "cannot start the thread that follows cancel requests: running jobs are not told of them");
+    }
+    let _ = first_read.await;
+    Follower { stop }
+}
+
+/// The follower's loop: reads new requests as they are signalled, and all of them every
+/// [`REFRESH`], until `stop`.
+async fn follow(
     queue: RedisQueue,
     requests: Arc<CancelRequests>,
     running: Arc<Running>,
-) -> JoinHandle<()> {
+    stop: CancellationToken,
+    ready: tokio::sync::oneshot::Sender<()>,
+) {
+    let queue = queue.with_own_connection().unwrap_or(queue);
     // Following starts before the first read, so that no request falls between the two.
-    let signals = queue.follow_cancel_requests().await;
+    let mut signals = queue.follow_cancel_requests().await.ok();
     refresh(&queue, &requests, &running).await;
-    tokio::spawn(async move {
-        let mut signals = match signals {
-            Ok(signals) => Some(signals),
-            Err(err) => {
-                tracing::warn!(error = %err, "cannot follow cancel requests; reading them once a second");
-                None
-            }
-        };
-        let mut refreshed = Instant::now();
-        loop {
-            match signals.as_mut() {
-                Some(signals) => {
-                    for entry in signals.next(REFRESH).await {
-                        if let Some(uuid) = entry.get("uuid") {
-                            running.cancel(uuid);
-                            requests.add(uuid.clone());
+    let _ = ready.send(());
+    let mut refreshed = Instant::now();
+    while !stop.is_cancelled() {
+        match signals.as_mut() {
+            Some(signals) => {
+                for entry in signals.next(REFRESH).await {
+                    if let Some(uuid) = entry.get("uuid") {
+                        if running.cancel(uuid) {
+                            tracing::info!(%uuid, "cancel requested: telling the running job");
                         }
+                        requests.add(uuid.clone());
                     }
                 }
-                None => {
-                    tokio::time::sleep(REFRESH).await;
-                    signals = queue.follow_cancel_requests().await.ok();
-                }
             }
-            if refreshed.elapsed() >= REFRESH {
-                refresh(&queue, &requests, &running).await;
-                refreshed = Instant::now();
+            None => {
+                tokio::time::sleep(REFRESH).await;
+                signals = queue.follow_cancel_requests().await.ok();
             }
         }
-    })
+        if refreshed.elapsed() >= REFRESH {
+            refresh(&queue, &requests, &running).await;
+            refreshed = Instant::now();
+        }
+    }
 }
 
 /// Reads the whole set of requests, and fires the cancellation of the running jobs in it.
@@ -90,8 +136,8 @@ async fn refresh(queue: &RedisQueue, requests: &CancelRequests, running: &Runnin
         Ok(read) => {
             let read: HashSet<String> = read.into_iter().collect();
             for uuid in running.running_uuids() {
-                if read.contains(&uuid) {
-                    running.cancel(&uuid);
+                if read.contains(&uuid) && running.cancel(&uuid) {
+                    tracing::info!(%uuid, "cancel requested: telling the running job");
                 }
             }
             requests.replace(read);

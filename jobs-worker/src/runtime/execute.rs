@@ -102,7 +102,11 @@ async fn decide(
     {
         info!(status = "CANCELLED", "cancelled before it ran");
         ctx.cancellation().cancel();
-        return (Verdict::Fail(redjob::status::CANCELLED.to_owned()), None, ctx);
+        return (
+            Verdict::Fail(redjob::status::CANCELLED.to_owned()),
+            None,
+            ctx,
+        );
     }
     let now = unix_seconds();
     if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts, now) {

@@ -316,7 +316,9 @@ mod tests {
         let late_watch = late.watch(deadline(Duration::ZERO));
         let on_time_watch = on_time.watch(deadline(Duration::from_secs(3600)));
         let margin = Duration::from_millis(1);
-        assert!(running.take_over_overdue(Instant::now(), margin, margin).is_empty());
+        assert!(running
+            .take_over_overdue(Instant::now(), margin, margin)
+            .is_empty());
 
         let later = Instant::now() + Duration::from_secs(1);
         let taken = running.take_over_overdue(later, margin, margin);
@@ -343,6 +345,8 @@ mod tests {
         drop(held.watch(deadline(Duration::ZERO)));
         assert!(!held.taken_over());
         let later = Instant::now() + Duration::from_secs(10);
-        assert!(running.take_over_overdue(later, Duration::ZERO, Duration::ZERO).is_empty());
+        assert!(running
+            .take_over_overdue(later, Duration::ZERO, Duration::ZERO)
+            .is_empty());
     }
 }

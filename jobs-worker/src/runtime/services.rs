@@ -40,7 +40,7 @@ pub(crate) struct Services {
     /// Looks for `failed()` hooks owed by dead workers.
     hooks: JoinHandle<()>,
     /// Follows cancel requests.
-    cancels: JoinHandle<()>,
+    cancels: cancels::Follower,
     watchdog: Watchdog,
     publishing: Publishing,
     queue_sizes: Option<JoinHandle<()>>,
@@ -88,8 +88,7 @@ impl Services {
         let lease = lease::start(queue.clone(), running.clone(), config.retry_after);
         let hooks = hooks::start(queue.clone(), config.clone(), state.clone());
         let cancel_requests = Arc::new(CancelRequests::default());
-        let cancels =
-            cancels::start(queue.clone(), cancel_requests.clone(), running.clone()).await;
+        let cancels = cancels::start(queue, cancel_requests.clone(), running.clone()).await;
         let settler = Settler {
             queue: queue.clone(),
             acks: acker.sender(),
@@ -150,7 +149,7 @@ impl Services {
     pub(crate) async fn stop(self) {
         self.lease.abort();
         self.hooks.abort();
-        self.cancels.abort();
+        drop(self.cancels);
         if let Some(scheduler) = self.scheduler {
             scheduler.abort();
         }

@@ -194,7 +194,13 @@ impl Settler {
             steps: effects.steps,
         };
         self.apply(&job, "release the job", |q| {
-            q.release_with(&job.queue, &job.raw, delay, replacement.as_deref(), &settlement)
+            q.release_with(
+                &job.queue,
+                &job.raw,
+                delay,
+                replacement.as_deref(),
+                &settlement,
+            )
         })
         .await;
         Settled::Released
@@ -206,7 +212,13 @@ impl Settler {
         let unreserved = redjob::payload::unreserved(&job.raw);
         let settlement = Settlement::default();
         self.apply(&job, "put the job back", |q| {
-            q.release_with(&job.queue, &job.raw, Duration::ZERO, Some(&unreserved), &settlement)
+            q.release_with(
+                &job.queue,
+                &job.raw,
+                Duration::ZERO,
+                Some(&unreserved),
+                &settlement,
+            )
         })
         .await;
         Settled::Released

@@ -121,7 +121,8 @@ impl Drop for Watchdog {
 impl Guarded {
     fn watch(self, stopped: mpsc::Receiver<()>) {
         while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECK_INTERVAL) {
-            let overdue = self.running
+            let overdue = self
+                .running
                 .take_over_overdue(Instant::now(), MARGIN, self.cancel_grace);
             if overdue.is_empty() {
                 continue;

@@ -1,0 +1,358 @@
+//! Watching and stopping jobs, end to end against worker processes: a tracked job's status
+//! and progress read from this process while a worker runs it, its result waited for, its
+//! failure, results that expire, and cancellation of waiting, running, blocking and finished
+//! jobs, a worker killed while it stops one included.
+
+use examples::{Countdown, Echo, Sum, FAILED_HOOKS_KEY};
+use redis::AsyncCommands;
+use redjob::status::{Cancelled, JobState, WaitError};
+use redjob::RedisQueue;
+use std::time::{Duration, Instant};
+use tests::worker_process::WorkerProcess;
+use tests::TestRedis;
+use tests::{wait_for, wait_until};
+use uuid::Uuid;
+
+const LONG: Duration = Duration::from_secs(30);
+
+fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
+}
+
+fn countdown(steps: u32, step_ms: u64, mode: &str) -> Countdown {
+    Countdown {
+        steps,
+        step_ms,
+        mode: mode.to_owned(),
+    }
+}
+
+/// Waits until the job `uuid` runs, as its status says, and returns that status.
+async fn running(queue: &RedisQueue, uuid: Uuid) -> redjob::status::JobStatus {
+    wait_for(LONG, "the job runs", || async move {
+        let status = queue.status(uuid).await.unwrap();
+        (status.state == JobState::Running).then_some(status)
+    })
+    .await
+}
+
+/// The failed() hook entries recorded for `uuid`: their reasons.
+async fn hook_reasons(redis: &TestRedis, uuid: Uuid) -> Vec<String> {
+    let mut conn = redis.conn().await;
+    let entries: Vec<String> = conn.lrange(FAILED_HOOKS_KEY, 0, -1).await.unwrap();
+    entries
+        .iter()
+        .map(|e| serde_json::from_str::<serde_json::Value>(e).unwrap())
+        .filter(|e| e["uuid"] == uuid.to_string())
+        .map(|e| e["reason"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_tracked_jobs_progress_is_seen_from_another_process_and_its_result_waited_for() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let job = Sum {
+        numbers: vec![1, 2, 3, 4, 5],
+        step_ms: 300,
+        fail: None,
+    }
+    .dispatch()
+    .via(&queue)
+    .track()
+    .await
+    .unwrap();
+    let queued = queue.status(*job).await.unwrap();
+    assert_eq!(queued.state, JobState::Queued);
+    assert_eq!(queued.job.as_deref(), Some("sum"));
+    assert_eq!(queued.queue.as_deref(), Some("default"));
+
+    let _worker = start_worker(redis.url(), &["--name", "w1"]);
+    let reader = redis.queue();
+    let seen = wait_for(LONG, "progress past the first number", || async {
+        let status = reader.status(*job).await.unwrap();
+        let done = status.progress.as_ref().and_then(|p| p["done"].as_u64());
+        (status.state == JobState::Running && done >= Some(1)).then_some(status)
+    })
+    .await;
+    assert_eq!(seen.progress.as_ref().unwrap()["of"], 5);
+    assert_eq!(seen.attempt, 1);
+    assert!(
+        seen.worker.as_deref().is_some_and(|w| w.starts_with("w1@")),
+        "{seen:?}"
+    );
+
+    let sum: u64 = job.wait(LONG).await.unwrap();
+    assert_eq!(sum, 15);
+    let done = reader.status(*job).await.unwrap();
+    assert_eq!(done.state, JobState::Done);
+    assert_eq!(done.result, Some(serde_json::json!(15)));
+    assert_eq!(
+        done.progress,
+        Some(serde_json::json!({ "done": 5, "of": 5 }))
+    );
+    // Kept for the job type's result_ttl (60 s) from now on.
+    let mut conn = redis.conn().await;
+    let ttl: i64 = conn.pttl(format!("jobs:status:{}", *job)).await.unwrap();
+    assert!((50_000..=60_000).contains(&ttl), "{ttl}");
+}
+
+#[tokio::test]
+async fn wait_returns_the_failure_and_times_out() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let failing = Sum {
+        numbers: vec![1],
+        step_ms: 0,
+        fail: Some("bad input".into()),
+    }
+    .dispatch()
+    .via(&queue)
+    .track()
+    .await
+    .unwrap();
+    let idle = Sum {
+        numbers: vec![1],
+        step_ms: 0,
+        fail: None,
+    }
+    .dispatch()
+    .on_queue("nobody-works-here")
+    .via(&queue)
+    .track()
+    .await
+    .unwrap();
+    let _worker = start_worker(redis.url(), &["--tries", "1"]);
+
+    match failing.wait(LONG).await {
+        Err(WaitError::Failed(reason)) => assert!(reason.contains("bad input"), "{reason}"),
+        other => panic!("expected the failure, got {other:?}"),
+    }
+    let status = queue.status(*failing).await.unwrap();
+    assert_eq!(status.state, JobState::Failed);
+
+    let started = Instant::now();
+    match idle.wait(Duration::from_millis(700)).await {
+        Err(WaitError::Timeout(after)) => assert_eq!(after, Duration::from_millis(700)),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(700) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    assert_eq!(queue.status(*idle).await.unwrap().state, JobState::Queued);
+}
+
+#[tokio::test]
+async fn results_expire() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let _worker = start_worker(redis.url(), &[]);
+    let job = Echo { text: "hi".into() }
+        .dispatch()
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
+    assert_eq!(job.wait(LONG).await.unwrap(), "hi");
+    // Echo keeps its result one second.
+    wait_until(LONG, "the result expired", || async {
+        queue.status(*job).await.unwrap().state == JobState::Unknown
+    })
+    .await;
+    let mut conn = redis.conn().await;
+    let exists: bool = conn.exists(format!("jobs:status:{}", *job)).await.unwrap();
+    assert!(!exists);
+}
+
+#[tokio::test]
+async fn a_cooperative_job_is_cancelled_at_once_and_not_retried() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let job = countdown(600, 100, "stop")
+        .dispatch()
+        .tries(3)
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
+    let mut worker = start_worker(redis.url(), &["--cancel-grace", "30"]);
+    running(&queue, *job).await;
+
+    let asked = Instant::now();
+    assert_eq!(queue.cancel(*job).await.unwrap(), Cancelled::Running);
+    let ended = job.wait(LONG).await;
+    let took = asked.elapsed();
+    assert!(matches!(ended, Err(WaitError::Cancelled)), "{ended:?}");
+    // Well under the grace: the handler saw the cancel and returned. (The note gives the
+    // figure measured; this bound leaves room for a loaded machine.)
+    assert!(took < Duration::from_secs(2), "{took:?}");
+
+    let status = queue.status(*job).await.unwrap();
+    assert_eq!((status.state, status.attempt), (JobState::Cancelled, 1));
+    assert_eq!(status.error.as_deref(), Some("cancelled"));
+    wait_until(LONG, "the failed() hook ran", || async {
+        hook_reasons(&redis, *job).await == ["cancelled"]
+    })
+    .await;
+    let mut conn = redis.conn().await;
+    let record: String = conn.hget("failed_jobs", job.to_string()).await.unwrap();
+    assert!(record.contains("\"exception\":\"cancelled\""), "{record}");
+    let flagged: Option<f64> = conn.zscore("jobs:cancel", job.to_string()).await.unwrap();
+    assert_eq!(flagged, None, "the request is removed when the job settles");
+    let runs = worker
+        .events()
+        .into_iter()
+        .filter(|e| e.uuid == job.to_string() && e.status == "RUNNING")
+        .count();
+    assert_eq!(runs, 1, "not retried");
+    assert!(worker.is_running());
+}
+
+#[tokio::test]
+async fn a_job_that_ignores_its_cancel_is_stopped_after_the_grace() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let job = countdown(600, 100, "ignore")
+        .dispatch()
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
+    let _worker = start_worker(redis.url(), &["--cancel-grace", "1"]);
+    running(&queue, *job).await;
+    let asked = Instant::now();
+    assert_eq!(queue.cancel(*job).await.unwrap(), Cancelled::Running);
+    let ended = job.wait(LONG).await;
+    let took = asked.elapsed();
+    assert!(matches!(ended, Err(WaitError::Cancelled)), "{ended:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_job_that_blocks_its_thread_is_cancelled_by_the_watchdog() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let job = countdown(600, 200, "block")
+        .dispatch()
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
+    let mut worker = start_worker(redis.url(), &["--cancel-grace", "1"]);
+    running(&queue, *job).await;
+    assert_eq!(queue.cancel(*job).await.unwrap(), Cancelled::Running);
+    let exit = worker.wait_exit(LONG).await;
+    assert_eq!(exit.code(), Some(redjob_worker::WATCHDOG_EXIT_CODE as i32));
+    assert!(
+        worker
+            .lines()
+            .iter()
+            .any(|line| line.contains("a cancel cannot interrupt")),
+        "{:?}",
+        worker.lines()
+    );
+    let status = queue.status(*job).await.unwrap();
+    assert_eq!(status.state, JobState::Cancelled);
+}
+
+#[tokio::test]
+async fn waiting_jobs_are_cancelled_without_running() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let ready = countdown(1, 1, "stop")
+        .dispatch()
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
+    let delayed = countdown(1, 1, "stop")
+        .dispatch()
+        .delay(Duration::from_millis(1500))
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
+    assert_eq!(
+        queue.cancel(*ready).await.unwrap(),
+        Cancelled::Waiting(JobState::Queued)
+    );
+    assert_eq!(
+        queue.cancel(*delayed).await.unwrap(),
+        Cancelled::Waiting(JobState::Delayed)
+    );
+    let worker = start_worker(redis.url(), &[]);
+    for job in [&ready, &delayed] {
+        assert!(matches!(job.wait(LONG).await, Err(WaitError::Cancelled)));
+        assert_eq!(hook_reasons(&redis, **job).await, ["cancelled"]);
+    }
+    let ran: Vec<_> = worker
+        .events()
+        .into_iter()
+        .filter(|e| e.status == "RUNNING")
+        .collect();
+    assert!(ran.is_empty(), "{ran:?}");
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+}
+
+#[tokio::test]
+async fn cancelling_a_finished_job_is_a_clear_no_op() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let _worker = start_worker(redis.url(), &[]);
+    let job = Sum {
+        numbers: vec![2, 3],
+        step_ms: 0,
+        fail: None,
+    }
+    .dispatch()
+    .via(&queue)
+    .track()
+    .await
+    .unwrap();
+    assert_eq!(job.wait(LONG).await.unwrap(), 5);
+    assert_eq!(
+        queue.cancel(*job).await.unwrap(),
+        Cancelled::Finished(JobState::Done)
+    );
+    let mut conn = redis.conn().await;
+    let flagged: u64 = conn.zcard("jobs:cancel").await.unwrap();
+    assert_eq!(flagged, 0);
+    assert_eq!(queue.status(*job).await.unwrap().state, JobState::Done);
+    assert_eq!(
+        queue.cancel(Uuid::new_v4()).await.unwrap(),
+        Cancelled::Unknown
+    );
+}
+
+#[tokio::test]
+async fn a_job_being_cancelled_whose_worker_is_killed_does_not_run_again() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let job = countdown(600, 100, "ignore")
+        .dispatch()
+        .tries(5)
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
+    let args = ["--cancel-grace", "60", "--retry-after", "2"];
+    let mut first = start_worker(redis.url(), &args);
+    running(&queue, *job).await;
+    assert_eq!(queue.cancel(*job).await.unwrap(), Cancelled::Running);
+    first.kill();
+    let second = start_worker(redis.url(), &args);
+    assert!(matches!(job.wait(LONG).await, Err(WaitError::Cancelled)));
+    let ran = second
+        .events()
+        .into_iter()
+        .filter(|e| e.uuid == job.to_string() && e.status == "RUNNING")
+        .count();
+    assert_eq!(ran, 0, "the second worker settled it without running it");
+    let status = queue.status(*job).await.unwrap();
+    assert_eq!(status.state, JobState::Cancelled);
+}
