@@ -356,3 +356,113 @@ async fn a_job_being_cancelled_whose_worker_is_killed_does_not_run_again() {
     let status = queue.status(*job).await.unwrap();
     assert_eq!(status.state, JobState::Cancelled);
 }
+
+#[tokio::test]
+async fn events_arrive_in_order_with_none_missing_under_four_workers() {
+    use futures_util::StreamExt;
+    use std::collections::HashMap;
+
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    queue.set_events("ev", Some(100_000)).await.unwrap();
+    let reader = redis.queue();
+    let live = reader.events("ev").await.unwrap();
+    // Every job's last event: 300 no-ops and 20 sums complete, 10 flaky jobs complete on
+    // their second attempt.
+    let collected = tokio::spawn(async move {
+        let mut live = std::pin::pin!(live);
+        let (mut events, mut completed) = (Vec::new(), 0);
+        while completed < 330 {
+            let event: redjob::status::QueueEvent = live.next().await.unwrap();
+            completed += usize::from(event.event == "completed");
+            events.push(event);
+        }
+        events
+    });
+
+    let mut bulk = redjob::Bulk::via(&queue);
+    for _ in 0..300 {
+        bulk.add(examples::Noop {}.dispatch().on_queue("ev"))
+            .unwrap();
+    }
+    bulk.send().await.unwrap();
+    let mut expected: HashMap<String, Vec<&str>> = HashMap::new();
+    for _ in 0..20 {
+        let job = Sum {
+            numbers: vec![1, 2, 3],
+            step_ms: 300,
+            fail: None,
+        }
+        .dispatch()
+        .on_queue("ev")
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
+        // Three progress reports 300 ms apart: written at most one per 250 ms, so a loaded
+        // machine may fold two into one; the last is always written.
+        let events = vec!["queued", "active", "progress", "completed"];
+        expected.insert(job.to_string(), events);
+    }
+    for _ in 0..10 {
+        let uuid = examples::Flaky { fail_times: 1 }
+            .dispatch()
+            .on_queue("ev")
+            .tries(2)
+            .via(&queue)
+            .await
+            .unwrap();
+        let events = vec!["queued", "active", "released", "active", "completed"];
+        expected.insert(uuid.to_string(), events);
+    }
+    let _workers: Vec<WorkerProcess> = (0..4)
+        .map(|_| start_worker(redis.url(), &["--queue", "ev", "--concurrency", "8"]))
+        .collect();
+
+    let events = tokio::time::timeout(LONG, collected)
+        .await
+        .expect("every event within 30 s")
+        .unwrap();
+    let mut by_job: HashMap<String, Vec<&str>> = HashMap::new();
+    for event in &events {
+        by_job
+            .entry(event.uuid.clone())
+            .or_default()
+            .push(event.event.as_str());
+    }
+    assert_eq!(by_job.len(), 330);
+    for (uuid, seen) in &mut by_job {
+        // Repeated progress events count as one here (see above).
+        seen.dedup_by(|a, b| *a == "progress" && *b == "progress");
+        let wanted = expected
+            .get(uuid)
+            .cloned()
+            .unwrap_or_else(|| vec!["queued", "active", "completed"]);
+        assert_eq!(seen, &wanted, "{uuid}");
+    }
+    // The live reader saw them in the stream's order, and the stream holds no more.
+    let ids: Vec<&String> = events.iter().map(|e| &e.id).collect();
+    let mut conn = redis.conn().await;
+    let kept: Vec<redis::Value> = redis::cmd("XRANGE")
+        .arg("queues:ev:events")
+        .arg("-")
+        .arg("+")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), ids.len());
+    let sum_done = events
+        .iter()
+        .find(|e| {
+            e.event == "completed"
+                && expected
+                    .get(&e.uuid)
+                    .is_some_and(|x| x.contains(&"progress"))
+        })
+        .unwrap();
+    assert_eq!(
+        sum_done.data,
+        Some(serde_json::json!(6)),
+        "a tracked job's result rides along"
+    );
+}

@@ -17,6 +17,7 @@ pub mod connection;
 mod default;
 mod due;
 pub(crate) mod effects;
+pub(crate) mod events;
 mod extensions;
 mod failed;
 mod handle;

@@ -95,6 +95,7 @@ impl RedisQueue {
         if let Some(recorded) = self.push_offline(envelopes).await {
             return Ok(recorded);
         }
+        self.events_switch().await?;
         let plan = self.plan(envelopes);
         let outcomes = self.send(&plan, envelopes).await?;
         if !self.on_queued.is_empty() {
@@ -130,11 +131,28 @@ impl RedisQueue {
             if !plan.scripts.iter().any(|used| std::ptr::eq(*used, script)) {
                 plan.scripts.push(script);
             }
+            // A queue's `queued` events go before its jobs, so that no `active` event of a
+            // worker comes first; a unique job's after its push, which may be refused.
+            let events = self.queued_events(run);
+            let uses_events = plan
+                .scripts
+                .iter()
+                .any(|s| std::ptr::eq(*s, &*scripts::EVENT));
+            if !events.is_empty() && !uses_events {
+                plan.scripts.push(&scripts::EVENT);
+            }
             let group = &mut plan.groups[at];
-            if run[0].unique.is_some() {
+            let unique = run[0].unique.is_some();
+            let (before, after) = match unique {
+                true => (Vec::new(), events),
+                false => (events, Vec::new()),
+            };
+            group.calls.extend(before);
+            if unique {
                 group.unique_at.push((group.calls.len(), offset));
             }
             group.calls.extend(self.calls_for(script, run));
+            group.calls.extend(after);
             let tracked = run.iter().filter(|envelope| envelope.track.is_some());
             let records: Vec<_> = tracked.map(|envelope| self.track_call(envelope)).collect();
             if !records.is_empty()
@@ -188,6 +206,30 @@ impl RedisQueue {
                         call.arg(due_arg(envelope.delay));
                     }
                     call.arg(&envelope.payload);
+                }
+                call
+            })
+            .collect()
+    }
+
+    /// The calls that append the `queued` events of a run of envelopes of one queue, a call
+    /// per [`PUSH_CHUNK`], when that queue's events are on; none otherwise.
+    fn queued_events(&self, run: &[Envelope]) -> Vec<ScriptInvocation<'static>> {
+        let queue = &run[0].queue;
+        let Some(maxlen) = self.events_maxlen(queue) else {
+            return Vec::new();
+        };
+        run.chunks(PUSH_CHUNK)
+            .map(|chunk| {
+                let mut call = scripts::EVENT.key(self.keys().events(queue));
+                call.arg(maxlen);
+                for envelope in chunk {
+                    let delay = envelope.delay.map(|d| d.duration_from_now().as_secs_f64());
+                    call.arg("queued")
+                        .arg(envelope.uuid.to_string())
+                        .arg(envelope.job.as_ref())
+                        .arg(0)
+                        .arg(delay.map_or(String::new(), |d| format!("{{\"delay\":{d}}}")));
                 }
                 call
             })

@@ -117,6 +117,10 @@ script!(
     PROGRESS, "progress.lua", uses "time.lua", "status.lua"
 );
 script!(
+    /// Append events to a queue's events stream (`event.lua`).
+    EVENT, "event.lua", uses "status.lua"
+);
+script!(
     /// Ask for a job to stop (`cancel.lua`).
     CANCEL, "cancel.lua", uses "time.lua", "status.lua"
 );

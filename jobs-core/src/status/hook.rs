@@ -1,6 +1,7 @@
 //! The status capability's part in every attempt ([`AttemptHook`]): a tracked job's start is
 //! recorded before its handler runs, its progress sent to its record while it runs, and its
-//! outcome written by the call that settles it ([`StatusStep`]). A cancelled job, tracked or
+//! outcome written by the call that settles it ([`StatusStep`]); so are the events of a job
+//! whose queue has them on. A cancelled job, tracked or
 //! not, has its cancel request removed in that call.
 
 use std::sync::Arc;
@@ -18,10 +19,12 @@ use crate::status::record::JobState;
 use crate::status::step::StatusStep;
 use crate::status::MAX_RESULT_BYTES;
 
-/// A tracked attempt: how long its outcome is kept.
+/// What an attempt records: its status, when the job is tracked (kept that long once it
+/// settles), and events, when its queue's are on (the stream's length).
 #[derive(Debug)]
-struct Tracking {
-    keep: Duration,
+struct Watched {
+    keep: Option<Duration>,
+    events: Option<u64>,
 }
 
 struct StatusHook;
@@ -30,14 +33,15 @@ inventory::submit!(AttemptHookRegistration(&StatusHook));
 
 impl AttemptHook for StatusHook {
     fn start(&self, payload: &Payload, ctx: &JobContext) {
-        let Some(seconds) = payload.track else {
+        let redis = ctx.redis().filter(|redis| !redis.is_offline());
+        let events = redis.and_then(|redis| redis.events_maxlen(ctx.queue()));
+        let keep = payload.track.map(Duration::from_secs);
+        if keep.is_none() && events.is_none() {
             return;
-        };
-        ctx.extensions().insert(Tracking {
-            keep: Duration::from_secs(seconds),
-        });
-        if let Some(redis) = ctx.redis().filter(|redis| !redis.is_offline()) {
-            let writer = ProgressWriter::new(redis.clone(), ctx);
+        }
+        ctx.extensions().insert(Watched { keep, events });
+        if let (Some(redis), Some(_)) = (redis, keep) {
+            let writer = ProgressWriter::new(redis.clone(), ctx, events);
             ctx.send_progress_to(Arc::new(Sink(Arc::new(writer))));
         }
     }
@@ -48,7 +52,7 @@ impl AttemptHook for StatusHook {
         queue: &RedisQueue,
         worker: &str,
     ) -> Option<StartedFuture> {
-        ctx.extension::<Tracking>()?;
+        let watched = ctx.extension::<Watched>()?;
         if queue.is_offline() {
             return None;
         }
@@ -60,8 +64,12 @@ impl AttemptHook for StatusHook {
             .arg(worker)
             .arg(ctx.queue())
             .arg(ctx.job_name())
-            .arg(OPEN_STATUS_TTL.as_millis() as u64)
-            .arg("0");
+            .arg(
+                watched
+                    .keep
+                    .map_or(0, |_| OPEN_STATUS_TTL.as_millis() as u64),
+            )
+            .arg(watched.events.unwrap_or(0));
         let queue = queue.clone();
         Some(Box::pin(async move {
             if let Err(err) = queue.invoke::<u64>(&call).await {
@@ -75,7 +83,7 @@ impl AttemptHook for StatusHook {
         ctx: &JobContext,
         _queue: &RedisQueue,
     ) -> Result<Option<Box<dyn SettleStep>>, String> {
-        let Some(tracking) = ctx.extension::<Tracking>() else {
+        let Some(watched) = ctx.extension::<Watched>() else {
             return Ok(None);
         };
         let outcome = match ctx.output() {
@@ -92,12 +100,7 @@ impl AttemptHook for StatusHook {
             )),
             Some(Err(err)) => Some(("error", format!("its result does not serialize: {err}"))),
         };
-        Ok(Some(step(
-            ctx,
-            JobState::Done,
-            outcome,
-            Some(tracking.keep),
-        )))
+        Ok(Some(step(ctx, JobState::Done, outcome, &watched)))
     }
 
     fn failed(
@@ -106,13 +109,23 @@ impl AttemptHook for StatusHook {
         _queue: &RedisQueue,
         reason: &str,
     ) -> Option<Box<dyn SettleStep>> {
-        let keep = ctx.extension::<Tracking>().map(|t| t.keep);
+        let watched = ctx.extension::<Watched>();
+        let unwatched = Watched {
+            keep: None,
+            events: None,
+        };
+        let watched = watched.as_deref().unwrap_or(&unwatched);
         let state = match ctx.is_cancelled() {
             true => JobState::Cancelled,
-            false if keep.is_some() => JobState::Failed,
+            false if watched.keep.is_some() || watched.events.is_some() => JobState::Failed,
             false => return None,
         };
-        Some(step(ctx, state, Some(("error", reason.to_owned())), keep))
+        Some(step(
+            ctx,
+            state,
+            Some(("error", reason.to_owned())),
+            watched,
+        ))
     }
 
     fn released(
@@ -121,14 +134,13 @@ impl AttemptHook for StatusHook {
         _queue: &RedisQueue,
         reason: &str,
     ) -> Option<Box<dyn SettleStep>> {
-        ctx.extension::<Tracking>()?;
+        let watched = ctx.extension::<Watched>()?;
         let outcome = Some(("error", reason.to_owned()));
-        Some(step(
-            ctx,
-            JobState::Released,
-            outcome,
-            Some(OPEN_STATUS_TTL),
-        ))
+        let open = Watched {
+            keep: watched.keep.map(|_| OPEN_STATUS_TTL),
+            events: watched.events,
+        };
+        Some(step(ctx, JobState::Released, outcome, &open))
     }
 }
 
@@ -136,7 +148,7 @@ fn step(
     ctx: &JobContext,
     state: JobState,
     outcome: Option<(&'static str, String)>,
-    keep: Option<Duration>,
+    watched: &Watched,
 ) -> Box<dyn SettleStep> {
     Box::new(StatusStep {
         uuid: ctx.uuid().to_string(),
@@ -146,6 +158,7 @@ fn step(
         job: ctx.job_name().to_owned(),
         progress: ctx.last_progress(),
         outcome,
-        keep,
+        keep: watched.keep,
+        events: watched.events,
     })
 }

@@ -18,6 +18,13 @@
 //!   (`jobsctl cancel UUID`): a waiting one is settled as cancelled without running when a
 //!   worker reaches it, a running one sees [`JobContext::cancelled`] fire within milliseconds.
 //!
+//! A queue's **events** (`queued`, `active`, `progress`, `completed`, `failed`, `released`,
+//! `cancelled`), for every job of the queue, tracked or not, are off until an operator turns
+//! them on for that queue ([`RedisQueue::set_events`], `jobsctl events QUEUE --on`); then the
+//! same script calls append them to the queue's capped stream, which any process reads live
+//! with [`RedisQueue::events`] (`jobsctl events QUEUE`). Off, they cost nothing but a read of
+//! the switch once a second per process.
+//!
 //! [`PendingDispatch::track`]: crate::PendingDispatch::track
 //! [`JobContext::progress`]: crate::JobContext::progress
 //! [`JobContext::cancelled`]: crate::JobContext::cancelled
@@ -25,8 +32,11 @@
 //! [`RedisQueue::status`]: crate::RedisQueue::status
 //! [`RedisQueue::wait`]: crate::RedisQueue::wait
 //! [`RedisQueue::cancel`]: crate::RedisQueue::cancel
+//! [`RedisQueue::set_events`]: crate::RedisQueue::set_events
+//! [`RedisQueue::events`]: crate::RedisQueue::events
 
 mod cancel;
+mod events;
 mod hook;
 mod progress;
 mod record;
@@ -36,6 +46,7 @@ mod tracked;
 mod wait;
 
 pub use cancel::Cancelled;
+pub use events::QueueEvent;
 pub use record::{JobState, JobStatus};
 pub use signals::Signals;
 pub use tracked::{Tracked, TrackedDispatch};

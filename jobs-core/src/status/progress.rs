@@ -17,24 +17,27 @@ pub(crate) const EVERY: Duration = Duration::from_millis(250);
 pub(crate) struct ProgressWriter {
     queue: RedisQueue,
     record: String,
-    events: String,
+    stream: String,
     uuid: String,
     attempt: u32,
     job: String,
+    /// The length of the queue's events stream, when its events are on.
+    events: Option<u64>,
     /// The latest report not yet written, and whether the writing task runs.
     pending: Mutex<(Option<String>, bool)>,
 }
 
 impl ProgressWriter {
-    pub(crate) fn new(queue: RedisQueue, ctx: &JobContext) -> ProgressWriter {
+    pub(crate) fn new(queue: RedisQueue, ctx: &JobContext, events: Option<u64>) -> ProgressWriter {
         let uuid = ctx.uuid().to_string();
         ProgressWriter {
             record: queue.keys().status(&uuid),
-            events: queue.keys().events(ctx.queue()),
+            stream: queue.keys().events(ctx.queue()),
             queue,
             uuid,
             attempt: ctx.attempt(),
             job: ctx.job_name().to_owned(),
+            events,
             pending: Mutex::new((None, false)),
         }
     }
@@ -55,12 +58,12 @@ impl ProgressWriter {
                 return;
             };
             let mut call = scripts::PROGRESS.key(&self.record);
-            call.key(&self.events)
+            call.key(&self.stream)
                 .arg(&self.uuid)
                 .arg(self.attempt)
                 .arg(&progress)
                 .arg(&self.job)
-                .arg("0");
+                .arg(self.events.unwrap_or(0));
             if let Err(err) = self.queue.invoke::<u64>(&call).await {
                 tracing::warn!(error = %err, "cannot record the job's progress");
             }

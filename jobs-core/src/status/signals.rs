@@ -45,10 +45,29 @@ impl Signals {
         })
     }
 
+    /// A reader of the stream `key` that starts after the entry `id` (`0-0`: from the first).
+    pub(crate) fn after(queue: &RedisQueue, key: String, id: &str) -> Signals {
+        Signals {
+            queue: queue.clone(),
+            key,
+            from: id.to_owned(),
+            connection: None,
+        }
+    }
+
     /// The entries added since the last call, each as its fields; waits up to `block` for
     /// one. Empty when none came, or when Redis could not be read (it is asked again on the
     /// next call, from the same point, on a new connection).
     pub async fn next(&mut self, block: Duration) -> Vec<HashMap<String, String>> {
+        let read = self.next_entries(block).await;
+        read.into_iter().map(|(_, fields)| fields).collect()
+    }
+
+    /// As [`next`](Self::next), each entry with its id.
+    pub async fn next_entries(
+        &mut self,
+        block: Duration,
+    ) -> Vec<(String, HashMap<String, String>)> {
         let timeout = self.queue.config().command_timeout;
         if self.connection.is_none() {
             match self
@@ -84,7 +103,7 @@ impl Signals {
                 if let Some((id, _)) = read.last() {
                     self.from = id.clone();
                 }
-                read.into_iter().map(|(_, fields)| fields).collect()
+                read
             }
             Err(err) => {
                 tracing::debug!(error = %err, stream = %self.key, "cannot read signals");

@@ -25,8 +25,22 @@ pub(crate) struct StatusStep {
     /// The field that holds the outcome (`result`, `error`) and its value.
     pub(crate) outcome: Option<(&'static str, String)>,
     /// How long the record is kept from now; `None` for a job that keeps none (an untracked
-    /// job cancelled: only its cancel request is removed).
+    /// job cancelled, or in a queue whose events are on).
     pub(crate) keep: Option<Duration>,
+    /// The length of the queue's events stream, when its events are on.
+    pub(crate) events: Option<u64>,
+}
+
+impl StatusStep {
+    /// The event this settling appends to the queue's stream.
+    fn event(&self) -> &'static str {
+        match self.state {
+            JobState::Done => "completed",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+            _ => "released",
+        }
+    }
 }
 
 #[async_trait]
@@ -52,14 +66,14 @@ impl SettleStep for StatusStep {
                 field.to_owned(),
                 value,
                 self.keep.map_or(0, |keep| keep.as_millis()).to_string(),
-                "0".to_owned(),
-                String::new(),
+                self.events.unwrap_or(0).to_string(),
+                self.event().to_owned(),
             ],
         );
         Ok(())
     }
 
-    /// The record first, then the signal, then the cancel request: each a command of its
+    /// The record first, then the signal, the event, then the cancel request: each a command of its
     /// own, in its own slot. Taken again after a crash, each writes the same.
     async fn on_cluster(&self, queue: &RedisQueue, _ending: Ending) -> Result<()> {
         let keys = queue.keys();
@@ -103,6 +117,30 @@ impl SettleStep for StatusStep {
                     .clone();
                 queue.query::<()>(&signal).await?;
             }
+        }
+        if let Some(maxlen) = self.events {
+            let data = match &self.outcome {
+                Some((_, value)) => value.as_str(),
+                None => "",
+            };
+            let event = redis::cmd("XADD")
+                .arg(keys.events(&self.queue))
+                .arg("MAXLEN")
+                .arg("~")
+                .arg(maxlen)
+                .arg("*")
+                .arg("event")
+                .arg(self.event())
+                .arg("uuid")
+                .arg(&self.uuid)
+                .arg("job")
+                .arg(&self.job)
+                .arg("attempt")
+                .arg(self.attempt)
+                .arg("data")
+                .arg(data)
+                .clone();
+            queue.query::<()>(&event).await?;
         }
         if self.state.is_final() {
             let forget = redis::cmd("ZREM")

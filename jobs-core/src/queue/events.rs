@@ -1,0 +1,90 @@
+//! Which queues have their events on (`jobs:events`: queue name -> the length its stream is
+//! kept at), as a handle knows it: read from Redis at most once a second, and kept in the
+//! handle's extensions, shared by its clones. A process notices an operator's switch within
+//! a second; a queue with events off costs its jobs nothing but this read.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+use crate::queue::handle::RedisQueue;
+
+/// How old a handle's knowledge of the switched-on queues may be.
+pub(crate) const FRESH: Duration = Duration::from_secs(1);
+
+/// The queues with their events on, as last read.
+#[derive(Debug, Default)]
+pub(crate) struct EventsOn {
+    read: RwLock<Option<(Instant, HashMap<String, u64>)>>,
+}
+
+impl EventsOn {
+    fn stale(&self) -> bool {
+        let read = self.read.read().unwrap_or_else(|e| e.into_inner());
+        read.as_ref().is_none_or(|(at, _)| at.elapsed() >= FRESH)
+    }
+
+    fn maxlen(&self, queue: &str) -> Option<u64> {
+        let read = self.read.read().unwrap_or_else(|e| e.into_inner());
+        read.as_ref()?.1.get(queue).copied()
+    }
+
+    fn store(&self, on: HashMap<String, u64>) {
+        *self.read.write().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), on));
+    }
+}
+
+impl RedisQueue {
+    /// The length the events stream of `queue` is kept at, when its events are on, as this
+    /// handle last read it (at most [`FRESH`] ago, if [`RedisQueue::events_switch`] is
+    /// called that often); `None` when they are off or were never read.
+    pub(crate) fn events_maxlen(&self, queue: &str) -> Option<u64> {
+        self.extensions().get::<EventsOn>()?.maxlen(queue)
+    }
+
+    /// Reads which queues have their events on, unless this handle read it less than a
+    /// second ago; an offline handle has none. Pushes call it; a worker calls it once a
+    /// second, for the jobs it runs.
+    pub async fn events_switch(&self) -> Result<()> {
+        if self.is_offline() {
+            return Ok(());
+        }
+        let on = self.extensions().get_or_insert_with(EventsOn::default);
+        if !on.stale() {
+            return Ok(());
+        }
+        let read: HashMap<String, u64> = self
+            .query(redis::cmd("HGETALL").arg(self.keys().events_on()))
+            .await?;
+        on.store(read);
+        Ok(())
+    }
+
+    /// Turns the events of `queue` on, its stream kept at about `maxlen` entries (see
+    /// [`crate::status`]), or off with `None` (the stream stays until it is deleted). Every
+    /// process that dispatches or runs its jobs notices within a second.
+    pub async fn set_events(&self, queue: &str, maxlen: Option<u64>) -> Result<()> {
+        let key = self.keys().events_on();
+        let cmd = match maxlen {
+            Some(maxlen) => redis::cmd("HSET")
+                .arg(key)
+                .arg(queue)
+                .arg(maxlen.max(1))
+                .clone(),
+            None => redis::cmd("HDEL").arg(key).arg(queue).clone(),
+        };
+        self.query::<()>(&cmd).await?;
+        // This handle reads the switch again before its next push.
+        if let Some(on) = self.extensions().get::<EventsOn>() {
+            *on.read.write().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+        Ok(())
+    }
+
+    /// The queues whose events are on, with their streams' lengths.
+    pub async fn events_on(&self) -> Result<HashMap<String, u64>> {
+        self.query(redis::cmd("HGETALL").arg(self.keys().events_on()))
+            .await
+    }
+}
