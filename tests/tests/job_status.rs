@@ -466,3 +466,79 @@ async fn events_arrive_in_order_with_none_missing_under_four_workers() {
         "a tracked job's result rides along"
     );
 }
+
+#[tokio::test]
+async fn jobsctl_shows_a_status_cancels_a_job_and_tails_a_queues_events() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let jobs = tests::jobs_command::JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    let switched = jobs.json(&["events", "tools", "--on", "--max", "500"]);
+    assert_eq!(switched["events"], true);
+    assert_eq!(queue.events_on().await.unwrap()["tools"], 500);
+
+    let sum = Sum {
+        numbers: vec![4, 5],
+        step_ms: 0,
+        fail: None,
+    }
+    .dispatch()
+    .on_queue("tools")
+    .via(&queue)
+    .track()
+    .await
+    .unwrap();
+    let waiting = countdown(1, 1, "stop")
+        .dispatch()
+        .on_queue("tools")
+        .delay(3600)
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
+    let _worker = start_worker(redis.url(), &["--queue", "tools"]);
+    assert_eq!(sum.wait(LONG).await.unwrap(), 9);
+
+    let shown = jobs.json(&["status", &sum.to_string()]);
+    assert_eq!(shown["state"], "done");
+    assert_eq!(shown["result"], 9);
+    assert_eq!(shown["job"], "sum");
+    let text = jobs.run(&["status", &sum.to_string()]);
+    assert!(
+        text.stdout.contains("done") && text.stdout.contains("result"),
+        "{}",
+        text.stdout
+    );
+    let unknown = jobs.run(&["status", &Uuid::new_v4().to_string()]);
+    assert_eq!(unknown.code(), Some(1), "nothing known: exit status 1");
+
+    let cancelled = jobs.json(&["cancel", &waiting.to_string()]);
+    assert_eq!(cancelled["found"], "waiting");
+    assert_eq!(cancelled["state"], "delayed");
+    let finished = jobs.run(&["cancel", &sum.to_string()]);
+    assert!(
+        finished.status.success() && finished.stdout.contains("already finished (done)"),
+        "{finished:?}"
+    );
+
+    // The sum's three events, read from the start of the stream.
+    let tail = jobs.run(&[
+        "--json", "events", "tools", "--after", "0-0", "--count", "4",
+    ]);
+    assert!(tail.status.success(), "{tail:?}");
+    let events: Vec<serde_json::Value> = tail
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["queued", "queued", "active", "progress"],
+        "{events:?}"
+    );
+    assert_eq!(events[0]["uuid"], sum.to_string());
+    assert_eq!(events[1]["uuid"], waiting.to_string());
+}

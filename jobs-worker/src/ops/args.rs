@@ -143,6 +143,42 @@ pub(super) enum Command {
     Paused,
     /// List the live workers.
     Workers,
+    /// A job's status: queued, delayed, running (with its progress and worker), released,
+    /// done (with its result), failed or cancelled (with why), or unknown. Tracked jobs keep
+    /// one; of others, only a failure is known.
+    Status {
+        /// The job's uuid.
+        uuid: uuid::Uuid,
+    },
+    /// Ask a job to stop, wherever it waits or runs: a waiting one is settled as cancelled
+    /// when a worker reaches it, a running one is told at once and stopped after the worker's
+    /// --cancel-grace. A job that has finished is left alone.
+    Cancel {
+        /// The job's uuid.
+        uuid: uuid::Uuid,
+    },
+    /// Tail a queue's events (queued, active, progress, completed, failed, released,
+    /// cancelled) as they happen, or turn them on or off for the queue (--on, --off).
+    Events {
+        /// The queue's name.
+        #[arg(value_parser = queue_name)]
+        queue: String,
+        /// Turn the queue's events on, its stream kept at about --max entries.
+        #[arg(long, conflicts_with = "off")]
+        on: bool,
+        /// Turn the queue's events off (the stream is kept until deleted).
+        #[arg(long)]
+        off: bool,
+        /// With --on: how many events the stream keeps, about.
+        #[arg(long, default_value_t = 10_000)]
+        max: u64,
+        /// Stop after this many events (default: tail until interrupted).
+        #[arg(long)]
+        count: Option<usize>,
+        /// Start after this entry id instead of now (`0-0`: the oldest kept).
+        #[arg(long)]
+        after: Option<String>,
+    },
     /// List the locks of unique jobs and the jobs that hold them, or free one
     /// (`jobsctl unique forget KEY`).
     Unique {

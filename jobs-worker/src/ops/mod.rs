@@ -6,7 +6,8 @@
 //! with a message on stderr when anything goes wrong; `docs/operations.md` is the operator's
 //! guide. Each family of commands has its file: `args` the command line, `failed` the
 //! failed-job store, `queues` the queues, `waits` the wait thresholds, `workers` the workers,
-//! `batches` the batches, `unique` the unique locks, `outbox` the outbox relays, `render` the tables and
+//! `batches` the batches, `unique` the unique locks, `outbox` the outbox relays, `status` a job's
+//! status, its cancellation and a queue's events, `render` the tables and
 //! times, `time` the times operators give, [`dashboard`] the web page. The binary is one line:
 //!
 //! ```no_run
@@ -24,6 +25,7 @@ mod outbox;
 mod queues;
 mod render;
 mod schedules;
+mod status;
 mod time;
 mod unique;
 mod waits;
@@ -117,6 +119,23 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             batches::run(&admin, json, command, &filter, after, limit).await
         }
         Command::Schedule { command } => schedules::run(&admin, json, command).await,
+        Command::Status { uuid } => status::status(&admin, json, uuid).await,
+        Command::Cancel { uuid } => status::cancel(&admin, json, uuid).await,
+        Command::Events {
+            queue,
+            on,
+            off,
+            max,
+            count,
+            after,
+        } => {
+            let switch = match (on, off) {
+                (true, _) => Some(Some(max)),
+                (_, true) => Some(None),
+                _ => None,
+            };
+            status::events(&admin, json, &queue, switch, count, after).await
+        }
         Command::Waits { command } => waits::run(&admin, json, command).await,
         Command::Unique {
             forget: None,

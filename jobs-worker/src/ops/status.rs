@@ -1,0 +1,159 @@
+//! `jobsctl status`, `cancel` and `events`: watching and stopping jobs.
+
+use chrono::Utc;
+use futures_util::StreamExt;
+use redjob::admin::{Admin, AdminError};
+use redjob::status::{Cancelled, JobStatus, QueueEvent};
+use serde::Serialize;
+use std::io::Write;
+use uuid::Uuid;
+
+use super::error::CliError;
+use super::render::{ago, print, table};
+
+/// Shows a job's status. Exit status 1 when nothing is known of it.
+pub(super) async fn status(admin: &Admin, json: bool, uuid: Uuid) -> Result<u8, CliError> {
+    let status = admin.queue().status(uuid).await.map_err(AdminError::from)?;
+    print(json, &status, status_text)?;
+    Ok(u8::from(status.state == redjob::status::JobState::Unknown))
+}
+
+fn status_text(status: &JobStatus) -> String {
+    let text = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".to_owned());
+    let json = |value: &Option<serde_json::Value>| {
+        value
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |v| v.to_string())
+    };
+    let updated = status
+        .updated_at
+        .map_or_else(|| "-".to_owned(), |at| ago(Utc::now(), at));
+    let rows = vec![
+        vec!["uuid".to_owned(), status.uuid.to_string()],
+        vec!["state".to_owned(), status.state.to_string()],
+        vec!["job".to_owned(), text(&status.job)],
+        vec!["queue".to_owned(), text(&status.queue)],
+        vec!["attempt".to_owned(), status.attempt.to_string()],
+        vec!["worker".to_owned(), text(&status.worker)],
+        vec!["progress".to_owned(), json(&status.progress)],
+        vec!["result".to_owned(), json(&status.result)],
+        vec!["error".to_owned(), text(&status.error)],
+        vec!["updated".to_owned(), updated],
+    ];
+    table(&["field", "value"], rows)
+}
+
+/// Asks a job to stop, and says what the request found.
+pub(super) async fn cancel(admin: &Admin, json: bool, uuid: Uuid) -> Result<u8, CliError> {
+    let found = admin.queue().cancel(uuid).await.map_err(AdminError::from)?;
+    #[derive(Serialize)]
+    struct Cancel {
+        uuid: Uuid,
+        /// `waiting`, `running`, `finished` or `unknown`.
+        found: &'static str,
+        /// The job's state, when known.
+        state: Option<String>,
+        /// Whether the request stands (nothing changes for a finished job).
+        requested: bool,
+    }
+    let (found_as, state) = match found {
+        Cancelled::Waiting(state) => ("waiting", Some(state.to_string())),
+        Cancelled::Running => ("running", Some("running".to_owned())),
+        Cancelled::Finished(state) => ("finished", Some(state.to_string())),
+        Cancelled::Unknown => ("unknown", None),
+    };
+    let report = Cancel {
+        uuid,
+        found: found_as,
+        state,
+        requested: !matches!(found, Cancelled::Finished(_)),
+    };
+    print(json, &report, |_| {
+        match found {
+        Cancelled::Waiting(state) => format!(
+            "Job {uuid} is {state}: it is settled as cancelled, without running, when a worker reaches it.\n"
+        ),
+        Cancelled::Running => format!(
+            "Job {uuid} is running: its handler is told now, and stopped after the worker's cancel grace if it goes on.\n"
+        ),
+        Cancelled::Finished(state) => {
+            format!("Job {uuid} has already finished ({state}); nothing changed.\n")
+        }
+        Cancelled::Unknown => format!(
+            "Nothing is known of job {uuid} (it is not tracked, or its record expired): if it waits or runs anywhere, it is cancelled when a worker sees the request.\n"
+        ),
+    }
+    })?;
+    Ok(0)
+}
+
+/// Turns a queue's events on or off (`switch`), or tails them: one line each (or one JSON
+/// object per line), until `count` were shown or the command is interrupted.
+pub(super) async fn events(
+    admin: &Admin,
+    json: bool,
+    queue: &str,
+    switch: Option<Option<u64>>,
+    count: Option<usize>,
+    after: Option<String>,
+) -> Result<u8, CliError> {
+    let handle = admin.queue();
+    if let Some(maxlen) = switch {
+        handle
+            .set_events(queue, maxlen)
+            .await
+            .map_err(AdminError::from)?;
+        #[derive(Serialize)]
+        struct Switched<'a> {
+            queue: &'a str,
+            events: bool,
+            max: Option<u64>,
+        }
+        let switched = Switched {
+            queue,
+            events: maxlen.is_some(),
+            max: maxlen,
+        };
+        return print(json, &switched, |s| match s.max {
+            Some(max) => format!("Events of queue {} are on, about {max} kept.\n", s.queue),
+            None => format!("Events of queue {} are off.\n", s.queue),
+        })
+        .map(|_| 0);
+    }
+    let on = handle.events_on().await.map_err(AdminError::from)?;
+    if !on.contains_key(queue) {
+        eprintln!(
+            "Events of queue {queue} are off: turn them on with `jobsctl events {queue} --on`."
+        );
+    }
+    let stream = match after {
+        Some(id) => handle.events_after(queue, &id).boxed(),
+        None => handle
+            .events(queue)
+            .await
+            .map_err(AdminError::from)?
+            .boxed(),
+    };
+    let mut stream = stream.take(count.unwrap_or(usize::MAX));
+    while let Some(event) = stream.next().await {
+        let line = match json {
+            true => serde_json::to_string(&event).expect("an event serializes"),
+            false => event_line(&event),
+        };
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{line}")?;
+        stdout.flush()?;
+    }
+    Ok(0)
+}
+
+fn event_line(event: &QueueEvent) -> String {
+    let data = event
+        .data
+        .as_ref()
+        .map_or_else(String::new, |data| format!("  {data}"));
+    format!(
+        "{}  {:<9}  {}  {}  attempt {}{data}",
+        event.id, event.event, event.uuid, event.job, event.attempt
+    )
+}
