@@ -445,6 +445,51 @@ async fn batches_are_listed_with_their_progress_and_failed_jobs_and_can_be_cance
 }
 on_both_layouts!(batches_are_listed_with_their_progress_and_failed_jobs_and_can_be_cancelled);
 
+async fn running_jobs_are_listed_with_their_progress_and_can_be_cancelled(redis: Server) {
+    let queue = redis.queue();
+    let job = examples::Countdown {
+        steps: 600,
+        step_ms: 100,
+        mode: "stop".into(),
+    }
+    .dispatch()
+    .on_queue("long")
+    .via(&queue)
+    .track()
+    .await
+    .unwrap();
+    let _worker = start_worker(&redis, &["--queue", "long", "--name", "runner"]);
+    let dash = dashboard(&redis, &[], &[]);
+    let listed = wait_for(LONG, "the job is listed with its progress", || {
+        let running = dash.get_json("/api/running");
+        let found = running.as_array().and_then(|jobs| {
+            jobs.iter()
+                .find(|j| j["uuid"] == job.to_string() && j["progress"].as_u64() >= Some(1))
+                .cloned()
+        });
+        async move { found }
+    })
+    .await;
+    assert_eq!(listed["job"], "countdown");
+    assert_eq!(listed["queue"], "long");
+    assert_eq!(listed["tracked"], true);
+    assert!(listed["worker"].as_str().unwrap().starts_with("runner@"));
+    let page = dash.send(Request::get("/"));
+    assert!(page.body.contains("Running jobs"));
+
+    let cancel = dash.send(dash.page_post(&format!("/api/jobs/{}/cancel", *job), "{}"));
+    assert_eq!(cancel.status, 200, "{}", cancel.body);
+    assert_eq!(cancel.json()["found"], "running");
+    let ended = job.wait(LONG).await;
+    assert!(
+        matches!(ended, Err(redjob::status::WaitError::Cancelled)),
+        "{ended:?}"
+    );
+    let status = dash.get_json(&format!("/api/jobs/{}", *job));
+    assert_eq!(status["state"], "cancelled");
+}
+on_both_layouts!(running_jobs_are_listed_with_their_progress_and_can_be_cancelled);
+
 async fn schedules_are_listed_with_their_next_tick(redis: Server) {
     let worker = WorkerProcess::start_with_env(
         env!("CARGO_BIN_EXE_test_worker"),

@@ -42,7 +42,8 @@ pub use outbox::{OutboxReport, OutboxStatus, RelayInfo, RELAY_REPORT_EVERY, RELA
 pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
 pub use schedules::{ScheduleInfo, STALE_AFTER};
 pub use telemetry::{
-    AttemptOutcome, Bucket, OutcomeCounts, RecentJob, WorkerInfo, DEFAULT_METRICS_RETENTION,
+    AttemptOutcome, Bucket, OutcomeCounts, RecentJob, RunningJob, WorkerInfo,
+    DEFAULT_METRICS_RETENTION, RUNNING_LISTED,
 };
 pub use unique::{HeldLock, UniqueFilter, UniquePage};
 pub use waits::WaitThreshold;

@@ -41,6 +41,27 @@ pub struct WorkerInfo {
     pub started_at: DateTime<Utc>,
     /// When it last refreshed this record, by its clock.
     pub last_heartbeat: DateTime<Utc>,
+    /// The jobs it is running now (at most [`RUNNING_LISTED`]), oldest first.
+    #[serde(default)]
+    pub jobs: Vec<RunningJob>,
+}
+
+/// How many of its running jobs a worker lists in its record.
+pub const RUNNING_LISTED: usize = 100;
+
+/// A job a worker is running, as its record lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningJob {
+    /// The job's uuid.
+    pub uuid: String,
+    /// Its job name.
+    pub job: String,
+    /// Its queue.
+    pub queue: String,
+    /// Its attempt.
+    pub attempt: u32,
+    /// When its handler started, by the worker's clock.
+    pub started_at: DateTime<Utc>,
 }
 
 /// How a processed attempt ended, for the metrics.

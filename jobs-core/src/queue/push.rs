@@ -77,6 +77,9 @@ struct Group<'a> {
 struct Plan<'a> {
     groups: Vec<Group<'a>>,
     scripts: Vec<&'static redis::Script>,
+    /// On a cluster, the calls that start tracked jobs' status records, each in a slot of its
+    /// own: sent after the pipelines (on one server they are in the pipeline).
+    records: Vec<ScriptInvocation<'static>>,
 }
 
 impl RedisQueue {
@@ -98,6 +101,9 @@ impl RedisQueue {
         self.events_switch().await?;
         let plan = self.plan(envelopes);
         let outcomes = self.send(&plan, envelopes).await?;
+        for record in &plan.records {
+            self.invoke::<u64>(record).await?;
+        }
         if !self.on_queued.is_empty() {
             self.report_queued(envelopes, &outcomes);
         }
@@ -163,7 +169,10 @@ impl RedisQueue {
             {
                 plan.scripts.push(&scripts::TRACK);
             }
-            plan.groups[at].calls.extend(records);
+            match self.layout() {
+                KeyLayout::Standalone => plan.groups[at].calls.extend(records),
+                KeyLayout::Cluster => plan.records.extend(records),
+            }
             offset += run.len();
         }
         plan

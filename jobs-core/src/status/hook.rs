@@ -14,6 +14,7 @@ use crate::queue::keys::OPEN_STATUS_TTL;
 use crate::queue::scripts;
 use crate::queue::settle::SettleStep;
 use crate::queue::RedisQueue;
+use crate::status::events::events_in_call;
 use crate::status::progress::{ProgressWriter, Sink};
 use crate::status::record::JobState;
 use crate::status::step::StatusStep;
@@ -57,8 +58,10 @@ impl AttemptHook for StatusHook {
             return None;
         }
         let uuid = ctx.uuid().to_string();
-        let mut call = scripts::RUNNING.key(queue.keys().status(&uuid));
-        call.key(queue.keys().events(ctx.queue()))
+        let record = queue.keys().status(&uuid);
+        let (stream, events) = events_in_call(queue, ctx.queue(), watched.events, &record);
+        let mut call = scripts::RUNNING.key(record);
+        call.key(stream)
             .arg(&uuid)
             .arg(ctx.attempt())
             .arg(worker)
@@ -69,7 +72,7 @@ impl AttemptHook for StatusHook {
                     .keep
                     .map_or(0, |_| OPEN_STATUS_TTL.as_millis() as u64),
             )
-            .arg(watched.events.unwrap_or(0));
+            .arg(events);
         let queue = queue.clone();
         Some(Box::pin(async move {
             if let Err(err) = queue.invoke::<u64>(&call).await {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::job::context::{JobContext, ProgressSink};
 use crate::queue::scripts;
 use crate::queue::RedisQueue;
+use crate::status::events::events_in_call;
 
 /// The shortest time between two progress writes of one job.
 pub(crate) const EVERY: Duration = Duration::from_millis(250);
@@ -21,8 +22,8 @@ pub(crate) struct ProgressWriter {
     uuid: String,
     attempt: u32,
     job: String,
-    /// The length of the queue's events stream, when its events are on.
-    events: Option<u64>,
+    /// The length of the queue's events stream, 0 when its events are off.
+    events: u64,
     /// The latest report not yet written, and whether the writing task runs.
     pending: Mutex<(Option<String>, bool)>,
 }
@@ -30,9 +31,11 @@ pub(crate) struct ProgressWriter {
 impl ProgressWriter {
     pub(crate) fn new(queue: RedisQueue, ctx: &JobContext, events: Option<u64>) -> ProgressWriter {
         let uuid = ctx.uuid().to_string();
+        let record = queue.keys().status(&uuid);
+        let (stream, events) = events_in_call(&queue, ctx.queue(), events, &record);
         ProgressWriter {
-            record: queue.keys().status(&uuid),
-            stream: queue.keys().events(ctx.queue()),
+            record,
+            stream,
             queue,
             uuid,
             attempt: ctx.attempt(),
@@ -63,7 +66,7 @@ impl ProgressWriter {
                 .arg(self.attempt)
                 .arg(&progress)
                 .arg(&self.job)
-                .arg(self.events.unwrap_or(0));
+                .arg(self.events);
             if let Err(err) = self.queue.invoke::<u64>(&call).await {
                 tracing::warn!(error = %err, "cannot record the job's progress");
             }

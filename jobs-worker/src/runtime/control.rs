@@ -355,6 +355,7 @@ impl Publisher {
             failed: self.stats.failed(),
             started_at: self.started_at,
             last_heartbeat: now,
+            jobs: self.running.listed(now, redjob::admin::RUNNING_LISTED),
         }
     }
 }

@@ -144,6 +144,35 @@ impl Running {
         fired
     }
 
+    /// The jobs whose handlers run here, at most `limit`, oldest first, as a worker's record
+    /// lists them; `now` is the time of the record.
+    pub(crate) fn listed(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> Vec<redjob::admin::RunningJob> {
+        let mut jobs: Vec<(Instant, redjob::admin::RunningJob)> = self
+            .lock()
+            .values()
+            .filter_map(|entry| entry.deadline.as_ref())
+            .map(|deadline| {
+                let ctx = &deadline.ctx;
+                let ran =
+                    chrono::Duration::from_std(deadline.started.elapsed()).unwrap_or_default();
+                let job = redjob::admin::RunningJob {
+                    uuid: deadline.uuid.clone(),
+                    job: ctx.job_name().to_owned(),
+                    queue: ctx.queue().to_owned(),
+                    attempt: ctx.attempt(),
+                    started_at: now - ran,
+                };
+                (deadline.started, job)
+            })
+            .collect();
+        jobs.sort_by_key(|(started, _)| *started);
+        jobs.into_iter().take(limit).map(|(_, job)| job).collect()
+    }
+
     /// The uuids of the jobs whose handlers run here.
     pub(crate) fn running_uuids(&self) -> Vec<String> {
         self.lock()

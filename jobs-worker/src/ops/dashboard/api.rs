@@ -47,6 +47,9 @@ pub(super) fn routes(admin: Admin) -> Router {
         .route("/api/batches/{id}/retry", post(retry_batch))
         .route("/api/schedules", get(schedules))
         .route("/api/workers", get(workers))
+        .route("/api/running", get(running))
+        .route("/api/jobs/{uuid}", get(job_status))
+        .route("/api/jobs/{uuid}/cancel", post(cancel_job))
         .route("/api/outbox", get(outbox))
         .route("/api/recent", get(recent))
         .route("/api/unique", get(unique_locks))
@@ -487,6 +490,80 @@ async fn schedules(State(admin): State<Admin>) -> ApiResult<Vec<redjob::admin::S
 
 async fn workers(State(admin): State<Admin>) -> ApiResult<Vec<WorkerInfo>> {
     Ok(Json(admin.workers().await?))
+}
+
+/// A job a live worker is running, with its status when it is tracked.
+#[derive(Debug, Serialize)]
+struct RunningJob {
+    #[serde(flatten)]
+    job: redjob::admin::RunningJob,
+    /// The worker running it: `<name>@<host>`.
+    worker: String,
+    /// Its last progress (JSON), when it is tracked and reported one.
+    progress: Option<serde_json::Value>,
+    /// Whether it keeps a status record.
+    tracked: bool,
+}
+
+/// `GET /api/running`: the jobs live workers run, oldest first, with their progress.
+async fn running(State(admin): State<Admin>) -> ApiResult<Vec<RunningJob>> {
+    let workers = admin.workers().await?;
+    let listed: Vec<(String, redjob::admin::RunningJob)> = workers
+        .into_iter()
+        .flat_map(|w| {
+            let worker = format!("{}@{}", w.name, w.host);
+            w.jobs.into_iter().map(move |job| (worker.clone(), job))
+        })
+        .collect();
+    let statuses = futures_util::future::join_all(listed.iter().map(|(_, job)| async {
+        let uuid = job.uuid.parse().ok()?;
+        admin.queue().status(uuid).await.ok()
+    }))
+    .await;
+    let mut jobs: Vec<RunningJob> = listed
+        .into_iter()
+        .zip(statuses)
+        .map(|((worker, job), status)| {
+            let tracked = status
+                .as_ref()
+                .is_some_and(|s| s.state != redjob::status::JobState::Unknown);
+            RunningJob {
+                job,
+                worker,
+                progress: status.and_then(|s| s.progress),
+                tracked,
+            }
+        })
+        .collect();
+    jobs.sort_by_key(|job| job.job.started_at);
+    Ok(Json(jobs))
+}
+
+/// `GET /api/jobs/{uuid}`: a job's status.
+async fn job_status(
+    State(admin): State<Admin>,
+    Path(uuid): Path<uuid::Uuid>,
+) -> ApiResult<redjob::status::JobStatus> {
+    let status = admin.queue().status(uuid).await.map_err(AdminError::from)?;
+    Ok(Json(status))
+}
+
+/// `POST /api/jobs/{uuid}/cancel`: asks a job to stop; says what the request found.
+async fn cancel_job(
+    State(admin): State<Admin>,
+    Path(uuid): Path<uuid::Uuid>,
+) -> ApiResult<serde_json::Value> {
+    use redjob::status::Cancelled;
+    let found = admin.queue().cancel(uuid).await.map_err(AdminError::from)?;
+    let (found, state) = match found {
+        Cancelled::Waiting(state) => ("waiting", Some(state.to_string())),
+        Cancelled::Running => ("running", Some("running".to_owned())),
+        Cancelled::Finished(state) => ("finished", Some(state.to_string())),
+        Cancelled::Unknown => ("unknown", None),
+    };
+    Ok(Json(
+        serde_json::json!({ "uuid": uuid, "found": found, "state": state }),
+    ))
 }
 
 /// The outbox tables their live relays serve, with what the relays last measured.

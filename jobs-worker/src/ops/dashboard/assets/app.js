@@ -289,6 +289,30 @@ function renderWorkers(workers) {
   fill($("#workers tbody"), rows, 9);
 }
 
+// A running job's progress: a bar for a percentage (a number, or `percent` in an object),
+// else the value as text; nothing for a job that reports none.
+function progressCell(progress) {
+  if (progress === null || progress === undefined) return "–";
+  let percent = typeof progress === "number" ? progress : progress.percent;
+  if (typeof percent !== "number" && typeof progress.done === "number" && progress.of) percent = (100 * progress.done) / progress.of;
+  if (typeof percent !== "number") return JSON.stringify(progress);
+  percent = Math.max(0, Math.min(100, Math.round(percent)));
+  const done = el("span", { class: "done" });
+  done.style.width = `${percent}%`;
+  const bar = el("div", { class: "progress", role: "progressbar", "aria-valuenow": String(percent), "aria-valuemin": "0", "aria-valuemax": "100", title: JSON.stringify(progress) }, done);
+  return el("span", {}, bar, ` ${percent}%`);
+}
+
+function renderRunning(jobs) {
+  const rows = jobs.map((j) => el("tr", { dataset: { job: j.uuid } },
+    el("td", {}, j.job), el("td", { class: "uuid" }, j.uuid), el("td", {}, j.queue),
+    el("td", { class: "num" }, String(j.attempt)), el("td", {}, progressCell(j.progress)),
+    el("td", {}, j.worker), el("td", {}, ago(j.started_at)),
+    el("td", {}, el("button", { type: "button", class: "danger", onclick: () => act(post(`/api/jobs/${j.uuid}/cancel`), () => `Asked ${j.job} ${j.uuid} to stop.`) }, "Cancel")),
+  ));
+  fill($("#running-jobs tbody"), rows, 8);
+}
+
 function renderOutbox(outboxes) {
   const rows = outboxes.map((o) => {
     const s = o.status;
@@ -379,10 +403,10 @@ async function refresh() {
     const recent = state.recentQueue
       ? apiPage(`/api/recent?${listQuery(lists.recent, { queue: state.recentQueue })}`)
       : Promise.resolve({ items: [], next: null });
-    const [overview, queues, failed, batches, schedules, workers, recentJobs, unique, outbox] = await Promise.all([
+    const [overview, queues, failed, batches, schedules, workers, recentJobs, unique, outbox, running] = await Promise.all([
       api("/api/overview"), api("/api/queues"), api(`/api/failed?${listQuery(lists.failed)}`),
       apiPage(`/api/batches?${listQuery(lists.batches)}`), api("/api/schedules"), api("/api/workers"), recent,
-      apiPage(`/api/unique?${listQuery(lists.unique)}`), api("/api/outbox"),
+      apiPage(`/api/unique?${listQuery(lists.unique)}`), api("/api/outbox"), api("/api/running"),
     ]);
     if (refreshing < shown) return;
     shown = refreshing;
@@ -396,6 +420,7 @@ async function refresh() {
     renderBatches(batches.items);
     renderSchedules(schedules);
     renderWorkers(workers);
+    renderRunning(running);
     renderOutbox(outbox);
     renderRecent(recentJobs.items);
     renderUnique(unique.items);
