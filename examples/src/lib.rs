@@ -23,7 +23,7 @@
 //! - [`orders`] is an order service's jobs and the code that dispatches them, which
 //!   `examples/tests/orders.rs` tests without Redis (`redjob::testing`).
 //! - [`Sum`], [`Countdown`] and [`Echo`] are tracked: a result, progress, cancellation, a
-//!   result that expires.
+//!   result that expires; [`TotalOfResults`] is a batch's `then` that adds up its jobs' results.
 //! - [`define_schedules`] defines the example schedules the `worker` program keeps with
 //!   `--schedule`.
 
@@ -36,7 +36,7 @@ mod workflow;
 
 pub use guarded::{running_key, Guarded, GUARDED_FINISHED_KEY, GUARDED_KEY};
 pub use schedules::define_schedules;
-pub use status::{Countdown, Echo, Sum};
+pub use status::{Countdown, Echo, Sum, TotalOfResults, TOTALS_KEY};
 pub use unique::{RebuildIndex, RefreshCache, ReindexSearch, UNIQUE_KEY};
 pub use workflow::{now_us, Caught, Step, STEPS_KEY};
 

@@ -92,3 +92,24 @@ impl Job for Echo {
         Ok(self.text.clone())
     }
 }
+
+/// The list [`TotalOfResults`] appends to.
+pub const TOTALS_KEY: &str = "examples:totals";
+
+/// A batch's `then` callback: adds up the results of the batch's tracked jobs (numbers) and
+/// appends `{"batch","total","results"}` to [`TOTALS_KEY`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TotalOfResults {}
+
+#[job(name = "total-of-results")]
+impl Job for TotalOfResults {
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        let batch = ctx.callback_of().ok_or("not a batch's callback")?;
+        let redis = ctx.redis().ok_or("no Redis")?;
+        let results = redis.batch_results(batch).await?;
+        let total: u64 = results.values().filter_map(|v| v.as_u64()).sum();
+        let entry = serde_json::json!({ "batch": batch, "total": total, "results": results.len() });
+        crate::append(TOTALS_KEY, entry).await?;
+        Ok(())
+    }
+}

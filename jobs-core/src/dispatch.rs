@@ -196,6 +196,7 @@ impl<J: Job> PendingDispatch<J> {
             tags: rules.tags,
             chain: placement.chain,
             batch: placement.batch,
+            callback_of: placement.callback_of,
             track: self.track.or(options.track),
             traceparent: None,
             tracestate: None,
@@ -391,6 +392,8 @@ pub(crate) struct Placement {
     /// A job no request caused (a schedule's tick): it carries no trace context, whatever span
     /// it is built in, and each of its runs starts a trace of its own.
     pub(crate) untraced: bool,
+    /// The batch the job is a callback of.
+    pub(crate) callback_of: Option<Uuid>,
 }
 
 /// A dispatch of any job type, for the workflows that hold dispatches of many types.

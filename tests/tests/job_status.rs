@@ -542,3 +542,49 @@ async fn jobsctl_shows_a_status_cancels_a_job_and_tails_a_queues_events() {
     assert_eq!(events[0]["uuid"], sum.to_string());
     assert_eq!(events[1]["uuid"], waiting.to_string());
 }
+
+#[tokio::test]
+async fn a_batchs_then_callback_reads_its_jobs_results() {
+    use examples::{TotalOfResults, TOTALS_KEY};
+    use redjob::workflow::Batch;
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let sum = |numbers: Vec<u64>| {
+        Sum {
+            numbers,
+            step_ms: 0,
+            fail: None,
+        }
+        .dispatch()
+    };
+    let batch = Batch::new()
+        .job(sum(vec![1, 2]))
+        .job(sum(vec![10]))
+        .job(sum(vec![100, 200]))
+        .then(TotalOfResults {}.dispatch())
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let _worker = start_worker(redis.url(), &[]);
+    let mut conn = redis.conn().await;
+    let total = wait_for(LONG, "the then callback recorded its total", || {
+        let mut conn = conn.clone();
+        async move {
+            let entries: Vec<String> = conn.lrange(TOTALS_KEY, 0, -1).await.unwrap();
+            entries.first().cloned()
+        }
+    })
+    .await;
+    let total: serde_json::Value = serde_json::from_str(&total).unwrap();
+    assert_eq!(total["batch"], batch.to_string());
+    assert_eq!(total["total"], 313);
+    assert_eq!(total["results"], 3);
+    let results = queue.batch_results(batch).await.unwrap();
+    assert_eq!(results.len(), 3);
+    let kept: i64 = conn
+        .pttl(format!("jobs:batch:{batch}:results"))
+        .await
+        .unwrap();
+    assert!(kept > 0, "the results expire with the records: {kept}");
+}

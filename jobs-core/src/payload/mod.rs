@@ -95,6 +95,9 @@ pub struct Payload {
     /// The batch the job belongs to (see [`crate::workflow::Batch`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<Uuid>,
+    /// The batch this job is a callback of (`then`, `catch` or `finally`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_of: Option<Uuid>,
     /// For a tracked job (see [`crate::status`]): the seconds its outcome is kept after it
     /// settles; absent otherwise. Not signed: it says only how long a record is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]

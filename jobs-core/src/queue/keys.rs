@@ -601,9 +601,15 @@ impl Keys {
         format!("{}:parked", self.batch(id))
     }
 
+    /// The results of a batch's tracked jobs (`jobs:batch:<id>:results`, a HASH: uuid ->
+    /// result JSON), for its callbacks to read.
+    pub fn batch_results(&self, id: &str) -> String {
+        format!("{}:results", self.batch(id))
+    }
+
     /// Every key of the batch `id`: its record, pending and failed sets, callbacks, parked
-    /// jobs, and the steps recorded on a cluster.
-    pub fn batch_family(&self, id: &str) -> [String; 6] {
+    /// jobs, the steps recorded on a cluster, and its jobs' results.
+    pub fn batch_family(&self, id: &str) -> [String; 7] {
         [
             self.batch(id),
             self.batch_pending(id),
@@ -611,6 +617,7 @@ impl Keys {
             self.batch_callbacks(id),
             self.batch_parked(id),
             self.batch_owed(id),
+            self.batch_results(id),
         ]
     }
 

@@ -26,6 +26,8 @@ use crate::status::MAX_RESULT_BYTES;
 struct Watched {
     keep: Option<Duration>,
     events: Option<u64>,
+    /// The batch the job belongs to.
+    batch: Option<uuid::Uuid>,
 }
 
 struct StatusHook;
@@ -40,7 +42,11 @@ impl AttemptHook for StatusHook {
         if keep.is_none() && events.is_none() {
             return;
         }
-        ctx.extensions().insert(Watched { keep, events });
+        ctx.extensions().insert(Watched {
+            keep,
+            events,
+            batch: payload.batch,
+        });
         if let (Some(redis), Some(_)) = (redis, keep) {
             let writer = ProgressWriter::new(redis.clone(), ctx, events);
             ctx.send_progress_to(Arc::new(Sink(Arc::new(writer))));
@@ -116,6 +122,7 @@ impl AttemptHook for StatusHook {
         let unwatched = Watched {
             keep: None,
             events: None,
+            batch: None,
         };
         let watched = watched.as_deref().unwrap_or(&unwatched);
         let state = match ctx.is_cancelled() {
@@ -142,6 +149,7 @@ impl AttemptHook for StatusHook {
         let open = Watched {
             keep: watched.keep.map(|_| OPEN_STATUS_TTL),
             events: watched.events,
+            batch: None,
         };
         Some(step(ctx, JobState::Released, outcome, &open))
     }
@@ -163,5 +171,6 @@ fn step(
         outcome,
         keep: watched.keep,
         events: watched.events,
+        batch: watched.batch.map(|batch| batch.to_string()),
     })
 }

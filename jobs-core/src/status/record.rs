@@ -164,6 +164,21 @@ impl JobStatus {
 }
 
 impl RedisQueue {
+    /// The results of the batch `batch`'s tracked jobs that are done, by uuid (JSON), kept as
+    /// long as their status records: what its `then` callback reads
+    /// ([`JobContext::callback_of`](crate::JobContext::callback_of) gives the batch's id).
+    pub async fn batch_results(&self, batch: Uuid) -> Result<HashMap<Uuid, serde_json::Value>> {
+        let key = self.keys().batch_results(&batch.to_string());
+        let read: HashMap<String, String> = self.query(redis::cmd("HGETALL").arg(&key)).await?;
+        Ok(read
+            .into_iter()
+            .filter_map(|(uuid, result)| {
+                let result = serde_json::from_str(&result).ok()?;
+                Some((uuid.parse().ok()?, result))
+            })
+            .collect())
+    }
+
     /// What is known of the job `uuid`: a tracked job's status record (see
     /// [`crate::status`]); else, for a job in the failed-job store, that it failed and why;
     /// else [`JobState::Unknown`].

@@ -29,6 +29,8 @@ pub(crate) struct StatusStep {
     pub(crate) keep: Option<Duration>,
     /// The length of the queue's events stream, when its events are on.
     pub(crate) events: Option<u64>,
+    /// The batch the job belongs to, whose results keep its result too.
+    pub(crate) batch: Option<String>,
 }
 
 impl StatusStep {
@@ -48,13 +50,19 @@ impl SettleStep for StatusStep {
     async fn effects(&self, queue: &RedisQueue, _ending: Ending, into: &mut Effects) -> Result<()> {
         let keys = queue.keys();
         let (field, value) = self.outcome.clone().unwrap_or(("", String::new()));
+        let record = keys.status(&self.uuid);
+        let batch_results = match &self.batch {
+            Some(batch) => keys.batch_results(batch),
+            None => record.clone(),
+        };
         into.add(
             "status",
             [
-                keys.status(&self.uuid),
+                record,
                 keys.cancel_requests(),
                 keys.settled_signals(),
                 keys.events(&self.queue),
+                batch_results,
             ],
             [
                 self.uuid.clone(),
@@ -68,6 +76,7 @@ impl SettleStep for StatusStep {
                 self.keep.map_or(0, |keep| keep.as_millis()).to_string(),
                 self.events.unwrap_or(0).to_string(),
                 self.event().to_owned(),
+                if self.batch.is_some() { "1" } else { "" }.to_owned(),
             ],
         );
         Ok(())
@@ -103,6 +112,20 @@ impl SettleStep for StatusStep {
                 .arg(keep.as_millis() as u64)
                 .clone();
             queue.query::<()>(&expire).await?;
+            if let (Some(batch), Some(("result", result))) = (&self.batch, &self.outcome) {
+                let results = keys.batch_results(batch);
+                let keep_result = redis::cmd("HSET")
+                    .arg(&results)
+                    .arg(&self.uuid)
+                    .arg(result)
+                    .clone();
+                queue.query::<()>(&keep_result).await?;
+                let expire = redis::cmd("PEXPIRE")
+                    .arg(&results)
+                    .arg(keep.as_millis() as u64)
+                    .clone();
+                queue.query::<()>(&expire).await?;
+            }
             if self.state.is_final() {
                 let signal = redis::cmd("XADD")
                     .arg(keys.settled_signals())

@@ -25,6 +25,8 @@ struct WorkflowAttempt {
     chain: Option<Uuid>,
     /// The batch the job belongs to.
     batch: Option<Uuid>,
+    /// The batch the job is a callback of.
+    callback_of: Option<Uuid>,
     /// The links its handler added to its chain.
     chain_edits: Mutex<ChainAdditions>,
     /// The jobs its handler added to its batch.
@@ -117,6 +119,13 @@ impl JobContext {
         }
     }
 
+    /// The batch this job is a callback of (its `then`, `catch` or `finally`), if it is one:
+    /// read the batch with [`RedisQueue::batch`], and its tracked jobs' results with
+    /// [`RedisQueue::batch_results`].
+    pub fn callback_of(&self) -> Option<Uuid> {
+        self.extension::<WorkflowAttempt>()?.callback_of
+    }
+
     /// The chain this job is a link of (its first job's uuid), if it is one.
     pub fn chain_id(&self) -> Option<Uuid> {
         self.extension::<WorkflowAttempt>()?.chain
@@ -147,10 +156,11 @@ inventory::submit!(AttemptHookRegistration(&Workflows));
 
 impl AttemptHook for Workflows {
     fn start(&self, payload: &Payload, ctx: &JobContext) {
-        if payload.chain.is_some() || payload.batch.is_some() {
+        if payload.chain.is_some() || payload.batch.is_some() || payload.callback_of.is_some() {
             ctx.extensions().insert(WorkflowAttempt {
                 chain: payload.chain,
                 batch: payload.batch,
+                callback_of: payload.callback_of,
                 ..WorkflowAttempt::default()
             });
         }

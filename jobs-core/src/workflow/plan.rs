@@ -157,6 +157,7 @@ impl Batch {
                     queue: default_queue.map(str::to_owned),
                     // In a chain, the batch's own `then` is the chain's next link.
                     chain: if at == 0 { in_chain.chain } else { None },
+                    callback_of: Some(id),
                     ..Placement::default()
                 };
                 *slot = Some(Link::sealed(queue, dispatch.envelope_in(&placement)?)?);

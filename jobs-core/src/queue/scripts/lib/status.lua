@@ -15,17 +15,20 @@ local function status_event(stream, maxlen, event, uuid, job, attempt, data)
 end
 
 -- The status effect of a settling job (lib/effects.lua).
---   keys: jobs:status:<uuid>, jobs:cancel, jobs:settled, queues:<name>:events
+--   keys: jobs:status:<uuid>, jobs:cancel, jobs:settled, queues:<name>:events, and
+--         jobs:batch:<id>:results (the record's key again for a job of no batch)
 --   args: uuid, state (done, failed, cancelled, released), attempt, queue, job, the last
 --         progress ('' for none), the field to set with the outcome ('result', 'error' or
 --         ''), its value, how long to keep the record in ms ('0': the job is not tracked,
 --         and keeps none), the events stream's length ('0': events are off), the event
---         (completed, failed, cancelled, released)
+--         (completed, failed, cancelled, released), '1' to keep the result in its batch's
+--         results too (a tracked job of a batch), else ''
 local function status_settled(at)
   local record, cancels, settled, stream = at.next_key(), at.next_key(), at.next_key(), at.next_key()
+  local batch_results = at.next_key()
   local uuid, state, attempt, queue, job = at.next_arg(), at.next_arg(), at.next_arg(), at.next_arg(), at.next_arg()
   local progress, field, value = at.next_arg(), at.next_arg(), at.next_arg()
-  local keep_ms, maxlen, event = at.next_arg(), at.next_arg(), at.next_arg()
+  local keep_ms, maxlen, event, in_batch = at.next_arg(), at.next_arg(), at.next_arg(), at.next_arg()
   local final = status_is_final(state)
   if keep_ms ~= '0' then
     redis.call('hset', record, 'state', state, 'attempt', attempt, 'queue', queue, 'job', job,
@@ -33,6 +36,10 @@ local function status_settled(at)
     if progress ~= '' then redis.call('hset', record, 'progress', progress) end
     if field ~= '' then redis.call('hset', record, field, value) end
     redis.call('pexpire', record, keep_ms)
+    if in_batch == '1' and field == 'result' then
+      redis.call('hset', batch_results, uuid, value)
+      redis.call('pexpire', batch_results, keep_ms)
+    end
     if final then
       redis.call('xadd', settled, 'maxlen', '~', 10000, '*', 'uuid', uuid, 'state', state)
     end
