@@ -19,7 +19,11 @@
 //! exactly on time by a thread of its own: jobs/s against the ideal of C per 5 ms), and `migrate` (1,000,000 jobs due at one instant: the
 //! slowest script call, from SLOWLOG), and, built with `--features postgres`, `txn` (dispatch
 //! in a PostgreSQL transaction through the outbox, relayed by the worker; `--pg URL`) and
-//! `relay` (a backlog of N jobs committed into the outbox, relayed and run). Redis memory per waiting job is measured from outside,
+//! `relay` (a backlog of N jobs committed into the outbox, relayed and run), and `wait` (the
+//! kit's: 200 sequential dispatches of a tracked job onto an idle worker, each awaited to its
+//! result; latency = result in hand - just before the dispatch). `drain --events` turns the
+//! queue's events on first; `drain --progress K` drains tracked jobs that each report their
+//! progress K times. Redis memory per waiting job is measured from outside,
 //! beside the peers', by `scripts/bench-footprint`.
 //!
 //! The worker is the real runtime (`redjob_worker::Worker`) with its default options but for
@@ -77,6 +81,12 @@ struct Args {
     /// across the queue per job.
     #[arg(long)]
     otel: bool,
+    /// drain: turn the queue's events on (stream of 100,000) before the worker starts.
+    #[arg(long)]
+    events: bool,
+    /// drain: tracked jobs, each reporting its progress this many times (0: untracked no-ops).
+    #[arg(long, default_value_t = 0)]
+    progress: u32,
     #[arg(long, hide = true)]
     bench: bool,
 }
@@ -148,6 +158,39 @@ impl Job for Noop {
             None => tracker().count(),
         }
         Ok(())
+    }
+}
+
+/// `drain --progress K`'s job: tracked, reports its progress K times, then is counted.
+#[derive(Serialize, Deserialize)]
+struct Reporting {
+    n: u64,
+    reports: u32,
+}
+
+#[job(name = "peerkit.reporting", track)]
+impl Job for Reporting {
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        for report in 1..=self.reports {
+            ctx.progress(report);
+        }
+        tracker().count();
+        Ok(())
+    }
+}
+
+/// The `wait` scenario's job: tracked, returns `{n}`.
+#[derive(Serialize, Deserialize)]
+struct Answer {
+    n: u64,
+}
+
+#[job(name = "peerkit.answer", track)]
+impl Job for Answer {
+    type Output = Value;
+
+    async fn handle(&self, _ctx: &JobContext) -> JobResult<Value> {
+        Ok(json!({ "n": self.n }))
     }
 }
 
@@ -391,6 +434,7 @@ fn prep_child(args: &Args, prep: &str, jobs: usize) {
             &args.redis,
         ])
         .args(args.otel.then_some("--otel"))
+        .args(["--progress", &args.progress.to_string()])
         .stdout(std::process::Stdio::null())
         .status()
         .expect("cannot run the prep child");
@@ -440,10 +484,18 @@ async fn run_until_done(
 
 async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
     match args.scenario.as_str() {
+        "prep" if args.progress > 0 => {
+            let reports = args.progress;
+            push_in_chunks(queue, args.jobs, |n| Reporting { n, reports })
+                .await
+                .map_err(error_text)?;
+            Ok(Map::new())
+        }
         "prep" => {
             push_noops(queue, args.jobs).await.map_err(error_text)?;
             Ok(Map::new())
         }
+        "wait" => wait(args, queue).await,
         "prep-batch" => {
             dispatch_batch(queue, args.jobs).await?;
             Ok(Map::new())
@@ -573,6 +625,65 @@ async fn batch(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
         json!(round2((callback as f64 - last_child as f64) / 1000.0)),
     );
     out.insert("rss_mb".into(), json!(peak_rss_mb()));
+    if args.events {
+        out.insert("events".into(), json!(true));
+    }
+    if args.progress > 0 {
+        out.insert("progress_reports".into(), json!(args.progress));
+    }
+    Ok(out)
+}
+
+/// `wait`: 200 sequential round trips onto an idle worker, each a tracked dispatch awaited to
+/// its result, which must be the job's `{n}`.
+async fn wait(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let worker = worker(args, queue);
+    let stop = worker.stop_token();
+    let running = tokio::spawn(worker.run());
+    tokio::time::sleep(IDLE).await;
+    let (mut samples, mut wrong, mut error) = (Vec::new(), 0, None);
+    let first = Instant::now();
+    for n in 0..PICKUP_JOBS as u64 {
+        let left = BOUND.saturating_sub(first.elapsed());
+        if left.is_zero() {
+            error = Some("bound reached".to_owned());
+            break;
+        }
+        let t0 = Instant::now();
+        let dispatched = Answer { n }
+            .dispatch()
+            .on_queue(QUEUE)
+            .via(queue)
+            .track()
+            .await;
+        let answer = match dispatched {
+            Ok(job) => job.wait(left).await.map_err(|e| e.to_string()),
+            Err(e) => Err(error_text(e)),
+        };
+        match answer {
+            Ok(answer) => {
+                samples.push(t0.elapsed().as_secs_f64() * 1000.0);
+                wrong += usize::from(answer != json!({ "n": n }));
+            }
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    stop.cancel();
+    stopped(running).await?;
+    let mut out = Map::new();
+    out.insert("jobs".into(), json!(PICKUP_JOBS));
+    out.insert("concurrency".into(), json!(args.concurrency));
+    out.insert("completed".into(), json!(samples.len()));
+    out.extend(latency_fields(&samples));
+    if wrong > 0 {
+        out.insert("wrong_result".into(), json!(wrong));
+    }
+    if let Some(error) = error {
+        out.insert("error".into(), json!(error));
+    }
     Ok(out)
 }
 
@@ -634,6 +745,12 @@ async fn awaited_pings(queue: &RedisQueue, pings: usize) -> Result<f64, String> 
 }
 
 async fn drain(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    if args.events {
+        queue
+            .set_events(QUEUE, Some(100_000))
+            .await
+            .map_err(error_text)?;
+    }
     prep_in_child(args, args.jobs);
     let cpu = CpuReading::take(queue).await?;
     let (_, secs) = timed_drain(args, queue, args.jobs).await?;

@@ -37,9 +37,11 @@ impl RedisQueue {
         call.key(&queue.delayed)
             .key(&queue.reserved)
             .key(&queue.notify)
+            .key(self.keys().events(&queue.name))
             .arg(seconds_arg(retry_after))
             .arg(count.max(1))
-            .arg(migrate_limit.max(1));
+            .arg(migrate_limit.max(1))
+            .arg(self.events_maxlen(&queue.name).unwrap_or(0));
         let (popped, next_due_us): (Vec<Vec<u8>>, i64) = self.invoke(&call).await?;
         let mut jobs = Vec::with_capacity(popped.len());
         let mut unreadable = Vec::new();
@@ -57,10 +59,19 @@ impl RedisQueue {
     }
 
     /// Deletes finished jobs' reservations of one queue in one call; returns how many were
-    /// still held.
+    /// still held. When the queue's events are on, the same call appends their `completed`
+    /// events (`ack.lua`).
     pub(crate) async fn delete_many(&self, queue: &QueueKeys, reserved: &[&str]) -> Result<u64> {
         if reserved.is_empty() {
             return Ok(0);
+        }
+        if let Some(maxlen) = self.events_maxlen(&queue.name) {
+            let mut call = scripts::ACK.key(&queue.reserved);
+            call.key(self.keys().events(&queue.name)).arg(maxlen);
+            for member in reserved {
+                call.arg(*member);
+            }
+            return self.invoke(&call).await;
         }
         self.call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
             .await

@@ -7,8 +7,9 @@
 //! unique job's lock), `holds.lua` (freeing
 //! what a settled job held), `due.lua` (a delayed job's due time), `push_job.lua` (pushing one
 //! job, ready or delayed), `effects.lua` (reading the effects a settling script applies),
-//! `chain.lua` (a chain's steps), `batch.lua` (a batch's counts and callbacks) and
-//! `status.lua` (a job's status record and its queue's events). `redis::Script`
+//! `chain.lua` (a chain's steps), `batch.lua` (a batch's counts and callbacks),
+//! `status.lua` (a job's status record and its queue's events) and `fields.lua` (a payload's
+//! attempts, uuid and job name, read without decoding it). `redis::Script`
 //! sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
 
 use redis::Script;
@@ -83,7 +84,7 @@ script!(
 );
 script!(
     /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).
-    POP, "pop.lua", uses "time.lua"
+    POP, "pop.lua", uses "time.lua", "fields.lua", "status.lua"
 );
 script!(
     /// Move a reserved job (or a replacement of it) back to the delayed set and free what it
@@ -109,8 +110,13 @@ script!(
     TRACK, "track.lua", uses "time.lua"
 );
 script!(
-    /// Record that an attempt started, in its status and events (`running.lua`).
+    /// Record that an attempt of a tracked job started (`running.lua`).
     RUNNING, "running.lua", uses "time.lua", "status.lua"
+);
+script!(
+    /// Acknowledge finished jobs of a queue whose events are on, with their `completed`
+    /// events (`ack.lua`).
+    ACK, "ack.lua", uses "fields.lua", "status.lua"
 );
 script!(
     /// Record a running job's progress (`progress.lua`).

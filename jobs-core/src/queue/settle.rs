@@ -53,6 +53,14 @@ pub trait SettleStep: Send + Sync + std::fmt::Debug {
     fn counted_in(&self) -> Option<CountedIn> {
         None
     }
+
+    /// Whether acknowledging a done job by itself, as the worker's acker does in batches,
+    /// already does all this step does (a queue's `completed` event, which the acknowledging
+    /// call appends for a queue whose events are on): the worker then lets the acker settle
+    /// it. Default: no.
+    fn covered_by_acknowledgement(&self) -> bool {
+        false
+    }
 }
 
 /// A done job that its settle step only counts in a group.

@@ -14,7 +14,6 @@ use crate::queue::keys::OPEN_STATUS_TTL;
 use crate::queue::scripts;
 use crate::queue::settle::SettleStep;
 use crate::queue::RedisQueue;
-use crate::status::events::events_in_call;
 use crate::status::progress::{ProgressWriter, Sink};
 use crate::status::record::JobState;
 use crate::status::step::StatusStep;
@@ -60,25 +59,15 @@ impl AttemptHook for StatusHook {
         worker: &str,
     ) -> Option<StartedFuture> {
         let watched = ctx.extension::<Watched>()?;
-        if queue.is_offline() {
+        if queue.is_offline() || watched.keep.is_none() {
             return None;
         }
-        let uuid = ctx.uuid().to_string();
-        let record = queue.keys().status(&uuid);
-        let (stream, events) = events_in_call(queue, ctx.queue(), watched.events, &record);
-        let mut call = scripts::RUNNING.key(record);
-        call.key(stream)
-            .arg(&uuid)
-            .arg(ctx.attempt())
+        let mut call = scripts::RUNNING.key(queue.keys().status(&ctx.uuid().to_string()));
+        call.arg(ctx.attempt())
             .arg(worker)
             .arg(ctx.queue())
             .arg(ctx.job_name())
-            .arg(
-                watched
-                    .keep
-                    .map_or(0, |_| OPEN_STATUS_TTL.as_millis() as u64),
-            )
-            .arg(events);
+            .arg(OPEN_STATUS_TTL.as_millis() as u64);
         let queue = queue.clone();
         Some(Box::pin(async move {
             if let Err(err) = queue.invoke::<u64>(&call).await {

@@ -47,6 +47,12 @@ impl StatusStep {
 
 #[async_trait]
 impl SettleStep for StatusStep {
+    /// A done job that keeps no record and is in no batch: its only effect is its
+    /// `completed` event, which the acker's acknowledgement appends.
+    fn covered_by_acknowledgement(&self) -> bool {
+        self.state == JobState::Done && self.keep.is_none() && self.batch.is_none()
+    }
+
     async fn effects(&self, queue: &RedisQueue, _ending: Ending, into: &mut Effects) -> Result<()> {
         let keys = queue.keys();
         let (field, value) = self.outcome.clone().unwrap_or(("", String::new()));

@@ -26,10 +26,11 @@ pub(crate) struct CancelRequests {
 }
 
 impl CancelRequests {
-    /// Whether the job `uuid` was asked to stop.
-    pub(crate) fn requested(&self, uuid: &str) -> bool {
+    /// Whether the job `uuid` was asked to stop. With no request pending, the common case,
+    /// it costs a read lock and no allocation.
+    pub(crate) fn requested(&self, uuid: &uuid::Uuid) -> bool {
         let uuids = self.uuids.read().unwrap_or_else(|e| e.into_inner());
-        !uuids.is_empty() && uuids.contains(uuid)
+        !uuids.is_empty() && uuids.contains(&uuid.to_string())
     }
 
     fn add(&self, uuid: String) {

@@ -98,7 +98,7 @@ async fn decide(
     });
     if around
         .cancels
-        .is_some_and(|cancels| cancels.requested(&payload.uuid.to_string()))
+        .is_some_and(|cancels| cancels.requested(&payload.uuid))
     {
         info!(status = "CANCELLED", "cancelled before it ran");
         ctx.cancellation().cancel();

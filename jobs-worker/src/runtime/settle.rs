@@ -147,16 +147,20 @@ impl Settler {
         });
     }
 
-    /// A finished job: acknowledged by the acker when it holds nothing and has no steps (or
-    /// only a count in its batch, which the acker makes with the batch's other finished
-    /// jobs), else in the call that frees its holds and takes its steps.
+    /// A finished job: acknowledged by the acker when it holds nothing and has no steps but
+    /// those the acknowledgement covers (or only a count in its batch, which the acker makes
+    /// with the batch's other finished jobs), else in the call that frees its holds and takes
+    /// its steps.
     async fn done(&self, job: Reserved, effects: AttemptEffects<'_>) -> Settled {
         let AttemptEffects { holds, steps } = effects;
         let counted_in = match steps.as_slice() {
             [only] => only.counted_in(),
             _ => None,
         };
-        match (holds.is_empty(), steps.is_empty(), counted_in) {
+        // A step whose only effect the acker's own acknowledgement makes (a queue's
+        // `completed` event) leaves the job to the acker.
+        let acker_covers = steps.iter().all(|step| step.covered_by_acknowledgement());
+        match (holds.is_empty(), acker_covers, counted_in) {
             (true, true, _) => self.acks.ack(job),
             (true, false, Some(counted)) => self.acks.ack_in_batch(job, counted.group, counted.job),
             _ => {

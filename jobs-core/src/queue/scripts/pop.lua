@@ -6,6 +6,9 @@
 -- ARGV[1]  retry_after in seconds (may have a fraction)
 -- ARGV[2]  how many jobs to reserve at most
 -- ARGV[3]  how many jobs to migrate at most from each of :delayed and :reserved
+-- KEYS[5]  queues:<name>:events     the queue's events stream
+-- ARGV[4]  its length, when the queue's events are on ('0': off): each reserved job then
+--          appends an `active` event
 -- Returns { {reserved copy, ...}, microseconds until the next delayed job or reservation is due
 --           (-1: none) }
 --
@@ -31,28 +34,6 @@ end
 migrate(KEYS[2])
 migrate(KEYS[3])
 
--- The position of the top-level attempts number: the last "attempts" key followed by a
--- colon and digits. It sits near the end of a payload, so the tail is searched first. Keys are
--- found by a plain search and only they are matched against the pattern: a pattern search
--- tries every position of the payload.
-local AFTER_KEY = '^%s*:%s*()%d+()'
-local function attempts_at(job, from)
-  local first, last
-  local init = from
-  while true do
-    local _, key_end = string.find(job, '"attempts"', init, true)
-    if not key_end then break end
-    local digits_from, digits_to = string.match(job, AFTER_KEY, key_end + 1)
-    if digits_from then
-      first, last, init = digits_from, digits_to, digits_to
-    else
-      init = key_end + 1
-    end
-  end
-  if first == nil and from > 1 then return attempts_at(job, 1) end
-  return first, last
-end
-
 local reserved = {}
 local popped = redis.call('lpop', KEYS[1], tonumber(ARGV[2]))
 if popped then
@@ -74,6 +55,11 @@ if popped then
       job = string.sub(job, 1, first - 1) .. next_attempts .. string.sub(job, last)
     end
     reserved[i] = job
+    if ARGV[4] ~= '0' then
+      local attempt = ''
+      if first then attempt = raised[string.sub(popped[i], first, last - 1)] end
+      status_event(KEYS[5], ARGV[4], 'active', payload_uuid(job), payload_job(job), attempt, '')
+    end
     scored[2 * i - 1] = expires
     scored[2 * i] = job
   end
