@@ -231,14 +231,11 @@ impl RedisQueue {
         run.chunks(PUSH_CHUNK)
             .map(|chunk| {
                 let mut call = scripts::EVENT.key(self.keys().events(queue));
-                call.arg(maxlen);
+                call.arg(maxlen).arg("queued");
                 for envelope in chunk {
-                    let delay = envelope.delay.map(|d| d.duration_from_now().as_secs_f64());
-                    call.arg("queued")
-                        .arg(envelope.uuid.to_string())
+                    call.arg(envelope.uuid.to_string())
                         .arg(envelope.job.as_ref())
-                        .arg(0)
-                        .arg(delay.map_or(String::new(), |d| format!("{{\"delay\":{d}}}")));
+                        .arg(0);
                 }
                 call
             })

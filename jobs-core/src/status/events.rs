@@ -22,7 +22,9 @@ const BLOCK: Duration = Duration::from_secs(1);
 /// One event of a queue's stream.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct QueueEvent {
-    /// The stream entry's id (`<ms>-<n>`), to read on from.
+    /// The stream entry's id (`<ms>-<n>`), to read on from. The events one call wrote for
+    /// many jobs (a push's `queued`, a pop's `active`, an acknowledgement's `completed`)
+    /// share one entry, and its id.
     pub id: String,
     /// `queued`, `active`, `progress`, `completed`, `failed`, `released` or `cancelled`.
     pub event: String,
@@ -33,24 +35,42 @@ pub struct QueueEvent {
     /// The attempt (0 while queued).
     pub attempt: u32,
     /// What the event carries, as JSON when it is: the progress, the result of a tracked
-    /// job, why it failed or was released, a delayed job's delay.
+    /// job, why it failed or was released.
     pub data: Option<serde_json::Value>,
 }
 
 impl QueueEvent {
-    fn from_entry(id: String, mut fields: std::collections::HashMap<String, String>) -> Self {
-        let data = fields.remove("data").filter(|d| !d.is_empty());
-        QueueEvent {
-            id,
-            event: fields.remove("event").unwrap_or_default(),
-            uuid: fields.remove("uuid").unwrap_or_default(),
-            job: fields.remove("job").unwrap_or_default(),
-            attempt: fields
-                .get("attempt")
-                .and_then(|a| a.parse().ok())
-                .unwrap_or(0),
-            data: data.map(|d| serde_json::from_str(&d).unwrap_or(serde_json::Value::String(d))),
+    /// The events of one stream entry: one, or one per job of an entry that a call moving
+    /// many jobs wrote (`n` jobs, uuids and attempts joined by spaces, names by newlines).
+    fn from_entry(id: String, mut fields: std::collections::HashMap<String, String>) -> Vec<Self> {
+        let event = fields.remove("event").unwrap_or_default();
+        let uuid = fields.remove("uuid").unwrap_or_default();
+        let job = fields.remove("job").unwrap_or_default();
+        let attempt = fields.remove("attempt").unwrap_or_default();
+        if fields.contains_key("n") {
+            return uuid
+                .split(' ')
+                .zip(job.split('\n'))
+                .zip(attempt.split(' '))
+                .map(|((uuid, job), attempt)| QueueEvent {
+                    id: id.clone(),
+                    event: event.clone(),
+                    uuid: uuid.to_owned(),
+                    job: job.to_owned(),
+                    attempt: attempt.parse().unwrap_or(0),
+                    data: None,
+                })
+                .collect();
         }
+        let data = fields.remove("data").filter(|d| !d.is_empty());
+        vec![QueueEvent {
+            id,
+            event,
+            uuid,
+            job,
+            attempt: attempt.parse().unwrap_or(0),
+            data: data.map(|d| serde_json::from_str(&d).unwrap_or(serde_json::Value::String(d))),
+        }]
     }
 }
 
@@ -92,7 +112,7 @@ fn follow(signals: Signals) -> impl Stream<Item = QueueEvent> + Send {
                         .next_entries(BLOCK)
                         .await
                         .into_iter()
-                        .map(|(id, fields)| QueueEvent::from_entry(id, fields)),
+                        .flat_map(|(id, fields)| QueueEvent::from_entry(id, fields)),
                 );
             }
         },

@@ -1,9 +1,14 @@
--- event: append events of jobs to a queue's events stream, kept at about a length.
+-- event: append one event of many jobs to a queue's events stream, as one entry.
 -- KEYS[1]  queues:<name>:events
 -- ARGV[1]  the stream's length ('~': trimmed by whole nodes)
--- ARGV[2..] groups of five: the event, the job's uuid, its name, its attempt, data ('' for none)
--- Returns how many were appended.
-for i = 2, #ARGV, 5 do
-  status_event(KEYS[1], ARGV[1], ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4])
+-- ARGV[2]  the event
+-- ARGV[3..] triples: a job's uuid, its name, its attempt
+-- Returns how many jobs.
+local uuids, jobs, attempts = {}, {}, {}
+for i = 3, #ARGV, 3 do
+  uuids[#uuids + 1] = ARGV[i]
+  jobs[#jobs + 1] = ARGV[i + 1]
+  attempts[#attempts + 1] = ARGV[i + 2]
 end
-return (#ARGV - 1) / 5
+status_events(KEYS[1], ARGV[1], ARGV[2], uuids, jobs, attempts)
+return #uuids

@@ -7,8 +7,8 @@
 -- ARGV[2]  how many jobs to reserve at most
 -- ARGV[3]  how many jobs to migrate at most from each of :delayed and :reserved
 -- KEYS[5]  queues:<name>:events     the queue's events stream
--- ARGV[4]  its length, when the queue's events are on ('0': off): each reserved job then
---          appends an `active` event
+-- ARGV[4]  its length, when the queue's events are on ('0': off): the reserved jobs then
+--          append their `active` events, as one entry
 -- Returns { {reserved copy, ...}, microseconds until the next delayed job or reservation is due
 --           (-1: none) }
 --
@@ -35,6 +35,7 @@ migrate(KEYS[2])
 migrate(KEYS[3])
 
 local reserved = {}
+local events = { uuids = {}, jobs = {}, attempts = {} }
 local popped = redis.call('lpop', KEYS[1], tonumber(ARGV[2]))
 if popped then
   -- redis.call formats a number argument each time it is given, and Lua formats a number
@@ -56,15 +57,20 @@ if popped then
     end
     reserved[i] = job
     if ARGV[4] ~= '0' then
-      local attempt = ''
+      local attempt = '0'
       if first then attempt = raised[string.sub(popped[i], first, last - 1)] end
-      status_event(KEYS[5], ARGV[4], 'active', payload_uuid(job), payload_job(job), attempt, '')
+      events.uuids[i] = payload_uuid(job)
+      events.jobs[i] = payload_job(job)
+      events.attempts[i] = attempt
     end
     scored[2 * i - 1] = expires
     scored[2 * i] = job
   end
   for i = 1, #scored, 2000 do
     redis.call('zadd', KEYS[3], unpack(scored, i, math.min(i + 1999, #scored)))
+  end
+  if ARGV[4] ~= '0' then
+    status_events(KEYS[5], ARGV[4], 'active', events.uuids, events.jobs, events.attempts)
   end
 end
 

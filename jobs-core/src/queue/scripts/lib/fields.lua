@@ -27,13 +27,21 @@ end
 
 
 -- The payload's uuid: its first field, as this project and Laravel write it ('' otherwise).
+-- Plain searches, no pattern: these run for every job of a queue whose events are on.
 local function payload_uuid(job)
-  return string.match(job, '^{"uuid":"([^"]*)"') or ''
+  if string.sub(job, 1, 9) ~= '{"uuid":"' then return '' end
+  local close = string.find(job, '"', 10, true)
+  if not close then return '' end
+  return string.sub(job, 10, close - 1)
 end
 
 -- The payload's job name: the first "job" field, which comes before the job's data.
 local function payload_job(job)
-  return string.match(job, '"job":"([^"]*)"') or ''
+  local _, key_end = string.find(job, '"job":"', 1, true)
+  if not key_end then return '' end
+  local close = string.find(job, '"', key_end + 1, true)
+  if not close then return '' end
+  return string.sub(job, key_end + 1, close - 1)
 end
 
 -- The payload's attempts number, as text ('' when it has none).

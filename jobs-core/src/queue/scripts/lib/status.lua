@@ -14,6 +14,16 @@ local function status_event(stream, maxlen, event, uuid, job, attempt, data)
     'event', event, 'uuid', uuid, 'job', job, 'attempt', attempt, 'data', data)
 end
 
+-- Appends one event of many jobs as one entry, as the calls that move jobs in numbers write
+-- them (a push, a pop, an acknowledgement): `n` jobs, their uuids and attempts joined by
+-- spaces, their job names by newlines. Readers give each job its own event.
+local function status_events(stream, maxlen, event, uuids, jobs, attempts)
+  if #uuids == 0 then return end
+  redis.call('xadd', stream, 'maxlen', '~', maxlen, '*', 'event', event, 'n', #uuids,
+    'uuid', table.concat(uuids, ' '), 'job', table.concat(jobs, '\n'),
+    'attempt', table.concat(attempts, ' '))
+end
+
 -- The status effect of a settling job (lib/effects.lua).
 --   keys: jobs:status:<uuid>, jobs:cancel, jobs:settled, queues:<name>:events, and
 --         jobs:batch:<id>:results (the record's key again for a job of no batch)
