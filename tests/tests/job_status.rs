@@ -5,7 +5,7 @@
 
 use examples::{Countdown, Echo, Sum, FAILED_HOOKS_KEY};
 use redis::AsyncCommands;
-use redjob::status::{Cancelled, JobState, WaitError};
+use redjob::status::{Cancelled, JobState, Tracked, WaitError};
 use redjob::RedisQueue;
 use std::time::{Duration, Instant};
 use tests::worker_process::WorkerProcess;
@@ -24,6 +24,26 @@ fn countdown(steps: u32, step_ms: u64, mode: &str) -> Countdown {
         steps,
         step_ms,
         mode: mode.to_owned(),
+    }
+}
+
+/// A countdown of 600 steps of 100 ms (a minute), tracked, pushed through `queue` with `tries`.
+async fn long_countdown(queue: &RedisQueue, mode: &str, tries: u32) -> Tracked<Countdown> {
+    countdown(600, 100, mode)
+        .dispatch()
+        .tries(tries)
+        .via(queue)
+        .track()
+        .await
+        .unwrap()
+}
+
+/// A sum of `numbers`, `step_ms` apart.
+fn sum(numbers: &[u64], step_ms: u64) -> Sum {
+    Sum {
+        numbers: numbers.to_vec(),
+        step_ms,
+        fail: None,
     }
 }
 
@@ -52,16 +72,12 @@ async fn hook_reasons(redis: &TestRedis, uuid: Uuid) -> Vec<String> {
 async fn a_tracked_jobs_progress_is_seen_from_another_process_and_its_result_waited_for() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let job = Sum {
-        numbers: vec![1, 2, 3, 4, 5],
-        step_ms: 300,
-        fail: None,
-    }
-    .dispatch()
-    .via(&queue)
-    .track()
-    .await
-    .unwrap();
+    let job = sum(&[1, 2, 3, 4, 5], 300)
+        .dispatch()
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
     let queued = queue.status(*job).await.unwrap();
     assert_eq!(queued.state, JobState::Queued);
     assert_eq!(queued.job.as_deref(), Some("sum"));
@@ -111,17 +127,13 @@ async fn wait_returns_the_failure_and_times_out() {
     .track()
     .await
     .unwrap();
-    let idle = Sum {
-        numbers: vec![1],
-        step_ms: 0,
-        fail: None,
-    }
-    .dispatch()
-    .on_queue("nobody-works-here")
-    .via(&queue)
-    .track()
-    .await
-    .unwrap();
+    let idle = sum(&[1], 0)
+        .dispatch()
+        .on_queue("nobody-works-here")
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
     let _worker = start_worker(redis.url(), &["--tries", "1"]);
 
     match failing.wait(LONG).await {
@@ -170,13 +182,7 @@ async fn results_expire() {
 async fn a_cooperative_job_is_cancelled_at_once_and_not_retried() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let job = countdown(600, 100, "stop")
-        .dispatch()
-        .tries(3)
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+    let job = long_countdown(&queue, "stop", 3).await;
     let mut worker = start_worker(redis.url(), &["--cancel-grace", "30"]);
     running(&queue, *job).await;
 
@@ -184,6 +190,7 @@ async fn a_cooperative_job_is_cancelled_at_once_and_not_retried() {
     assert_eq!(queue.cancel(*job).await.unwrap(), Cancelled::Running);
     let ended = job.wait(LONG).await;
     let took = asked.elapsed();
+    eprintln!("cancel asked to the job's outcome read: {took:?}");
     assert!(matches!(ended, Err(WaitError::Cancelled)), "{ended:?}");
     // Well under the grace: the handler saw the cancel and returned. (The note gives the
     // figure measured; this bound leaves room for a loaded machine.)
@@ -214,12 +221,7 @@ async fn a_cooperative_job_is_cancelled_at_once_and_not_retried() {
 async fn a_job_that_ignores_its_cancel_is_stopped_after_the_grace() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let job = countdown(600, 100, "ignore")
-        .dispatch()
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+    let job = long_countdown(&queue, "ignore", 1).await;
     let _worker = start_worker(redis.url(), &["--cancel-grace", "1"]);
     running(&queue, *job).await;
     let asked = Instant::now();
@@ -304,16 +306,12 @@ async fn cancelling_a_finished_job_is_a_clear_no_op() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     let _worker = start_worker(redis.url(), &[]);
-    let job = Sum {
-        numbers: vec![2, 3],
-        step_ms: 0,
-        fail: None,
-    }
-    .dispatch()
-    .via(&queue)
-    .track()
-    .await
-    .unwrap();
+    let job = sum(&[2, 3], 0)
+        .dispatch()
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
     assert_eq!(job.wait(LONG).await.unwrap(), 5);
     assert_eq!(
         queue.cancel(*job).await.unwrap(),
@@ -333,13 +331,7 @@ async fn cancelling_a_finished_job_is_a_clear_no_op() {
 async fn a_job_being_cancelled_whose_worker_is_killed_does_not_run_again() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let job = countdown(600, 100, "ignore")
-        .dispatch()
-        .tries(5)
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+    let job = long_countdown(&queue, "ignore", 5).await;
     let args = ["--cancel-grace", "60", "--retry-after", "2"];
     let mut first = start_worker(redis.url(), &args);
     running(&queue, *job).await;
@@ -388,17 +380,13 @@ async fn events_arrive_in_order_with_none_missing_under_four_workers() {
     bulk.send().await.unwrap();
     let mut expected: HashMap<String, Vec<&str>> = HashMap::new();
     for _ in 0..20 {
-        let job = Sum {
-            numbers: vec![1, 2, 3],
-            step_ms: 300,
-            fail: None,
-        }
-        .dispatch()
-        .on_queue("ev")
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+        let job = sum(&[1, 2, 3], 300)
+            .dispatch()
+            .on_queue("ev")
+            .via(&queue)
+            .track()
+            .await
+            .unwrap();
         // Three progress reports 300 ms apart: written at most one per 250 ms, so a loaded
         // machine may fold two into one; the last is always written.
         let events = vec!["queued", "active", "progress", "completed"];
@@ -473,17 +461,13 @@ async fn jobsctl_shows_a_status_cancels_a_job_and_tails_a_queues_events() {
     assert_eq!(switched["events"], true);
     assert_eq!(queue.events_on().await.unwrap()["tools"], 500);
 
-    let sum = Sum {
-        numbers: vec![4, 5],
-        step_ms: 0,
-        fail: None,
-    }
-    .dispatch()
-    .on_queue("tools")
-    .via(&queue)
-    .track()
-    .await
-    .unwrap();
+    let added = sum(&[4, 5], 0)
+        .dispatch()
+        .on_queue("tools")
+        .via(&queue)
+        .track()
+        .await
+        .unwrap();
     let waiting = countdown(1, 1, "stop")
         .dispatch()
         .on_queue("tools")
@@ -493,13 +477,13 @@ async fn jobsctl_shows_a_status_cancels_a_job_and_tails_a_queues_events() {
         .await
         .unwrap();
     let _worker = start_worker(redis.url(), &["--queue", "tools"]);
-    assert_eq!(sum.wait(LONG).await.unwrap(), 9);
+    assert_eq!(added.wait(LONG).await.unwrap(), 9);
 
-    let shown = jobs.json(&["status", &sum.to_string()]);
+    let shown = jobs.json(&["status", &added.to_string()]);
     assert_eq!(shown["state"], "done");
     assert_eq!(shown["result"], 9);
     assert_eq!(shown["job"], "sum");
-    let text = jobs.run(&["status", &sum.to_string()]);
+    let text = jobs.run(&["status", &added.to_string()]);
     assert!(
         text.stdout.contains("done") && text.stdout.contains("result"),
         "{}",
@@ -511,7 +495,7 @@ async fn jobsctl_shows_a_status_cancels_a_job_and_tails_a_queues_events() {
     let cancelled = jobs.json(&["cancel", &waiting.to_string()]);
     assert_eq!(cancelled["found"], "waiting");
     assert_eq!(cancelled["state"], "delayed");
-    let finished = jobs.run(&["cancel", &sum.to_string()]);
+    let finished = jobs.run(&["cancel", &added.to_string()]);
     assert!(
         finished.status.success() && finished.stdout.contains("already finished (done)"),
         "{finished:?}"
@@ -536,7 +520,7 @@ async fn jobsctl_shows_a_status_cancels_a_job_and_tails_a_queues_events() {
         ["queued", "queued", "active", "progress"],
         "{events:?}"
     );
-    assert_eq!(events[0]["uuid"], sum.to_string());
+    assert_eq!(events[0]["uuid"], added.to_string());
     assert_eq!(events[1]["uuid"], waiting.to_string());
 }
 
@@ -546,18 +530,10 @@ async fn a_batchs_then_callback_reads_its_jobs_results() {
     use redjob::workflow::Batch;
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let sum = |numbers: Vec<u64>| {
-        Sum {
-            numbers,
-            step_ms: 0,
-            fail: None,
-        }
-        .dispatch()
-    };
     let batch = Batch::new()
-        .job(sum(vec![1, 2]))
-        .job(sum(vec![10]))
-        .job(sum(vec![100, 200]))
+        .job(sum(&[1, 2], 0).dispatch())
+        .job(sum(&[10], 0).dispatch())
+        .job(sum(&[100, 200], 0).dispatch())
         .then(TotalOfResults {}.dispatch())
         .via(&queue)
         .dispatch()

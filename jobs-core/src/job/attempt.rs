@@ -115,10 +115,7 @@ pub fn failed_steps(
     queue: &RedisQueue,
     reason: &str,
 ) -> Vec<Box<dyn SettleStep>> {
-    inventory::iter::<AttemptHookRegistration>
-        .into_iter()
-        .filter_map(|hook| hook.0.failed(ctx, queue, reason))
-        .collect()
+    each_step(|hook| hook.failed(ctx, queue, reason))
 }
 
 /// The steps every registered hook adds to releasing the attempt of `ctx`, for `reason`.
@@ -127,8 +124,15 @@ pub fn released_steps(
     queue: &RedisQueue,
     reason: &str,
 ) -> Vec<Box<dyn SettleStep>> {
+    each_step(|hook| hook.released(ctx, queue, reason))
+}
+
+/// The step each registered hook gives, as `step` asks it.
+fn each_step(
+    step: impl Fn(&dyn AttemptHook) -> Option<Box<dyn SettleStep>>,
+) -> Vec<Box<dyn SettleStep>> {
     inventory::iter::<AttemptHookRegistration>
         .into_iter()
-        .filter_map(|hook| hook.0.released(ctx, queue, reason))
+        .filter_map(|hook| step(hook.0))
         .collect()
 }

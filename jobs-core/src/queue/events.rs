@@ -45,20 +45,24 @@ impl RedisQueue {
 
     /// Reads which queues have their events on, unless this handle read it less than a
     /// second ago; an offline handle has none. Pushes call it; a worker calls it once a
-    /// second, for the jobs it runs.
-    pub async fn events_switch(&self) -> Result<()> {
+    /// second, for the jobs it runs. A switch that cannot be read (an ACL user without
+    /// `jobs:*`, Redis away) reads as every queue's events off until the next read: a
+    /// dispatch never fails for it.
+    pub async fn events_switch(&self) {
         if self.is_offline() {
-            return Ok(());
+            return;
         }
         let on = self.extensions().get_or_insert_with(EventsOn::default);
         if !on.stale() {
-            return Ok(());
+            return;
         }
-        let read: HashMap<String, u64> = self
+        let read: Result<HashMap<String, u64>> = self
             .query(redis::cmd("HGETALL").arg(self.keys().events_on()))
-            .await?;
-        on.store(read);
-        Ok(())
+            .await;
+        on.store(read.unwrap_or_else(|err| {
+            tracing::debug!(error = %err, "cannot read which queues have their events on");
+            HashMap::new()
+        }));
     }
 
     /// Turns the events of `queue` on, its stream kept at about `maxlen` entries (see
