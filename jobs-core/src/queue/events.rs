@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::queue::handle::RedisQueue;
 
 /// How old a handle's knowledge of the switched-on queues may be.
@@ -45,24 +45,29 @@ impl RedisQueue {
 
     /// Reads which queues have their events on, unless this handle read it less than a
     /// second ago; an offline handle has none. Pushes call it; a worker calls it once a
-    /// second, for the jobs it runs. A switch that cannot be read (an ACL user without
-    /// `jobs:*`, Redis away) reads as every queue's events off until the next read: a
-    /// dispatch never fails for it.
-    pub async fn events_switch(&self) {
+    /// second, for the jobs it runs. A switch this user may not read (an ACL user without
+    /// `jobs:*`) reads as every queue's events off until the next read: a dispatch never
+    /// fails for it. Redis unreachable or too slow is an error, which a push would meet next.
+    pub async fn events_switch(&self) -> Result<()> {
         if self.is_offline() {
-            return;
+            return Ok(());
         }
         let on = self.extensions().get_or_insert_with(EventsOn::default);
         if !on.stale() {
-            return;
+            return Ok(());
         }
         let read: Result<HashMap<String, u64>> = self
             .query(redis::cmd("HGETALL").arg(self.keys().events_on()))
             .await;
-        on.store(read.unwrap_or_else(|err| {
-            tracing::debug!(error = %err, "cannot read which queues have their events on");
-            HashMap::new()
-        }));
+        match read {
+            Ok(read) => on.store(read),
+            Err(err @ (Error::Unreachable(_) | Error::Timeout(_))) => return Err(err),
+            Err(err) => {
+                tracing::debug!(error = %err, "cannot read which queues have their events on");
+                on.store(HashMap::new());
+            }
+        }
+        Ok(())
     }
 
     /// Turns the events of `queue` on, its stream kept at about `maxlen` entries (see

@@ -98,7 +98,7 @@ impl RedisQueue {
         if let Some(recorded) = self.push_offline(envelopes).await {
             return Ok(recorded);
         }
-        self.events_switch().await;
+        self.events_switch().await?;
         let plan = self.plan(envelopes);
         let outcomes = self.send(&plan, envelopes).await?;
         for record in &plan.records {

@@ -300,7 +300,9 @@ impl Publisher {
         }
         let reply: redjob::Result<Vec<redis::Value>> = self.queue.query_each(&commands).await;
         // Which queues have their events on, for the jobs this worker runs.
-        self.queue.events_switch().await;
+        if let Err(err) = self.queue.events_switch().await {
+            tracing::debug!(error = %err, "cannot read which queues have their events on");
+        }
         // The paused queues and the restart key are the first two replies; the writes' replies
         // say nothing worth reading.
         let reply = reply.and_then(|mut replies| {
