@@ -73,8 +73,11 @@ pub use workflow::{Batch, Chain};
 /// other leave one job, which runs `N` seconds after the last, or `max_wait` after the first),
 /// `laravel = "App\\Jobs\\SendInvoice"` (the Laravel job class whose queued objects this job
 /// runs), `trace = "child" | "link" | "ignore"` (how its attempts continue the trace it was
-/// dispatched in: see [`trace::TraceMode`]), and `state = Type`, once per type (application state the handler reads with
-/// [`JobContext::state`]; a worker without it refuses to start). See [`Job`] for an example.
+/// dispatched in: see [`trace::TraceMode`]), `track` with `result_ttl = N` (seconds; default
+/// [`status::DEFAULT_RESULT_TTL`]): every dispatch keeps a status record, its progress and its
+/// result (see [`status`]), and `state = Type`, once per type (application state the handler
+/// reads with [`JobContext::state`]; a worker without it refuses to start). The block may say
+/// `type Output = T;`, what `handle` returns (`()` otherwise). See [`Job`] for an example.
 pub use redjob_macros::job;
 
 /// The attribute that makes a trait impl's `async fn`s object-safe; use it on

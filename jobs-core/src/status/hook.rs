@@ -1,8 +1,8 @@
 //! The status capability's part in every attempt ([`AttemptHook`]): a tracked job's start is
 //! recorded before its handler runs, its progress sent to its record while it runs, and its
-//! outcome written by the call that settles it ([`StatusStep`]); so are the events of a job
-//! whose queue has them on. A cancelled job, tracked or
-//! not, has its cancel request removed in that call.
+//! outcome written by the call that settles it ([`StatusStep`]), with the events of a job
+//! whose queue has them on. A cancelled job, tracked or not, has its cancel request removed
+//! in that call.
 
 use std::sync::Arc;
 use std::time::Duration;
