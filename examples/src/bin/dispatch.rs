@@ -1,10 +1,10 @@
 //! Dispatches example jobs:
-//! `cargo run --bin dispatch -- <noop|sleep|block|flaky|panic|record|rebuild> [--count N]
+//! `cargo run --bin dispatch -- <noop|sleep|block|flaky|panic|record|rebuild|countdown> [--count N]
 //! [--delay SECS] [--queue Q] [--ms MS] [--fail-times K] [--shop N]`.
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use examples::{now_ms, Block, Flaky, Noop, Panic, RebuildIndex, Record, Sleep};
+use examples::{now_ms, Block, Countdown, Flaky, Noop, Panic, RebuildIndex, Record, Sleep};
 use redjob::{Bulk, Dispatched, Job, PendingDispatch, RedisQueue};
 use std::time::Duration;
 
@@ -19,6 +19,9 @@ enum Kind {
     /// A unique job, one per shop: a second dispatch for a shop is refused while one is queued
     /// or running.
     Rebuild,
+    /// A tracked job of 100 steps of --ms milliseconds that reports its progress and stops when
+    /// cancelled: watch it with `jobsctl status UUID`, stop it with `jobsctl cancel UUID`.
+    Countdown,
 }
 
 /// Pushes example jobs onto a queue.
@@ -83,6 +86,14 @@ async fn main() -> anyhow::Result<()> {
                     shop: args.shop,
                     ms: args.ms,
                     fail_first: 0,
+                };
+                add(&mut bulk, job.dispatch(), &args, delay)?
+            }
+            Kind::Countdown => {
+                let job = Countdown {
+                    steps: 100,
+                    step_ms: args.ms,
+                    mode: "stop".into(),
                 };
                 add(&mut bulk, job.dispatch(), &args, delay)?
             }
