@@ -39,7 +39,7 @@ impl RedisQueue {
     /// The length the events stream of `queue` is kept at, when its events are on, as this
     /// handle last read it (at most [`FRESH`] ago, if [`RedisQueue::events_switch`] is
     /// called that often); `None` when they are off or were never read.
-    pub(crate) fn events_maxlen(&self, queue: &str) -> Option<u64> {
+    pub fn events_maxlen(&self, queue: &str) -> Option<u64> {
         self.extensions().get::<EventsOn>()?.maxlen(queue)
     }
 

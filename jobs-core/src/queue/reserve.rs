@@ -65,16 +65,43 @@ impl RedisQueue {
         if reserved.is_empty() {
             return Ok(0);
         }
-        if let Some(maxlen) = self.events_maxlen(&queue.name) {
-            let mut call = scripts::ACK.key(&queue.reserved);
-            call.key(self.keys().events(&queue.name)).arg(maxlen);
-            for member in reserved {
-                call.arg(*member);
-            }
-            return self.invoke(&call).await;
+        if self.events_maxlen(&queue.name).is_some() {
+            return self.delete_completed(queue, reserved, None).await;
         }
         self.call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
             .await
+    }
+
+    /// Deletes finished jobs' reservations of one queue whose events are on, appending their
+    /// `completed` events in the same call (`ack.lua`); returns how many were still held.
+    /// `known` gives the jobs' uuids, names and attempts, in the order of `reserved`, when the
+    /// worker has them; without them the script reads them from the payloads.
+    pub async fn delete_completed(
+        &self,
+        queue: &QueueKeys,
+        reserved: &[&str],
+        known: Option<&[(&str, &str, u32)]>,
+    ) -> Result<u64> {
+        let maxlen = self.events_maxlen(&queue.name).unwrap_or(10_000);
+        let mut call = scripts::ACK.key(&queue.reserved);
+        call.key(self.keys().events(&queue.name)).arg(maxlen);
+        match known {
+            Some(jobs) => {
+                let uuids: Vec<&str> = jobs.iter().map(|job| job.0).collect();
+                let names: Vec<&str> = jobs.iter().map(|job| job.1).collect();
+                let attempts: Vec<String> = jobs.iter().map(|job| job.2.to_string()).collect();
+                call.arg(uuids.join(" "))
+                    .arg(names.join("\n"))
+                    .arg(attempts.join(" "));
+            }
+            None => {
+                call.arg("").arg("").arg("");
+            }
+        }
+        for member in reserved {
+            call.arg(*member);
+        }
+        self.invoke(&call).await
     }
 
     /// Pushes the expiry of reservations still held to `retry_after` from now (server time);

@@ -71,6 +71,19 @@ impl Acker {
 pub(crate) struct Finished {
     job: Reserved,
     batch: Option<(Uuid, Uuid)>,
+    /// For a job of a queue whose events are on: its uuid, name and attempt, for its
+    /// `completed` event.
+    event: Option<Completed>,
+}
+
+/// What a finished job's `completed` event says of it.
+pub(crate) struct Completed {
+    /// The job's uuid.
+    pub(crate) uuid: String,
+    /// Its name.
+    pub(crate) job: String,
+    /// Its attempt.
+    pub(crate) attempt: u32,
 }
 
 /// Sends finished jobs to the acker.
@@ -82,8 +95,12 @@ pub(crate) struct AckSender {
 
 impl AckSender {
     /// Queues a finished job's reservation for deletion.
-    pub(crate) fn ack(&self, job: Reserved) {
-        self.send(Finished { job, batch: None });
+    pub(crate) fn ack(&self, job: Reserved, event: Option<Completed>) {
+        self.send(Finished {
+            job,
+            batch: None,
+            event,
+        });
     }
 
     /// Queues a finished job of the batch `batch` for deletion and counting there.
@@ -91,6 +108,7 @@ impl AckSender {
         self.send(Finished {
             job,
             batch: Some((batch, uuid)),
+            event: None,
         });
     }
 
@@ -184,11 +202,31 @@ async fn take_arrived(
 async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob::Result<()> {
     let mut acknowledged: Vec<(String, Option<Uuid>)> = Vec::new();
     let mut outcome = Ok(());
-    for (keys, batch, members) in groups(pending) {
+    for (keys, batch, finished) in groups(pending) {
+        let members: Vec<(&str, Uuid)> = finished
+            .iter()
+            .map(|f| {
+                (
+                    f.job.raw.as_str(),
+                    f.batch.map_or(Uuid::nil(), |(_, uuid)| uuid),
+                )
+            })
+            .collect();
         let sent = match batch {
             None => {
                 let reserved: Vec<&str> = members.iter().map(|(raw, _)| *raw).collect();
-                queue.delete_many(keys, &reserved).await
+                let events: Option<Vec<(&str, &str, u32)>> = finished
+                    .iter()
+                    .map(|f| {
+                        f.event
+                            .as_ref()
+                            .map(|e| (e.uuid.as_str(), e.job.as_str(), e.attempt))
+                    })
+                    .collect();
+                match events {
+                    Some(events) => queue.delete_completed(keys, &reserved, Some(&events)).await,
+                    None => queue.delete_many(keys, &reserved).await,
+                }
             }
             Some(batch) => complete_in_batch(queue, keys, batch, &members).await,
         };
@@ -213,22 +251,20 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
     outcome
 }
 
-/// The finished jobs grouped by queue and batch: each group's reserved copies with their uuids.
-type Group<'a> = (&'a QueueKeys, Option<Uuid>, Vec<(&'a str, Uuid)>);
+/// The finished jobs grouped by queue and batch.
+type Group<'a> = (&'a QueueKeys, Option<Uuid>, Vec<&'a Finished>);
 
 fn groups(pending: &[Finished]) -> Vec<Group<'_>> {
     let mut groups: Vec<Group<'_>> = Vec::new();
     for finished in pending {
         let batch = finished.batch.map(|(id, _)| id);
-        let uuid = finished.batch.map_or(Uuid::nil(), |(_, uuid)| uuid);
-        let member = (finished.job.raw.as_str(), uuid);
         let queue = &finished.job.queue;
         match groups
             .iter_mut()
             .find(|(keys, group, _)| keys.name == queue.name && *group == batch)
         {
-            Some((_, _, members)) => members.push(member),
-            None => groups.push((queue, batch, vec![member])),
+            Some((_, _, members)) => members.push(finished),
+            None => groups.push((queue, batch, vec![finished])),
         }
     }
     groups

@@ -12,7 +12,7 @@ use tracing::{info, warn};
 
 use crate::stats::Stats;
 
-use super::acker::AckSender;
+use super::acker::{AckSender, Completed};
 use super::control::{Attempt, Control};
 use super::outage::with_retries;
 use super::reserved::{JobId, Reserved};
@@ -94,7 +94,7 @@ impl Settler {
                     Verdict::Skip => info!(status = "SKIPPED", duration_ms, "SKIPPED"),
                     _ => info!(status = "DONE", duration_ms, "DONE"),
                 }
-                self.done(job, effects).await
+                self.done(job, &id, effects).await
             }
             Verdict::Release(delay) | Verdict::Retry(delay) | Verdict::Requeue(delay) => {
                 let status = match verdict {
@@ -151,7 +151,7 @@ impl Settler {
     /// those the acknowledgement covers (or only a count in its batch, which the acker makes
     /// with the batch's other finished jobs), else in the call that frees its holds and takes
     /// its steps.
-    async fn done(&self, job: Reserved, effects: AttemptEffects<'_>) -> Settled {
+    async fn done(&self, job: Reserved, id: &JobId<'_>, effects: AttemptEffects<'_>) -> Settled {
         let AttemptEffects { holds, steps } = effects;
         let counted_in = match steps.as_slice() {
             [only] => only.counted_in(),
@@ -161,7 +161,19 @@ impl Settler {
         // `completed` event) leaves the job to the acker.
         let acker_covers = steps.iter().all(|step| step.covered_by_acknowledgement());
         match (holds.is_empty(), acker_covers, counted_in) {
-            (true, true, _) => self.acks.ack(job),
+            (true, true, _) => {
+                // A queue whose events are on gets the job's `completed` event with its
+                // acknowledgement, told what the payload says rather than reading it again.
+                let event = self
+                    .queue
+                    .events_maxlen(&job.queue.name)
+                    .map(|_| Completed {
+                        uuid: id.uuid.to_owned(),
+                        job: id.job.to_owned(),
+                        attempt: id.attempt,
+                    });
+                self.acks.ack(job, event)
+            }
             (true, false, Some(counted)) => self.acks.ack_in_batch(job, counted.group, counted.job),
             _ => {
                 // Boxed, as the call below: its space would weigh on every job's future.
