@@ -37,7 +37,7 @@ impl EventsOn {
 
 impl RedisQueue {
     /// The length the events stream of `queue` is kept at, when its events are on, as this
-    /// handle last read it (at most [`FRESH`] ago, if [`RedisQueue::events_switch`] is
+    /// handle last read it (at most a second ago, when [`RedisQueue::events_switch`] is
     /// called that often); `None` when they are off or were never read.
     pub fn events_maxlen(&self, queue: &str) -> Option<u64> {
         self.extensions().get::<EventsOn>()?.maxlen(queue)
