@@ -162,16 +162,13 @@ impl Settler {
         let acker_covers = steps.iter().all(|step| step.covered_by_acknowledgement());
         match (holds.is_empty(), acker_covers, counted_in) {
             (true, true, _) => {
-                // A queue whose events are on gets the job's `completed` event with its
-                // acknowledgement, told what the payload says rather than reading it again.
-                let event = self
-                    .queue
-                    .events_maxlen(&job.queue.name)
-                    .map(|_| Completed {
-                        uuid: id.uuid.to_owned(),
-                        job: id.job.to_owned(),
-                        attempt: id.attempt,
-                    });
+                // A step the acknowledgement covers is the job's `completed` event: the acker
+                // is told what the payload says rather than reading it again.
+                let event = (!steps.is_empty()).then(|| Completed {
+                    uuid: id.uuid.to_owned(),
+                    job: id.job.to_owned(),
+                    attempt: id.attempt,
+                });
                 self.acks.ack(job, event)
             }
             (true, false, Some(counted)) => self.acks.ack_in_batch(job, counted.group, counted.job),
