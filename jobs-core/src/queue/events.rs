@@ -56,10 +56,7 @@ impl RedisQueue {
         if !on.stale() {
             return Ok(());
         }
-        let read: Result<HashMap<String, u64>> = self
-            .query(redis::cmd("HGETALL").arg(self.keys().events_on()))
-            .await;
-        match read {
+        match self.events_on().await {
             Ok(read) => on.store(read),
             Err(err @ (Error::Unreachable(_) | Error::Timeout(_))) => return Err(err),
             Err(err) => {

@@ -12,7 +12,6 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::queue::keys::KeyLayout;
 use crate::queue::RedisQueue;
 use crate::status::signals::Signals;
 
@@ -117,20 +116,4 @@ fn follow(signals: Signals) -> impl Stream<Item = QueueEvent> + Send {
             }
         },
     )
-}
-
-/// The events stream a status script appends to, and its length ('0': none). On a cluster
-/// the stream lives in the queue's slot, not the record's: such a call appends no event (the
-/// record's key stands in for the stream's, unused), and a job's `active` and `progress`
-/// events are not written there.
-pub(crate) fn events_in_call(
-    queue: &RedisQueue,
-    name: &str,
-    events: Option<u64>,
-    record: &str,
-) -> (String, u64) {
-    match (queue.layout(), events) {
-        (KeyLayout::Standalone, Some(maxlen)) => (queue.keys().events(name), maxlen),
-        _ => (record.to_owned(), 0),
-    }
 }

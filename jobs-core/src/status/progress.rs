@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::job::context::{JobContext, ProgressSink};
+use crate::queue::keys::KeyLayout;
 use crate::queue::scripts;
 use crate::queue::RedisQueue;
-use crate::status::events::events_in_call;
 
 /// The shortest time between two progress writes of one job.
 pub(crate) const EVERY: Duration = Duration::from_millis(250);
@@ -92,5 +92,21 @@ impl ProgressSink for Sink {
         pending.1 = true;
         drop(pending);
         runtime.spawn(self.0.clone().write_until_idle());
+    }
+}
+
+/// The events stream `progress.lua` appends to, and its length ('0': none). On a cluster the
+/// stream lives in the queue's slot, not the record's: the call then appends no event (the
+/// record's key stands in for the stream's, unused), and a job's `progress` events are not
+/// written there.
+fn events_in_call(
+    queue: &RedisQueue,
+    name: &str,
+    events: Option<u64>,
+    record: &str,
+) -> (String, u64) {
+    match (queue.layout(), events) {
+        (KeyLayout::Standalone, Some(maxlen)) => (queue.keys().events(name), maxlen),
+        _ => (record.to_owned(), 0),
     }
 }
