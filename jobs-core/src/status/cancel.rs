@@ -27,6 +27,33 @@ pub enum Cancelled {
     Unknown,
 }
 
+impl Cancelled {
+    /// What the request found, as the tools name it: `waiting`, `running`, `finished` or
+    /// `unknown`.
+    pub fn found(&self) -> &'static str {
+        match self {
+            Cancelled::Waiting(_) => "waiting",
+            Cancelled::Running => "running",
+            Cancelled::Finished(_) => "finished",
+            Cancelled::Unknown => "unknown",
+        }
+    }
+
+    /// The job's state when the request was made, when it is known.
+    pub fn state(&self) -> Option<JobState> {
+        match *self {
+            Cancelled::Waiting(state) | Cancelled::Finished(state) => Some(state),
+            Cancelled::Running => Some(JobState::Running),
+            Cancelled::Unknown => None,
+        }
+    }
+
+    /// Whether the request stands: nothing changes for a job that had finished.
+    pub fn requested(&self) -> bool {
+        !matches!(self, Cancelled::Finished(_))
+    }
+}
+
 impl RedisQueue {
     /// Asks the job `uuid` to stop, whatever its queue and wherever it runs. A job that
     /// settled for good is left alone. Its outcome, once a worker acts, is "cancelled": it is

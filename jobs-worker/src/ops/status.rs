@@ -3,7 +3,7 @@
 use chrono::Utc;
 use futures_util::StreamExt;
 use redjob::admin::{Admin, AdminError};
-use redjob::status::{Cancelled, JobStatus, QueueEvent};
+use redjob::status::{Cancelled, JobState, JobStatus, QueueEvent};
 use serde::Serialize;
 use std::io::Write;
 use uuid::Uuid;
@@ -15,7 +15,7 @@ use super::render::{ago, print, table};
 pub(super) async fn status(admin: &Admin, json: bool, uuid: Uuid) -> Result<u8, CliError> {
     let status = admin.queue().status(uuid).await.map_err(AdminError::from)?;
     print(json, &status, status_text)?;
-    Ok(u8::from(status.state == redjob::status::JobState::Unknown))
+    Ok(u8::from(status.state == JobState::Unknown))
 }
 
 fn status_text(status: &JobStatus) -> String {
@@ -52,21 +52,15 @@ pub(super) async fn cancel(admin: &Admin, json: bool, uuid: Uuid) -> Result<u8, 
         /// `waiting`, `running`, `finished` or `unknown`.
         found: &'static str,
         /// The job's state, when known.
-        state: Option<String>,
+        state: Option<JobState>,
         /// Whether the request stands (nothing changes for a finished job).
         requested: bool,
     }
-    let (found_as, state) = match found {
-        Cancelled::Waiting(state) => ("waiting", Some(state.to_string())),
-        Cancelled::Running => ("running", Some("running".to_owned())),
-        Cancelled::Finished(state) => ("finished", Some(state.to_string())),
-        Cancelled::Unknown => ("unknown", None),
-    };
     let report = Cancel {
         uuid,
-        found: found_as,
-        state,
-        requested: !matches!(found, Cancelled::Finished(_)),
+        found: found.found(),
+        state: found.state(),
+        requested: found.requested(),
     };
     print(json, &report, |_| {
         match found {

@@ -553,16 +553,9 @@ async fn cancel_job(
     State(admin): State<Admin>,
     Path(uuid): Path<uuid::Uuid>,
 ) -> ApiResult<serde_json::Value> {
-    use redjob::status::Cancelled;
     let found = admin.queue().cancel(uuid).await.map_err(AdminError::from)?;
-    let (found, state) = match found {
-        Cancelled::Waiting(state) => ("waiting", Some(state.to_string())),
-        Cancelled::Running => ("running", Some("running".to_owned())),
-        Cancelled::Finished(state) => ("finished", Some(state.to_string())),
-        Cancelled::Unknown => ("unknown", None),
-    };
     Ok(Json(
-        serde_json::json!({ "uuid": uuid, "found": found, "state": state }),
+        serde_json::json!({ "uuid": uuid, "found": found.found(), "state": found.state() }),
     ))
 }
 
