@@ -7,6 +7,7 @@ use crate::queue::keys::KeyLayout;
 use crate::queue::scripts;
 use crate::queue::RedisQueue;
 use crate::status::record::JobState;
+use crate::status::signals::xadd;
 use crate::status::CANCEL_TTL;
 
 /// What a cancel request found, and did.
@@ -118,17 +119,8 @@ impl RedisQueue {
             .arg(now)
             .arg(uuid)
             .clone();
-        self.query::<()>(&flag).await?;
-        let signal = redis::cmd("XADD")
-            .arg(keys.cancel_signals())
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(1000)
-            .arg("*")
-            .arg("uuid")
-            .arg(uuid)
-            .clone();
-        self.query::<()>(&signal).await?;
+        let signal = xadd(&keys.cancel_signals(), 1000, &[("uuid", uuid)]);
+        self.query_each::<()>(&[flag, signal]).await?;
         Ok(state)
     }
 }

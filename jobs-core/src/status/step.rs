@@ -11,6 +11,7 @@ use crate::queue::effects::Effects;
 use crate::queue::settle::{Ending, SettleStep};
 use crate::queue::RedisQueue;
 use crate::status::record::JobState;
+use crate::status::signals::xadd;
 
 /// What settling one attempt writes to its job's status.
 #[derive(Debug)]
@@ -88,11 +89,13 @@ impl SettleStep for StatusStep {
         Ok(())
     }
 
-    /// The record first, then the signal, the event, then the cancel request: each a command of its
-    /// own, in its own slot. Taken again after a crash, each writes the same.
+    /// The record first, then the signals: two sends of commands of their own, each in its
+    /// own slot, sent together (`query_each`). Taken again after a crash, each writes the same.
     async fn on_cluster(&self, queue: &RedisQueue, _ending: Ending) -> Result<()> {
         let keys = queue.keys();
+        let final_state = self.state.is_final();
         if let Some(keep) = self.keep {
+            let keep_ms = keep.as_millis() as u64;
             let record = keys.status(&self.uuid);
             let mut hset = redis::cmd("HSET");
             hset.arg(&record)
@@ -112,71 +115,56 @@ impl SettleStep for StatusStep {
             if let Some((field, value)) = &self.outcome {
                 hset.arg(*field).arg(value);
             }
-            queue.query::<()>(&hset).await?;
-            let expire = redis::cmd("PEXPIRE")
-                .arg(&record)
-                .arg(keep.as_millis() as u64)
-                .clone();
-            queue.query::<()>(&expire).await?;
+            let mut records = vec![
+                hset,
+                redis::cmd("PEXPIRE").arg(&record).arg(keep_ms).clone(),
+            ];
             if let (Some(batch), Some(("result", result))) = (&self.batch, &self.outcome) {
                 let results = keys.batch_results(batch);
-                let keep_result = redis::cmd("HSET")
-                    .arg(&results)
-                    .arg(&self.uuid)
-                    .arg(result)
-                    .clone();
-                queue.query::<()>(&keep_result).await?;
-                let expire = redis::cmd("PEXPIRE")
-                    .arg(&results)
-                    .arg(keep.as_millis() as u64)
-                    .clone();
-                queue.query::<()>(&expire).await?;
+                records.push(
+                    redis::cmd("HSET")
+                        .arg(&results)
+                        .arg(&self.uuid)
+                        .arg(result)
+                        .clone(),
+                );
+                records.push(redis::cmd("PEXPIRE").arg(&results).arg(keep_ms).clone());
             }
-            if self.state.is_final() {
-                let signal = redis::cmd("XADD")
-                    .arg(keys.settled_signals())
-                    .arg("MAXLEN")
-                    .arg("~")
-                    .arg(10_000)
-                    .arg("*")
-                    .arg("uuid")
-                    .arg(&self.uuid)
-                    .arg("state")
-                    .arg(self.state.as_str())
-                    .clone();
-                queue.query::<()>(&signal).await?;
-            }
+            queue.query_each::<()>(&records).await?;
+        }
+        let mut signals = Vec::new();
+        if let (Some(_), true) = (self.keep, final_state) {
+            signals.push(xadd(
+                &keys.settled_signals(),
+                10_000,
+                &[("uuid", &self.uuid), ("state", self.state.as_str())],
+            ));
         }
         if let Some(maxlen) = self.events {
-            let data = match &self.outcome {
-                Some((_, value)) => value.as_str(),
-                None => "",
-            };
-            let event = redis::cmd("XADD")
-                .arg(keys.events(&self.queue))
-                .arg("MAXLEN")
-                .arg("~")
-                .arg(maxlen)
-                .arg("*")
-                .arg("event")
-                .arg(self.event())
-                .arg("uuid")
-                .arg(&self.uuid)
-                .arg("job")
-                .arg(&self.job)
-                .arg("attempt")
-                .arg(self.attempt)
-                .arg("data")
-                .arg(data)
-                .clone();
-            queue.query::<()>(&event).await?;
+            let data = self
+                .outcome
+                .as_ref()
+                .map_or("", |(_, value)| value.as_str());
+            let attempt = self.attempt.to_string();
+            let fields = [
+                ("event", self.event()),
+                ("uuid", self.uuid.as_str()),
+                ("job", self.job.as_str()),
+                ("attempt", attempt.as_str()),
+                ("data", data),
+            ];
+            signals.push(xadd(&keys.events(&self.queue), maxlen, &fields));
         }
-        if self.state.is_final() {
-            let forget = redis::cmd("ZREM")
-                .arg(keys.cancel_requests())
-                .arg(&self.uuid)
-                .clone();
-            queue.query::<()>(&forget).await?;
+        if final_state {
+            signals.push(
+                redis::cmd("ZREM")
+                    .arg(keys.cancel_requests())
+                    .arg(&self.uuid)
+                    .clone(),
+            );
+        }
+        if !signals.is_empty() {
+            queue.query_each::<()>(&signals).await?;
         }
         Ok(())
     }
