@@ -1,5 +1,6 @@
 //! Dispatching in tests: through a test server's handle, and it must succeed.
 
+use redjob::status::Tracked;
 use redjob::{Job, PendingDispatch, RedisQueue};
 use std::future::Future;
 use uuid::Uuid;
@@ -25,5 +26,21 @@ impl<J: Job> SentVia for PendingDispatch<J> {
         self.via(queue)
             .await
             .expect("dispatch through the test server")
+    }
+}
+
+/// Sends a tracked dispatch through a given handle and unwraps the result: its [`Tracked`]
+/// handle, in place of `.via(&queue).track().await.unwrap()`.
+pub trait TrackedVia<J: Job> {
+    /// Pushes the job, tracked, through `queue`; panics when the dispatch fails.
+    fn tracked_via(self, queue: &RedisQueue) -> impl Future<Output = Tracked<J>> + Send;
+}
+
+impl<J: Job> TrackedVia<J> for PendingDispatch<J> {
+    async fn tracked_via(self, queue: &RedisQueue) -> Tracked<J> {
+        self.via(queue)
+            .track()
+            .await
+            .expect("tracked dispatch through the test server")
     }
 }

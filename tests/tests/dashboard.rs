@@ -10,7 +10,7 @@ use std::time::Duration;
 use tests::dashboard::Dashboard;
 use tests::http::Request;
 use tests::worker_process::WorkerProcess;
-use tests::{on_both_layouts, wait_for, SentVia, Server, TestRedis};
+use tests::{on_both_layouts, wait_for, SentVia, Server, TestRedis, TrackedVia};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -454,10 +454,8 @@ async fn running_jobs_are_listed_with_their_progress_and_can_be_cancelled(redis:
     }
     .dispatch()
     .on_queue("long")
-    .via(&queue)
-    .track()
-    .await
-    .unwrap();
+    .tracked_via(&queue)
+    .await;
     let _worker = start_worker(&redis, &["--queue", "long", "--name", "runner"]);
     let dash = dashboard(&redis, &[], &[]);
     let listed = wait_for(LONG, "the job is listed with its progress", || {

@@ -9,8 +9,8 @@ use redjob::status::{Cancelled, JobState, Tracked, WaitError};
 use redjob::RedisQueue;
 use std::time::{Duration, Instant};
 use tests::worker_process::WorkerProcess;
-use tests::TestRedis;
 use tests::{wait_for, wait_until};
+use tests::{TestRedis, TrackedVia};
 use uuid::Uuid;
 
 const LONG: Duration = Duration::from_secs(30);
@@ -32,10 +32,8 @@ async fn long_countdown(queue: &RedisQueue, mode: &str, tries: u32) -> Tracked<C
     countdown(600, 100, mode)
         .dispatch()
         .tries(tries)
-        .via(queue)
-        .track()
+        .tracked_via(queue)
         .await
-        .unwrap()
 }
 
 /// A sum of `numbers`, `step_ms` apart.
@@ -74,10 +72,8 @@ async fn a_tracked_jobs_progress_is_seen_from_another_process_and_its_result_wai
     let queue = redis.queue();
     let job = sum(&[1, 2, 3, 4, 5], 300)
         .dispatch()
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+        .tracked_via(&queue)
+        .await;
     let queued = queue.status(*job).await.unwrap();
     assert_eq!(queued.state, JobState::Queued);
     assert_eq!(queued.job.as_deref(), Some("sum"));
@@ -123,17 +119,13 @@ async fn wait_returns_the_failure_and_times_out() {
         fail: Some("bad input".into()),
     }
     .dispatch()
-    .via(&queue)
-    .track()
-    .await
-    .unwrap();
+    .tracked_via(&queue)
+    .await;
     let idle = sum(&[1], 0)
         .dispatch()
         .on_queue("nobody-works-here")
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+        .tracked_via(&queue)
+        .await;
     let _worker = start_worker(redis.url(), &["--tries", "1"]);
 
     match failing.wait(LONG).await {
@@ -163,10 +155,8 @@ async fn results_expire() {
     let _worker = start_worker(redis.url(), &[]);
     let job = Echo { text: "hi".into() }
         .dispatch()
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+        .tracked_via(&queue)
+        .await;
     assert_eq!(job.wait(LONG).await.unwrap(), "hi");
     // Echo keeps its result one second.
     wait_until(LONG, "the result expired", || async {
@@ -241,10 +231,8 @@ async fn a_job_that_blocks_its_thread_is_cancelled_by_the_watchdog() {
     let queue = redis.queue();
     let job = countdown(600, 200, "block")
         .dispatch()
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+        .tracked_via(&queue)
+        .await;
     let mut worker = start_worker(redis.url(), &["--cancel-grace", "1"]);
     running(&queue, *job).await;
     assert_eq!(queue.cancel(*job).await.unwrap(), Cancelled::Running);
@@ -266,19 +254,12 @@ async fn a_job_that_blocks_its_thread_is_cancelled_by_the_watchdog() {
 async fn waiting_jobs_are_cancelled_without_running() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let ready = countdown(1, 1, "stop")
-        .dispatch()
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+    let ready = countdown(1, 1, "stop").dispatch().tracked_via(&queue).await;
     let delayed = countdown(1, 1, "stop")
         .dispatch()
         .delay(Duration::from_millis(1500))
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+        .tracked_via(&queue)
+        .await;
     assert_eq!(
         queue.cancel(*ready).await.unwrap(),
         Cancelled::Waiting(JobState::Queued)
@@ -306,12 +287,7 @@ async fn cancelling_a_finished_job_is_a_clear_no_op() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     let _worker = start_worker(redis.url(), &[]);
-    let job = sum(&[2, 3], 0)
-        .dispatch()
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+    let job = sum(&[2, 3], 0).dispatch().tracked_via(&queue).await;
     assert_eq!(job.wait(LONG).await.unwrap(), 5);
     assert_eq!(
         queue.cancel(*job).await.unwrap(),
@@ -383,10 +359,8 @@ async fn events_arrive_in_order_with_none_missing_under_four_workers() {
         let job = sum(&[1, 2, 3], 300)
             .dispatch()
             .on_queue("ev")
-            .via(&queue)
-            .track()
-            .await
-            .unwrap();
+            .tracked_via(&queue)
+            .await;
         // Three progress reports 300 ms apart: written at most one per 250 ms, so a loaded
         // machine may fold two into one; the last is always written.
         let events = vec!["queued", "active", "progress", "completed"];
@@ -464,18 +438,14 @@ async fn jobsctl_shows_a_status_cancels_a_job_and_tails_a_queues_events() {
     let added = sum(&[4, 5], 0)
         .dispatch()
         .on_queue("tools")
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+        .tracked_via(&queue)
+        .await;
     let waiting = countdown(1, 1, "stop")
         .dispatch()
         .on_queue("tools")
         .delay(3600)
-        .via(&queue)
-        .track()
-        .await
-        .unwrap();
+        .tracked_via(&queue)
+        .await;
     let _worker = start_worker(redis.url(), &["--queue", "tools"]);
     assert_eq!(added.wait(LONG).await.unwrap(), 9);
 
