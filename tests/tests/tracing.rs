@@ -10,7 +10,6 @@ use redis::AsyncCommands;
 use redjob::{Batch, Chain, RedisQueue};
 use std::time::Duration;
 use tests::otlp::{Exporting, OtlpReceiver, ReceivedSpan};
-use tests::worker_process::WorkerProcess;
 use tests::{SentVia, TestRedis};
 use tracing::Instrument;
 
@@ -33,16 +32,13 @@ fn traced() -> (OtlpReceiver, TestRedis, RedisQueue, Exporting) {
     (receiver, redis, queue, exporting)
 }
 
-/// A worker on `queue` that exports its spans to `receiver` and stops once the queue is empty.
-fn exporting_worker(
-    redis: &TestRedis,
-    receiver: &OtlpReceiver,
-    queue: &str,
-    args: &[&str],
-) -> WorkerProcess {
+/// Drains `queue` with a worker that exports its spans to `receiver`, started with `args`:
+/// returns once it stopped, the queue empty, with status 0.
+async fn drain_exporting(redis: &TestRedis, receiver: &OtlpReceiver, queue: &str, args: &[&str]) {
     let mut all = vec!["--queue", queue, "--stop-when-empty"];
     all.extend_from_slice(args);
-    receiver.exporting_worker(env!("CARGO_BIN_EXE_test_worker"), redis, &all)
+    let mut worker = receiver.exporting_worker(env!("CARGO_BIN_EXE_test_worker"), redis, &all);
+    assert!(worker.wait_exit(LONG).await.success());
 }
 
 /// The one span named `name` among `spans`.
@@ -63,8 +59,7 @@ async fn a_job_dispatched_in_a_span_continues_its_trace_in_the_worker_with_each_
         .await;
     exporting.flush().await;
 
-    let mut worker = exporting_worker(&redis, &receiver, "traced", &["--tries", "2"]);
-    assert!(worker.wait_exit(LONG).await.success());
+    drain_exporting(&redis, &receiver, "traced", &["--tries", "2"]).await;
     let attempts = receiver.wait_for_named("process queues:traced", 2).await;
     let spans = receiver.spans();
     let checkout = only(&spans, "checkout");
@@ -128,8 +123,7 @@ async fn with_trace_link_each_attempt_starts_a_trace_of_its_own_linked_to_its_di
         .await;
     exporting.flush().await;
 
-    let mut worker = exporting_worker(&redis, &receiver, "fanout", &["--trace", "link"]);
-    assert!(worker.wait_exit(LONG).await.success());
+    drain_exporting(&redis, &receiver, "fanout", &["--trace", "link"]).await;
     let attempt = receiver.wait_for_named("process queues:fanout", 1).await[0].clone();
     let send = only(&receiver.spans(), "send queues:fanout").clone();
     assert_ne!(attempt.trace_id, send.trace_id, "a trace of its own");
@@ -167,8 +161,7 @@ async fn chain_links_and_batch_callbacks_are_children_of_the_dispatching_span_an
     exporting.flush().await;
     let import = receiver.wait_for_named("import", 1).await.remove(0);
 
-    let mut worker = exporting_worker(&redis, &receiver, "workflows", &[]);
-    assert!(worker.wait_exit(LONG).await.success());
+    drain_exporting(&redis, &receiver, "workflows", &[]).await;
     let attempts = receiver.wait_for_named("process queues:workflows", 5).await;
     let mode = |span: &ReceivedSpan| span.attribute("redjob.trace.mode");
     let (linked, children): (Vec<_>, Vec<_>) = attempts
@@ -211,8 +204,7 @@ async fn a_job_failed_before_it_runs_has_its_failure_recorded_once() {
     let spent = redjob::payload::with_attempts(&pushed, 1).unwrap();
     let _: () = conn.rpush("queues:spent", spent).await.unwrap();
 
-    let mut worker = exporting_worker(&redis, &receiver, "spent", &[]);
-    assert!(worker.wait_exit(LONG).await.success());
+    drain_exporting(&redis, &receiver, "spent", &[]).await;
     let attempt = receiver
         .wait_for_named("process queues:spent", 1)
         .await
