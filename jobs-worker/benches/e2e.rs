@@ -761,15 +761,17 @@ async fn drain(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
     Ok(out)
 }
 
-/// This process's and Redis's CPU time so far.
+/// This process's and Redis's CPU time so far, and Redis's time in each command.
 struct CpuReading {
     own: f64,
     redis: f64,
+    commands: BTreeMap<String, u64>,
 }
 
 impl CpuReading {
     async fn take(queue: &RedisQueue) -> Result<Self, String> {
         Ok(CpuReading {
+            commands: redis_command_usec(queue).await.map_err(error_text)?,
             redis: redis_cpu_seconds(queue).await.map_err(error_text)?,
             own: own_cpu_seconds(),
         })
@@ -790,6 +792,17 @@ impl CpuReading {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut out = Map::new();
         out.insert("redis_cpu_us_per_job".into(), json!(per_job_us(redis)));
+        // Where Redis's time went: each command's µs per job (a script's include the commands
+        // it calls, which are listed again by name), the larger ones only.
+        let mut commands = Map::new();
+        for (command, usec) in redis_command_usec(queue).await.map_err(error_text)? {
+            let spent = usec.saturating_sub(self.commands.get(&command).copied().unwrap_or(0));
+            let us = round2(spent as f64 / jobs as f64);
+            if us >= 0.05 {
+                commands.insert(command, json!(us));
+            }
+        }
+        out.insert("redis_command_us_per_job".into(), Value::Object(commands));
         out.insert("worker_cpu_us_per_job".into(), json!(per_job_us(own)));
         out.insert("cores".into(), json!(cores));
         out.insert(
@@ -1008,6 +1021,23 @@ async fn redis_cpu_seconds(queue: &RedisQueue) -> redjob::Result<f64> {
         })
         .filter_map(|v| v.trim().parse::<f64>().ok())
         .sum())
+}
+
+/// The microseconds Redis has spent in each command so far, from `INFO commandstats`.
+async fn redis_command_usec(queue: &RedisQueue) -> redjob::Result<BTreeMap<String, u64>> {
+    let info: String = queue.query(redis::cmd("INFO").arg("commandstats")).await?;
+    Ok(info
+        .lines()
+        .filter_map(|line| {
+            let (command, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let usec = stats
+                .split(',')
+                .find_map(|field| field.strip_prefix("usec="))?
+                .parse()
+                .ok()?;
+            Some((command.to_owned(), usec))
+        })
+        .collect())
 }
 
 /// SLOWLOG entries as `{"us": duration, "command": first word}`.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::queue::due::seconds_arg;
+use crate::queue::events::xadd;
 use crate::queue::handle::RedisQueue;
 use crate::queue::keys::QueueKeys;
 use crate::queue::scripts;
@@ -59,49 +60,58 @@ impl RedisQueue {
     }
 
     /// Deletes finished jobs' reservations of one queue in one call; returns how many were
-    /// still held. When the queue's events are on, the same call appends their `completed`
-    /// events (`ack.lua`).
+    /// still held.
     pub(crate) async fn delete_many(&self, queue: &QueueKeys, reserved: &[&str]) -> Result<u64> {
         if reserved.is_empty() {
             return Ok(0);
-        }
-        if self.events_maxlen(&queue.name).is_some() {
-            return self.delete_completed(queue, reserved, None).await;
         }
         self.call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
             .await
     }
 
-    /// Deletes finished jobs' reservations of one queue whose events are on, appending their
-    /// `completed` events in the same call (`ack.lua`); returns how many were still held.
-    /// `known` gives the jobs' uuids, names and attempts, in the order of `reserved`, when the
-    /// worker has them; without them the script reads them from the payloads.
+    /// Deletes the reservations of jobs whose handlers completed, of one queue whose events
+    /// are on, and appends their `completed` event (one entry for them all) in the same
+    /// transaction; returns how many reservations were still held. `completed` gives each
+    /// job's uuid, name and attempt, in the order of `reserved`.
+    ///
+    /// The event reports the attempts that completed, so it names each of them, held or not:
+    /// an attempt whose reservation had expired (its worker stalled past retry_after) did
+    /// complete, and its job, handed out again, reports its next attempt too. A transaction
+    /// rather than a script: a script would be given every reserved copy again, which costs
+    /// Redis more than the removal itself.
     pub async fn delete_completed(
         &self,
         queue: &QueueKeys,
         reserved: &[&str],
-        known: Option<&[(&str, &str, u32)]>,
+        completed: &[(&str, &str, u32)],
     ) -> Result<u64> {
-        let maxlen = self.events_maxlen(&queue.name).unwrap_or(10_000);
-        let mut call = scripts::ACK.key(&queue.reserved);
-        call.key(self.keys().events(&queue.name)).arg(maxlen);
-        match known {
-            Some(jobs) => {
-                let uuids: Vec<&str> = jobs.iter().map(|job| job.0).collect();
-                let names: Vec<&str> = jobs.iter().map(|job| job.1).collect();
-                let attempts: Vec<String> = jobs.iter().map(|job| job.2.to_string()).collect();
-                call.arg(uuids.join(" "))
-                    .arg(names.join("\n"))
-                    .arg(attempts.join(" "));
-            }
-            None => {
-                call.arg("").arg("").arg("");
-            }
+        if reserved.is_empty() {
+            return Ok(0);
         }
-        for member in reserved {
-            call.arg(*member);
-        }
-        self.invoke(&call).await
+        let Some(maxlen) = self.events_maxlen(&queue.name) else {
+            return self.delete_many(queue, reserved).await;
+        };
+        let count = completed.len().to_string();
+        let uuids = join(completed.iter().map(|job| job.0), " ");
+        let names = join(completed.iter().map(|job| job.1), "\n");
+        let attempts = join(completed.iter().map(|job| job.2.to_string()), " ");
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .zrem(&queue.reserved, reserved)
+            .add_command(xadd(
+                &self.keys().events(&queue.name),
+                maxlen,
+                &[
+                    ("event", "completed"),
+                    ("n", &count),
+                    ("uuid", &uuids),
+                    ("job", &names),
+                    ("attempt", &attempts),
+                ],
+            ));
+        pipe.ignore();
+        let (held,): (u64,) = self.query_pipe(&pipe).await?;
+        Ok(held)
     }
 
     /// Pushes the expiry of reservations still held to `retry_after` from now (server time);
@@ -123,4 +133,16 @@ impl RedisQueue {
         }
         self.invoke(&call).await
     }
+}
+
+/// The texts of `items` joined by `separator`.
+fn join<T: AsRef<str>>(items: impl Iterator<Item = T>, separator: &str) -> String {
+    let mut joined = String::new();
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            joined.push_str(separator);
+        }
+        joined.push_str(item.as_ref());
+    }
+    joined
 }

@@ -114,11 +114,6 @@ script!(
     RUNNING, "running.lua", uses "time.lua", "status.lua"
 );
 script!(
-    /// Acknowledge finished jobs of a queue whose events are on, with their `completed`
-    /// events (`ack.lua`).
-    ACK, "ack.lua", uses "fields.lua", "status.lua"
-);
-script!(
     /// Record a running job's progress (`progress.lua`).
     PROGRESS, "progress.lua", uses "time.lua", "status.lua"
 );

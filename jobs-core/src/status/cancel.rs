@@ -3,11 +3,11 @@
 use uuid::Uuid;
 
 use crate::error::Result;
+use crate::queue::events::xadd;
 use crate::queue::keys::KeyLayout;
 use crate::queue::scripts;
 use crate::queue::RedisQueue;
 use crate::status::record::JobState;
-use crate::status::signals::xadd;
 use crate::status::CANCEL_TTL;
 
 /// What a cancel request found, and did.

@@ -168,13 +168,3 @@ impl RedisQueue {
         .await
     }
 }
-
-/// `XADD key MAXLEN ~ maxlen * fields...`.
-pub(crate) fn xadd(key: &str, maxlen: u64, fields: &[(&str, &str)]) -> redis::Cmd {
-    let mut cmd = redis::cmd("XADD");
-    cmd.arg(key).arg("MAXLEN").arg("~").arg(maxlen).arg("*");
-    for (field, value) in fields {
-        cmd.arg(*field).arg(*value);
-    }
-    cmd
-}

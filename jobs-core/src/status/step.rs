@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::queue::effects::Effects;
+use crate::queue::events::xadd;
 use crate::queue::settle::{Ending, SettleStep};
 use crate::queue::RedisQueue;
 use crate::status::record::JobState;
-use crate::status::signals::xadd;
 
 /// What settling one attempt writes to its job's status.
 #[derive(Debug)]

@@ -224,7 +224,7 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
                     })
                     .collect();
                 match events {
-                    Some(events) => queue.delete_completed(keys, &reserved, Some(&events)).await,
+                    Some(events) => queue.delete_completed(keys, &reserved, &events).await,
                     None => queue.delete_many(keys, &reserved).await,
                 }
             }

@@ -44,11 +44,13 @@ if popped then
   local expires = string.format('%.17g', now + tonumber(ARGV[1]))
   local raised = {}
   local scored = {}
+  local with_events = ARGV[4] ~= '0'
   for i, job in ipairs(popped) do
     local first, last = attempts_at(job, math.max(1, #job - 64))
+    local next_attempts = '0'
     if first then
       local attempts = string.sub(job, first, last - 1)
-      local next_attempts = raised[attempts]
+      next_attempts = raised[attempts]
       if not next_attempts then
         next_attempts = tostring(tonumber(attempts) + 1)
         raised[attempts] = next_attempts
@@ -56,12 +58,10 @@ if popped then
       job = string.sub(job, 1, first - 1) .. next_attempts .. string.sub(job, last)
     end
     reserved[i] = job
-    if ARGV[4] ~= '0' then
-      local attempt = '0'
-      if first then attempt = raised[string.sub(popped[i], first, last - 1)] end
+    if with_events then
       events.uuids[i] = payload_uuid(job)
       events.jobs[i] = payload_job(job)
-      events.attempts[i] = attempt
+      events.attempts[i] = next_attempts
     end
     scored[2 * i - 1] = expires
     scored[2 * i] = job
@@ -69,7 +69,7 @@ if popped then
   for i = 1, #scored, 2000 do
     redis.call('zadd', KEYS[3], unpack(scored, i, math.min(i + 1999, #scored)))
   end
-  if ARGV[4] ~= '0' then
+  if with_events then
     status_events(KEYS[5], ARGV[4], 'active', events.uuids, events.jobs, events.attempts)
   end
 end

@@ -1,7 +1,7 @@
 -- Fields of a payload read without decoding it, which a script must never do (an error would
 -- leave its earlier writes in place): the top-level attempts number, found near the end, the
--- uuid, the payload's first field, and the job name. Shared by pop.lua, which raises the
--- attempts, and by the scripts that write a queue's events.
+-- uuid, the payload's first field, and the job name. Read by pop.lua, which raises the
+-- attempts, and names the jobs it reserves in their `active` events.
 
 -- The position of the top-level attempts number: the last "attempts" key followed by a
 -- colon and digits. It sits near the end of a payload, so the tail is searched first. Keys are
@@ -42,11 +42,4 @@ local function payload_job(job)
   local close = string.find(job, '"', key_end + 1, true)
   if not close then return '' end
   return string.sub(job, key_end + 1, close - 1)
-end
-
--- The payload's attempts number, as text ('' when it has none).
-local function payload_attempts(job)
-  local first, last = attempts_at(job, math.max(1, #job - 64))
-  if not first then return '' end
-  return string.sub(job, first, last - 1)
 end
