@@ -13,6 +13,7 @@ use crate::payload::laravel::CALL_QUEUED_HANDLER;
 use crate::payload::php;
 use crate::payload::unique::{Dispatched, UniqueLock};
 use crate::payload::{LogContext, Payload};
+use crate::queue::keys::check_group_name;
 use crate::queue::{DebounceDispatch, Envelope, RedisQueue, UniqueDispatch};
 use crate::trace;
 use tracing::Instrument;
@@ -51,6 +52,7 @@ pub struct PendingDispatch<J: Job> {
     log_context: Option<LogContext>,
     via: Option<RedisQueue>,
     pub(crate) track: Option<u64>,
+    group: Option<String>,
 }
 
 impl<J: Job> PendingDispatch<J> {
@@ -70,6 +72,7 @@ impl<J: Job> PendingDispatch<J> {
             log_context: None,
             via: None,
             track: None,
+            group: None,
         }
     }
 
@@ -153,6 +156,25 @@ impl<J: Job> PendingDispatch<J> {
         self
     }
 
+    /// Puts the job in this group of its queue, instead of the job's own
+    /// ([`Job::group`]): the queue serves its groups in turn, each within its limits
+    /// ([fair groups](crate::groups)). A name is at most 128 bytes, without `:`, braces,
+    /// commas or white space ([`check_group_name`]); the dispatch fails otherwise.
+    ///
+    /// ```no_run
+    /// # use redjob::{job, Job, JobContext, JobResult};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize)] struct ImportRow { tenant: u64, row: u64 }
+    /// # #[job] impl Job for ImportRow { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+    /// # async fn demo() -> Result<(), redjob::Error> {
+    /// ImportRow { tenant: 42, row: 1 }.dispatch().group("tenant-42").await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.group = Some(group.into());
+        self
+    }
+
     /// Pushes through this handle instead of the process-wide default.
     pub fn via(mut self, queue: &RedisQueue) -> Self {
         self.via = Some(queue.clone());
@@ -179,6 +201,16 @@ impl<J: Job> PendingDispatch<J> {
             None => self.delay.or(placement.delay),
         };
         let rules = self.rules(&options);
+        let group = self.group_name()?;
+        let in_workflow = placement.chain.is_some()
+            || placement.batch.is_some()
+            || placement.callback_of.is_some();
+        if group.is_some() && in_workflow {
+            return Err(Error::NotInWorkflow {
+                job: J::NAME,
+                kind: "in a group",
+            });
+        }
         let mut payload = Payload {
             uuid,
             display_name: display_name.to_owned(),
@@ -198,6 +230,7 @@ impl<J: Job> PendingDispatch<J> {
             batch: placement.batch,
             callback_of: placement.callback_of,
             track: self.track.or(options.track),
+            group: group.clone(),
             traceparent: None,
             tracestate: None,
             log_context: self.log_context.clone(),
@@ -220,7 +253,18 @@ impl<J: Job> PendingDispatch<J> {
             unique,
             debounce,
             track: payload.track,
+            group,
         })
+    }
+
+    /// The group the job waits in: the dispatch's, else the job's own ([`Job::group`]),
+    /// checked ([`check_group_name`]).
+    fn group_name(&self) -> Result<Option<String>> {
+        let group = self.group.clone().or_else(|| self.job.group());
+        if let Some(group) = &group {
+            check_group_name(group)?;
+        }
+        Ok(group)
     }
 
     /// The queue the job goes to: the dispatch's, else the job type's, else its workflow's,

@@ -83,16 +83,20 @@ pub enum Error {
     /// A queue name no worker could take jobs from (see [`check_queue_name`](crate::queue::keys::check_queue_name)).
     #[error(transparent)]
     InvalidQueueName(#[from] InvalidQueueName),
+    /// A group name that could be taken for another key's (see
+    /// [`check_group_name`](crate::queue::keys::check_group_name)).
+    #[error(transparent)]
+    InvalidGroupName(#[from] InvalidGroupName),
     /// A unique job's lock is held by another job: nothing was pushed.
     #[error(transparent)]
     Duplicate(#[from] crate::payload::unique::Duplicate),
     /// A job that cannot be part of a chain or a batch: a unique or debounced job, whose
-    /// push may be refused or replaced.
+    /// push may be refused or replaced, or a job in a group.
     #[error("job {job} cannot be part of a chain or a batch: it is {kind}")]
     NotInWorkflow {
         /// The job's registered name.
         job: &'static str,
-        /// `"unique"` or `"debounced"`.
+        /// `"unique"`, `"debounced"` or `"in a group"`.
         kind: &'static str,
     },
     /// A chain or batch that cannot be built as asked.
@@ -169,6 +173,17 @@ fn is_tls_failure(err: &redis::RedisError) -> bool {
 
 /// The result of queue operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A group name that could be taken for another key's, refused before anything is written
+/// under it (see [`check_group_name`](crate::queue::keys::check_group_name)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid group name {group:?}: {reason}")]
+pub struct InvalidGroupName {
+    /// The name as given.
+    pub group: String,
+    /// Which rule it breaks.
+    pub reason: &'static str,
+}
 
 /// A name no worker could take jobs from, refused before anything is written under it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

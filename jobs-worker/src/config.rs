@@ -3,6 +3,7 @@
 //!
 //! [`WorkerOptions`]: crate::WorkerOptions
 
+use redjob::queue::GroupLimits;
 use redjob::Backoff;
 use std::time::Duration;
 
@@ -83,6 +84,11 @@ pub struct WorkerConfig {
     ///
     /// [`cancelled`]: redjob::JobContext::cancelled
     pub cancel_grace: Duration,
+    /// The limits of a queue's groups that have none of their own and whose queue has none
+    /// (set with `jobsctl groups`; docs/groups.md): how many of a group's jobs run at once
+    /// across every worker, and how many start within a period. Workers of one queue should
+    /// agree on them, as each applies its own when it serves a group.
+    pub groups: GroupLimits,
 }
 
 /// What the watchdog does about a handler that blocks its thread past its timeout (a long
@@ -129,6 +135,7 @@ impl Default for WorkerConfig {
             on_blocked: OnBlocked::default(),
             trace: None,
             cancel_grace: Duration::from_secs(10),
+            groups: GroupLimits::default(),
         }
     }
 }

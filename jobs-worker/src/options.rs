@@ -76,6 +76,16 @@ pub struct WorkerOptions {
     #[arg(long, default_value_t = 10.0)]
     pub cancel_grace: f64,
 
+    /// How many jobs of one group of a queue run at once across every worker, for groups
+    /// with no limit of their own or their queue's (`jobsctl groups`; default: no limit).
+    #[arg(long, value_name = "N")]
+    pub group_concurrency: Option<u32>,
+
+    /// How many jobs of one group start within a period, for groups with no rate of their own
+    /// or their queue's: JOBS/SECONDS, such as 10/1 (default: no limit).
+    #[arg(long, value_name = "JOBS/SECONDS")]
+    pub group_rate: Option<redjob::queue::GroupRate>,
+
     /// Seconds after which a reserved job whose worker died is handed out again.
     #[arg(long, default_value_t = 90.0)]
     pub retry_after: f64,
@@ -167,6 +177,10 @@ impl WorkerOptions {
             on_blocked: crate::config::OnBlocked::default(),
             trace: self.trace,
             cancel_grace: secs(self.cancel_grace),
+            groups: redjob::queue::GroupLimits {
+                concurrency: self.group_concurrency.filter(|n| *n > 0),
+                rate: self.group_rate,
+            },
         }
     }
 }

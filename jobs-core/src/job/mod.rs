@@ -100,6 +100,13 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The group of its queue this job waits in, served in turn with the queue's other groups
+    /// within each group's limits ([fair groups](crate::groups)): a tenant, say. A dispatch's
+    /// [`group`](crate::PendingDispatch::group) wins. Default: none, the queue's own list.
+    fn group(&self) -> Option<String> {
+        None
+    }
+
     /// What makes dispatches of this type one debounced job (`#[job(debounce = ...)]`):
     /// those with equal ids. Default: empty, so all of them.
     fn debounce_id(&self) -> String {

@@ -102,6 +102,11 @@ pub struct Payload {
     /// settles; absent otherwise. Not signed: it says only how long a record is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub track: Option<u64>,
+    /// The group of its queue the job waits in ([fair groups](crate::groups)); absent for a
+    /// job of the queue's own list, the only kind Laravel's workers see. Not signed: it says
+    /// where the job waits, not what it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// The W3C trace context the job was dispatched in (see [`crate::trace`]), the key
     /// Laravel's OpenTelemetry package writes; absent without one. Not signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

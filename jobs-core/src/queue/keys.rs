@@ -131,7 +131,45 @@ pub fn check_queue_name(name: &str) -> Result<(), InvalidQueueName> {
     })
 }
 
-/// The four keys of one queue.
+/// Checks that `group` can name a group of a queue ([fair groups](crate::groups)): its keys
+/// are built from it, in scripts too, so it must not look like another key's name:
+/// - not empty, and at most [`MAX_GROUP_NAME`] bytes;
+/// - no `:` (`queues:q:g:a:delayed` would be group `a`'s delayed set as well as group
+///   `a:delayed`'s list), no `{` or `}` (a Redis Cluster hash tag), no comma, space or control
+///   character.
+///
+/// ```
+/// use redjob::queue::keys::check_group_name;
+/// assert!(check_group_name("tenant-42").is_ok());
+/// assert!(check_group_name("tenant:42").is_err());
+/// assert!(check_group_name("").is_err());
+/// ```
+pub fn check_group_name(group: &str) -> Result<(), InvalidGroupName> {
+    let reason = if group.is_empty() {
+        "it is empty"
+    } else if group.len() > MAX_GROUP_NAME {
+        "it is longer than 128 bytes"
+    } else if group
+        .chars()
+        .any(|c| matches!(c, ':' | '{' | '}' | ',') || c.is_whitespace() || c.is_control())
+    {
+        "it contains a colon, a brace, a comma, white space or a control character"
+    } else {
+        return Ok(());
+    };
+    Err(InvalidGroupName {
+        group: group.to_owned(),
+        reason,
+    })
+}
+
+/// The longest group name, in bytes.
+pub const MAX_GROUP_NAME: usize = 128;
+
+// Defined with the crate's errors, which wrap it; the group-name rule is here.
+pub use crate::error::InvalidGroupName;
+
+/// The keys of one queue, or of one group of a queue.
 ///
 /// ```
 /// let keys = redjob::queue::keys::QueueKeys::new("emails");
@@ -139,6 +177,12 @@ pub fn check_queue_name(name: &str) -> Result<(), InvalidQueueName> {
 /// assert_eq!(keys.delayed, "queues:emails:delayed");
 /// assert_eq!(keys.reserved, "queues:emails:reserved");
 /// assert_eq!(keys.notify, "queues:emails:notify");
+/// let acme = keys.for_group("acme");
+/// assert_eq!(acme.ready, "queues:emails:g:acme");
+/// assert_eq!(acme.delayed, "queues:emails:g:acme:delayed");
+/// assert_eq!(acme.reserved, "queues:emails:g:acme:reserved");
+/// assert_eq!(acme.notify, "queues:emails:notify");
+/// assert_eq!(acme.group.as_deref(), Some("acme"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct QueueKeys {
@@ -150,8 +194,12 @@ pub struct QueueKeys {
     pub delayed: String,
     /// ZSET of reserved copies of running jobs, scored by the time the reservation expires.
     pub reserved: String,
-    /// LIST of wake-up tokens, one per ready job, on which idle workers block.
+    /// LIST of wake-up tokens, one per ready job, on which idle workers block. A group's
+    /// keys share their queue's.
     pub notify: String,
+    /// For the keys of one group of the queue, its name: then `ready`, `delayed` and
+    /// `reserved` are the group's own (see [`QueueKeys::for_group`]).
+    pub group: Option<String>,
 }
 
 impl QueueKeys {
@@ -168,6 +216,54 @@ impl QueueKeys {
             reserved: format!("{ready}:reserved"),
             notify: format!("{ready}:notify"),
             ready,
+            group: None,
+        }
+    }
+
+    /// The ready list of the queue itself, for the keys of a group as for the queue's.
+    fn queue_ready(&self) -> &str {
+        match &self.group {
+            Some(group) => {
+                let own = self.ready.len() - GROUP_INFIX.len() - group.len();
+                &self.ready[..own]
+            }
+            None => &self.ready,
+        }
+    }
+
+    /// The keys of the group `group` of this queue: a sub-queue shaped like the queue, with
+    /// its own ready list `<queue>:g:<group>`, delayed set and reserved set (whose members are
+    /// the group's running jobs, the leases its concurrency limit counts), in the queue's
+    /// slot on a cluster, sharing the queue's wake-up list. Laravel's workers never read
+    /// them. `group` must pass [`check_group_name`].
+    pub fn for_group(&self, group: &str) -> QueueKeys {
+        let ready = format!("{}{GROUP_INFIX}{group}", self.queue_ready());
+        QueueKeys {
+            name: self.name.clone(),
+            delayed: format!("{ready}:delayed"),
+            reserved: format!("{ready}:reserved"),
+            notify: self.notify.clone(),
+            ready,
+            group: Some(group.to_owned()),
+        }
+    }
+
+    /// The keys that order the groups of this queue ([`GroupsKeys`]).
+    ///
+    /// ```
+    /// let groups = redjob::queue::keys::QueueKeys::new("emails").groups();
+    /// assert_eq!(groups.rotation, "queues:emails:groups");
+    /// assert_eq!(groups.group_prefix, "queues:emails:g:");
+    /// ```
+    pub fn groups(&self) -> GroupsKeys {
+        let queue = self.queue_ready();
+        GroupsKeys {
+            rotation: format!("{queue}:groups"),
+            rotating: format!("{queue}:groups:rotating"),
+            blocked: format!("{queue}:groups:blocked"),
+            due: format!("{queue}:groups:due"),
+            limits: format!("{queue}:groups:limits"),
+            group_prefix: format!("{queue}{GROUP_INFIX}"),
         }
     }
 
@@ -175,6 +271,33 @@ impl QueueKeys {
     pub fn all(&self) -> [&str; 4] {
         [&self.ready, &self.delayed, &self.reserved, &self.notify]
     }
+}
+
+/// What comes between a queue's ready list and a group's name in the group's keys.
+const GROUP_INFIX: &str = ":g:";
+
+/// The keys by which a queue's groups take turns (docs/groups.md), in the queue's slot on a
+/// cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupsKeys {
+    /// LIST of the groups that may run a job now, each once: the rotation, served from the
+    /// head, the served group moved to the tail.
+    pub rotation: String,
+    /// SET of the groups in the rotation.
+    pub rotating: String,
+    /// ZSET of groups with ready jobs that may not run one yet, scored by when to look again:
+    /// at their concurrency limit, the earliest expiry of their reservations (a slot freed
+    /// earlier brings them back at once); over their rate, when it allows the next job;
+    /// paused, `+inf`.
+    pub blocked: String,
+    /// ZSET of groups with delayed or reserved jobs, scored by when the earliest of those
+    /// falls due (a delayed job) or expires (a reservation).
+    pub due: String,
+    /// HASH of the groups' limits: `<group>:c` (concurrency), `<group>:r` (rate, `N/secs`),
+    /// `<group>:p` (paused), and `*:c`, `*:r` for every group of the queue.
+    pub limits: String,
+    /// What a group's name follows in its keys (`queues:<name>:g:`).
+    pub group_prefix: String,
 }
 
 /// Prefix of the keys this project adds for operators (worker heartbeats, metrics, pause and

@@ -4,7 +4,8 @@
 //! ([`keys`]) and the Lua scripts (`scripts.rs`, `scripts/*.lua`). On it, one file per
 //! operation: a job is pushed (`push.rs`), reserved (`reserve.rs`), settled (`settle.rs`,
 //! with the effects of `effects.rs`), holds are renewed and freed ([`hold`]), the failed-job
-//! store is read (`failed.rs`), and a queue is sized or cleared (`size.rs`).
+//! store is read (`failed.rs`), and a queue is sized or cleared (`size.rs`). A queue's groups
+//! are sub-queues of it, served in turn (`group.rs`).
 //!
 //! Capabilities above this layer attach through its extension points and this layer names
 //! none of them: typed [`Extensions`] on the handle, settle steps that add effects to the
@@ -20,6 +21,7 @@ pub(crate) mod effects;
 pub(crate) mod events;
 mod extensions;
 mod failed;
+mod group;
 mod handle;
 pub mod hold;
 pub mod keys;
@@ -37,6 +39,7 @@ mod url;
 
 pub use config::{QueueConfig, TLS_CA_FILE_ENV};
 pub use extensions::Extensions;
+pub use group::{GroupLimits, GroupRate, InvalidGroupRate};
 pub use handle::RedisQueue;
 #[cfg(feature = "postgres")]
 pub(crate) use push::UniquePush;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::payload::failed::FailedJob;
+use crate::queue::group::GroupLimits;
 use crate::queue::handle::RedisQueue;
 use crate::queue::hold::Hold;
 use crate::queue::keys::QueueKeys;
@@ -17,13 +18,14 @@ use crate::queue::settle::Settlement;
 
 /// The queue operations of a worker. Not a public API: its shape follows the worker's needs.
 pub trait WorkerQueue: Sync {
-    /// Reserves up to `count` jobs of `queue` (`reserve.rs`).
+    /// Reserves up to `count` jobs of `queue`, its own and its groups' (`reserve.rs`).
     fn pop(
         &self,
         queue: &QueueKeys,
         retry_after: Duration,
         count: usize,
         migrate_limit: usize,
+        groups: &GroupLimits,
     ) -> impl Future<Output = Result<Popped>> + Send;
 
     /// Deletes a finished job's reservation; `false` when it was no longer held.
@@ -134,8 +136,9 @@ impl WorkerQueue for RedisQueue {
         retry_after: Duration,
         count: usize,
         migrate_limit: usize,
+        groups: &GroupLimits,
     ) -> Result<Popped> {
-        RedisQueue::pop(self, queue, retry_after, count, migrate_limit).await
+        RedisQueue::pop(self, queue, retry_after, count, migrate_limit, groups).await
     }
 
     async fn delete(&self, queue: &QueueKeys, reserved: &str) -> Result<bool> {

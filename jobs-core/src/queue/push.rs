@@ -40,6 +40,9 @@ pub struct Envelope {
     /// For a tracked job, the seconds its outcome is kept after it settles: its push starts
     /// its status record (see [`crate::status`]).
     pub track: Option<u64>,
+    /// The group of the queue the job waits in, when it has one (see
+    /// [`QueueKeys::for_group`](crate::queue::keys::QueueKeys::for_group)).
+    pub group: Option<String>,
 }
 
 /// The debounce window of a debounced job's push (see [`crate::Job::debounce_id`]).
@@ -66,7 +69,7 @@ pub struct UniqueDispatch {
 
 /// The script calls of one pipeline, and which of them push unique jobs (call index,
 /// envelope index).
-struct Group<'a> {
+struct Pipeline<'a> {
     name: &'a str,
     calls: Vec<ScriptInvocation<'static>>,
     unique_at: Vec<(usize, usize)>,
@@ -75,7 +78,7 @@ struct Group<'a> {
 /// Every pipeline of one push, and the scripts their calls use.
 #[derive(Default)]
 struct Plan<'a> {
-    groups: Vec<Group<'a>>,
+    pipelines: Vec<Pipeline<'a>>,
     scripts: Vec<&'static redis::Script>,
     /// On a cluster, the calls that start tracked jobs' status records, each in a slot of its
     /// own: sent after the pipelines (on one server they are in the pipeline).
@@ -122,15 +125,15 @@ impl RedisQueue {
                 KeyLayout::Standalone => "",
                 KeyLayout::Cluster => run[0].queue.as_str(),
             };
-            let at = match plan.groups.iter().position(|g| g.name == name) {
+            let at = match plan.pipelines.iter().position(|p| p.name == name) {
                 Some(at) => at,
                 None => {
-                    plan.groups.push(Group {
+                    plan.pipelines.push(Pipeline {
                         name,
                         calls: Vec::new(),
                         unique_at: Vec::new(),
                     });
-                    plan.groups.len() - 1
+                    plan.pipelines.len() - 1
                 }
             };
             let script = script_for(&run[0]);
@@ -147,18 +150,32 @@ impl RedisQueue {
             if !events.is_empty() && !uses_events {
                 plan.scripts.push(&scripts::EVENT);
             }
-            let group = &mut plan.groups[at];
+            let pipeline = &mut plan.pipelines[at];
             let unique = run[0].unique.is_some();
             let (before, after) = match unique {
                 true => (Vec::new(), events),
                 false => (events, Vec::new()),
             };
-            group.calls.extend(before);
+            pipeline.calls.extend(before);
             if unique {
-                group.unique_at.push((group.calls.len(), offset));
+                pipeline.unique_at.push((pipeline.calls.len(), offset));
             }
-            group.calls.extend(self.calls_for(script, run));
-            group.calls.extend(after);
+            pipeline.calls.extend(self.calls_for(script, run));
+            if let Some(name) = &run[0].group {
+                // The group's jobs are in its list (or delayed set): it joins the rotation.
+                pipeline
+                    .calls
+                    .push(self.group_touch(&run[0].queue, &[name]));
+                if !plan
+                    .scripts
+                    .iter()
+                    .any(|s| std::ptr::eq(*s, &*scripts::GROUP_TOUCH))
+                {
+                    plan.scripts.push(&scripts::GROUP_TOUCH);
+                }
+            }
+            let pipeline = &mut plan.pipelines[at];
+            pipeline.calls.extend(after);
             let tracked = run.iter().filter(|envelope| envelope.track.is_some());
             let records: Vec<_> = tracked.map(|envelope| self.track_call(envelope)).collect();
             if !records.is_empty()
@@ -170,7 +187,7 @@ impl RedisQueue {
                 plan.scripts.push(&scripts::TRACK);
             }
             match self.layout() {
-                KeyLayout::Standalone => plan.groups[at].calls.extend(records),
+                KeyLayout::Standalone => plan.pipelines[at].calls.extend(records),
                 KeyLayout::Cluster => plan.records.extend(records),
             }
             offset += run.len();
@@ -185,7 +202,7 @@ impl RedisQueue {
         run: &[Envelope],
     ) -> Vec<ScriptInvocation<'static>> {
         let first = &run[0];
-        let keys = self.queue_keys(&first.queue);
+        let keys = self.envelope_keys(first);
         if let Some(debounce) = &first.debounce {
             let mut call = script.key(self.keys().debounce(&first.queue, &debounce.key));
             call.key(&keys.delayed)
@@ -198,6 +215,7 @@ impl RedisQueue {
         if let Some(unique) = &first.unique {
             let push = UniquePush {
                 queue: &first.queue,
+                group: first.group.as_deref(),
                 lock: &unique.lock.key,
                 uuid: &first.uuid.to_string(),
                 lasts_ms: unique.lasts.as_millis() as i64,
@@ -219,6 +237,15 @@ impl RedisQueue {
                 call
             })
             .collect()
+    }
+
+    /// The keys `envelope` is pushed into: its group's, when it has one, else its queue's.
+    fn envelope_keys(&self, envelope: &Envelope) -> crate::queue::keys::QueueKeys {
+        let keys = self.queue_keys(&envelope.queue);
+        match &envelope.group {
+            Some(group) => keys.for_group(group),
+            None => keys,
+        }
     }
 
     /// The calls that append the `queued` events of a run of envelopes of one queue, a call
@@ -267,7 +294,10 @@ impl RedisQueue {
         script: &'static redis::Script,
         push: UniquePush<'_>,
     ) -> ScriptInvocation<'static> {
-        let keys = self.queue_keys(push.queue);
+        let keys = match push.group {
+            Some(group) => self.queue_keys(push.queue).for_group(group),
+            None => self.queue_keys(push.queue),
+        };
         let mut call = script.key(self.keys().unique(push.queue, push.lock));
         call.key(match push.due.is_empty() {
             true => &keys.ready,
@@ -287,11 +317,11 @@ impl RedisQueue {
             .iter()
             .map(|e| Dispatched::Queued(e.uuid))
             .collect();
-        for group in &plan.groups {
+        for pipeline in &plan.pipelines {
             let replies = self
-                .invoke_all::<redis::Value>(&plan.scripts, &group.calls)
+                .invoke_all::<redis::Value>(&plan.scripts, &pipeline.calls)
                 .await?;
-            for &(call, at) in &group.unique_at {
+            for &(call, at) in &pipeline.unique_at {
                 // The holder's uuid; a lock someone else set by hand reads as the nil uuid.
                 let holder = match &replies[call] {
                     redis::Value::BulkString(bytes) if !bytes.is_empty() => {
@@ -367,6 +397,8 @@ impl RedisQueue {
 pub(crate) struct UniquePush<'a> {
     /// The queue's name.
     pub(crate) queue: &'a str,
+    /// The group of the queue the job waits in, if any.
+    pub(crate) group: Option<&'a str>,
     /// The lock's key under the queue: `<job>:<unique id>`.
     pub(crate) lock: &'a str,
     /// The job's uuid, the lock's value.
@@ -389,12 +421,16 @@ fn script_for(first: &Envelope) -> &'static redis::Script {
     }
 }
 
-/// Splits envelopes into runs of the same queue and kind (ready or delayed), keeping order; a
-/// unique or debounced job is a run of its own.
+/// Splits envelopes into runs of the same queue, group and kind (ready or delayed), keeping
+/// order; a unique or debounced job is a run of its own.
 fn runs(envelopes: &[Envelope]) -> impl Iterator<Item = &[Envelope]> {
     let plain = |e: &Envelope| e.unique.is_none() && e.debounce.is_none();
     envelopes.chunk_by(move |a, b| {
-        a.queue == b.queue && a.delay.is_some() == b.delay.is_some() && plain(a) && plain(b)
+        a.queue == b.queue
+            && a.group == b.group
+            && a.delay.is_some() == b.delay.is_some()
+            && plain(a)
+            && plain(b)
     })
 }
 

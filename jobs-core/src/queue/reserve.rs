@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::queue::due::seconds_arg;
 use crate::queue::events::xadd;
+use crate::queue::group::GroupLimits;
 use crate::queue::handle::RedisQueue;
 use crate::queue::keys::QueueKeys;
 use crate::queue::scripts;
@@ -19,51 +20,79 @@ pub struct Popped {
     /// Reserved payloads that are not UTF-8 text, byte for byte: no job can decode them, and
     /// they must be failed by these exact bytes.
     pub unreadable: Vec<Vec<u8>>,
-    /// Time until the next delayed job or reservation falls due, by the server's clock.
+    /// The group each of `jobs` was reserved from, in order (`None`: the queue's own list).
+    pub groups: Vec<Option<String>>,
+    /// The group each of `unreadable` was reserved from, in order.
+    pub unreadable_groups: Vec<Option<String>>,
+    /// Time until the next delayed job, reservation or blocked group falls due, by the
+    /// server's clock.
     pub next_due: Option<Duration>,
 }
 
 impl RedisQueue {
-    /// Reserves up to `count` jobs of `queue`, after migrating due delayed jobs and expired
-    /// reservations (at most `migrate_limit` of each in this call). Each reservation expires
-    /// `retry_after` from now, by the server's clock.
+    /// Reserves up to `count` jobs of `queue`, its own and its groups' in turn, after
+    /// migrating due delayed jobs and expired reservations (at most `migrate_limit` of each in
+    /// this call). Each reservation expires `retry_after` from now, by the server's clock.
+    /// `groups` are the limits of a group that has none of its own nor its queue's.
     pub(crate) async fn pop(
         &self,
         queue: &QueueKeys,
         retry_after: Duration,
         count: usize,
         migrate_limit: usize,
+        groups: &GroupLimits,
     ) -> Result<Popped> {
+        let group_keys = queue.groups();
         let mut call = scripts::POP.key(&queue.ready);
         call.key(&queue.delayed)
             .key(&queue.reserved)
             .key(&queue.notify)
             .key(self.keys().events(&queue.name))
+            .key(&group_keys.rotation)
+            .key(&group_keys.rotating)
+            .key(&group_keys.blocked)
+            .key(&group_keys.due)
+            .key(&group_keys.limits)
             .arg(seconds_arg(retry_after))
             .arg(count.max(1))
             .arg(migrate_limit.max(1))
-            .arg(self.events_maxlen(&queue.name).unwrap_or(0));
-        let (popped, next_due_us): (Vec<Vec<u8>>, i64) = self.invoke(&call).await?;
-        let mut jobs = Vec::with_capacity(popped.len());
-        let mut unreadable = Vec::new();
+            .arg(self.events_maxlen(&queue.name).unwrap_or(0))
+            .arg(&group_keys.group_prefix)
+            .arg(groups.concurrency.unwrap_or(0))
+            .arg(groups.rate.map_or(String::new(), |rate| rate.to_string()));
+        let (popped, next_due_us, groups_of): (Vec<Vec<u8>>, i64, Vec<String>) =
+            self.invoke(&call).await?;
+        let mut popped_groups = groups_of
+            .into_iter()
+            .map(|group| Some(group).filter(|group| !group.is_empty()));
+        let mut out = Popped {
+            next_due: u64::try_from(next_due_us).ok().map(Duration::from_micros),
+            ..Popped::default()
+        };
         for bytes in popped {
+            let group = popped_groups.next().flatten();
             match String::from_utf8(bytes) {
-                Ok(job) => jobs.push(job),
-                Err(err) => unreadable.push(err.into_bytes()),
+                Ok(job) => {
+                    out.jobs.push(job);
+                    out.groups.push(group);
+                }
+                Err(err) => {
+                    out.unreadable.push(err.into_bytes());
+                    out.unreadable_groups.push(group);
+                }
             }
         }
-        Ok(Popped {
-            jobs,
-            unreadable,
-            next_due: u64::try_from(next_due_us).ok().map(Duration::from_micros),
-        })
+        Ok(out)
     }
 
-    /// Deletes finished jobs' reservations of one queue in one call; returns how many were
-    /// still held.
+    /// Deletes finished jobs' reservations of one queue, or of one group of it, in one call;
+    /// returns how many were still held.
     pub(crate) async fn delete_many(&self, queue: &QueueKeys, reserved: &[&str]) -> Result<u64> {
         if reserved.is_empty() {
             return Ok(0);
+        }
+        if queue.group.is_some() {
+            return self.delete_in_group(queue, reserved, None).await;
         }
         self.call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
             .await
@@ -87,6 +116,9 @@ impl RedisQueue {
     ) -> Result<u64> {
         if reserved.is_empty() {
             return Ok(0);
+        }
+        if queue.group.is_some() {
+            return self.delete_in_group(queue, reserved, Some(completed)).await;
         }
         let Some(maxlen) = self.events_maxlen(&queue.name) else {
             return self.delete_many(queue, reserved).await;

@@ -8,8 +8,9 @@
 //! what a settled job held), `due.lua` (a delayed job's due time), `push_job.lua` (pushing one
 //! job, ready or delayed), `effects.lua` (reading the effects a settling script applies),
 //! `chain.lua` (a chain's steps), `batch.lua` (a batch's counts and callbacks),
-//! `status.lua` (a job's status record and its queue's events) and `fields.lua` (a payload's
-//! attempts, uuid and job name, read without decoding it). `redis::Script`
+//! `status.lua` (a job's status record and its queue's events), `fields.lua` (a payload's
+//! attempts, uuid and job name, read without decoding it) and `groups.lua` (a queue's groups
+//! and their rotation). `redis::Script`
 //! sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
 
 use redis::Script;
@@ -84,17 +85,17 @@ script!(
 );
 script!(
     /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).
-    POP, "pop.lua", uses "time.lua", "fields.lua", "status.lua"
+    POP, "pop.lua", uses "time.lua", "fields.lua", "status.lua", "groups.lua"
 );
 script!(
     /// Move a reserved job (or a replacement of it) back to the delayed set and free what it
     /// held while it ran (`release.lua`).
-    RELEASE, "release.lua", uses "time.lua", "effects.lua", "holds.lua", "status.lua"
+    RELEASE, "release.lua", uses "time.lua", "effects.lua", "holds.lua", "status.lua", "groups.lua"
 );
 script!(
     /// Acknowledge a finished job, free what it held and push its chain's next link
     /// (`complete.lua`).
-    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua"
+    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua", "groups.lua"
 );
 script!(
     /// Acknowledge finished jobs of one batch and count them there (`complete_batch.lua`).
@@ -103,7 +104,7 @@ script!(
 script!(
     /// Record a failed job, free what it held, push its chain's catch job, and prune the
     /// failed-job store (`fail.lua`).
-    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua"
+    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua", "groups.lua"
 );
 script!(
     /// Start a tracked job's status record as it is pushed (`track.lua`).
@@ -184,4 +185,13 @@ script!(
 script!(
     /// Record a restart request at Redis's time (`restart.lua`).
     RESTART, "restart.lua", uses "time.lua"
+);
+script!(
+    /// Bring the groups jobs were pushed into into the rotation (`group_touch.lua`).
+    GROUP_TOUCH, "group_touch.lua", uses "groups.lua"
+);
+script!(
+    /// Acknowledge finished jobs of one group, bringing the group back
+    /// (`group_ack.lua`).
+    GROUP_ACK, "group_ack.lua", uses "groups.lua"
 );

@@ -97,7 +97,8 @@ impl RedisQueue {
         replacement: Option<&str>,
         settlement: &Settlement,
     ) -> Result<bool> {
-        let effects = self.settle_effects(settlement, Ending::Released).await?;
+        let mut effects = self.settle_effects(settlement, Ending::Released).await?;
+        effects.group(queue);
         let mut call = scripts::RELEASE.key(&queue.reserved);
         call.key(&queue.delayed)
             .key(&queue.notify)
@@ -121,7 +122,8 @@ impl RedisQueue {
         reserved: &str,
         settlement: &Settlement,
     ) -> Result<bool> {
-        let effects = self.settle_effects(settlement, Ending::Done).await?;
+        let mut effects = self.settle_effects(settlement, Ending::Done).await?;
+        effects.group(queue);
         let mut call = scripts::COMPLETE.key(&queue.reserved);
         call.arg(reserved);
         effects.add_to(&mut call);
@@ -165,7 +167,10 @@ impl RedisQueue {
                 return Ok(false);
             }
         }
-        let effects = self.settle_effects(settlement, Ending::Failed).await?;
+        let mut effects = self.settle_effects(settlement, Ending::Failed).await?;
+        if !separate_removal {
+            effects.group(queue);
+        }
         let mut call = scripts::FAIL.key(self.keys().failed_jobs());
         call.key(self.keys().failed_jobs_index())
             .key(self.keys().failed_hooks());
@@ -181,10 +186,19 @@ impl RedisQueue {
         effects.add_to(&mut call);
         let recorded: u64 = self.invoke(&call).await?;
         if separate_removal {
-            self.call(
-                |mut conn| async move { conn.zrem::<_, _, ()>(&queue.reserved, reserved).await },
-            )
-            .await?;
+            // A group's job is removed as the acker removes it: its group comes back.
+            match String::from_utf8(reserved.to_vec()) {
+                Ok(member) if queue.group.is_some() => {
+                    self.delete_in_group(queue, &[member.as_str()], None)
+                        .await?;
+                }
+                _ => {
+                    self.call(|mut conn| async move {
+                        conn.zrem::<_, _, ()>(&queue.reserved, reserved).await
+                    })
+                    .await?;
+                }
+            }
         }
         Ok(recorded == 1)
     }

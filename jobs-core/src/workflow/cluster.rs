@@ -55,6 +55,7 @@ impl RedisQueue {
         let uuid = link.uuid.to_string();
         let push = crate::queue::UniquePush {
             queue: &link.queue,
+            group: None,
             lock,
             uuid: &uuid,
             lasts_ms,

@@ -200,6 +200,7 @@ async fn take_arrived(
 /// queue and batch for jobs of a batch), and takes the jobs of every group it reached out of
 /// `pending`. Stops at the first Redis error, which it returns.
 async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob::Result<()> {
+    // Each by its reserved set (a queue's own, or a group's) and batch.
     let mut acknowledged: Vec<(String, Option<Uuid>)> = Vec::new();
     let mut outcome = Ok(());
     for (keys, batch, finished) in groups(pending) {
@@ -233,7 +234,7 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
         match sent {
             Ok(held) => {
                 warn_if_not_held(keys, members.len() as u64 - held);
-                acknowledged.push((keys.name.clone(), batch));
+                acknowledged.push((keys.reserved.clone(), batch));
             }
             Err(err) => {
                 outcome = Err(err);
@@ -243,7 +244,7 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
     }
     pending.retain(|finished| {
         let group = (
-            finished.job.queue.name.clone(),
+            finished.job.queue.reserved.clone(),
             finished.batch.map(|(id, _)| id),
         );
         !acknowledged.contains(&group)
@@ -251,7 +252,7 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
     outcome
 }
 
-/// The finished jobs grouped by queue and batch.
+/// The finished jobs grouped by reserved set (a queue's own, or one group's) and batch.
 type Group<'a> = (&'a QueueKeys, Option<Uuid>, Vec<&'a Finished>);
 
 fn groups(pending: &[Finished]) -> Vec<Group<'_>> {
@@ -261,7 +262,7 @@ fn groups(pending: &[Finished]) -> Vec<Group<'_>> {
         let queue = &finished.job.queue;
         match groups
             .iter_mut()
-            .find(|(keys, group, _)| keys.name == queue.name && *group == batch)
+            .find(|(keys, group, _)| keys.reserved == queue.reserved && *group == batch)
         {
             Some((_, _, members)) => members.push(finished),
             None => groups.push((queue, batch, vec![finished])),

@@ -2,6 +2,7 @@
 
 use redjob::__worker::WorkerQueue;
 use redjob::queue::keys::QueueKeys;
+use redjob::queue::GroupLimits;
 use redjob::RedisQueue;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,22 +28,25 @@ pub(crate) struct Fetcher {
     queue: RedisQueue,
     queues: Vec<Arc<QueueKeys>>,
     retry_after: Duration,
+    groups: GroupLimits,
     control: Arc<Control>,
 }
 
 impl Fetcher {
     /// A fetcher for `queues`, highest priority first, skipping those `control` says are
-    /// paused.
+    /// paused; `groups` are the limits of a group that has none of its own nor its queue's.
     pub(crate) fn new(
         queue: RedisQueue,
         queues: Vec<Arc<QueueKeys>>,
         retry_after: Duration,
+        groups: GroupLimits,
         control: Arc<Control>,
     ) -> Self {
         Fetcher {
             queue,
             queues,
             retry_after,
+            groups,
             control,
         }
     }
@@ -62,27 +66,61 @@ impl Fetcher {
             }
             let popped = self
                 .queue
-                .pop(keys, self.retry_after, left, MIGRATE_LIMIT)
+                .pop(keys, self.retry_after, left, MIGRATE_LIMIT, &self.groups)
                 .await?;
             fetched.next_due = match (fetched.next_due, popped.next_due) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            fetched
-                .jobs
-                .extend(popped.jobs.into_iter().map(|raw| Reserved {
-                    queue: keys.clone(),
+            let mut groups = GroupKeysOf::new(keys);
+            for (raw, group) in popped.jobs.into_iter().zip(popped.groups) {
+                fetched.jobs.push(Reserved {
+                    queue: groups.keys(group),
                     raw,
                     unreadable: None,
-                }));
-            fetched
-                .jobs
-                .extend(popped.unreadable.into_iter().map(|bytes| Reserved {
-                    queue: keys.clone(),
+                });
+            }
+            for (bytes, group) in popped.unreadable.into_iter().zip(popped.unreadable_groups) {
+                fetched.jobs.push(Reserved {
+                    queue: groups.keys(group),
                     raw: String::from_utf8_lossy(&bytes).into_owned(),
                     unreadable: Some(bytes),
-                }));
+                });
+            }
         }
         Ok(fetched)
+    }
+}
+
+/// The keys of the jobs one pop of a queue reserved: the queue's own, or their group's, made
+/// once per group.
+struct GroupKeysOf<'q> {
+    queue: &'q Arc<QueueKeys>,
+    groups: Vec<Arc<QueueKeys>>,
+}
+
+impl<'q> GroupKeysOf<'q> {
+    fn new(queue: &'q Arc<QueueKeys>) -> Self {
+        GroupKeysOf {
+            queue,
+            groups: Vec::new(),
+        }
+    }
+
+    /// The keys of a job reserved from `group` (`None`: the queue's own list).
+    fn keys(&mut self, group: Option<String>) -> Arc<QueueKeys> {
+        let Some(group) = group else {
+            return self.queue.clone();
+        };
+        if let Some(keys) = self
+            .groups
+            .iter()
+            .find(|k| k.group.as_ref() == Some(&group))
+        {
+            return keys.clone();
+        }
+        let keys = Arc::new(self.queue.for_group(&group));
+        self.groups.push(keys.clone());
+        keys
     }
 }

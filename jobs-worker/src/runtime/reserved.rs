@@ -16,13 +16,14 @@ pub(crate) struct Reserved {
 }
 
 impl Reserved {
-    /// The reserved copies of `jobs`, grouped by queue, for one Redis call per queue.
+    /// The reserved copies of `jobs`, grouped by reserved set (a queue's own, or one group's),
+    /// for one Redis call per set.
     pub(crate) fn by_queue(jobs: &[Reserved]) -> Vec<(&QueueKeys, Vec<&str>)> {
         let mut groups: Vec<(&QueueKeys, Vec<&str>)> = Vec::new();
         for job in jobs {
             match groups
                 .iter_mut()
-                .find(|(keys, _)| keys.name == job.queue.name)
+                .find(|(keys, _)| keys.reserved == job.queue.reserved)
             {
                 Some((_, members)) => members.push(&job.raw),
                 None => groups.push((&job.queue, vec![&job.raw])),

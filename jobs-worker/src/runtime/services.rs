@@ -81,6 +81,7 @@ impl Services {
             queue.clone(),
             queues.clone(),
             config.retry_after,
+            config.groups,
             control.clone(),
         );
         let waker = Waker::start(queue, &queues, config.sleep, control.clone());

@@ -1,26 +1,47 @@
--- pop: migrate due jobs, then reserve up to ARGV[2] ready jobs.
+-- pop: migrate due jobs, then reserve up to ARGV[2] ready jobs: the queue's own and its
+-- groups' (lib/groups.lua), in turn.
 -- KEYS[1]  queues:<name>            ready list
 -- KEYS[2]  queues:<name>:delayed    delayed set
 -- KEYS[3]  queues:<name>:reserved   reserved set, score = reservation expiry
 -- KEYS[4]  queues:<name>:notify     wake-up tokens
+-- KEYS[5]  queues:<name>:events     the queue's events stream
+-- KEYS[6]  queues:<name>:groups             the groups' rotation
+-- KEYS[7]  queues:<name>:groups:rotating    the groups in it
+-- KEYS[8]  queues:<name>:groups:blocked     groups that may not run a job yet
+-- KEYS[9]  queues:<name>:groups:due         groups with delayed or reserved jobs
+-- KEYS[10] queues:<name>:groups:limits      the groups' limits
 -- ARGV[1]  retry_after in seconds (may have a fraction)
 -- ARGV[2]  how many jobs to reserve at most
--- ARGV[3]  how many jobs to migrate at most from each of :delayed and :reserved
--- KEYS[5]  queues:<name>:events     the queue's events stream
--- ARGV[4]  its length, when the queue's events are on ('0': off): the reserved jobs then
---          append their `active` events, as one entry
--- Returns { {reserved copy, ...}, microseconds until the next delayed job or reservation is due
---           (-1: none) }
+-- ARGV[3]  how many jobs to migrate at most from each of :delayed and :reserved (a group's
+--          too), and how many due or blocked groups to look at
+-- ARGV[4]  the events stream's length, when the queue's events are on ('0': off): the
+--          reserved jobs then append their `active` events, as one entry
+-- ARGV[5]  queues:<name>:g:   what a group's name follows in its keys
+-- ARGV[6]  the concurrency of a group that has no limit of its own nor the queue's ('0': none)
+-- ARGV[7]  the rate of such a group, '<jobs>/<seconds>' ('': none)
+-- Returns { {reserved copy, ...}, microseconds until the next delayed job, reservation or
+--           blocked group is due (-1: none), {the group of each copy ('' for the queue's own
+--           jobs)}, or {} when none is a group's }
 --
 -- Migration moves due delayed jobs, then expired reservations, to the tail of the ready list
 -- in due order (expired ones keep their incremented attempts), in bounded chunks so that any
--- backlog migrates without one long script. A reserved copy is the popped payload with its
--- top-level "attempts" (the last "attempts" key with a number; only "delay" follows it)
--- raised by one; the payload's other bytes are kept as they are. A payload without that
--- field is reserved unchanged, for the worker to report as malformed. Finally the notify
--- list is set to one token per ready job.
+-- backlog migrates without one long script; the same for the groups found due. A reserved
+-- copy is the popped payload with its top-level "attempts" (the last "attempts" key with a
+-- number; only "delay" follows it) raised by one; the payload's other bytes are kept as they
+-- are. A payload without that field is reserved unchanged, for the worker to report as
+-- malformed.
+--
+-- While groups rotate, the queue's own list takes one turn in the rotation: its share of a
+-- pop is one part in (rotating groups + 1), and the groups' turns take the rest, one group
+-- after the other from the rotation's head, each moved to the tail as it is served. A group
+-- serves at most its share of what is left (one job when at least as many groups rotate as
+-- jobs are wanted), within its concurrency (its running jobs are its reservations) and its
+-- rate (GCRA, `<group>:tat`); a group at a limit, or paused, leaves the rotation for the
+-- blocked set. Finally the notify list is set to one token per ready job of the queue's own
+-- and one per rotating group.
 local now = now_seconds()
 local migrate_limit = tonumber(ARGV[3])
+local gk = groups_keys(KEYS[6], KEYS[7], KEYS[8], KEYS[9], ARGV[5])
 
 local function migrate(from)
   local due = redis.call('zrangebyscore', from, '-inf', now, 'limit', 0, migrate_limit)
@@ -34,17 +55,34 @@ end
 migrate(KEYS[2])
 migrate(KEYS[3])
 
+-- Groups whose delayed jobs or reservations fell due, and blocked groups whose time came.
+for _, group in ipairs(redis.call('zrangebyscore', gk.due, '-inf', now, 'limit', 0, migrate_limit)) do
+  group_migrate(gk, group, now, migrate_limit)
+  group_due(gk, group)
+  group_enter(gk, group)
+end
+for _, group in ipairs(redis.call('zrangebyscore', gk.blocked, '-inf', now, 'limit', 0, migrate_limit)) do
+  redis.call('zrem', gk.blocked, group)
+  group_enter(gk, group)
+end
+
 local reserved = {}
+local groups_of = {}
 local events = { uuids = {}, jobs = {}, attempts = {} }
-local popped = redis.call('lpop', KEYS[1], tonumber(ARGV[2]))
-if popped then
-  -- redis.call formats a number argument each time it is given, and Lua formats a number
-  -- each time it is joined to a string; the texts are made once per call instead ('%.17g'
-  -- keeps every bit of the score).
-  local expires = string.format('%.17g', now + tonumber(ARGV[1]))
-  local raised = {}
+local with_events = ARGV[4] ~= '0'
+-- redis.call formats a number argument each time it is given, and Lua formats a number each
+-- time it is joined to a string; the texts are made once per call instead ('%.17g' keeps
+-- every bit of the score).
+local expires = string.format('%.17g', now + tonumber(ARGV[1]))
+local raised = {}
+
+-- Reserves up to `count` jobs from the list `from` into the set `into`, noting `group` ('' for
+-- the queue's own) for each. Returns how many.
+local function reserve(from, into, count, group)
+  if count <= 0 then return 0 end
+  local popped = redis.call('lpop', from, count)
+  if not popped then return 0 end
   local scored = {}
-  local with_events = ARGV[4] ~= '0'
   for i, job in ipairs(popped) do
     local first, last = attempts_at(job, math.max(1, #job - 64))
     local next_attempts = '0'
@@ -57,24 +95,118 @@ if popped then
       end
       job = string.sub(job, 1, first - 1) .. next_attempts .. string.sub(job, last)
     end
-    reserved[i] = job
+    local at = #reserved + 1
+    reserved[at] = job
+    if group ~= '' or #groups_of > 0 then
+      for j = #groups_of + 1, at - 1 do groups_of[j] = '' end
+      groups_of[at] = group
+    end
     if with_events then
-      events.uuids[i] = payload_uuid(job)
-      events.jobs[i] = payload_job(job)
-      events.attempts[i] = next_attempts
+      events.uuids[at] = payload_uuid(job)
+      events.jobs[at] = payload_job(job)
+      events.attempts[at] = next_attempts
     end
     scored[2 * i - 1] = expires
     scored[2 * i] = job
   end
   for i = 1, #scored, 2000 do
-    redis.call('zadd', KEYS[3], unpack(scored, i, math.min(i + 1999, #scored)))
+    redis.call('zadd', into, unpack(scored, i, math.min(i + 1999, #scored)))
   end
-  if with_events then
-    status_events(KEYS[5], ARGV[4], 'active', events.uuids, events.jobs, events.attempts)
-  end
+  return #popped
 end
 
-local ready = redis.call('llen', KEYS[1])
+-- Blocks `group`, just moved to the rotation's tail, until `until_score`.
+local function block(group, until_score)
+  group_leave_tail(gk, group)
+  redis.call('zadd', gk.blocked, until_score, group)
+end
+
+-- What `group`'s rate ('<jobs>/<seconds>') allows now: how many jobs it may start, when the
+-- next one may start once none may, and the theoretical arrival time and interval of GCRA;
+-- nil when it has no rate.
+local function rate_allows(group, rate)
+  local jobs, seconds = string.match(rate or '', '^(%d+)/(%d+%.?%d*)$')
+  if not jobs or tonumber(jobs) == 0 then return nil end
+  local period = tonumber(seconds)
+  local interval = period / tonumber(jobs)
+  local tat = math.max(tonumber(redis.call('get', gk.prefix .. group .. ':tat') or '0'), now)
+  return {
+    allowed = math.floor((now + period - tat) / interval + 1e-9),
+    next_at = tat + interval - period,
+    tat = tat,
+    interval = interval,
+  }
+end
+
+-- Serves the rotation's groups, one turn each, until `want` jobs are reserved or every
+-- rotating group has had a turn. Returns how many it reserved.
+local function serve_groups(want)
+  local taken = 0
+  local turns = redis.call('llen', gk.rotation)
+  while want - taken > 0 and turns > 0 do
+    turns = turns - 1
+    local group = redis.call('lmove', gk.rotation, gk.rotation, 'LEFT', 'RIGHT')
+    if not group then break end
+    local list = gk.prefix .. group
+    local running = list .. ':reserved'
+    local first = redis.call('zrange', running, 0, 0, 'withscores')[2]
+    if first and tonumber(first) <= now then
+      group_migrate(gk, group, now, migrate_limit)
+    end
+    local ready = redis.call('llen', list)
+    if ready == 0 then
+      group_leave_tail(gk, group)
+      group_due(gk, group)
+    else
+      local limits = redis.call('hmget', KEYS[10], group .. ':c', group .. ':r', group .. ':p',
+        '*:c', '*:r')
+      local concurrency = tonumber(limits[1] or limits[4] or ARGV[6]) or 0
+      local allowed = want - taken
+      if concurrency > 0 then
+        allowed = math.min(allowed, concurrency - redis.call('zcard', running))
+      end
+      local rate = rate_allows(group, limits[2] or limits[5] or ARGV[7])
+      if limits[3] then
+        block(group, '+inf')
+      elseif allowed <= 0 then
+        block(group, redis.call('zrange', running, 0, 0, 'withscores')[2] or now)
+      elseif rate and rate.allowed <= 0 then
+        block(group, string.format('%.17g', rate.next_at))
+      else
+        local share = math.ceil((want - taken) / (turns + 1))
+        local count = math.min(allowed, share)
+        if rate then count = math.min(count, rate.allowed) end
+        local got = reserve(list, running, count, group)
+        taken = taken + got
+        if rate and got > 0 then
+          local next_tat = rate.tat + got * rate.interval
+          redis.call('set', list .. ':tat', string.format('%.17g', next_tat), 'px',
+            math.max(1, math.ceil((next_tat - now) * 1000)))
+        end
+        if redis.call('llen', list) == 0 then
+          group_leave_tail(gk, group)
+          group_due(gk, group)
+        end
+      end
+    end
+  end
+  return taken
+end
+
+local want = tonumber(ARGV[2])
+local rotating = redis.call('llen', gk.rotation)
+if rotating == 0 then
+  reserve(KEYS[1], KEYS[3], want, '')
+else
+  local own = reserve(KEYS[1], KEYS[3], math.ceil(want / (rotating + 1)), '')
+  local served = serve_groups(want - own)
+  reserve(KEYS[1], KEYS[3], want - own - served, '')
+end
+if with_events then
+  status_events(KEYS[5], ARGV[4], 'active', events.uuids, events.jobs, events.attempts)
+end
+
+local ready = redis.call('llen', KEYS[1]) + redis.call('llen', gk.rotation)
 local tokens = redis.call('llen', KEYS[4])
 if tokens > ready then
   if ready == 0 then
@@ -94,11 +226,11 @@ elseif tokens < ready then
 end
 
 local next_due = -1
-for _, key in ipairs({ KEYS[2], KEYS[3] }) do
+for _, key in ipairs({ KEYS[2], KEYS[3], gk.due, gk.blocked }) do
   local first = redis.call('zrange', key, 0, 0, 'withscores')[2]
-  if first then
+  if first and first ~= 'inf' then
     local us = math.max(0, math.ceil((tonumber(first) - now) * 1000000))
     if next_due < 0 or us < next_due then next_due = us end
   end
 end
-return { reserved, next_due }
+return { reserved, next_due, groups_of }

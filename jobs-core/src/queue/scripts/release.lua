@@ -12,6 +12,7 @@
 --          (lib/effects.lua):
 --          'holds'   free what the job held while it ran (lib/holds.lua)
 --          'status'  record it released, in its status and its queue's events (lib/status.lua)
+--          'group'   a job of a group ended: its group comes back (lib/groups.lua)
 -- Returns 1 when released, 0 when the reservation is no longer held: then nothing changes.
 if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then
   return 0
@@ -23,6 +24,7 @@ redis.call('zadd', KEYS[2], now + tonumber(ARGV[2]), member)
 local unknown = apply_effects(effects_from(4, 4), {
   holds = holds_freed,
   status = status_settled,
+  group = group_settled,
 }, 'release')
 if unknown then
   return unknown

@@ -1,0 +1,333 @@
+//! Fair queues: a queue's groups served in turn, each within its limits, against worker
+//! processes: a group's backlog does not hold back the others, a group's concurrency holds
+//! across workers and through a kill -9, a rate spreads a group's starts, delayed and released
+//! jobs go back to their group, and no grouped job is ever in the lists a Laravel worker reads.
+
+use examples::{Guarded, GUARDED_FINISHED_KEY, GUARDED_KEY};
+use redis::AsyncCommands;
+use redjob::{Bulk, RedisQueue};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::time::Duration;
+use tests::wait_until;
+use tests::worker_process::WorkerProcess;
+use tests::{SentVia, TestRedis};
+
+const LONG: Duration = Duration::from_secs(60);
+
+fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
+}
+
+/// A [`Guarded`] job of `group` that runs `ms` milliseconds, told apart by `n`.
+fn guarded(n: u64, group: &str, ms: u64) -> Guarded {
+    Guarded {
+        n,
+        group: group.to_owned(),
+        ms,
+        ..Guarded::default()
+    }
+}
+
+/// The entries of a Redis list of JSON objects.
+async fn entries(redis: &TestRedis, key: &str) -> Vec<Value> {
+    let mut conn = redis.conn().await;
+    let raw: Vec<String> = conn.lrange(key, 0, -1).await.unwrap();
+    raw.iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect()
+}
+
+/// Waits until `count` Guarded jobs have finished.
+async fn finished(redis: &TestRedis, count: usize) {
+    wait_until(LONG, format!("{count} jobs finish"), || async move {
+        let mut conn = redis.conn().await;
+        conn.llen::<_, usize>(GUARDED_FINISHED_KEY).await.unwrap() >= count
+    })
+    .await;
+}
+
+/// The most jobs of one group running at once, from the intervals the jobs recorded: from a
+/// start to its finish, or, for an attempt that never finished (its worker was killed at
+/// `killed_ms`), to the earliest its reservation can have expired, `held_ms` after the kill.
+fn most_at_once(
+    started: &[Value],
+    done: &[Value],
+    group_of: &HashMap<u64, String>,
+    (killed_ms, held_ms): (i64, i64),
+) -> HashMap<String, usize> {
+    let end_of = |entry: &Value| -> i64 {
+        let uuid = &entry["uuid"];
+        let attempt = entry["attempt"].as_i64().unwrap();
+        let finish = done
+            .iter()
+            .find(|d| d["uuid"] == *uuid && d["attempt"].as_i64() == Some(attempt));
+        match finish {
+            Some(finish) => finish["finished_ms"].as_i64().unwrap(),
+            None => killed_ms + held_ms,
+        }
+    };
+    let mut events: HashMap<String, Vec<(i64, i32)>> = HashMap::new();
+    for entry in started {
+        let group = group_of[&entry["n"].as_u64().unwrap()].clone();
+        let at = events.entry(group).or_default();
+        at.push((entry["started_ms"].as_i64().unwrap(), 1));
+        at.push((end_of(entry), -1));
+    }
+    events
+        .into_iter()
+        .map(|(group, mut at)| {
+            // An end and a start at the same millisecond: the end first.
+            at.sort();
+            let mut running = 0;
+            let mut most = 0;
+            for (_, change) in at {
+                running += change;
+                most = most.max(running);
+            }
+            (group, most as usize)
+        })
+        .collect()
+}
+
+/// The lengths of the lists and sets a Laravel worker reads for `queue`.
+async fn laravel_view(redis: &TestRedis, queue: &str) -> (usize, usize, usize) {
+    let mut conn = redis.conn().await;
+    let ready: usize = conn.llen(format!("queues:{queue}")).await.unwrap();
+    let delayed: usize = conn.zcard(format!("queues:{queue}:delayed")).await.unwrap();
+    let reserved: usize = conn
+        .zcard(format!("queues:{queue}:reserved"))
+        .await
+        .unwrap();
+    (ready, delayed, reserved)
+}
+
+#[tokio::test]
+async fn a_groups_backlog_does_not_hold_back_the_other_groups() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut bulk = Bulk::via(&queue);
+    for n in 0..400 {
+        bulk.add(
+            guarded(n, "big", 0)
+                .dispatch()
+                .on_queue("fair")
+                .group("big"),
+        )
+        .unwrap();
+    }
+    bulk.send().await.unwrap();
+    for n in 400..420 {
+        let group = format!("quiet-{n}");
+        guarded(n, &group, 0)
+            .dispatch()
+            .on_queue("fair")
+            .group(&group)
+            .sent_via(&queue)
+            .await;
+    }
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+    let _worker = start_worker(redis.url(), &["--queue", "fair", "--concurrency", "4"]);
+    finished(&redis, 420).await;
+    let started = entries(&redis, GUARDED_KEY).await;
+    let order: Vec<u64> = started.iter().map(|e| e["n"].as_u64().unwrap()).collect();
+    // 21 groups take turns: each quiet job starts within the first rounds, not after the
+    // 400 jobs of the group pushed first.
+    let last_quiet = order.iter().rposition(|n| *n >= 400).unwrap();
+    assert!(
+        last_quiet < 100,
+        "the last quiet job started {last_quiet}th: {order:?}"
+    );
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+}
+
+#[tokio::test]
+async fn a_groups_concurrency_holds_across_four_workers_and_a_kill() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let args = [
+        "--queue",
+        "fair",
+        "--concurrency",
+        "5",
+        "--group-concurrency",
+        "2",
+        "--retry-after",
+        "2",
+        "--tries",
+        "3",
+    ];
+    let mut group_of = HashMap::new();
+    // Two long jobs of acme, taken by the first worker, which is then killed with them.
+    for n in [100, 101] {
+        group_of.insert(n, "acme".to_owned());
+        guarded(n, "acme", 3000)
+            .dispatch()
+            .on_queue("fair")
+            .group("acme")
+            .sent_via(&queue)
+            .await;
+    }
+    let mut first = start_worker(redis.url(), &args);
+    wait_until(LONG, "the long jobs start", || async {
+        entries(&redis, GUARDED_KEY).await.len() == 2
+    })
+    .await;
+    let mut bulk = Bulk::via(&queue);
+    for n in 0..24 {
+        let group = if n % 2 == 0 { "acme" } else { "beta" };
+        group_of.insert(n, group.to_owned());
+        bulk.add(
+            guarded(n, group, 300)
+                .dispatch()
+                .on_queue("fair")
+                .group(group),
+        )
+        .unwrap();
+    }
+    bulk.send().await.unwrap();
+    let others: Vec<WorkerProcess> = (0..3).map(|_| start_worker(redis.url(), &args)).collect();
+    // Beta runs on the other workers meanwhile; acme waits for its leases.
+    wait_until(LONG, "beta's jobs run", || async {
+        entries(&redis, GUARDED_KEY).await.len() >= 6
+    })
+    .await;
+    first.kill();
+    let killed_ms = examples::now_ms() as i64;
+    finished(&redis, 26).await;
+    let started = entries(&redis, GUARDED_KEY).await;
+    let done = entries(&redis, GUARDED_FINISHED_KEY).await;
+    let retried: Vec<u64> = started
+        .iter()
+        .filter(|e| e["attempt"].as_u64() == Some(2))
+        .map(|e| e["n"].as_u64().unwrap())
+        .collect();
+    assert!(
+        retried.contains(&100) && retried.contains(&101),
+        "the killed worker's long jobs run again: {retried:?}"
+    );
+    // The killed worker renewed its reservations each third of --retry-after (2 s): they
+    // expired between 1.33 s and 2 s after the kill, and no sooner may acme run more.
+    let most = most_at_once(&started, &done, &group_of, (killed_ms, 1300));
+    assert_eq!(most.get("acme"), Some(&2), "{most:?}");
+    assert_eq!(most.get("beta"), Some(&2), "{most:?}");
+    drop(others);
+}
+
+#[tokio::test]
+async fn a_groups_rate_spreads_its_starts() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut bulk = Bulk::via(&queue);
+    for n in 0..10 {
+        bulk.add(
+            guarded(n, "acme", 0)
+                .dispatch()
+                .on_queue("fair")
+                .group("acme"),
+        )
+        .unwrap();
+    }
+    bulk.send().await.unwrap();
+    let _worker = start_worker(
+        redis.url(),
+        &[
+            "--queue",
+            "fair",
+            "--concurrency",
+            "10",
+            "--group-rate",
+            "5/1",
+        ],
+    );
+    finished(&redis, 10).await;
+    let mut starts: Vec<i64> = entries(&redis, GUARDED_KEY)
+        .await
+        .iter()
+        .map(|e| e["started_ms"].as_i64().unwrap())
+        .collect();
+    starts.sort();
+    // A burst of 5, then one each 200 ms: the 10th about a second after the first.
+    let spread = starts[9] - starts[0];
+    assert!(
+        (900..5000).contains(&spread),
+        "10 starts over {spread} ms: {starts:?}"
+    );
+    let burst = starts[4] - starts[0];
+    assert!(burst < 500, "the first 5 started over {burst} ms");
+}
+
+#[tokio::test]
+async fn delayed_and_released_jobs_go_back_to_their_group() {
+    let redis = TestRedis::start();
+    let queue: RedisQueue = redis.queue();
+    // Fails twice: released into its group's delayed set after the first, failed after the
+    // second.
+    let failing = Guarded {
+        fail: true,
+        ..guarded(1, "acme", 0)
+    };
+    failing
+        .dispatch()
+        .on_queue("fair")
+        .group("acme")
+        .tries(2)
+        .backoff(1)
+        .sent_via(&queue)
+        .await;
+    guarded(2, "acme", 0)
+        .dispatch()
+        .on_queue("fair")
+        .group("acme")
+        .delay(Duration::from_millis(1500))
+        .sent_via(&queue)
+        .await;
+    let mut conn = redis.conn().await;
+    let delayed: usize = conn.zcard("queues:fair:g:acme:delayed").await.unwrap();
+    assert_eq!(delayed, 1);
+    let _worker = start_worker(redis.url(), &["--queue", "fair"]);
+    wait_until(
+        LONG,
+        "the failing job is released into its group",
+        || async {
+            let mut conn = redis.conn().await;
+            let finished: usize = conn.llen(GUARDED_FINISHED_KEY).await.unwrap();
+            let released: usize = conn.zcard("queues:fair:g:acme:delayed").await.unwrap();
+            finished >= 1 && released >= 1
+        },
+    )
+    .await;
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+    finished(&redis, 3).await;
+    let started = entries(&redis, GUARDED_KEY).await;
+    let attempts: Vec<(u64, u64)> = started
+        .iter()
+        .map(|e| (e["n"].as_u64().unwrap(), e["attempt"].as_u64().unwrap()))
+        .collect();
+    assert!(
+        attempts.contains(&(1, 1)) && attempts.contains(&(1, 2)),
+        "{attempts:?}"
+    );
+    assert!(attempts.contains(&(2, 1)), "{attempts:?}");
+    wait_until(LONG, "the failing job is failed for good", || async {
+        let mut conn = redis.conn().await;
+        conn.hlen::<_, usize>("failed_jobs").await.unwrap() == 1
+    })
+    .await;
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+    let mut conn = redis.conn().await;
+    for key in [
+        "queues:fair:g:acme",
+        "queues:fair:g:acme:delayed",
+        "queues:fair:g:acme:reserved",
+        "queues:fair:groups",
+        "queues:fair:groups:rotating",
+    ] {
+        let kind: String = redis::cmd("TYPE")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(kind, "none", "{key} is left");
+    }
+}
