@@ -938,6 +938,7 @@ async fn push_all_of_envelopes_keeps_queue_runs_in_order() {
         unique: None,
         debounce: None,
         track: None,
+        group: None,
     };
     // More than one script chunk (1,000) on one queue, interleaved with another queue.
     let mut envelopes: Vec<Envelope> = (0..2_100).map(|n| envelope(n, "a")).collect();

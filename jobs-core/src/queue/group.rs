@@ -28,6 +28,14 @@ pub struct GroupLimits {
     pub rate: Option<GroupRate>,
 }
 
+impl GroupLimits {
+    /// No limit.
+    pub const NONE: GroupLimits = GroupLimits {
+        concurrency: None,
+        rate: None,
+    };
+}
+
 /// At most `jobs` started within any `per`, spread evenly (GCRA: a burst of `jobs` at once,
 /// then one each `per / jobs`). Written `<jobs>/<seconds>`.
 ///

@@ -18,8 +18,21 @@ use crate::queue::settle::Settlement;
 
 /// The queue operations of a worker. Not a public API: its shape follows the worker's needs.
 pub trait WorkerQueue: Sync {
-    /// Reserves up to `count` jobs of `queue`, its own and its groups' (`reserve.rs`).
+    /// Reserves up to `count` jobs of `queue`, its own and its groups' (`reserve.rs`), its
+    /// groups held to no limit but their own and their queue's.
     fn pop(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        count: usize,
+        migrate_limit: usize,
+    ) -> impl Future<Output = Result<Popped>> + Send {
+        self.pop_within(queue, retry_after, count, migrate_limit, &GroupLimits::NONE)
+    }
+
+    /// Reserves up to `count` jobs of `queue`, its own and its groups', holding a group with
+    /// no limits of its own nor its queue's to `groups` (`reserve.rs`).
+    fn pop_within(
         &self,
         queue: &QueueKeys,
         retry_after: Duration,
@@ -130,7 +143,7 @@ pub trait WorkerQueue: Sync {
 }
 
 impl WorkerQueue for RedisQueue {
-    async fn pop(
+    async fn pop_within(
         &self,
         queue: &QueueKeys,
         retry_after: Duration,

@@ -66,7 +66,7 @@ impl Fetcher {
             }
             let popped = self
                 .queue
-                .pop(keys, self.retry_after, left, MIGRATE_LIMIT, &self.groups)
+                .pop_within(keys, self.retry_after, left, MIGRATE_LIMIT, &self.groups)
                 .await?;
             fetched.next_due = match (fetched.next_due, popped.next_due) {
                 (Some(a), Some(b)) => Some(a.min(b)),
