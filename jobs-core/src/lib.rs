@@ -31,6 +31,7 @@
 pub mod admin;
 mod dispatch;
 mod error;
+pub mod groups;
 pub mod job;
 pub mod middleware;
 #[cfg(feature = "postgres")]

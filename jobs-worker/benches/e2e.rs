@@ -87,6 +87,13 @@ struct Args {
     /// drain: tracked jobs, each reporting its progress this many times (0: untracked no-ops).
     #[arg(long, default_value_t = 0)]
     progress: u32,
+    /// drain: the jobs spread over this many groups of the queue, in even blocks (0: the
+    /// queue's own list); fairness: how many groups (default 1,000).
+    #[arg(long, default_value_t = 0)]
+    groups: usize,
+    /// fairness: every job in the queue's own list instead of groups, the baseline.
+    #[arg(long)]
+    plain: bool,
     #[arg(long, hide = true)]
     bench: bool,
 }
@@ -396,6 +403,119 @@ async fn push_noops(queue: &RedisQueue, jobs: usize) -> redjob::Result<()> {
     push_in_chunks(queue, jobs, |n| Noop { n, t: 0.0 }).await
 }
 
+/// Pushes `jobs` no-op jobs spread over `groups` groups in even blocks (`g0` has the first
+/// ones), in bulk dispatches of [`CHUNK`].
+async fn push_grouped_noops(queue: &RedisQueue, jobs: usize, groups: usize) -> redjob::Result<()> {
+    for start in (0..jobs).step_by(CHUNK) {
+        let mut bulk = Bulk::via(queue);
+        for n in start..(start + CHUNK).min(jobs) {
+            let group = format!("g{}", n * groups / jobs);
+            let job = Noop {
+                n: n as u64,
+                t: 0.0,
+            };
+            bulk.add(job.dispatch().on_queue(QUEUE).group(group))?;
+        }
+        bulk.send().await?;
+    }
+    Ok(())
+}
+
+/// `fairness`'s job: counted; a quiet group's job (`dispatched_us` set) records how long it
+/// waited from its dispatch to its start.
+#[derive(Serialize, Deserialize)]
+struct Tenant {
+    n: u64,
+    /// Wall clock at its dispatch, in µs; 0 for the backlog's jobs.
+    dispatched_us: u64,
+}
+
+#[job(name = "peerkit.tenant")]
+impl Job for Tenant {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        if self.dispatched_us > 0 {
+            let waited_ms = wall_us().saturating_sub(self.dispatched_us) as f64 / 1000.0;
+            tracker().samples.lock().unwrap().push(waited_ms);
+        }
+        tracker().count();
+        Ok(())
+    }
+}
+
+/// How many jobs each quiet group of `fairness` pushes.
+const QUIET_JOBS: usize = 10;
+
+/// `fairness`: one group (`g0`) has a backlog of N jobs; once the worker drains it, each of the
+/// other groups (`--groups`, 1,000 by default) pushes 10 jobs, one group after the other. The
+/// quiet groups' waits, dispatch to start, and the drain's rate. With `--plain`, every job goes
+/// to the queue's own list: the baseline, where the quiet jobs wait behind the backlog.
+async fn fairness(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+    let groups = if args.groups == 0 {
+        1000
+    } else {
+        args.groups.max(2)
+    };
+    let quiet = (groups - 1) * QUIET_JOBS;
+    let place = |dispatch: PendingDispatch<Tenant>, group: usize| match args.plain {
+        true => dispatch.on_queue(QUEUE),
+        false => dispatch.on_queue(QUEUE).group(format!("g{group}")),
+    };
+    for start in (0..args.jobs).step_by(CHUNK) {
+        let mut bulk = Bulk::via(queue);
+        for n in start..(start + CHUNK).min(args.jobs) {
+            let job = Tenant {
+                n: n as u64,
+                dispatched_us: 0,
+            };
+            bulk.add(place(job.dispatch(), 0)).map_err(error_text)?;
+        }
+        bulk.send().await.map_err(error_text)?;
+    }
+    tracker().reset(args.jobs + quiet);
+    let worker = worker(args, queue);
+    let stop = worker.stop_token();
+    let stats = worker.stats();
+    let start = Instant::now();
+    let running = tokio::spawn(worker.run());
+    // The quiet groups arrive while the backlog drains.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let pushing = Instant::now();
+    for group in 1..groups {
+        let mut bulk = Bulk::via(queue);
+        for i in 0..QUIET_JOBS {
+            let job = Tenant {
+                n: (args.jobs + (group - 1) * QUIET_JOBS + i) as u64,
+                dispatched_us: wall_us(),
+            };
+            bulk.add(place(job.dispatch(), group)).map_err(error_text)?;
+        }
+        bulk.send().await.map_err(error_text)?;
+    }
+    let push_ms = pushing.elapsed().as_secs_f64() * 1000.0;
+    let bound = Duration::from_secs_f64(args.timeout_s);
+    let finished = tracker().wait_until_done(bound, &stats).await;
+    stop.cancel();
+    stopped(running).await?;
+    let samples = tracker().samples.lock().unwrap().clone();
+    let mut out = Map::new();
+    out.insert("groups".into(), json!(groups));
+    out.insert("plain".into(), json!(args.plain));
+    out.insert("quiet_jobs".into(), json!(quiet));
+    out.insert("quiet_push_ms".into(), json!(round2(push_ms)));
+    out.insert("concurrency".into(), json!(args.concurrency));
+    match finished {
+        Some(at) => {
+            let secs = (at - start).as_secs_f64();
+            out.extend(throughput(args.jobs + quiet, secs));
+        }
+        None => {
+            out.insert("error".into(), json!("bound reached"));
+        }
+    }
+    out.extend(latency_fields(&samples));
+    Ok(out)
+}
+
 /// Pushes `jobs` jobs made by `make` from their number onto the kit's queue, in bulk
 /// dispatches of [`CHUNK`].
 async fn push_in_chunks<J: Job>(
@@ -435,6 +555,7 @@ fn prep_child(args: &Args, prep: &str, jobs: usize) {
         ])
         .args(args.otel.then_some("--otel"))
         .args(["--progress", &args.progress.to_string()])
+        .args(["--groups", &args.groups.to_string()])
         .stdout(std::process::Stdio::null())
         .status()
         .expect("cannot run the prep child");
@@ -491,10 +612,17 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 .map_err(error_text)?;
             Ok(Map::new())
         }
+        "prep" if args.groups > 0 => {
+            push_grouped_noops(queue, args.jobs, args.groups)
+                .await
+                .map_err(error_text)?;
+            Ok(Map::new())
+        }
         "prep" => {
             push_noops(queue, args.jobs).await.map_err(error_text)?;
             Ok(Map::new())
         }
+        "fairness" => fairness(args, queue).await,
         "wait" => wait(args, queue).await,
         "prep-batch" => {
             dispatch_batch(queue, args.jobs).await?;

@@ -601,7 +601,8 @@ async fn hundred_thousand_due_at_once_migrate_in_bounded_chunks() {
         QueueSize {
             ready: 0,
             delayed: 0,
-            reserved: 100_000
+            reserved: 100_000,
+            groups: 0,
         }
     );
     assert!(!exists(&mut conn, &bounded.notify).await);
@@ -1109,7 +1110,8 @@ async fn size_counts_and_clear_deletes_all_four_keys() {
         QueueSize {
             ready: 2,
             delayed: 2,
-            reserved: 1
+            reserved: 1,
+            groups: 0,
         }
     );
     assert_eq!(size.total(), 5);

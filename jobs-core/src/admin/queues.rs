@@ -18,14 +18,18 @@ use crate::queue::keys::check_queue_name;
 pub struct QueueStats {
     /// The queue's name.
     pub name: String,
-    /// Ready + delayed + reserved, as Laravel's `size()` counts.
+    /// Ready + delayed + reserved, as Laravel's `size()` counts, its groups' jobs included.
     pub size: u64,
-    /// Jobs in the ready list.
+    /// Jobs ready to run, in the queue's own list and in its groups'.
     pub ready: u64,
     /// Jobs waiting for their due time.
     pub delayed: u64,
     /// Jobs held by workers.
     pub reserved: u64,
+    /// How many of the queue's groups have jobs ([`crate::groups`]); their jobs are counted
+    /// above.
+    #[serde(default)]
+    pub groups: u64,
     /// Seconds since the oldest ready job was dispatched (its `createdAt`, against Redis's
     /// clock), as Laravel's `queue:monitor` measures it; `None` when nothing is ready.
     pub oldest_ready_secs: Option<u64>,
@@ -129,6 +133,8 @@ impl Admin {
             ("zset", [":delayed", ":reserved"]),
         ] {
             for key in self.queue.scan_keys(&pattern, Some(kind)).await? {
+                // A group's keys, and those of a queue's rotation, name their queue.
+                let key = keys.queue_of_group_key(&key).unwrap_or(&key);
                 let name = suffixes
                     .iter()
                     .find_map(|suffix| key.strip_suffix(suffix))
@@ -189,10 +195,19 @@ impl Admin {
                 .filter(|(_, due)| *due <= now_precise)
                 .map(|(_, due)| (now_precise - due) as u64)
         };
+        let mut grouped = Vec::with_capacity(names.len());
+        for name in names {
+            grouped.push(
+                self.queue
+                    .group_totals(&self.queue.queue_keys(name))
+                    .await?,
+            );
+        }
         names
             .iter()
             .zip(reads.chunks(READS_PER_QUEUE))
-            .map(|(name, reads)| {
+            .zip(grouped)
+            .map(|((name, reads), grouped)| {
                 type Reads = (u64, u64, u64, Option<Vec<u8>>, bool);
                 type Heads = (Vec<(Vec<u8>, f64)>, Vec<(Vec<u8>, f64)>, Option<String>);
                 let (ready, delayed, reserved, oldest, paused): Reads =
@@ -211,12 +226,18 @@ impl Admin {
                 let wait_threshold_secs = threshold
                     .map(|value| stored_threshold(name, value))
                     .transpose()?;
+                let (ready, delayed, reserved) = (
+                    ready + grouped.ready,
+                    delayed + grouped.delayed,
+                    reserved + grouped.reserved,
+                );
                 Ok(QueueStats {
                     name: name.clone(),
                     size: ready + delayed + reserved,
                     ready,
                     delayed,
                     reserved,
+                    groups: grouped.groups,
                     oldest_ready_secs,
                     overdue_secs,
                     wait_secs,

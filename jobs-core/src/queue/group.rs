@@ -20,7 +20,7 @@ use crate::queue::scripts;
 
 /// The limits of a group: at most `concurrency` of its jobs running at once, across every
 /// worker, and at most `rate` started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GroupLimits {
     /// The most jobs of the group running at once (`None`: no limit).
     pub concurrency: Option<u32>,
@@ -60,6 +60,24 @@ pub struct GroupRate {
 impl fmt::Display for GroupRate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.jobs, self.per.as_secs_f64())
+    }
+}
+
+impl serde::Serialize for GroupRate {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GroupRate {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 

@@ -426,6 +426,31 @@ impl Keys {
         Some(name)
     }
 
+    /// The ready list of the queue a group's key (`<queue>:g:<group>...`) or a key of its
+    /// groups' rotation (`<queue>:groups...`) belongs to; `None` for any other key.
+    ///
+    /// ```
+    /// use redjob::queue::keys::Keys;
+    /// let keys = Keys::default();
+    /// assert_eq!(keys.queue_of_group_key("queues:fair:g:acme:delayed"), Some("queues:fair"));
+    /// assert_eq!(keys.queue_of_group_key("queues:fair:groups:due"), Some("queues:fair"));
+    /// assert_eq!(keys.queue_of_group_key("queues:fair:delayed"), None);
+    /// ```
+    pub fn queue_of_group_key<'k>(&self, key: &'k str) -> Option<&'k str> {
+        if let Some(at) = key.find(GROUP_INFIX) {
+            return Some(&key[..at]);
+        }
+        [
+            ":groups",
+            ":groups:rotating",
+            ":groups:blocked",
+            ":groups:due",
+            ":groups:limits",
+        ]
+        .iter()
+        .find_map(|suffix| key.strip_suffix(suffix))
+    }
+
     /// The `SCAN` pattern of every queue's keys.
     pub fn queues_pattern(&self) -> String {
         format!("{}{QUEUE_PREFIX}*", self.prefix)

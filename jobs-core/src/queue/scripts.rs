@@ -195,3 +195,15 @@ script!(
     /// (`group_ack.lua`).
     GROUP_ACK, "group_ack.lua", uses "groups.lua"
 );
+script!(
+    /// Set or clear a group's limits, or its queue's (`group_limits.lua`).
+    GROUP_LIMITS, "group_limits.lua", uses "groups.lua"
+);
+script!(
+    /// Read the sizes, limits and state of a queue's groups (`group_sizes.lua`).
+    GROUP_SIZES, "group_sizes.lua"
+);
+script!(
+    /// Count a queue's groups with jobs and their jobs (`group_totals.lua`).
+    GROUP_TOTALS, "group_totals.lua"
+);

@@ -2,40 +2,62 @@
 
 use crate::error::Result;
 use crate::queue::handle::RedisQueue;
-use crate::queue::keys::check_queue_name;
+use crate::queue::keys::{check_queue_name, QueueKeys};
 use crate::queue::scripts;
 
-/// Sizes of one queue.
+/// Sizes of one queue, its groups' jobs included.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueSize {
-    /// Jobs in the ready list.
+    /// Jobs ready to run: in the queue's own list and in its groups'.
     pub ready: u64,
     /// Jobs delayed or released, waiting for their due time.
     pub delayed: u64,
     /// Jobs reserved by workers.
     pub reserved: u64,
+    /// How many of the queue's groups have jobs (counted in the sizes above).
+    pub groups: u64,
 }
 
 impl QueueSize {
-    /// All jobs of the queue, as Laravel's `size()` counts them.
+    /// All jobs of the queue: as Laravel's `size()` counts them, and its groups' (which a
+    /// Laravel app's queue never has).
     pub fn total(&self) -> u64 {
         self.ready + self.delayed + self.reserved
     }
 }
 
 impl RedisQueue {
-    /// The sizes of a queue.
+    /// The sizes of a queue, its groups' jobs included (counted in a time proportional to its
+    /// groups with jobs).
     pub async fn size(&self, queue: &str) -> Result<QueueSize> {
         let keys = self.queue_keys(queue);
         let mut pipe = redis::pipe();
         pipe.llen(&keys.ready)
             .zcard(&keys.delayed)
             .zcard(&keys.reserved);
-        let (ready, delayed, reserved) = self.query_pipe(&pipe).await?;
+        let (ready, delayed, reserved): (u64, u64, u64) = self.query_pipe(&pipe).await?;
+        let grouped = self.group_totals(&keys).await?;
+        Ok(QueueSize {
+            ready: ready + grouped.ready,
+            delayed: delayed + grouped.delayed,
+            reserved: reserved + grouped.reserved,
+            groups: grouped.groups,
+        })
+    }
+
+    /// The jobs of the groups of `queue` ([`QueueSize`] of its groups alone).
+    pub(crate) async fn group_totals(&self, queue: &QueueKeys) -> Result<QueueSize> {
+        let keys = queue.groups();
+        let mut call = scripts::GROUP_TOTALS.key(&keys.rotating);
+        call.key(&keys.blocked)
+            .key(&keys.due)
+            .arg(&keys.group_prefix);
+        let (groups, ready, delayed, reserved) = self.invoke(&call).await?;
         Ok(QueueSize {
             ready,
             delayed,
             reserved,
+            groups,
         })
     }
 

@@ -179,6 +179,33 @@ pub(super) enum Command {
         #[arg(long)]
         after: Option<String>,
     },
+    /// List a queue's groups with jobs, the busiest first: ready, delayed and running jobs,
+    /// limits, and whether each takes turns, waits at a limit or is paused; or pause or
+    /// resume a group, or set limits (docs/groups.md).
+    Groups {
+        /// The queue's name.
+        #[arg(value_parser = queue_name)]
+        queue: String,
+        /// Show at most this many groups.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Pause this group: none of its jobs starts until it is resumed.
+        #[arg(long, value_name = "GROUP", conflicts_with_all = ["resume", "set"])]
+        pause: Option<String>,
+        /// Resume this paused group.
+        #[arg(long, value_name = "GROUP", conflicts_with = "set")]
+        resume: Option<String>,
+        /// Set the limits of this group, or of every group of the queue (`*`), to
+        /// --concurrency and --rate (a limit left out is cleared).
+        #[arg(long, value_name = "GROUP")]
+        set: Option<String>,
+        /// With --set: the most jobs of a group running at once.
+        #[arg(long, requires = "set")]
+        concurrency: Option<u32>,
+        /// With --set: the most jobs of a group started within a period, JOBS/SECONDS.
+        #[arg(long, requires = "set", value_name = "JOBS/SECONDS")]
+        rate: Option<redjob::queue::GroupRate>,
+    },
     /// List the locks of unique jobs and the jobs that hold them, or free one
     /// (`jobsctl unique forget KEY`).
     Unique {

@@ -21,6 +21,7 @@ mod batches;
 pub mod dashboard;
 mod error;
 mod failed;
+mod groups;
 mod outbox;
 mod queues;
 mod render;
@@ -135,6 +136,26 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
                 _ => None,
             };
             status::events(&admin, json, &queue, switch, count, after).await
+        }
+        Command::Groups {
+            queue,
+            limit,
+            pause,
+            resume,
+            set,
+            concurrency,
+            rate,
+        } => {
+            let change = match (pause, resume, set) {
+                (Some(group), _, _) => Some(groups::Change::Pause(group)),
+                (_, Some(group), _) => Some(groups::Change::Resume(group)),
+                (_, _, Some(group)) => Some(groups::Change::Limits(
+                    group,
+                    redjob::queue::GroupLimits { concurrency, rate },
+                )),
+                _ => None,
+            };
+            groups::run(&admin, json, &queue, limit, change).await
         }
         Command::Waits { command } => waits::run(&admin, json, command).await,
         Command::Unique {

@@ -1,0 +1,193 @@
+//! Fair queues: the jobs of one queue in groups (a tenant each, say), served in turn, each
+//! group within limits of its own.
+//!
+//! A job goes to a group by its dispatch ([`PendingDispatch::group`]) or its type
+//! ([`Job::group`]). Each group is a sub-queue shaped like the queue
+//! ([`QueueKeys::for_group`]): its own ready list, delayed set and reserved set. The groups
+//! with jobs that may run take turns: a worker's pop serves one job of a group, moves the group
+//! to the back of the rotation, and goes on with the next, so a group's backlog holds another
+//! group's job back by at most one job of each group in turn. The queue's own list, which
+//! Laravel's workers read and which holds every job without a group, takes one turn in the
+//! rotation like a group.
+//!
+//! A group is held to limits, each checked as the pop serves it:
+//! - **concurrency**: at most N of its jobs running at once, across every worker and host.
+//!   Its running jobs are its reservations, so a killed worker's slots are freed when they
+//!   expire, after retry_after, as its jobs come back;
+//! - **rate**: at most N jobs started within a period, spread evenly ([`GroupRate`]);
+//! - **paused**: none started until it is resumed.
+//!
+//! A group at a limit leaves the rotation until a slot frees (one of its jobs ends), its rate
+//! allows the next job, or it is resumed, so a pop never scans past groups that cannot run.
+//! Limits are set per group or for every group of a queue with [`Groups::set_limits`]
+//! (`jobsctl groups QUEUE --limit`), or given to the workers as defaults
+//! (`--group-concurrency`, `--group-rate`).
+//!
+//! Delayed jobs, releases and retries of a grouped job go back to its group; unique jobs are
+//! unique across the queue's groups. A job in a group cannot be part of a chain or a batch.
+//! Laravel's workers never see a grouped job. docs/groups.md is the guide.
+//!
+//! ```no_run
+//! # use redjob::{job, Job, JobContext, JobResult, RedisQueue};
+//! # use redjob::queue::GroupLimits;
+//! # use serde::{Deserialize, Serialize};
+//! # #[derive(Serialize, Deserialize)] struct ImportRow { tenant: u64, row: u64 }
+//! # #[job(queue = "imports")] impl Job for ImportRow {
+//! #     fn group(&self) -> Option<String> { Some(format!("tenant-{}", self.tenant)) }
+//! #     async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+//! # async fn demo(queue: RedisQueue) -> Result<(), redjob::Error> {
+//! ImportRow { tenant: 42, row: 1 }.dispatch().await?; // in group tenant-42 (Job::group)
+//! let groups = queue.groups("imports");
+//! let two_at_once = GroupLimits { concurrency: Some(2), rate: None };
+//! groups.set_limits(Some("tenant-42"), two_at_once).await?;
+//! groups.pause("tenant-7").await?;
+//! for group in groups.list().await? {
+//!     println!("{} ready {} running {}", group.name, group.ready, group.running);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! [`PendingDispatch::group`]: crate::PendingDispatch::group
+//! [`Job::group`]: crate::Job::group
+//! [`QueueKeys::for_group`]: crate::queue::keys::QueueKeys::for_group
+//! [`GroupRate`]: crate::queue::GroupRate
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::queue::keys::{check_group_name, check_queue_name, QueueKeys};
+use crate::queue::scripts;
+use crate::queue::{GroupLimits, GroupRate, RedisQueue};
+
+/// The groups of one queue, for operators: see [`RedisQueue::groups`].
+#[derive(Debug, Clone)]
+pub struct Groups {
+    queue: RedisQueue,
+    keys: QueueKeys,
+}
+
+/// One group of a queue, as [`Groups::list`] reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupInfo {
+    /// The group's name.
+    pub name: String,
+    /// Its ready jobs.
+    pub ready: u64,
+    /// Its delayed and released jobs.
+    pub delayed: u64,
+    /// Its reserved jobs: those running.
+    pub running: u64,
+    /// Its own limits (the queue's, or the workers' defaults, apply where it has none).
+    pub limits: GroupLimits,
+    /// Whether it is paused.
+    pub paused: bool,
+    /// Where the group is in its queue's rotation.
+    pub state: GroupState,
+}
+
+/// Where a group is in its queue's rotation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupState {
+    /// It takes turns: it has ready jobs and may run one.
+    Rotating,
+    /// It has ready jobs but may not run one until this Unix time in seconds, by Redis's
+    /// clock: at a limit. A paused group is blocked with no end (`None`).
+    Blocked(Option<f64>),
+    /// It has no ready job: only delayed or running ones.
+    Idle,
+}
+
+impl RedisQueue {
+    /// The groups of `queue` ([`crate::groups`]), to list them and set their limits.
+    pub fn groups(&self, queue: &str) -> Groups {
+        Groups {
+            queue: self.clone(),
+            keys: self.queue_keys(queue),
+        }
+    }
+}
+
+impl Groups {
+    /// The queue's groups that have jobs, the ones with the most ready jobs first (then by
+    /// name). They are read in one step, which costs Redis time in proportion to the groups.
+    pub async fn list(&self) -> Result<Vec<GroupInfo>> {
+        let keys = self.keys.groups();
+        let mut call = scripts::GROUP_SIZES.key(&keys.rotating);
+        call.key(&keys.blocked)
+            .key(&keys.due)
+            .key(&keys.limits)
+            .arg(&keys.group_prefix);
+        type Entry = (String, u64, u64, u64, String, String, u8, String, u8);
+        let entries: Vec<Entry> = self.queue.invoke(&call).await?;
+        let mut groups: Vec<GroupInfo> = entries
+            .into_iter()
+            .map(
+                |(name, ready, delayed, running, concurrency, rate, paused, blocked, rotating)| {
+                    let state = match (rotating, blocked.as_str()) {
+                        (1, _) => GroupState::Rotating,
+                        (_, "") => GroupState::Idle,
+                        (_, "inf") => GroupState::Blocked(None),
+                        (_, until) => GroupState::Blocked(until.parse().ok()),
+                    };
+                    GroupInfo {
+                        name,
+                        ready,
+                        delayed,
+                        running,
+                        limits: GroupLimits {
+                            concurrency: concurrency.parse().ok(),
+                            rate: rate.parse().ok(),
+                        },
+                        paused: paused == 1,
+                        state,
+                    }
+                },
+            )
+            .collect();
+        groups.sort_by(|a, b| b.ready.cmp(&a.ready).then_with(|| a.name.cmp(&b.name)));
+        Ok(groups)
+    }
+
+    /// Sets the limits of `group`, or of every group of the queue (`None`), replacing those
+    /// it had (a limit `None` is cleared). A group's own limits win over its queue's, and
+    /// those over the workers' defaults. A blocked group is held to the new limits at once.
+    pub async fn set_limits(&self, group: Option<&str>, limits: GroupLimits) -> Result<()> {
+        let concurrency = limits.concurrency.map_or(String::new(), |n| n.to_string());
+        let rate = limits
+            .rate
+            .map_or(String::new(), |rate: GroupRate| rate.to_string());
+        self.change(group, &[("c", &concurrency), ("r", &rate)])
+            .await
+    }
+
+    /// Pauses `group`: none of its jobs starts until it is resumed (those running go on).
+    pub async fn pause(&self, group: &str) -> Result<()> {
+        self.change(Some(group), &[("p", "1")]).await
+    }
+
+    /// Resumes a paused `group`.
+    pub async fn resume(&self, group: &str) -> Result<()> {
+        self.change(Some(group), &[("p", "")]).await
+    }
+
+    async fn change(&self, group: Option<&str>, limits: &[(&str, &str)]) -> Result<()> {
+        check_queue_name(&self.keys.name)?;
+        if let Some(group) = group {
+            check_group_name(group)?;
+        }
+        let keys = self.keys.groups();
+        let mut call = scripts::GROUP_LIMITS.key(&keys.rotation);
+        call.key(&keys.rotating)
+            .key(&keys.blocked)
+            .key(&keys.due)
+            .key(&keys.limits)
+            .arg(&keys.group_prefix)
+            .arg(group.unwrap_or("*"));
+        for (limit, value) in limits {
+            call.arg(*limit).arg(*value);
+        }
+        self.queue.invoke::<u64>(&call).await?;
+        Ok(())
+    }
+}
