@@ -39,6 +39,15 @@ pub(crate) const QUEUE_WAIT_THRESHOLD: &str = "jobs_queue_wait_threshold_seconds
 /// Gauge that is 1 while a queue's wait is over its threshold, else 0.
 pub(crate) const QUEUE_WAIT_EXCEEDED: &str = "jobs_queue_wait_exceeded";
 
+/// Gauge of a queue's groups that have jobs, labelled `queue`.
+pub(crate) const QUEUE_GROUPS: &str = "jobs_queue_groups";
+/// Gauge of the jobs of one of a queue's busiest groups, labelled `queue`, `group` and
+/// `section` (ready, delayed, running): the [`BUSIEST_GROUPS`] with the most ready jobs only,
+/// so that the series stay few however many groups there are.
+pub(crate) const GROUP_JOBS: &str = "jobs_group_jobs";
+/// How many of a queue's groups have gauges of their own.
+pub(crate) const BUSIEST_GROUPS: usize = 10;
+
 /// Gauge of the batches not finished yet.
 pub(crate) const BATCHES_PENDING: &str = "jobs_batches_pending";
 /// Gauge of the jobs pending in the batches not finished yet.
@@ -120,6 +129,11 @@ pub(crate) fn install(addr: SocketAddr, concurrency: usize) -> Result<(), Metric
     describe_gauge!(
         QUEUE_WAIT_EXCEEDED,
         "1 while the queue's wait is over its threshold, else 0."
+    );
+    describe_gauge!(QUEUE_GROUPS, "Groups of the queue that have jobs.");
+    describe_gauge!(
+        GROUP_JOBS,
+        "Jobs of the queue's busiest groups (the 10 with the most ready jobs), by section."
     );
     describe_gauge!(BATCHES_PENDING, "Batches not finished yet.");
     describe_gauge!(OUTBOX_RELAYS, "Live relays of each outbox table.");
@@ -205,12 +219,16 @@ pub(crate) fn refresh_queue_sizes(
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut failing = false;
         let mut outboxes = HashSet::new();
+        let mut busiest = HashSet::new();
         loop {
             ticks.tick().await;
             match admin.queues_stats(&queues).await {
                 Ok(stats) => {
                     failing = false;
                     stats.iter().for_each(publish_queue);
+                    for stats in stats.iter().filter(|stats| stats.groups > 0) {
+                        publish_groups(&admin, &stats.name, &mut busiest).await;
+                    }
                     publish_batches(&admin).await;
                     publish_outboxes(&admin, &mut outboxes).await;
                 }
@@ -223,6 +241,37 @@ pub(crate) fn refresh_queue_sizes(
             }
         }
     }))
+}
+
+/// Reads the busiest groups of `queue` into their gauges. A group that is no longer among
+/// them has its gauges set to 0 once, and is forgotten: `published` holds the (queue, group)
+/// pairs with gauges above 0.
+async fn publish_groups(admin: &Admin, queue: &str, published: &mut HashSet<(String, String)>) {
+    let groups = match admin.queue().groups(queue).list().await {
+        Ok(groups) => groups,
+        Err(err) => {
+            warn!(error = %err, queue, "cannot read the groups for the metrics");
+            return;
+        }
+    };
+    let busiest = &groups[..groups.len().min(BUSIEST_GROUPS)];
+    let set = |group: &str, sizes: [u64; 3]| {
+        for (section, jobs) in ["ready", "delayed", "running"].into_iter().zip(sizes) {
+            gauge!(GROUP_JOBS, "queue" => queue.to_owned(), "group" => group.to_owned(), "section" => section)
+                .set(jobs as f64);
+        }
+    };
+    published.retain(|(of, group)| {
+        let still = of != queue || busiest.iter().any(|busy| &busy.name == group);
+        if !still {
+            set(group, [0, 0, 0]);
+        }
+        still
+    });
+    for group in busiest {
+        set(&group.name, [group.ready, group.delayed, group.running]);
+        published.insert((queue.to_owned(), group.name.clone()));
+    }
 }
 
 /// Reads the pending batches into their gauges; a failed read leaves the last values.
@@ -276,6 +325,7 @@ fn publish_queue(stats: &QueueStats) {
     ] {
         gauge!(QUEUE_JOBS, "queue" => name.clone(), "section" => section).set(jobs as f64);
     }
+    gauge!(QUEUE_GROUPS, "queue" => name.clone()).set(stats.groups as f64);
     let flag = |on: bool| if on { 1.0 } else { 0.0 };
     let secs = |secs: Option<u64>| secs.unwrap_or(0) as f64;
     gauge!(QUEUE_OLDEST_READY, "queue" => name.clone()).set(secs(stats.oldest_ready_secs));

@@ -823,3 +823,132 @@ async fn a_retry_taken_again_after_a_crash_pushes_nothing_twice() {
         assert_eq!(record, None);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_take_turns_within_their_limits_in_their_queues_slot() {
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+    let mut bulk = Bulk::via(&queue);
+    // A backlog in one group, then one job in each of four others, on two queues in two slots;
+    // one job of each queue delayed, one failing once (released back into its group).
+    for (queue_name, base) in [("high", 0u64), ("low", 1000)] {
+        for n in base..base + 60 {
+            let job = Guarded {
+                n,
+                group: format!("{queue_name}-big"),
+                ms: 20,
+                ..Default::default()
+            };
+            bulk.add(job.dispatch().on_queue(queue_name).group("big"))
+                .unwrap();
+        }
+        for n in base + 100..base + 104 {
+            let job = Guarded {
+                n,
+                group: format!("{queue_name}-quiet"),
+                ..Default::default()
+            };
+            let group = format!("quiet-{n}");
+            bulk.add(job.dispatch().on_queue(queue_name).group(group))
+                .unwrap();
+        }
+        let delayed = Guarded {
+            n: base + 200,
+            group: format!("{queue_name}-delayed"),
+            ..Default::default()
+        };
+        let delayed = delayed.dispatch().on_queue(queue_name).group("later");
+        bulk.add(delayed.delay(Duration::from_millis(500))).unwrap();
+        let failing = Flaky { fail_times: 1 };
+        bulk.add(
+            failing
+                .dispatch()
+                .on_queue(queue_name)
+                .group("flaky")
+                .tries(2),
+        )
+        .unwrap();
+    }
+    bulk.send().await.unwrap();
+    let keys = cluster.keys_by_node().await;
+    let node_of = |name: &str| {
+        keys.iter()
+            .find(|(_, key)| key == name)
+            .map(|(node, _)| *node)
+    };
+    for group_key in [
+        "queues:{high}:g:big",
+        "queues:{high}:groups",
+        "queues:{high}:g:later:delayed",
+    ] {
+        assert!(node_of(group_key).is_some(), "{group_key}: {keys:?}");
+        assert_eq!(
+            node_of(group_key),
+            node_of("queues:{high}:notify"),
+            "{keys:?}"
+        );
+    }
+    let args = [
+        "--queue",
+        "high,low",
+        "--concurrency",
+        "4",
+        "--group-concurrency",
+        "2",
+        "--tries",
+        "2",
+    ];
+    let (_a, _b) = (start_worker(&cluster, &args), start_worker(&cluster, &args));
+    let mut conn = queue.connection();
+    let runs: Vec<GuardedRun> =
+        tests::wait_for(Duration::from_secs(60), "130 guarded runs", || {
+            let mut conn = conn.clone();
+            async move {
+                let entries: Vec<String> = conn.lrange(examples::GUARDED_KEY, 0, -1).await.unwrap();
+                (entries.len() >= 130).then(|| {
+                    entries
+                        .iter()
+                        .map(|e| serde_json::from_str(e).unwrap())
+                        .collect()
+                })
+            }
+        })
+        .await;
+    for base in [0u64, 1000] {
+        let started_at = |n: u64| runs.iter().find(|r| r.n == n).unwrap().started_ms;
+        // Each quiet job starts before the backlog is half done.
+        let mut big: Vec<u64> = (base..base + 60).map(started_at).collect();
+        big.sort();
+        for n in base + 100..base + 104 {
+            assert!(
+                started_at(n) < big[30],
+                "quiet job {n} waited for the backlog"
+            );
+        }
+        // The backlog's group never ran more than 2 at once.
+        let of_big = runs.iter().filter(|r| (base..base + 60).contains(&r.n));
+        assert!(
+            of_big.clone().all(|r| r.running <= 2),
+            "{:?}",
+            of_big.collect::<Vec<_>>()
+        );
+    }
+    tests::wait_until(
+        Duration::from_secs(30),
+        "the flaky jobs succeed",
+        || async {
+            for queue_name in ["high", "low"] {
+                if queue.size(queue_name).await.unwrap().total() > 0 {
+                    return false;
+                }
+            }
+            true
+        },
+    )
+    .await;
+    let failed: usize = conn.hlen("{failed_jobs}").await.unwrap();
+    assert_eq!(
+        failed, 0,
+        "the flaky jobs ran again from their groups and succeeded"
+    );
+}

@@ -3,7 +3,7 @@
 //! across workers and through a kill -9, a rate spreads a group's starts, delayed and released
 //! jobs go back to their group, and no grouped job is ever in the lists a Laravel worker reads.
 
-use examples::{Guarded, GUARDED_FINISHED_KEY, GUARDED_KEY};
+use examples::{Guarded, RebuildIndex, GUARDED_FINISHED_KEY, GUARDED_KEY, UNIQUE_KEY};
 use redis::AsyncCommands;
 use redjob::{Bulk, RedisQueue};
 use serde_json::Value;
@@ -330,4 +330,67 @@ async fn delayed_and_released_jobs_go_back_to_their_group() {
             .unwrap();
         assert_eq!(kind, "none", "{key} is left");
     }
+}
+
+#[tokio::test]
+async fn a_unique_job_is_unique_across_its_queues_groups_and_settles_in_its_own() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // Fails once (released back into its group with its lock kept), then succeeds; its
+    // overlap lock makes it settle through the script that frees what it holds.
+    let rebuild = RebuildIndex {
+        shop: 7,
+        ms: 100,
+        fail_first: 1,
+    };
+    let holder = rebuild
+        .clone()
+        .dispatch()
+        .on_queue("fair")
+        .group("acme")
+        .backoff(0)
+        .sent_via(&queue)
+        .await;
+    match rebuild
+        .clone()
+        .dispatch()
+        .on_queue("fair")
+        .group("beta")
+        .via(&queue)
+        .await
+    {
+        Err(redjob::Error::Duplicate(duplicate)) => assert_eq!(duplicate.holder, holder),
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    let mut conn = redis.conn().await;
+    let waiting: usize = conn.llen("queues:fair:g:acme").await.unwrap();
+    assert_eq!(waiting, 1);
+    let _worker = start_worker(redis.url(), &["--queue", "fair"]);
+    wait_until(
+        LONG,
+        "the rebuild succeeds on its second attempt",
+        || async {
+            entries(&redis, UNIQUE_KEY).await.len() == 2
+                && queue.size("fair").await.unwrap().total() == 0
+        },
+    )
+    .await;
+    let runs: Vec<u64> = entries(&redis, UNIQUE_KEY)
+        .await
+        .iter()
+        .map(|e| e["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(runs, [1, 2]);
+    // Done, it frees its lock: the next one may wait in another group.
+    rebuild
+        .dispatch()
+        .on_queue("fair")
+        .group("beta")
+        .sent_via(&queue)
+        .await;
+    wait_until(LONG, "the next rebuild runs", || async {
+        entries(&redis, UNIQUE_KEY).await.len() == 4
+    })
+    .await;
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
 }

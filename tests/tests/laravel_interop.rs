@@ -602,3 +602,60 @@ async fn a_rust_dispatch_in_a_span_reaches_a_laravel_job_with_its_traceparent_an
         "PHP unserialized the context's value"
     );
 }
+
+#[tokio::test]
+async fn grouped_jobs_never_reach_a_laravel_worker_on_the_same_queue() {
+    for prefix in PREFIXES {
+        let redis = TestRedis::start();
+        let queue = prefixed_queue(&redis, prefix);
+        // 300 jobs of the queue's own, 200 in 8 groups (20 of them delayed by a second).
+        let mut bulk = redjob::Bulk::via(&queue);
+        for n in 0..500u64 {
+            let job = Shared {
+                n,
+                ms: 0,
+                fail_on: None,
+            };
+            let dispatch = job.dispatch().on_queue("shared");
+            let dispatch = match n {
+                0..300 => dispatch,
+                300..480 => dispatch.group(format!("tenant-{}", n % 8)),
+                _ => dispatch
+                    .group(format!("tenant-{}", n % 8))
+                    .delay(Duration::from_secs(1)),
+            };
+            bulk.add(dispatch).unwrap();
+        }
+        bulk.send().await.unwrap();
+        let mut php = laravel_worker(&redis, prefix, "90");
+        let mut rust = rust_worker(&redis, prefix, &["--concurrency", "4"]);
+        wait_for(LONG, "every job ran", || async {
+            let runs = shared_runs(&redis, prefix).await;
+            (runs.values().map(Vec::len).sum::<usize>() == 500).then_some(())
+        })
+        .await;
+        rust.kill();
+        assert!(php.wait().unwrap().success());
+        let runs = shared_runs(&redis, prefix).await;
+        let mut all: Vec<u64> = runs.values().flatten().map(|(n, _)| *n).collect();
+        all.sort();
+        assert_eq!(
+            all,
+            (0..500).collect::<Vec<_>>(),
+            "{prefix:?}: each ran once"
+        );
+        let on_laravel: Vec<u64> = runs
+            .get("laravel")
+            .map(|runs| runs.iter().map(|(n, _)| *n).collect())
+            .unwrap_or_default();
+        assert!(
+            on_laravel.iter().all(|n| *n < 300),
+            "{prefix:?}: Laravel's worker ran grouped jobs: {on_laravel:?}"
+        );
+        println!(
+            "prefix {prefix:?}: 300 jobs of the queue's own and 200 grouped: Laravel's worker ran {} (none grouped), the Rust worker {}",
+            on_laravel.len(),
+            500 - on_laravel.len()
+        );
+    }
+}

@@ -1,6 +1,6 @@
 //! Dispatches example jobs:
 //! `cargo run --bin dispatch -- <noop|sleep|block|flaky|panic|record|rebuild|countdown> [--count N]
-//! [--delay SECS] [--queue Q] [--ms MS] [--fail-times K] [--shop N]`.
+//! [--delay SECS] [--queue Q] [--group G] [--ms MS] [--fail-times K] [--shop N]`.
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
@@ -48,6 +48,10 @@ struct Args {
     /// The shop of a rebuild job (its unique id).
     #[arg(long, default_value_t = 1)]
     shop: u64,
+    /// The group of the queue the jobs wait in (docs/groups.md; default: the queue's own
+    /// list).
+    #[arg(long)]
+    group: Option<String>,
     /// Attempts allowed (default: the worker's --tries).
     #[arg(long)]
     tries: Option<u32>,
@@ -135,6 +139,9 @@ fn add<J: Job>(
     let mut dispatch = dispatch.on_queue(&args.queue);
     if let Some(delay) = delay {
         dispatch = dispatch.delay(delay);
+    }
+    if let Some(group) = &args.group {
+        dispatch = dispatch.group(group);
     }
     if let Some(tries) = args.tries {
         dispatch = dispatch.tries(tries);

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use super::failed::{Retried, RetryReport, Stored};
 use super::{Admin, AdminError, CHUNK};
 use crate::payload::counters::{self, Counters};
-use crate::payload::Payload;
-use crate::queue::keys::{KeyLayout, Keys};
+use crate::payload::{Payload, RawFields};
+use crate::queue::keys::{check_group_name, KeyLayout, Keys};
 use crate::queue::scripts;
 
 /// How long the guard of a retry lasts on a cluster: a retry taken again within it, after a
@@ -65,24 +65,40 @@ impl Admin {
 
     async fn retry_atomically(&self, chunk: &[Stored]) -> Result<Vec<Pushed>, AdminError> {
         let keys = self.queue.keys();
-        let calls: Vec<_> = chunk
-            .iter()
-            .map(|stored| {
-                let record = &stored.entry.record;
-                let queue = keys.queue(&record.queue);
-                let mut call = scripts::RETRY.key(keys.failed_jobs());
-                call.key(keys.failed_jobs_index())
-                    .key(&queue.ready)
-                    .key(&queue.notify)
-                    .arg(&record.uuid)
-                    .arg(&stored.raw)
-                    .arg(fresh_payload(stored));
-                add_unique_lock(&mut call, keys, stored);
-                call
-            })
-            .collect();
-        let replies: Vec<i64> = self.queue.invoke_all(&[&scripts::RETRY], &calls).await?;
-        Ok(replies.into_iter().map(pushed_of).collect())
+        // A job of a group goes back to its group, which the next call brings into its
+        // queue's rotation: each retry's reply is at its own place among the calls.
+        let mut calls = Vec::new();
+        let mut retries = Vec::new();
+        for stored in chunk {
+            let record = &stored.entry.record;
+            let group = group_of(stored);
+            let queue = keys.queue(&record.queue);
+            let queue = match &group {
+                Some(group) => queue.for_group(group),
+                None => queue,
+            };
+            let mut call = scripts::RETRY.key(keys.failed_jobs());
+            call.key(keys.failed_jobs_index())
+                .key(&queue.ready)
+                .key(&queue.notify)
+                .arg(&record.uuid)
+                .arg(&stored.raw)
+                .arg(fresh_payload(stored));
+            add_unique_lock(&mut call, keys, stored);
+            retries.push(calls.len());
+            calls.push(call);
+            if let Some(group) = &group {
+                calls.push(self.queue.group_touch(&record.queue, &[group]));
+            }
+        }
+        let replies: Vec<i64> = self
+            .queue
+            .invoke_all(&[&scripts::RETRY, &scripts::GROUP_TOUCH], &calls)
+            .await?;
+        Ok(retries
+            .into_iter()
+            .map(|at| pushed_of(replies[at]))
+            .collect())
     }
 
     async fn retry_in_two_steps(&self, chunk: &[Stored]) -> Result<Vec<Pushed>, AdminError> {
@@ -101,27 +117,40 @@ impl Admin {
         }
         let mut outcomes: Vec<Pushed> = chunk.iter().map(|_| Pushed::Changed).collect();
         for (queue_name, members) in by_queue {
-            let queue = keys.queue(queue_name);
-            let calls: Vec<_> = members
-                .iter()
-                .map(|&at| {
-                    let stored = &chunk[at];
-                    let uuid = &stored.entry.record.uuid;
-                    let guard = keys.retried(queue_name, uuid);
-                    let mut call = scripts::RETRY_PUSH.key(&queue.ready);
-                    call.key(&queue.notify)
-                        .key(guard)
-                        .arg(uuid)
-                        .arg(fresh_payload(stored))
-                        .arg(failed_at[at].as_deref().unwrap_or_default())
-                        .arg(RETRIED_GUARD_SECS);
-                    add_unique_lock(&mut call, keys, stored);
-                    call
-                })
-                .collect();
+            let mut calls: Vec<_> = Vec::new();
+            let mut groups = Vec::new();
+            for &at in &members {
+                let stored = &chunk[at];
+                let uuid = &stored.entry.record.uuid;
+                let guard = keys.retried(queue_name, uuid);
+                let queue = keys.queue(queue_name);
+                let queue = match group_of(stored) {
+                    Some(group) => {
+                        let keys = queue.for_group(&group);
+                        groups.push(group);
+                        keys
+                    }
+                    None => queue,
+                };
+                let mut call = scripts::RETRY_PUSH.key(&queue.ready);
+                call.key(&queue.notify)
+                    .key(guard)
+                    .arg(uuid)
+                    .arg(fresh_payload(stored))
+                    .arg(failed_at[at].as_deref().unwrap_or_default())
+                    .arg(RETRIED_GUARD_SECS);
+                add_unique_lock(&mut call, keys, stored);
+                calls.push(call);
+            }
+            // The groups jobs went back to join the rotation, after the pushes, in the
+            // same pipeline; their reply follows the pushes'.
+            if !groups.is_empty() {
+                let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+                calls.push(self.queue.group_touch(queue_name, &groups));
+            }
             let replies: Vec<i64> = self
                 .queue
-                .invoke_all(&[&scripts::RETRY_PUSH], &calls)
+                .invoke_all(&[&scripts::RETRY_PUSH, &scripts::GROUP_TOUCH], &calls)
                 .await?;
             for (at, reply) in members.into_iter().zip(replies) {
                 outcomes[at] = pushed_of(reply);
@@ -189,6 +218,14 @@ fn pushed_of(reply: i64) -> Pushed {
 
 /// The record's payload with its counters (attempts, exceptions, requeues) set to 0; every
 /// other byte kept.
+/// The group of its queue a failed job waited in, which it goes back to (a name that is not a
+/// group's: none).
+fn group_of(stored: &Stored) -> Option<String> {
+    RawFields::parse(&stored.entry.record.payload)
+        .text("group")
+        .filter(|group| check_group_name(group).is_ok())
+}
+
 fn fresh_payload(stored: &Stored) -> String {
     let payload = &stored.entry.record.payload;
     counters::with_counters(payload, Counters::default()).unwrap_or_else(|| payload.clone())

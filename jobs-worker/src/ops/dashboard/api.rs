@@ -48,6 +48,12 @@ pub(super) fn routes(admin: Admin) -> Router {
         .route("/api/schedules", get(schedules))
         .route("/api/workers", get(workers))
         .route("/api/running", get(running))
+        .route("/api/groups", get(groups))
+        .route("/api/queues/{name}/groups/{group}/pause", post(pause_group))
+        .route(
+            "/api/queues/{name}/groups/{group}/resume",
+            post(resume_group),
+        )
         .route("/api/jobs/{uuid}", get(job_status))
         .route("/api/jobs/{uuid}/cancel", post(cancel_job))
         .route("/api/outbox", get(outbox))
@@ -214,6 +220,84 @@ async fn queues(State(admin): State<Admin>) -> ApiResult<Vec<QueueRow>> {
         });
     }
     Ok(Json(rows))
+}
+
+/// One of the busiest groups of a queue, as the dashboard lists them.
+#[derive(Debug, Serialize)]
+struct GroupRow {
+    queue: String,
+    #[serde(flatten)]
+    group: redjob::groups::GroupInfo,
+}
+
+/// How many of each queue's groups the dashboard lists: those with the most ready jobs.
+const BUSIEST_GROUPS: usize = 10;
+
+/// The busiest groups of every queue that has groups.
+async fn groups(State(admin): State<Admin>) -> ApiResult<Vec<GroupRow>> {
+    let names = admin.queues().await?;
+    let mut rows = Vec::new();
+    for stats in admin.queues_stats(&names).await? {
+        if stats.groups == 0 {
+            continue;
+        }
+        let groups = admin
+            .queue()
+            .groups(&stats.name)
+            .list()
+            .await
+            .map_err(redjob::admin::AdminError::from)?;
+        rows.extend(
+            groups
+                .into_iter()
+                .take(BUSIEST_GROUPS)
+                .map(|group| GroupRow {
+                    queue: stats.name.clone(),
+                    group,
+                }),
+        );
+    }
+    Ok(Json(rows))
+}
+
+/// What pausing and resuming a group answer.
+#[derive(Debug, Serialize)]
+struct GroupPaused {
+    queue: String,
+    group: String,
+    paused: bool,
+}
+
+async fn pause_group(
+    State(admin): State<Admin>,
+    Path((queue, group)): Path<(String, String)>,
+) -> ApiResult<GroupPaused> {
+    let groups = admin.queue().groups(&queue);
+    groups
+        .pause(&group)
+        .await
+        .map_err(redjob::admin::AdminError::from)?;
+    Ok(Json(GroupPaused {
+        queue,
+        group,
+        paused: true,
+    }))
+}
+
+async fn resume_group(
+    State(admin): State<Admin>,
+    Path((queue, group)): Path<(String, String)>,
+) -> ApiResult<GroupPaused> {
+    let groups = admin.queue().groups(&queue);
+    groups
+        .resume(&group)
+        .await
+        .map_err(redjob::admin::AdminError::from)?;
+    Ok(Json(GroupPaused {
+        queue,
+        group,
+        paused: false,
+    }))
 }
 
 /// What pause and resume answer.

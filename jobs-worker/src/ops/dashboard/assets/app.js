@@ -313,6 +313,32 @@ function renderRunning(jobs) {
   fill($("#running-jobs tbody"), rows, 8);
 }
 
+// A group's place in its queue's turns, as jobsctl groups says it.
+function groupState(g) {
+  if (g.paused) return "paused";
+  if (g.state === "rotating") return "taking turns";
+  if (g.state === "idle") return "idle";
+  return "at a limit";
+}
+
+function renderGroups(groups) {
+  const rows = groups.map((g) => {
+    const path = `/api/queues/${encodeURIComponent(g.queue)}/groups/${encodeURIComponent(g.name)}`;
+    const toggle = g.paused
+      ? el("button", { type: "button", onclick: () => act(post(`${path}/resume`), () => `Resumed group ${g.name} of ${g.queue}.`) }, "Resume")
+      : el("button", { type: "button", class: "danger", onclick: () => act(post(`${path}/pause`), () => `Paused group ${g.name} of ${g.queue}.`) }, "Pause");
+    return el("tr", { dataset: { queue: g.queue, group: g.name } },
+      el("td", {}, g.queue), el("td", {}, g.name),
+      el("td", { class: "num" }, String(g.ready)), el("td", { class: "num" }, String(g.delayed)),
+      el("td", { class: "num" }, String(g.running)),
+      el("td", { class: "num" }, g.limits.concurrency === null ? "–" : String(g.limits.concurrency)),
+      el("td", {}, g.limits.rate === null ? "–" : g.limits.rate),
+      el("td", {}, groupState(g)), el("td", {}, toggle),
+    );
+  });
+  fill($("#groups tbody"), rows, 9);
+}
+
 function renderOutbox(outboxes) {
   const rows = outboxes.map((o) => {
     const s = o.status;
@@ -403,10 +429,10 @@ async function refresh() {
     const recent = state.recentQueue
       ? apiPage(`/api/recent?${listQuery(lists.recent, { queue: state.recentQueue })}`)
       : Promise.resolve({ items: [], next: null });
-    const [overview, queues, failed, batches, schedules, workers, recentJobs, unique, outbox, running] = await Promise.all([
+    const [overview, queues, failed, batches, schedules, workers, recentJobs, unique, outbox, running, groups] = await Promise.all([
       api("/api/overview"), api("/api/queues"), api(`/api/failed?${listQuery(lists.failed)}`),
       apiPage(`/api/batches?${listQuery(lists.batches)}`), api("/api/schedules"), api("/api/workers"), recent,
-      apiPage(`/api/unique?${listQuery(lists.unique)}`), api("/api/outbox"), api("/api/running"),
+      apiPage(`/api/unique?${listQuery(lists.unique)}`), api("/api/outbox"), api("/api/running"), api("/api/groups"),
     ]);
     if (refreshing < shown) return;
     shown = refreshing;
@@ -421,6 +447,7 @@ async function refresh() {
     renderSchedules(schedules);
     renderWorkers(workers);
     renderRunning(running);
+    renderGroups(groups);
     renderOutbox(outbox);
     renderRecent(recentJobs.items);
     renderUnique(unique.items);
