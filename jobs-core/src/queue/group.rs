@@ -10,7 +10,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use redis::{AsyncCommands, ScriptInvocation};
+use redis::ScriptInvocation;
 
 use crate::error::Result;
 use crate::queue::effects::Effects;
@@ -125,39 +125,32 @@ impl RedisQueue {
         call
     }
 
-    /// Deletes finished jobs' reservations of one group and brings the group back into the
-    /// rotation if it was blocked at its concurrency limit (`group_ack.lua`); returns how many
-    /// were still held. `completed`, for a queue whose events are on, names each job (uuid,
-    /// name, attempt) for their `completed` event, appended in the same step.
-    pub(crate) async fn delete_in_group(
+    /// Deletes finished jobs' reservations in the groups of `queue` (the keys of the queue or
+    /// of any of its groups), each given as its group and reserved copy, and brings each of
+    /// those groups that was blocked back into the rotation (`group_ack.lua`); returns how
+    /// many were still held. `completed`, for a queue whose events are on, names each job
+    /// (uuid, name, attempt) for their `completed` event, appended in the same step.
+    pub(crate) async fn delete_in_groups(
         &self,
-        group: &QueueKeys,
-        reserved: &[&str],
+        queue: &QueueKeys,
+        jobs: &[(&str, &str)],
         completed: Option<&[(&str, &str, u32)]>,
     ) -> Result<u64> {
-        if reserved.is_empty() {
+        if jobs.is_empty() {
             return Ok(0);
         }
-        let Some(name) = &group.group else {
-            // The queue's own keys: its callers send those a ZREM of their own.
-            return self
-                .call(|mut conn| async move { conn.zrem(&group.reserved, reserved).await })
-                .await;
-        };
-        let keys = group.groups();
-        let mut call = scripts::GROUP_ACK.key(&group.reserved);
-        call.key(&keys.rotation)
-            .key(&keys.rotating)
+        let keys = queue.groups();
+        let mut call = scripts::GROUP_ACK.key(&keys.rotation);
+        call.key(&keys.rotating)
             .key(&keys.blocked)
             .key(&keys.due)
-            .key(self.keys().events(&group.name))
-            .arg(&keys.group_prefix)
-            .arg(name);
-        match (completed, self.events_maxlen(&group.name)) {
-            (Some(jobs), Some(maxlen)) => {
-                let uuids: Vec<&str> = jobs.iter().map(|job| job.0).collect();
-                let names: Vec<&str> = jobs.iter().map(|job| job.1).collect();
-                let attempts: Vec<String> = jobs.iter().map(|job| job.2.to_string()).collect();
+            .key(self.keys().events(&queue.name))
+            .arg(&keys.group_prefix);
+        match (completed, self.events_maxlen(&queue.name)) {
+            (Some(completed), Some(maxlen)) => {
+                let uuids: Vec<&str> = completed.iter().map(|job| job.0).collect();
+                let names: Vec<&str> = completed.iter().map(|job| job.1).collect();
+                let attempts: Vec<String> = completed.iter().map(|job| job.2.to_string()).collect();
                 call.arg(maxlen)
                     .arg(uuids.join(" "))
                     .arg(names.join("\n"))
@@ -167,8 +160,8 @@ impl RedisQueue {
                 call.arg(0).arg("").arg("").arg("");
             }
         }
-        for member in reserved {
-            call.arg(*member);
+        for (group, reserved) in jobs {
+            call.arg(*group).arg(*reserved);
         }
         self.invoke(&call).await
     }
@@ -176,9 +169,10 @@ impl RedisQueue {
 
 impl Effects {
     /// A job of the group `group` ended: its group comes back into the rotation if it was
-    /// blocked at its concurrency limit, and is scored in the due set for a released job
-    /// (`group` in `lib/groups.lua`). None for a job of the queue's own list.
-    pub(crate) fn group(&mut self, group: &QueueKeys) {
+    /// blocked at its concurrency limit, and is scored in the due set when the job was
+    /// `released` into its delayed set (`group` in `lib/groups.lua`). None for a job of the
+    /// queue's own list.
+    pub(crate) fn group(&mut self, group: &QueueKeys, released: bool) {
         let Some(name) = &group.group else {
             return;
         };
@@ -186,7 +180,11 @@ impl Effects {
         self.add(
             "group",
             [keys.rotation, keys.rotating, keys.blocked, keys.due],
-            [keys.group_prefix, name.clone()],
+            [
+                keys.group_prefix,
+                name.clone(),
+                String::from(if released { "1" } else { "" }),
+            ],
         );
     }
 }

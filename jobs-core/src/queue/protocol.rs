@@ -55,6 +55,17 @@ pub trait WorkerQueue: Sync {
         reserved: &[&str],
     ) -> impl Future<Output = Result<u64>> + Send;
 
+    /// Deletes finished jobs' reservations in the groups of `queue`, each given as its group
+    /// and reserved copy, bringing back the groups that were blocked, and appends their
+    /// `completed` event when `completed` names them and the queue's events are on; returns
+    /// how many were still held (`group.rs`).
+    fn delete_in_groups(
+        &self,
+        queue: &QueueKeys,
+        jobs: &[(&str, &str)],
+        completed: Option<&[(&str, &str, u32)]>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
     /// Extends reservations still held to `retry_after` from now; returns how many were.
     fn extend(
         &self,
@@ -160,6 +171,15 @@ impl WorkerQueue for RedisQueue {
 
     async fn delete_many(&self, queue: &QueueKeys, reserved: &[&str]) -> Result<u64> {
         RedisQueue::delete_many(self, queue, reserved).await
+    }
+
+    async fn delete_in_groups(
+        &self,
+        queue: &QueueKeys,
+        jobs: &[(&str, &str)],
+        completed: Option<&[(&str, &str, u32)]>,
+    ) -> Result<u64> {
+        RedisQueue::delete_in_groups(self, queue, jobs, completed).await
     }
 
     async fn extend(

@@ -91,8 +91,10 @@ impl RedisQueue {
         if reserved.is_empty() {
             return Ok(0);
         }
-        if queue.group.is_some() {
-            return self.delete_in_group(queue, reserved, None).await;
+        if let Some(group) = &queue.group {
+            let jobs: Vec<(&str, &str)> =
+                reserved.iter().map(|job| (group.as_str(), *job)).collect();
+            return self.delete_in_groups(queue, &jobs, None).await;
         }
         self.call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
             .await
@@ -117,8 +119,10 @@ impl RedisQueue {
         if reserved.is_empty() {
             return Ok(0);
         }
-        if queue.group.is_some() {
-            return self.delete_in_group(queue, reserved, Some(completed)).await;
+        if let Some(group) = &queue.group {
+            let jobs: Vec<(&str, &str)> =
+                reserved.iter().map(|job| (group.as_str(), *job)).collect();
+            return self.delete_in_groups(queue, &jobs, Some(completed)).await;
         }
         let Some(maxlen) = self.events_maxlen(&queue.name) else {
             return self.delete_many(queue, reserved).await;

@@ -98,7 +98,7 @@ impl RedisQueue {
         settlement: &Settlement,
     ) -> Result<bool> {
         let mut effects = self.settle_effects(settlement, Ending::Released).await?;
-        effects.group(queue);
+        effects.group(queue, true);
         let mut call = scripts::RELEASE.key(&queue.reserved);
         call.key(&queue.delayed)
             .key(&queue.notify)
@@ -123,7 +123,7 @@ impl RedisQueue {
         settlement: &Settlement,
     ) -> Result<bool> {
         let mut effects = self.settle_effects(settlement, Ending::Done).await?;
-        effects.group(queue);
+        effects.group(queue, false);
         let mut call = scripts::COMPLETE.key(&queue.reserved);
         call.arg(reserved);
         effects.add_to(&mut call);
@@ -169,7 +169,7 @@ impl RedisQueue {
         }
         let mut effects = self.settle_effects(settlement, Ending::Failed).await?;
         if !separate_removal {
-            effects.group(queue);
+            effects.group(queue, false);
         }
         let mut call = scripts::FAIL.key(self.keys().failed_jobs());
         call.key(self.keys().failed_jobs_index())
@@ -187,9 +187,9 @@ impl RedisQueue {
         let recorded: u64 = self.invoke(&call).await?;
         if separate_removal {
             // A group's job is removed as the acker removes it: its group comes back.
-            match String::from_utf8(reserved.to_vec()) {
-                Ok(member) if queue.group.is_some() => {
-                    self.delete_in_group(queue, &[member.as_str()], None)
+            match (String::from_utf8(reserved.to_vec()), &queue.group) {
+                (Ok(member), Some(group)) => {
+                    self.delete_in_groups(queue, &[(group, &member)], None)
                         .await?;
                 }
                 _ => {

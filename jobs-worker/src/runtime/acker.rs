@@ -200,8 +200,7 @@ async fn take_arrived(
 /// queue and batch for jobs of a batch), and takes the jobs of every group it reached out of
 /// `pending`. Stops at the first Redis error, which it returns.
 async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob::Result<()> {
-    // Each by its reserved set (a queue's own, or a group's) and batch.
-    let mut acknowledged: Vec<(String, Option<Uuid>)> = Vec::new();
+    let mut acknowledged: Vec<((String, bool), Option<Uuid>)> = Vec::new();
     let mut outcome = Ok(());
     for (keys, batch, finished) in groups(pending) {
         let members: Vec<(&str, Uuid)> = finished
@@ -224,9 +223,21 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
                             .map(|e| (e.uuid.as_str(), e.job.as_str(), e.attempt))
                     })
                     .collect();
-                match events {
-                    Some(events) => queue.delete_completed(keys, &reserved, &events).await,
-                    None => queue.delete_many(keys, &reserved).await,
+                match (&keys.group, events) {
+                    (Some(_), events) => {
+                        let jobs: Vec<(&str, &str)> = finished
+                            .iter()
+                            .map(|f| {
+                                (
+                                    f.job.queue.group.as_deref().unwrap_or(""),
+                                    f.job.raw.as_str(),
+                                )
+                            })
+                            .collect();
+                        queue.delete_in_groups(keys, &jobs, events.as_deref()).await
+                    }
+                    (None, Some(events)) => queue.delete_completed(keys, &reserved, &events).await,
+                    (None, None) => queue.delete_many(keys, &reserved).await,
                 }
             }
             Some(batch) => complete_in_batch(queue, keys, batch, &members).await,
@@ -234,7 +245,8 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
         match sent {
             Ok(held) => {
                 warn_if_not_held(keys, members.len() as u64 - held);
-                acknowledged.push((keys.reserved.clone(), batch));
+                let (name, grouped) = acknowledged_in(keys);
+                acknowledged.push(((name.to_owned(), grouped), batch));
             }
             Err(err) => {
                 outcome = Err(err);
@@ -243,16 +255,22 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
         }
     }
     pending.retain(|finished| {
-        let group = (
-            finished.job.queue.reserved.clone(),
-            finished.batch.map(|(id, _)| id),
-        );
-        !acknowledged.contains(&group)
+        let (name, grouped) = acknowledged_in(&finished.job.queue);
+        let batch = finished.batch.map(|(id, _)| id);
+        !acknowledged
+            .iter()
+            .any(|((n, g), b)| n == name && *g == grouped && *b == batch)
     });
     outcome
 }
 
-/// The finished jobs grouped by reserved set (a queue's own, or one group's) and batch.
+/// What one acknowledging call covers: a queue's own reserved set (`false`), or every group
+/// of a queue (`true`: their jobs are acknowledged together, each in its group's set).
+fn acknowledged_in(keys: &QueueKeys) -> (&str, bool) {
+    (&keys.name, keys.group.is_some())
+}
+
+/// The finished jobs grouped by what one call acknowledges ([`acknowledged_in`]) and batch.
 type Group<'a> = (&'a QueueKeys, Option<Uuid>, Vec<&'a Finished>);
 
 fn groups(pending: &[Finished]) -> Vec<Group<'_>> {
@@ -260,10 +278,9 @@ fn groups(pending: &[Finished]) -> Vec<Group<'_>> {
     for finished in pending {
         let batch = finished.batch.map(|(id, _)| id);
         let queue = &finished.job.queue;
-        match groups
-            .iter_mut()
-            .find(|(keys, group, _)| keys.reserved == queue.reserved && *group == batch)
-        {
+        match groups.iter_mut().find(|(keys, group, _)| {
+            acknowledged_in(keys) == acknowledged_in(queue) && *group == batch
+        }) {
             Some((_, _, members)) => members.push(finished),
             None => groups.push((queue, batch, vec![finished])),
         }

@@ -37,7 +37,9 @@
 -- serves at most its share of what is left (one job when at least as many groups rotate as
 -- jobs are wanted), within its concurrency (its running jobs are its reservations) and its
 -- rate (GCRA, `<group>:tat`); a group at a limit, or paused, leaves the rotation for the
--- blocked set. Finally the notify list is set to one token per ready job of the queue's own
+-- blocked set. A rotating group's expired reservations come back when it leaves the rotation
+-- (then it is in the due set, scored by its earliest reservation), at the tail of its list,
+-- as Laravel's expired reservations come back at the tail of the queue's. Finally the notify list is set to one token per ready job of the queue's own
 -- and one per rotating group.
 local now = now_seconds()
 local migrate_limit = tonumber(ARGV[3])
@@ -61,8 +63,12 @@ for _, group in ipairs(redis.call('zrangebyscore', gk.due, '-inf', now, 'limit',
   group_due(gk, group)
   group_enter(gk, group)
 end
+-- A group blocked at its concurrency limit is looked at again when its earliest reservation
+-- expires (a job that ends brings it back sooner): its expired reservations are its dead
+-- workers' jobs, and free their slots as they come back.
 for _, group in ipairs(redis.call('zrangebyscore', gk.blocked, '-inf', now, 'limit', 0, migrate_limit)) do
   redis.call('zrem', gk.blocked, group)
+  group_migrate(gk, group, now, migrate_limit)
   group_enter(gk, group)
 end
 
@@ -143,23 +149,25 @@ end
 local function serve_groups(want)
   local taken = 0
   local turns = redis.call('llen', gk.rotation)
+  -- Most queues store no limits: their groups' are the worker's, read from ARGV.
+  local stored_limits = redis.call('exists', KEYS[10]) == 1
+  local no_limits = { false, false, false, false, false }
   while want - taken > 0 and turns > 0 do
     turns = turns - 1
     local group = redis.call('lmove', gk.rotation, gk.rotation, 'LEFT', 'RIGHT')
     if not group then break end
     local list = gk.prefix .. group
     local running = list .. ':reserved'
-    local first = redis.call('zrange', running, 0, 0, 'withscores')[2]
-    if first and tonumber(first) <= now then
-      group_migrate(gk, group, now, migrate_limit)
-    end
     local ready = redis.call('llen', list)
     if ready == 0 then
       group_leave_tail(gk, group)
       group_due(gk, group)
     else
-      local limits = redis.call('hmget', KEYS[10], group .. ':c', group .. ':r', group .. ':p',
-        '*:c', '*:r')
+      local limits = no_limits
+      if stored_limits then
+        limits = redis.call('hmget', KEYS[10], group .. ':c', group .. ':r', group .. ':p', '*:c',
+          '*:r')
+      end
       local concurrency = tonumber(limits[1] or limits[4] or ARGV[6]) or 0
       local allowed = want - taken
       if concurrency > 0 then
@@ -183,7 +191,7 @@ local function serve_groups(want)
           redis.call('set', list .. ':tat', string.format('%.17g', next_tat), 'px',
             math.max(1, math.ceil((next_tat - now) * 1000)))
         end
-        if redis.call('llen', list) == 0 then
+        if got == ready then
           group_leave_tail(gk, group)
           group_due(gk, group)
         end

@@ -77,22 +77,24 @@ end
 -- A job of `group` ended (acknowledged, released or failed): a group blocked at its
 -- concurrency limit may run one more, so it comes back into the rotation now rather than
 -- when its earliest reservation would expire (it is blocked again at its next turn should it
--- still be at a limit); a paused group stays blocked. A released job's group is scored in the
--- due set.
+-- still be at a limit); a paused group stays blocked. Its score in the due set may now be
+-- early, which costs one look when it comes.
 local function group_ended(gk, group)
   local blocked = redis.call('zscore', gk.blocked, group)
   if blocked and blocked ~= 'inf' then
     redis.call('zrem', gk.blocked, group)
     group_enter(gk, group)
   end
-  group_due(gk, group)
 end
 
--- The `group` effect of a settling script (lib/effects.lua): a job of a group ended.
+-- The `group` effect of a settling script (lib/effects.lua): a job of a group ended; a
+-- released one waits in the group's delayed set, so the group is scored in the due set.
 --   keys: the rotation, the rotating set, the blocked set, the due set
---   args: the groups' key prefix, the group
+--   args: the groups' key prefix, the group, '1' when the job was released
 local function group_settled(at)
   local gk = groups_keys(at.next_key(), at.next_key(), at.next_key(), at.next_key(),
     at.next_arg())
-  group_ended(gk, at.next_arg())
+  local group, released = at.next_arg(), at.next_arg()
+  group_ended(gk, group)
+  if released == '1' then group_due(gk, group) end
 end
