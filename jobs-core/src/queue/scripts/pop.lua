@@ -57,19 +57,26 @@ end
 migrate(KEYS[2])
 migrate(KEYS[3])
 
--- Groups whose delayed jobs or reservations fell due, and blocked groups whose time came.
-for _, group in ipairs(redis.call('zrangebyscore', gk.due, '-inf', now, 'limit', 0, migrate_limit)) do
-  group_migrate(gk, group, now, migrate_limit)
-  group_due(gk, group)
-  group_enter(gk, group)
-end
--- A group blocked at its concurrency limit is looked at again when its earliest reservation
--- expires (a job that ends brings it back sooner): its expired reservations are its dead
--- workers' jobs, and free their slots as they come back.
-for _, group in ipairs(redis.call('zrangebyscore', gk.blocked, '-inf', now, 'limit', 0, migrate_limit)) do
-  redis.call('zrem', gk.blocked, group)
-  group_migrate(gk, group, now, migrate_limit)
-  group_enter(gk, group)
+-- A queue without groups costs its pops this one call.
+local has_groups = redis.call('exists', gk.rotation, gk.due, gk.blocked) > 0
+
+if has_groups then
+  -- Groups whose delayed jobs or reservations fell due, and blocked groups whose time came.
+  for _, group in ipairs(redis.call('zrangebyscore', gk.due, '-inf', now, 'limit', 0,
+      migrate_limit)) do
+    group_migrate(gk, group, now, migrate_limit)
+    group_due(gk, group)
+    group_enter(gk, group)
+  end
+  -- A group blocked at its concurrency limit is looked at again when its earliest reservation
+  -- expires (a job that ends brings it back sooner): its expired reservations are its dead
+  -- workers' jobs, and free their slots as they come back.
+  for _, group in ipairs(redis.call('zrangebyscore', gk.blocked, '-inf', now, 'limit', 0,
+      migrate_limit)) do
+    redis.call('zrem', gk.blocked, group)
+    group_migrate(gk, group, now, migrate_limit)
+    group_enter(gk, group)
+  end
 end
 
 local reserved = {}
@@ -200,7 +207,8 @@ local function serve_groups(want)
 end
 
 local want = tonumber(ARGV[2])
-local rotating = redis.call('llen', gk.rotation)
+local rotating = 0
+if has_groups then rotating = redis.call('llen', gk.rotation) end
 if rotating == 0 then
   reserve(KEYS[1], KEYS[3], want, '')
 else
@@ -212,7 +220,8 @@ if with_events then
   status_events(KEYS[5], ARGV[4], 'active', events.uuids, events.jobs, events.attempts)
 end
 
-local ready = redis.call('llen', KEYS[1]) + redis.call('llen', gk.rotation)
+local ready = redis.call('llen', KEYS[1])
+if has_groups then ready = ready + redis.call('llen', gk.rotation) end
 local tokens = redis.call('llen', KEYS[4])
 if tokens > ready then
   if ready == 0 then
@@ -232,7 +241,9 @@ elseif tokens < ready then
 end
 
 local next_due = -1
-for _, key in ipairs({ KEYS[2], KEYS[3], gk.due, gk.blocked }) do
+local timed = { KEYS[2], KEYS[3] }
+if has_groups then timed = { KEYS[2], KEYS[3], gk.due, gk.blocked } end
+for _, key in ipairs(timed) do
   local first = redis.call('zrange', key, 0, 0, 'withscores')[2]
   if first and first ~= 'inf' then
     local us = math.max(0, math.ceil((tonumber(first) - now) * 1000000))
