@@ -248,7 +248,7 @@ pub(crate) fn refresh_queue_sizes(
 /// pairs with gauges above 0.
 async fn publish_groups(admin: &Admin, queue: &str, published: &mut HashSet<(String, String)>) {
     let groups = match admin.queue().groups(queue).list().await {
-        Ok(groups) => groups,
+        Ok(listed) => listed.groups,
         Err(err) => {
             warn!(error = %err, queue, "cannot read the groups for the metrics");
             return;

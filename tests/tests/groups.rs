@@ -9,6 +9,7 @@ use redjob::{Bulk, RedisQueue};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::time::Duration;
+use tests::jobs_command::JobsCommand;
 use tests::wait_until;
 use tests::worker_process::WorkerProcess;
 use tests::{SentVia, TestRedis};
@@ -393,4 +394,71 @@ async fn a_unique_job_is_unique_across_its_queues_groups_and_settles_in_its_own(
     })
     .await;
     assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+}
+
+#[tokio::test]
+async fn operators_see_a_queues_groups_and_pause_resume_and_limit_them() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let jobs = JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    let mut bulk = Bulk::via(&queue);
+    for n in 0..12u64 {
+        let group = ["acme", "acme", "acme", "beta"][n as usize % 4];
+        bulk.add(
+            guarded(n, group, 0)
+                .dispatch()
+                .on_queue("fair")
+                .group(group),
+        )
+        .unwrap();
+    }
+    bulk.add(guarded(99, "", 0).dispatch().on_queue("fair"))
+        .unwrap();
+    bulk.send().await.unwrap();
+    // The queue's sizes count its groups' jobs.
+    let size = queue.size("fair").await.unwrap();
+    assert_eq!(
+        (size.ready, size.groups, size.groups_partial),
+        (13, 2, false)
+    );
+    let sizes = jobs.json(&["size", "fair"]);
+    assert_eq!(sizes[0]["ready"], 13, "{sizes}");
+    assert_eq!(sizes[0]["groups"], 2, "{sizes}");
+    // The busiest first; pausing one, limiting the other.
+    let listed = jobs.json(&["groups", "fair", "--pause", "acme"]);
+    assert_eq!(listed["groups"], 2, "{listed}");
+    assert_eq!(listed["busiest"][0]["name"], "acme", "{listed}");
+    assert_eq!(listed["busiest"][0]["ready"], 9, "{listed}");
+    assert_eq!(listed["busiest"][0]["paused"], true, "{listed}");
+    let limited = jobs.json(&[
+        "groups",
+        "fair",
+        "--set",
+        "beta",
+        "--concurrency",
+        "1",
+        "--rate",
+        "5/1",
+    ]);
+    assert_eq!(
+        limited["busiest"][1]["limits"]["concurrency"], 1,
+        "{limited}"
+    );
+    assert_eq!(limited["busiest"][1]["limits"]["rate"], "5/1", "{limited}");
+    // A worker runs the queue's own job and beta's, not paused acme's.
+    let _worker = start_worker(redis.url(), &["--queue", "fair"]);
+    finished(&redis, 4).await;
+    let listed = jobs.json(&["groups", "fair"]);
+    assert_eq!(listed["busiest"][0]["ready"], 9, "{listed}");
+    assert_eq!(listed["busiest"][0]["state"], "blocked", "{listed}");
+    let ran: Vec<u64> = entries(&redis, GUARDED_KEY)
+        .await
+        .iter()
+        .map(|e| e["n"].as_u64().unwrap())
+        .collect();
+    assert!(ran.iter().all(|n| n % 4 == 3 || *n == 99), "{ran:?}");
+    // Resumed, acme's jobs run.
+    jobs.json(&["groups", "fair", "--resume", "acme"]);
+    finished(&redis, 13).await;
+    assert_eq!(queue.size("fair").await.unwrap().total(), 0);
 }

@@ -603,6 +603,7 @@ async fn hundred_thousand_due_at_once_migrate_in_bounded_chunks() {
             delayed: 0,
             reserved: 100_000,
             groups: 0,
+            groups_partial: false,
         }
     );
     assert!(!exists(&mut conn, &bounded.notify).await);
@@ -1112,6 +1113,7 @@ async fn size_counts_and_clear_deletes_all_four_keys() {
             delayed: 2,
             reserved: 1,
             groups: 0,
+            groups_partial: false,
         }
     );
     assert_eq!(size.total(), 5);

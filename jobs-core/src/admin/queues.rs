@@ -30,6 +30,11 @@ pub struct QueueStats {
     /// above.
     #[serde(default)]
     pub groups: u64,
+    /// Whether the queue has more groups than one read looks at
+    /// ([`GROUPS_READ`](crate::queue::GROUPS_READ)): then the figures count the jobs of those
+    /// it looked at.
+    #[serde(default)]
+    pub groups_partial: bool,
     /// Seconds since the oldest ready job was dispatched (its `createdAt`, against Redis's
     /// clock), as Laravel's `queue:monitor` measures it; `None` when nothing is ready.
     pub oldest_ready_secs: Option<u64>,
@@ -238,6 +243,7 @@ impl Admin {
                     delayed,
                     reserved,
                     groups: grouped.groups,
+                    groups_partial: grouped.groups_partial,
                     oldest_ready_secs,
                     overdue_secs,
                     wait_secs,

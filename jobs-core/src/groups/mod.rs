@@ -41,7 +41,7 @@
 //! let two_at_once = GroupLimits { concurrency: Some(2), rate: None };
 //! groups.set_limits(Some("tenant-42"), two_at_once).await?;
 //! groups.pause("tenant-7").await?;
-//! for group in groups.list().await? {
+//! for group in groups.list().await?.groups {
 //!     println!("{} ready {} running {}", group.name, group.ready, group.running);
 //! }
 //! # Ok(()) }
@@ -51,13 +51,17 @@
 //! [`Job::group`]: crate::Job::group
 //! [`QueueKeys::for_group`]: crate::queue::keys::QueueKeys::for_group
 //! [`GroupRate`]: crate::queue::GroupRate
+//!
+//! Reading a queue's groups for operators (its sizes, [`Groups::list`], `jobsctl groups`, the
+//! dashboard, the gauges) looks at [`GROUPS_READ`] groups at most, in one short script call;
+//! a queue with more says its figures are partial.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::queue::keys::{check_group_name, check_queue_name, QueueKeys};
 use crate::queue::scripts;
-use crate::queue::{GroupLimits, GroupRate, RedisQueue};
+use crate::queue::{GroupLimits, GroupRate, RedisQueue, GROUPS_READ};
 
 /// The groups of one queue, for operators: see [`RedisQueue::groups`].
 #[derive(Debug, Clone)]
@@ -83,6 +87,20 @@ pub struct GroupInfo {
     pub paused: bool,
     /// Where the group is in its queue's rotation.
     pub state: GroupState,
+    /// For a group blocked at a limit, when it is looked at again: a Unix time in seconds, by
+    /// Redis's clock (a job of it that ends brings it back sooner). `None` otherwise, and for a
+    /// paused group, which waits until it is resumed.
+    pub blocked_until: Option<f64>,
+}
+
+/// A queue's groups, as [`Groups::list`] reads them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupList {
+    /// The groups with jobs, the most ready jobs first.
+    pub groups: Vec<GroupInfo>,
+    /// Whether the queue has more groups than one read looks at ([`GROUPS_READ`]): then
+    /// `groups` are among those it looked at.
+    pub partial: bool,
 }
 
 /// Where a group is in its queue's rotation.
@@ -91,9 +109,8 @@ pub struct GroupInfo {
 pub enum GroupState {
     /// It takes turns: it has ready jobs and may run one.
     Rotating,
-    /// It has ready jobs but may not run one until this Unix time in seconds, by Redis's
-    /// clock: at a limit. A paused group is blocked with no end (`None`).
-    Blocked(Option<f64>),
+    /// It has ready jobs but may not run one yet: at a limit, or paused.
+    Blocked,
     /// It has no ready job: only delayed or running ones.
     Idle,
 }
@@ -110,16 +127,19 @@ impl RedisQueue {
 
 impl Groups {
     /// The queue's groups that have jobs, the ones with the most ready jobs first (then by
-    /// name). They are read in one step, which costs Redis time in proportion to the groups.
-    pub async fn list(&self) -> Result<Vec<GroupInfo>> {
+    /// name), read in one step from at most [`GROUPS_READ`] groups: those taking turns first,
+    /// then those at a limit, then those with only delayed or running jobs.
+    pub async fn list(&self) -> Result<GroupList> {
         let keys = self.keys.groups();
-        let mut call = scripts::GROUP_SIZES.key(&keys.rotating);
-        call.key(&keys.blocked)
+        let mut call = scripts::GROUP_SIZES.key(&keys.rotation);
+        call.key(&keys.rotating)
+            .key(&keys.blocked)
             .key(&keys.due)
             .key(&keys.limits)
-            .arg(&keys.group_prefix);
+            .arg(&keys.group_prefix)
+            .arg(GROUPS_READ);
         type Entry = (String, u64, u64, u64, String, String, u8, String, u8);
-        let entries: Vec<Entry> = self.queue.invoke(&call).await?;
+        let (entries, partial): (Vec<Entry>, u8) = self.queue.invoke(&call).await?;
         let mut groups: Vec<GroupInfo> = entries
             .into_iter()
             .map(
@@ -127,9 +147,9 @@ impl Groups {
                     let state = match (rotating, blocked.as_str()) {
                         (1, _) => GroupState::Rotating,
                         (_, "") => GroupState::Idle,
-                        (_, "inf") => GroupState::Blocked(None),
-                        (_, until) => GroupState::Blocked(until.parse().ok()),
+                        (_, _) => GroupState::Blocked,
                     };
+                    let blocked_until = blocked.parse().ok().filter(|at: &f64| at.is_finite());
                     GroupInfo {
                         name,
                         ready,
@@ -141,12 +161,16 @@ impl Groups {
                         },
                         paused: paused == 1,
                         state,
+                        blocked_until,
                     }
                 },
             )
             .collect();
         groups.sort_by(|a, b| b.ready.cmp(&a.ready).then_with(|| a.name.cmp(&b.name)));
-        Ok(groups)
+        Ok(GroupList {
+            groups,
+            partial: partial == 1,
+        })
     }
 
     /// Sets the limits of `group`, or of every group of the queue (`None`), replacing those

@@ -46,7 +46,7 @@ pub(crate) use push::UniquePush;
 pub use push::{DebounceDispatch, Envelope, UniqueDispatch};
 pub use queued::Queued;
 pub use reserve::Popped;
-pub use size::QueueSize;
+pub use size::{QueueSize, GROUPS_READ};
 pub use url::{redact_url, redis_client, redis_url_from_env, DEFAULT_REDIS_URL};
 
 pub(crate) use default::{local_default, ThreadDefault};

@@ -201,9 +201,9 @@ script!(
 );
 script!(
     /// Read the sizes, limits and state of a queue's groups (`group_sizes.lua`).
-    GROUP_SIZES, "group_sizes.lua"
+    GROUP_SIZES, "group_sizes.lua", uses "group_scan.lua"
 );
 script!(
     /// Count a queue's groups with jobs and their jobs (`group_totals.lua`).
-    GROUP_TOTALS, "group_totals.lua"
+    GROUP_TOTALS, "group_totals.lua", uses "group_scan.lua"
 );

@@ -3,6 +3,11 @@
 use crate::error::Result;
 use crate::queue::handle::RedisQueue;
 use crate::queue::keys::{check_queue_name, QueueKeys};
+
+/// The most groups of a queue one operator's read looks at (its sizes, its listing): each
+/// costs Redis a few microseconds, and the read is one script call, which nothing else runs
+/// beside. Beyond it, a read is partial and says so.
+pub const GROUPS_READ: usize = 1000;
 use crate::queue::scripts;
 
 /// Sizes of one queue, its groups' jobs included.
@@ -16,6 +21,10 @@ pub struct QueueSize {
     pub reserved: u64,
     /// How many of the queue's groups have jobs (counted in the sizes above).
     pub groups: u64,
+    /// Whether the queue has more groups than one read looks at
+    /// ([`GROUPS_READ`]): then `groups` and the sizes above count
+    /// only those it looked at.
+    pub groups_partial: bool,
 }
 
 impl QueueSize {
@@ -42,22 +51,27 @@ impl RedisQueue {
             delayed: delayed + grouped.delayed,
             reserved: reserved + grouped.reserved,
             groups: grouped.groups,
+            groups_partial: grouped.groups_partial,
         })
     }
 
-    /// The jobs of the groups of `queue` ([`QueueSize`] of its groups alone).
+    /// The jobs of the groups of `queue` ([`QueueSize`] of its groups alone), read from at
+    /// most [`GROUPS_READ`] of them.
     pub(crate) async fn group_totals(&self, queue: &QueueKeys) -> Result<QueueSize> {
         let keys = queue.groups();
-        let mut call = scripts::GROUP_TOTALS.key(&keys.rotating);
+        let mut call = scripts::GROUP_TOTALS.key(&keys.rotation);
         call.key(&keys.blocked)
             .key(&keys.due)
-            .arg(&keys.group_prefix);
-        let (groups, ready, delayed, reserved) = self.invoke(&call).await?;
+            .arg(&keys.group_prefix)
+            .arg(GROUPS_READ);
+        let (groups, ready, delayed, reserved, partial): (u64, u64, u64, u64, u8) =
+            self.invoke(&call).await?;
         Ok(QueueSize {
             ready,
             delayed,
             reserved,
             groups,
+            groups_partial: partial == 1,
         })
     }
 

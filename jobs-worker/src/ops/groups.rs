@@ -40,13 +40,15 @@ pub(super) async fn run(
         }
         None => {}
     }
-    let mut listed = groups.list().await.map_err(AdminError::from)?;
-    let total = listed.len();
-    listed.truncate(limit);
+    let listed = groups.list().await.map_err(AdminError::from)?;
+    let mut busiest = listed.groups;
+    let total = busiest.len();
+    busiest.truncate(limit);
     let listing = Listing {
         queue: queue.to_owned(),
         groups: total,
-        busiest: listed,
+        partial: listed.partial,
+        busiest,
     };
     print(json, &listing, groups_text)?;
     Ok(0)
@@ -58,6 +60,9 @@ struct Listing {
     queue: String,
     /// How many groups have jobs (the listing shows the busiest of them).
     groups: usize,
+    /// Whether the queue has more groups than one read looks at: then `groups` counts
+    /// those it looked at.
+    partial: bool,
     busiest: Vec<GroupInfo>,
 }
 
@@ -104,6 +109,12 @@ fn groups_text(listing: &Listing) -> String {
             listing.groups
         ));
     }
+    if listing.partial {
+        text.push_str(&format!(
+            "(the queue has more groups than one read looks at, {}: these are among them)\n",
+            redjob::queue::GROUPS_READ
+        ));
+    }
     text
 }
 
@@ -111,7 +122,7 @@ fn state_text(group: &GroupInfo) -> String {
     match group.state {
         _ if group.paused => "paused".to_owned(),
         GroupState::Rotating => "taking turns".to_owned(),
-        GroupState::Blocked(_) => "at a limit".to_owned(),
+        GroupState::Blocked => "at a limit".to_owned(),
         GroupState::Idle => "idle".to_owned(),
     }
 }

@@ -220,14 +220,17 @@ fn size_table(stats: &[QueueStats]) -> String {
     table(&headers, rows)
 }
 
-/// A queue's name, sizes and oldest ready job's age: the cells `size` and `monitor` share.
+/// A queue's name, sizes and oldest ready job's age: the cells `size` and `monitor` share. A
+/// size that counts only some of the queue's groups (it has too many to read at once) ends in
+/// `+`.
 fn size_cells(s: &QueueStats) -> Vec<String> {
+    let more = if s.groups_partial { "+" } else { "" };
     vec![
         s.name.clone(),
-        s.size.to_string(),
-        s.ready.to_string(),
-        s.delayed.to_string(),
-        s.reserved.to_string(),
+        format!("{}{more}", s.size),
+        format!("{}{more}", s.ready),
+        format!("{}{more}", s.delayed),
+        format!("{}{more}", s.reserved),
         secs_cell(s.oldest_ready_secs),
     ]
 }

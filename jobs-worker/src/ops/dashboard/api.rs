@@ -249,6 +249,7 @@ async fn groups(State(admin): State<Admin>) -> ApiResult<Vec<GroupRow>> {
             .map_err(redjob::admin::AdminError::from)?;
         rows.extend(
             groups
+                .groups
                 .into_iter()
                 .take(BUSIEST_GROUPS)
                 .map(|group| GroupRow {
