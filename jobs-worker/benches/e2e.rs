@@ -23,7 +23,11 @@
 //! kit's: 200 sequential dispatches of a tracked job onto an idle worker, each awaited to its
 //! result; latency = result in hand - just before the dispatch). `drain --events` turns the
 //! queue's events on first; `drain --progress K` drains tracked jobs that each report their
-//! progress K times. Redis memory per waiting job is measured from outside,
+//! progress K times; `drain --groups G` drains jobs pushed in G groups of the queue
+//! (docs/groups.md). `fairness` (ours): one group with a backlog of N jobs, then 999 other
+//! groups (`--groups`) push 10 jobs each while it drains: the quiet jobs' waits, dispatch to
+//! start, and the drain's rate; `--plain` puts every job in the queue's own list, the baseline.
+//! Redis memory per waiting job is measured from outside,
 //! beside the peers', by `scripts/bench-footprint`.
 //!
 //! The worker is the real runtime (`redjob_worker::Worker`) with its default options but for
