@@ -127,6 +127,22 @@ async fn shared_runs(redis: &TestRedis, prefix: &str) -> BTreeMap<String, Vec<(u
     runs
 }
 
+/// Asserts that `runs` ran each of `numbers` once, on either side.
+#[track_caller]
+fn assert_each_ran_once(
+    runs: &BTreeMap<String, Vec<(u64, u64)>>,
+    numbers: std::ops::Range<u64>,
+    prefix: &str,
+) {
+    let mut all: Vec<u64> = runs.values().flatten().map(|(n, _)| *n).collect();
+    all.sort();
+    assert_eq!(
+        all,
+        numbers.collect::<Vec<_>>(),
+        "{prefix:?}: each job ran exactly once"
+    );
+}
+
 /// Laravel's worker on `shared` until it has been empty for half a second (at most 60 s).
 fn laravel_worker(redis: &TestRedis, prefix: &str, retry_after: &str) -> std::process::Child {
     laravel_worker_on(redis, prefix, "shared", retry_after)
@@ -208,13 +224,7 @@ async fn laravel_and_rust_workers_on_one_queue_run_each_job_once() {
         assert!(php.wait().unwrap().success());
 
         let runs = shared_runs(&redis, prefix).await;
-        let mut all: Vec<u64> = runs.values().flatten().map(|(n, _)| *n).collect();
-        all.sort();
-        assert_eq!(
-            all,
-            (0..1000).collect::<Vec<_>>(),
-            "{prefix:?}: each job ran exactly once"
-        );
+        assert_each_ran_once(&runs, 0..1000, prefix);
         assert!(runs.values().flatten().all(|(_, attempt)| *attempt == 1));
         println!(
             "prefix {prefix:?}: 1,000 jobs (500 pushed by Laravel, 500 by Rust): {} run by Laravel's worker, {} by the Rust worker, 0 twice, 0 lost",
@@ -637,13 +647,7 @@ async fn grouped_jobs_never_reach_a_laravel_worker_on_the_same_queue() {
         rust.kill();
         assert!(php.wait().unwrap().success());
         let runs = shared_runs(&redis, prefix).await;
-        let mut all: Vec<u64> = runs.values().flatten().map(|(n, _)| *n).collect();
-        all.sort();
-        assert_eq!(
-            all,
-            (0..500).collect::<Vec<_>>(),
-            "{prefix:?}: each ran once"
-        );
+        assert_each_ran_once(&runs, 0..500, prefix);
         let on_laravel: Vec<u64> = runs
             .get("laravel")
             .map(|runs| runs.iter().map(|(n, _)| *n).collect())

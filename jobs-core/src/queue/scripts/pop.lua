@@ -39,8 +39,8 @@
 -- rate (GCRA, `<group>:tat`); a group at a limit, or paused, leaves the rotation for the
 -- blocked set. A rotating group's expired reservations come back when it leaves the rotation
 -- (then it is in the due set, scored by its earliest reservation), at the tail of its list,
--- as Laravel's expired reservations come back at the tail of the queue's. Finally the notify list is set to one token per ready job of the queue's own
--- and one per rotating group.
+-- as Laravel's expired reservations come back at the tail of the queue's. Finally the notify
+-- list is set to one token per ready job of the queue's own and one per rotating group.
 local now = now_seconds()
 local migrate_limit = tonumber(ARGV[3])
 local gk = groups_keys(KEYS[6], KEYS[7], KEYS[8], KEYS[9], ARGV[5])
@@ -165,41 +165,39 @@ local function serve_groups(want)
     if not group then break end
     local list = gk.prefix .. group
     local running = list .. ':reserved'
-    do
-      local limits = no_limits
-      if stored_limits then
-        limits = redis.call('hmget', KEYS[10], group .. ':c', group .. ':r', group .. ':p', '*:c',
-          '*:r')
+    local limits = no_limits
+    if stored_limits then
+      limits = redis.call('hmget', KEYS[10], group .. ':c', group .. ':r', group .. ':p', '*:c',
+        '*:r')
+    end
+    local concurrency = tonumber(limits[1] or limits[4] or ARGV[6]) or 0
+    local allowed = want - taken
+    if concurrency > 0 then
+      allowed = math.min(allowed, concurrency - redis.call('zcard', running))
+    end
+    local rate = rate_allows(group, limits[2] or limits[5] or ARGV[7])
+    if limits[3] then
+      block(group, '+inf')
+    elseif allowed <= 0 then
+      block(group, redis.call('zrange', running, 0, 0, 'withscores')[2] or now)
+    elseif rate and rate.allowed <= 0 then
+      block(group, string.format('%.17g', rate.next_at))
+    else
+      local share = math.ceil((want - taken) / (turns + 1))
+      local count = math.min(allowed, share)
+      if rate then count = math.min(count, rate.allowed) end
+      local got = reserve(list, running, count, group)
+      taken = taken + got
+      if rate and got > 0 then
+        local next_tat = rate.tat + got * rate.interval
+        redis.call('set', list .. ':tat', string.format('%.17g', next_tat), 'px',
+          math.max(1, math.ceil((next_tat - now) * 1000)))
       end
-      local concurrency = tonumber(limits[1] or limits[4] or ARGV[6]) or 0
-      local allowed = want - taken
-      if concurrency > 0 then
-        allowed = math.min(allowed, concurrency - redis.call('zcard', running))
-      end
-      local rate = rate_allows(group, limits[2] or limits[5] or ARGV[7])
-      if limits[3] then
-        block(group, '+inf')
-      elseif allowed <= 0 then
-        block(group, redis.call('zrange', running, 0, 0, 'withscores')[2] or now)
-      elseif rate and rate.allowed <= 0 then
-        block(group, string.format('%.17g', rate.next_at))
-      else
-        local share = math.ceil((want - taken) / (turns + 1))
-        local count = math.min(allowed, share)
-        if rate then count = math.min(count, rate.allowed) end
-        local got = reserve(list, running, count, group)
-        taken = taken + got
-        if rate and got > 0 then
-          local next_tat = rate.tat + got * rate.interval
-          redis.call('set', list .. ':tat', string.format('%.17g', next_tat), 'px',
-            math.max(1, math.ceil((next_tat - now) * 1000)))
-        end
-        -- A list found short is empty now. One that gave all asked may be too: its next turn
-        -- finds it so, which costs less than asking its length at every turn.
-        if got < count then
-          group_leave_tail(gk, group)
-          group_due(gk, group)
-        end
+      -- A list found short is empty now. One that gave all asked may be too: its next turn
+      -- finds it so, which costs less than asking its length at every turn.
+      if got < count then
+        group_leave_tail(gk, group)
+        group_due(gk, group)
       end
     end
   end

@@ -230,10 +230,7 @@ struct GroupRow {
     group: redjob::groups::GroupInfo,
 }
 
-/// How many of each queue's groups the dashboard lists: those with the most ready jobs.
-const BUSIEST_GROUPS: usize = 10;
-
-/// The busiest groups of every queue that has groups.
+/// The busiest groups of every queue that has groups, as many of each as the gauges show.
 async fn groups(State(admin): State<Admin>) -> ApiResult<Vec<GroupRow>> {
     let names = admin.queues().await?;
     let mut rows = Vec::new();
@@ -251,7 +248,7 @@ async fn groups(State(admin): State<Admin>) -> ApiResult<Vec<GroupRow>> {
             groups
                 .groups
                 .into_iter()
-                .take(BUSIEST_GROUPS)
+                .take(crate::prometheus::BUSIEST_GROUPS)
                 .map(|group| GroupRow {
                     queue: stats.name.clone(),
                     group,
@@ -269,35 +266,29 @@ struct GroupPaused {
     paused: bool,
 }
 
-async fn pause_group(
-    State(admin): State<Admin>,
-    Path((queue, group)): Path<(String, String)>,
-) -> ApiResult<GroupPaused> {
-    let groups = admin.queue().groups(&queue);
-    groups
-        .pause(&group)
-        .await
-        .map_err(redjob::admin::AdminError::from)?;
-    Ok(Json(GroupPaused {
-        queue,
-        group,
-        paused: true,
-    }))
+async fn pause_group(state: State<Admin>, path: Path<(String, String)>) -> ApiResult<GroupPaused> {
+    set_group_paused(state, path, true).await
 }
 
-async fn resume_group(
+async fn resume_group(state: State<Admin>, path: Path<(String, String)>) -> ApiResult<GroupPaused> {
+    set_group_paused(state, path, false).await
+}
+
+async fn set_group_paused(
     State(admin): State<Admin>,
     Path((queue, group)): Path<(String, String)>,
+    paused: bool,
 ) -> ApiResult<GroupPaused> {
     let groups = admin.queue().groups(&queue);
-    groups
-        .resume(&group)
-        .await
-        .map_err(redjob::admin::AdminError::from)?;
+    let changed = match paused {
+        true => groups.pause(&group).await,
+        false => groups.resume(&group).await,
+    };
+    changed.map_err(redjob::admin::AdminError::from)?;
     Ok(Json(GroupPaused {
         queue,
         group,
-        paused: false,
+        paused,
     }))
 }
 
