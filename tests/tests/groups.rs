@@ -462,3 +462,60 @@ async fn operators_see_a_queues_groups_and_pause_resume_and_limit_them() {
     finished(&redis, 13).await;
     assert_eq!(queue.size("fair").await.unwrap().total(), 0);
 }
+
+#[tokio::test]
+async fn a_group_at_its_limit_runs_its_next_job_as_soon_as_one_ends() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut bulk = Bulk::via(&queue);
+    for n in 0..10 {
+        bulk.add(
+            guarded(n, "acme", 50)
+                .dispatch()
+                .on_queue("fair")
+                .group("acme"),
+        )
+        .unwrap();
+    }
+    bulk.send().await.unwrap();
+    // An idle worker wakes for a token, or after --sleep: the group that comes back when its
+    // job ends must bring one, or each job would wait the 30 s.
+    let _worker = start_worker(
+        redis.url(),
+        &[
+            "--queue",
+            "fair",
+            "--concurrency",
+            "4",
+            "--group-concurrency",
+            "1",
+            "--sleep",
+            "30",
+        ],
+    );
+    finished(&redis, 10).await;
+    let started = entries(&redis, GUARDED_KEY).await;
+    let done = entries(&redis, GUARDED_FINISHED_KEY).await;
+    let first = started
+        .iter()
+        .map(|e| e["started_ms"].as_i64().unwrap())
+        .min()
+        .unwrap();
+    let last = done
+        .iter()
+        .map(|e| e["finished_ms"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        last - first < 10_000,
+        "10 jobs of 50 ms, one at a time, took {} ms",
+        last - first
+    );
+    let most = most_at_once(
+        &started,
+        &done,
+        &(0..10).map(|n| (n, "acme".to_owned())).collect(),
+        (0, 0),
+    );
+    assert_eq!(most.get("acme"), Some(&1), "{most:?}");
+}

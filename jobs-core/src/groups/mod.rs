@@ -206,6 +206,7 @@ impl Groups {
             .key(&keys.blocked)
             .key(&keys.due)
             .key(&keys.limits)
+            .key(&self.keys.notify)
             .arg(&keys.group_prefix)
             .arg(group.unwrap_or("*"));
         for (limit, value) in limits {

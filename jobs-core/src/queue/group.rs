@@ -113,11 +113,13 @@ impl RedisQueue {
     /// delayed jobs were) into the rotation, or into the due set (`group_touch.lua`). It
     /// follows the pushes in the same pipeline.
     pub(crate) fn group_touch(&self, queue: &str, groups: &[&str]) -> ScriptInvocation<'static> {
-        let keys = self.queue_keys(queue).groups();
+        let queue = self.queue_keys(queue);
+        let keys = queue.groups();
         let mut call = scripts::GROUP_TOUCH.key(&keys.rotation);
         call.key(&keys.rotating)
             .key(&keys.blocked)
             .key(&keys.due)
+            .key(&queue.notify)
             .arg(&keys.group_prefix);
         for group in groups {
             call.arg(*group);
@@ -144,6 +146,7 @@ impl RedisQueue {
         call.key(&keys.rotating)
             .key(&keys.blocked)
             .key(&keys.due)
+            .key(&queue.notify)
             .key(self.keys().events(&queue.name))
             .arg(&keys.group_prefix);
         match (completed, self.events_maxlen(&queue.name)) {
@@ -179,7 +182,13 @@ impl Effects {
         let keys = group.groups();
         self.add(
             "group",
-            [keys.rotation, keys.rotating, keys.blocked, keys.due],
+            [
+                keys.rotation,
+                keys.rotating,
+                keys.blocked,
+                keys.due,
+                group.notify.clone(),
+            ],
             [
                 keys.group_prefix,
                 name.clone(),

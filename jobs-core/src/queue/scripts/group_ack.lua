@@ -5,7 +5,8 @@
 -- KEYS[2]  queues:<name>:groups:rotating    the groups in it
 -- KEYS[3]  queues:<name>:groups:blocked     groups that may not run a job yet
 -- KEYS[4]  queues:<name>:groups:due         groups with delayed or reserved jobs
--- KEYS[5]  queues:<name>:events             the queue's events stream
+-- KEYS[5]  queues:<name>:notify             wake-up tokens: one for each group that comes back
+-- KEYS[6]  queues:<name>:events             the queue's events stream
 -- ARGV[1]  queues:<name>:g:   what a group's name follows in its keys
 -- ARGV[2]  the events stream's length ('0': no event)
 -- ARGV[3]  the jobs' uuids, joined by spaces (with ARGV[2])
@@ -15,7 +16,7 @@
 --          most 1000 pairs)
 -- Returns how many were still held. The event names every attempt given, held or not, as
 -- the queue's own acknowledgement does (docs/status.md).
-local gk = groups_keys(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1])
+local gk = groups_keys(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1])
 local held = 0
 local ended = {}
 local groups = {}
@@ -33,7 +34,7 @@ for _, group in ipairs(groups) do
   group_ended(gk, group)
 end
 if ARGV[2] ~= '0' then
-  redis.call('xadd', KEYS[5], 'maxlen', '~', ARGV[2], '*', 'event', 'completed',
+  redis.call('xadd', KEYS[6], 'maxlen', '~', ARGV[2], '*', 'event', 'completed',
     'n', (#ARGV - 5) / 2, 'uuid', ARGV[3], 'job', ARGV[4], 'attempt', ARGV[5])
 end
 return held

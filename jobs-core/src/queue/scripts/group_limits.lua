@@ -6,11 +6,12 @@
 -- KEYS[3]  queues:<name>:groups:blocked     groups that may not run a job yet
 -- KEYS[4]  queues:<name>:groups:due         groups with delayed or reserved jobs
 -- KEYS[5]  queues:<name>:groups:limits      the groups' limits
+-- KEYS[6]  queues:<name>:notify             wake-up tokens: one for a group that comes back
 -- ARGV[1]  queues:<name>:g:   what a group's name follows in its keys
 -- ARGV[2]  the group, or '*' for every group of the queue
 -- ARGV[3..] pairs: a limit ('c' concurrency, 'r' rate, 'p' paused) and its value ('': none)
 -- Returns 1.
-local gk = groups_keys(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1])
+local gk = groups_keys(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], ARGV[1])
 local group = ARGV[2]
 for i = 3, #ARGV, 2 do
   local field = group .. ':' .. ARGV[i]

@@ -4,10 +4,11 @@
 -- KEYS[2]  queues:<name>:groups:rotating    the groups in it
 -- KEYS[3]  queues:<name>:groups:blocked     groups that may not run a job yet
 -- KEYS[4]  queues:<name>:groups:due         groups with delayed or reserved jobs
+-- KEYS[5]  queues:<name>:notify             wake-up tokens: one for each group that enters
 -- ARGV[1]  queues:<name>:g:   what a group's name follows in its keys
 -- ARGV[2..] the groups
 -- Returns how many groups entered the rotation.
-local gk = groups_keys(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1])
+local gk = groups_keys(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1])
 local entered = 0
 for i = 2, #ARGV do
   group_due(gk, ARGV[i])

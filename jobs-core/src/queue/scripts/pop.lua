@@ -43,7 +43,7 @@
 -- list is set to one token per ready job of the queue's own and one per rotating group.
 local now = now_seconds()
 local migrate_limit = tonumber(ARGV[3])
-local gk = groups_keys(KEYS[6], KEYS[7], KEYS[8], KEYS[9], ARGV[5])
+local gk = groups_keys(KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[4], ARGV[5])
 
 local function migrate(from)
   local due = redis.call('zrangebyscore', from, '-inf', now, 'limit', 0, migrate_limit)

@@ -14,20 +14,21 @@
 --     due and scores it again), or in the rotation, which looks at it each turn.
 
 -- The keys of a queue's groups, from KEYS in turn: the rotation, the rotating set, the
--- blocked set, the due set; and from ARGV the groups' key prefix.
-local function groups_keys(rotation, rotating, blocked, due, prefix)
+-- blocked set, the due set, the queue's wake-up list; and from ARGV the groups' key prefix.
+local function groups_keys(rotation, rotating, blocked, due, notify, prefix)
   return { rotation = rotation, rotating = rotating, blocked = blocked, due = due,
-    prefix = prefix }
+    notify = notify, prefix = prefix }
 end
 
--- Puts `group` into the rotation unless it is there, blocked, or has no ready job. Returns
--- whether it did.
+-- Puts `group` into the rotation unless it is there, blocked, or has no ready job, with a
+-- wake-up token: an idle worker has a job to take. Returns whether it did.
 local function group_enter(gk, group)
   if redis.call('sismember', gk.rotating, group) == 1 then return false end
   if redis.call('zscore', gk.blocked, group) then return false end
   if redis.call('llen', gk.prefix .. group) == 0 then return false end
   redis.call('sadd', gk.rotating, group)
   redis.call('rpush', gk.rotation, group)
+  redis.call('rpush', gk.notify, '1')
   return true
 end
 
@@ -89,11 +90,11 @@ end
 
 -- The `group` effect of a settling script (lib/effects.lua): a job of a group ended; a
 -- released one waits in the group's delayed set, so the group is scored in the due set.
---   keys: the rotation, the rotating set, the blocked set, the due set
+--   keys: the rotation, the rotating set, the blocked set, the due set, the wake-up list
 --   args: the groups' key prefix, the group, '1' when the job was released
 local function group_settled(at)
   local gk = groups_keys(at.next_key(), at.next_key(), at.next_key(), at.next_key(),
-    at.next_arg())
+    at.next_key(), at.next_arg())
   local group, released = at.next_arg(), at.next_arg()
   group_ended(gk, group)
   if released == '1' then group_due(gk, group) end
