@@ -105,3 +105,52 @@ pub(crate) fn xadd(key: &str, maxlen: u64, fields: &[(&str, &str)]) -> redis::Cm
     }
     cmd
 }
+
+/// The fields of one event of many jobs, as the calls that move jobs in numbers write it to a
+/// queue's events stream: their uuids and attempts joined by spaces, their names by newlines,
+/// each job given as (uuid, name, attempt). Readers give each job its own event.
+pub(crate) struct JobsEntry {
+    /// How many jobs.
+    pub(crate) n: String,
+    pub(crate) uuids: String,
+    pub(crate) names: String,
+    pub(crate) attempts: String,
+}
+
+impl JobsEntry {
+    pub(crate) fn of(jobs: &[(&str, &str, u32)]) -> JobsEntry {
+        JobsEntry {
+            n: jobs.len().to_string(),
+            uuids: join(jobs.iter().map(|job| job.0), " "),
+            names: join(jobs.iter().map(|job| job.1), "\n"),
+            attempts: join(jobs.iter().map(|job| job.2.to_string()), " "),
+        }
+    }
+
+    /// The `XADD` of this entry as the event `event` to `stream`.
+    pub(crate) fn xadd(&self, stream: &str, maxlen: u64, event: &str) -> redis::Cmd {
+        xadd(
+            stream,
+            maxlen,
+            &[
+                ("event", event),
+                ("n", &self.n),
+                ("uuid", &self.uuids),
+                ("job", &self.names),
+                ("attempt", &self.attempts),
+            ],
+        )
+    }
+}
+
+/// The texts of `items` joined by `separator`.
+fn join<T: AsRef<str>>(items: impl Iterator<Item = T>, separator: &str) -> String {
+    let mut joined = String::new();
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            joined.push_str(separator);
+        }
+        joined.push_str(item.as_ref());
+    }
+    joined
+}

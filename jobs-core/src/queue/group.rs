@@ -14,6 +14,7 @@ use redis::ScriptInvocation;
 
 use crate::error::Result;
 use crate::queue::effects::Effects;
+use crate::queue::events::JobsEntry;
 use crate::queue::handle::RedisQueue;
 use crate::queue::keys::QueueKeys;
 use crate::queue::scripts;
@@ -151,13 +152,11 @@ impl RedisQueue {
             .arg(&keys.group_prefix);
         match (completed, self.events_maxlen(&queue.name)) {
             (Some(completed), Some(maxlen)) => {
-                let uuids: Vec<&str> = completed.iter().map(|job| job.0).collect();
-                let names: Vec<&str> = completed.iter().map(|job| job.1).collect();
-                let attempts: Vec<String> = completed.iter().map(|job| job.2.to_string()).collect();
+                let entry = JobsEntry::of(completed);
                 call.arg(maxlen)
-                    .arg(uuids.join(" "))
-                    .arg(names.join("\n"))
-                    .arg(attempts.join(" "));
+                    .arg(entry.uuids)
+                    .arg(entry.names)
+                    .arg(entry.attempts);
             }
             _ => {
                 call.arg(0).arg("").arg("").arg("");

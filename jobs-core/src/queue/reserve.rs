@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::queue::due::seconds_arg;
-use crate::queue::events::xadd;
+use crate::queue::events::JobsEntry;
 use crate::queue::group::GroupLimits;
 use crate::queue::handle::RedisQueue;
 use crate::queue::keys::QueueKeys;
@@ -92,9 +92,9 @@ impl RedisQueue {
             return Ok(0);
         }
         if let Some(group) = &queue.group {
-            let jobs: Vec<(&str, &str)> =
-                reserved.iter().map(|job| (group.as_str(), *job)).collect();
-            return self.delete_in_groups(queue, &jobs, None).await;
+            return self
+                .delete_in_groups(queue, &in_group(group, reserved), None)
+                .await;
         }
         self.call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
             .await
@@ -120,30 +120,20 @@ impl RedisQueue {
             return Ok(0);
         }
         if let Some(group) = &queue.group {
-            let jobs: Vec<(&str, &str)> =
-                reserved.iter().map(|job| (group.as_str(), *job)).collect();
-            return self.delete_in_groups(queue, &jobs, Some(completed)).await;
+            return self
+                .delete_in_groups(queue, &in_group(group, reserved), Some(completed))
+                .await;
         }
         let Some(maxlen) = self.events_maxlen(&queue.name) else {
             return self.delete_many(queue, reserved).await;
         };
-        let count = completed.len().to_string();
-        let uuids = join(completed.iter().map(|job| job.0), " ");
-        let names = join(completed.iter().map(|job| job.1), "\n");
-        let attempts = join(completed.iter().map(|job| job.2.to_string()), " ");
         let mut pipe = redis::pipe();
         pipe.atomic()
             .zrem(&queue.reserved, reserved)
-            .add_command(xadd(
+            .add_command(JobsEntry::of(completed).xadd(
                 &self.keys().events(&queue.name),
                 maxlen,
-                &[
-                    ("event", "completed"),
-                    ("n", &count),
-                    ("uuid", &uuids),
-                    ("job", &names),
-                    ("attempt", &attempts),
-                ],
+                "completed",
             ));
         pipe.ignore();
         let (held,): (u64,) = self.query_pipe(&pipe).await?;
@@ -171,14 +161,8 @@ impl RedisQueue {
     }
 }
 
-/// The texts of `items` joined by `separator`.
-fn join<T: AsRef<str>>(items: impl Iterator<Item = T>, separator: &str) -> String {
-    let mut joined = String::new();
-    for (i, item) in items.enumerate() {
-        if i > 0 {
-            joined.push_str(separator);
-        }
-        joined.push_str(item.as_ref());
-    }
-    joined
+/// Reserved copies of one group's jobs, each with its group, as
+/// [`RedisQueue::delete_in_groups`] takes them.
+fn in_group<'a>(group: &'a str, reserved: &[&'a str]) -> Vec<(&'a str, &'a str)> {
+    reserved.iter().map(|job| (group, *job)).collect()
 }

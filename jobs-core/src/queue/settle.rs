@@ -186,13 +186,13 @@ impl RedisQueue {
         effects.add_to(&mut call);
         let recorded: u64 = self.invoke(&call).await?;
         if separate_removal {
-            // A group's job is removed as the acker removes it: its group comes back.
-            match (String::from_utf8(reserved.to_vec()), &queue.group) {
-                (Ok(member), Some(group)) => {
-                    self.delete_in_groups(queue, &[(group, &member)], None)
-                        .await?;
+            // As the acker removes a finished job, so a group's brings its group back; a copy
+            // that is not UTF-8 is removed by its bytes alone.
+            match std::str::from_utf8(reserved) {
+                Ok(member) => {
+                    self.delete_many(queue, &[member]).await?;
                 }
-                _ => {
+                Err(_) => {
                     self.call(|mut conn| async move {
                         conn.zrem::<_, _, ()>(&queue.reserved, reserved).await
                     })

@@ -203,48 +203,24 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
     let mut acknowledged: Vec<((String, bool), Option<Uuid>)> = Vec::new();
     let mut outcome = Ok(());
     for (keys, batch, finished) in groups(pending) {
-        let members: Vec<(&str, Uuid)> = finished
-            .iter()
-            .map(|f| {
-                (
-                    f.job.raw.as_str(),
-                    f.batch.map_or(Uuid::nil(), |(_, uuid)| uuid),
-                )
-            })
-            .collect();
         let sent = match batch {
-            None => {
-                let reserved: Vec<&str> = members.iter().map(|(raw, _)| *raw).collect();
-                let events: Option<Vec<(&str, &str, u32)>> = finished
+            None => delete(queue, keys, &finished).await,
+            Some(batch) => {
+                let members: Vec<(&str, Uuid)> = finished
                     .iter()
                     .map(|f| {
-                        f.event
-                            .as_ref()
-                            .map(|e| (e.uuid.as_str(), e.job.as_str(), e.attempt))
+                        (
+                            f.job.raw.as_str(),
+                            f.batch.map_or(Uuid::nil(), |(_, uuid)| uuid),
+                        )
                     })
                     .collect();
-                match (&keys.group, events) {
-                    (Some(_), events) => {
-                        let jobs: Vec<(&str, &str)> = finished
-                            .iter()
-                            .map(|f| {
-                                (
-                                    f.job.queue.group.as_deref().unwrap_or(""),
-                                    f.job.raw.as_str(),
-                                )
-                            })
-                            .collect();
-                        queue.delete_in_groups(keys, &jobs, events.as_deref()).await
-                    }
-                    (None, Some(events)) => queue.delete_completed(keys, &reserved, &events).await,
-                    (None, None) => queue.delete_many(keys, &reserved).await,
-                }
+                complete_in_batch(queue, keys, batch, &members).await
             }
-            Some(batch) => complete_in_batch(queue, keys, batch, &members).await,
         };
         match sent {
             Ok(held) => {
-                warn_if_not_held(keys, members.len() as u64 - held);
+                warn_if_not_held(keys, finished.len() as u64 - held);
                 let (name, grouped) = acknowledged_in(keys);
                 acknowledged.push(((name.to_owned(), grouped), batch));
             }
@@ -262,6 +238,41 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
             .any(|((n, g), b)| n == name && *g == grouped && *b == batch)
     });
     outcome
+}
+
+/// Deletes the reservations of `finished` jobs of no batch, all of the queue's own list or all
+/// of its groups (`keys`, the first one's), with their `completed` event when each has one (the
+/// queue's events are on).
+async fn delete(
+    queue: &RedisQueue,
+    keys: &QueueKeys,
+    finished: &[&Finished],
+) -> redjob::Result<u64> {
+    let events: Option<Vec<(&str, &str, u32)>> = finished
+        .iter()
+        .map(|f| {
+            f.event
+                .as_ref()
+                .map(|e| (e.uuid.as_str(), e.job.as_str(), e.attempt))
+        })
+        .collect();
+    if keys.group.is_some() {
+        let jobs: Vec<(&str, &str)> = finished
+            .iter()
+            .map(|f| {
+                (
+                    f.job.queue.group.as_deref().unwrap_or(""),
+                    f.job.raw.as_str(),
+                )
+            })
+            .collect();
+        return queue.delete_in_groups(keys, &jobs, events.as_deref()).await;
+    }
+    let reserved: Vec<&str> = finished.iter().map(|f| f.job.raw.as_str()).collect();
+    match events {
+        Some(events) => queue.delete_completed(keys, &reserved, &events).await,
+        None => queue.delete_many(keys, &reserved).await,
+    }
 }
 
 /// What one acknowledging call covers: a queue's own reserved set (`false`), or every group
