@@ -102,8 +102,11 @@ impl RedisQueue {
         for arg in step.args() {
             call.arg(arg);
         }
-        for (reserved, uuid) in finished {
-            call.arg(*reserved).arg(uuid.to_string());
+        for (reserved, _) in finished {
+            call.arg(*reserved);
+        }
+        for (_, uuid) in finished {
+            call.arg(uuid.to_string());
         }
         self.invoke(&call).await
     }

@@ -6,29 +6,28 @@
 -- KEYS[1]     queues:<name>:reserved
 -- KEYS[2..11] the batch's keys and its callbacks' routes (batch_from in lib/batch.lua)
 -- ARGV[1..4]  batch_from's: the callbacks' due times, how long to keep the finished batch
--- ARGV[5..]   pairs: a reserved copy, byte for byte as pop returned it, and its job's uuid
---             (a copy given twice counts once)
+-- ARGV[5..]   n reserved copies, byte for byte as pop returned them, then their jobs' n uuids
+--             in the same order (a copy given twice counts once)
 -- Returns how many reservations were still held.
 local at = effects_from(2, 1)
 local batch = batch_from(at)
-local copies, uuids = {}, {}
-for i = at.arg, #ARGV, 2 do
-  copies[#copies + 1] = ARGV[i]
-  uuids[#uuids + 1] = ARGV[i + 1]
-end
-local held_copies, held_uuids = {}, {}
-for i, score in ipairs(redis.call('zmscore', KEYS[1], unpack(copies))) do
-  if score then
-    held_copies[#held_copies + 1] = copies[i]
-    held_uuids[#held_uuids + 1] = uuids[i]
+-- The copies and uuids are handed to each call as ranges of ARGV: a script's own list of
+-- them would be a second copy of every payload, and this call carries a hundred at a time.
+local first = at.arg
+local n = (#ARGV - first + 1) / 2
+local scores = redis.call('zmscore', KEYS[1], unpack(ARGV, first, first + n - 1))
+local held_uuids = {}
+for i = 1, n do
+  if scores[i] then
+    held_uuids[#held_uuids + 1] = ARGV[first + n + i - 1]
   end
 end
-if #held_copies == 0 then
+if #held_uuids == 0 then
   return 0
 end
 if redis.call('exists', batch.record) == 1 then
   batch_count_all_done(batch, held_uuids)
   batch_check(batch)
 end
--- ZREM counts a copy given twice once.
-return redis.call('zrem', KEYS[1], unpack(held_copies))
+-- ZREM counts a copy given twice once, and one no longer held not at all.
+return redis.call('zrem', KEYS[1], unpack(ARGV, first, first + n - 1))
