@@ -2,7 +2,7 @@
 //! sub-queue (`QueueKeys::for_group`) by the queue's own push scripts, and the group brought
 //! into the rotation in the same pipeline (`group_touch.lua`); `pop.lua` serves the groups in
 //! turn; a group's job that ends brings its group back from the blocked set
-//! (`group_ack.lua`, and the settle scripts' `group` effect). The limits a group is held to
+//! (`group_ended.lua` after the acker's removal, and the settle scripts' `group` effect). The limits a group is held to
 //! are read by the pop from the queue's limits hash, or are the worker's defaults
 //! ([`GroupLimits`]).
 
@@ -129,10 +129,17 @@ impl RedisQueue {
     }
 
     /// Deletes finished jobs' reservations in the groups of `queue` (the keys of the queue or
-    /// of any of its groups), each given as its group and reserved copy, and brings each of
-    /// those groups that was blocked back into the rotation (`group_ack.lua`); returns how
-    /// many were still held. `completed`, for a queue whose events are on, names each job
-    /// (uuid, name, attempt) for their `completed` event, appended in the same step.
+    /// of any of its groups), each given as its group and reserved copy; returns how many
+    /// were still held. `completed`, for a queue whose events are on, names each job (uuid,
+    /// name, attempt) for their `completed` event, appended in the same transaction.
+    ///
+    /// Each group of them that was blocked is then brought back into the rotation
+    /// (`group_ended.lua`), so that a group at its concurrency limit runs its next job as
+    /// soon as one ends. A transaction of `ZREM`s rather than one script: a script would be
+    /// given every reserved copy again, which costs Redis more than the removal itself. The
+    /// groups' return is a second step, taken only for groups that were blocked: it changes
+    /// only when a group is looked at again, and a group whose return is missed (its worker
+    /// killed in between) is looked at again when its earliest reservation would expire.
     pub(crate) async fn delete_in_groups(
         &self,
         queue: &QueueKeys,
@@ -142,30 +149,50 @@ impl RedisQueue {
         if jobs.is_empty() {
             return Ok(0);
         }
-        let keys = queue.groups();
-        let mut call = scripts::GROUP_ACK.key(&keys.rotation);
-        call.key(&keys.rotating)
-            .key(&keys.blocked)
-            .key(&keys.due)
-            .key(&queue.notify)
-            .key(self.keys().events(&queue.name))
-            .arg(&keys.group_prefix);
-        match (completed, self.events_maxlen(&queue.name)) {
-            (Some(completed), Some(maxlen)) => {
-                let entry = JobsEntry::of(completed);
-                call.arg(maxlen)
-                    .arg(entry.uuids)
-                    .arg(entry.names)
-                    .arg(entry.attempts);
-            }
-            _ => {
-                call.arg(0).arg("").arg("").arg("");
-            }
-        }
+        let mut by_group: Vec<(&str, Vec<&str>)> = Vec::new();
         for (group, reserved) in jobs {
-            call.arg(*group).arg(*reserved);
+            match by_group.iter_mut().find(|(name, _)| name == group) {
+                Some((_, copies)) => copies.push(reserved),
+                None => by_group.push((group, vec![reserved])),
+            }
         }
-        self.invoke(&call).await
+        let keys = queue.groups();
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for (group, copies) in &by_group {
+            pipe.zrem(queue.for_group(group).reserved, copies);
+        }
+        if let (Some(completed), Some(maxlen)) = (completed, self.events_maxlen(&queue.name)) {
+            let events = self.keys().events(&queue.name);
+            pipe.add_command(JobsEntry::of(completed).xadd(&events, maxlen, "completed"))
+                .ignore();
+        }
+        pipe.cmd("ZMSCORE")
+            .arg(&keys.blocked)
+            .arg(by_group.iter().map(|(group, _)| *group).collect::<Vec<_>>());
+        let mut replies: Vec<redis::Value> = self.query_pipe(&pipe).await?;
+        let blocked: Vec<Option<f64>> =
+            redis::from_redis_value(replies.pop().unwrap_or(redis::Value::Nil))
+                .map_err(redis::RedisError::from)?;
+        let removed: Vec<u64> = redis::from_redis_value(redis::Value::Array(replies))
+            .map_err(redis::RedisError::from)?;
+        let ended: Vec<&str> = by_group
+            .iter()
+            .zip(removed.iter().zip(&blocked))
+            .filter(|(_, (held, blocked))| **held > 0 && blocked.is_some_and(f64::is_finite))
+            .map(|((group, _), _)| *group)
+            .collect();
+        if !ended.is_empty() {
+            let mut call = scripts::GROUP_ENDED.key(&keys.rotation);
+            call.key(&keys.rotating)
+                .key(&keys.blocked)
+                .key(&keys.due)
+                .key(&queue.notify)
+                .arg(&keys.group_prefix)
+                .arg(ended);
+            self.invoke::<()>(&call).await?;
+        }
+        Ok(removed.iter().sum())
     }
 }
 

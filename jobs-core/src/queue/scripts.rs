@@ -191,9 +191,8 @@ script!(
     GROUP_TOUCH, "group_touch.lua", uses "groups.lua"
 );
 script!(
-    /// Acknowledge finished jobs of one group, bringing the group back
-    /// (`group_ack.lua`).
-    GROUP_ACK, "group_ack.lua", uses "groups.lua"
+    /// Bring groups whose jobs ended back from the blocked set (`group_ended.lua`).
+    GROUP_ENDED, "group_ended.lua", uses "groups.lua"
 );
 script!(
     /// Set or clear a group's limits, or its queue's (`group_limits.lua`).

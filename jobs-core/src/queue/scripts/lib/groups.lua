@@ -1,7 +1,7 @@
 -- A queue's groups (docs/groups.md): each group is a sub-queue shaped like the queue, its
 -- ready list `<prefix><group>`, its `:delayed` and `:reserved` sets; the groups that may run a
 -- job now take turns in the rotation. Shared by pop.lua, which serves them, group_touch.lua,
--- which brings pushed groups in, group_ack.lua and the settle scripts' `group` effect, which
+-- which brings pushed groups in, group_ended.lua and the settle scripts' `group` effect, which
 -- bring a group back when a job of it ends. Group keys are built here from the prefix and a
 -- checked group name: they share the queue's hash tag, so on a cluster they are in the slot
 -- of the keys the script was given.
