@@ -1,7 +1,8 @@
 //! Fair queues: a queue's groups served in turn, each within its limits, against worker
 //! processes: a group's backlog does not hold back the others, a group's concurrency holds
 //! across workers and through a kill -9, a rate spreads a group's starts, delayed and released
-//! jobs go back to their group, and no grouped job is ever in the lists a Laravel worker reads.
+//! jobs go back to their group, grouped jobs report their events, and no grouped job is ever in
+//! the lists a Laravel worker reads.
 
 use examples::{Guarded, RebuildIndex, GUARDED_FINISHED_KEY, GUARDED_KEY, UNIQUE_KEY};
 use redis::AsyncCommands;
@@ -518,4 +519,49 @@ async fn a_group_at_its_limit_runs_its_next_job_as_soon_as_one_ends() {
         (0, 0),
     );
     assert_eq!(most.get("acme"), Some(&1), "{most:?}");
+}
+
+#[tokio::test]
+async fn grouped_jobs_of_a_queue_with_events_report_completed_and_leave_no_reservation() {
+    use futures_util::StreamExt;
+
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    queue.set_events("fair", Some(100_000)).await.unwrap();
+    let live = redis.queue().events("fair").await.unwrap();
+    let mut uuids = Vec::new();
+    for n in 0..30 {
+        let job = guarded(n, "", 0).dispatch().on_queue("fair");
+        let job = match n % 3 {
+            0 => job,
+            1 => job.group("acme"),
+            _ => job.group("beta"),
+        };
+        uuids.push(job.via(&queue).await.unwrap().to_string());
+    }
+    let collected = tokio::spawn(async move {
+        let mut live = std::pin::pin!(live);
+        let mut completed = Vec::new();
+        while completed.len() < 30 {
+            let event: redjob::status::QueueEvent = live.next().await.unwrap();
+            if event.event == "completed" {
+                completed.push(event.uuid);
+            }
+        }
+        completed
+    });
+    let _worker = start_worker(redis.url(), &["--queue", "fair", "--concurrency", "8"]);
+    let mut completed = tokio::time::timeout(LONG, collected)
+        .await
+        .expect("30 completed events")
+        .unwrap();
+    completed.sort();
+    uuids.sort();
+    assert_eq!(completed, uuids, "each job's completed event, once");
+    let mut conn = redis.conn().await;
+    for key in ["queues:fair:g:acme:reserved", "queues:fair:g:beta:reserved"] {
+        let left: usize = conn.zcard(key).await.unwrap();
+        assert_eq!(left, 0, "{key}");
+    }
+    assert_eq!(queue.size("fair").await.unwrap().total(), 0);
 }
