@@ -93,9 +93,18 @@ local raised = {}
 -- the queue's own) for each. Returns how many.
 local function reserve(from, into, count, group)
   if count <= 0 then return 0 end
-  local popped = redis.call('lpop', from, count)
-  if not popped then return 0 end
+  local popped
+  if count == 1 then
+    -- A group's turn among many takes one job: a bare LPOP answers a string, not a list.
+    popped = redis.call('lpop', from)
+    if not popped then return 0 end
+    popped = { popped }
+  else
+    popped = redis.call('lpop', from, count)
+    if not popped then return 0 end
+  end
   local scored = {}
+  local grouped = group ~= '' or #groups_of > 0
   for i, job in ipairs(popped) do
     local first, last = attempts_at(job, math.max(1, #job - 64))
     local next_attempts = '0'
@@ -110,7 +119,7 @@ local function reserve(from, into, count, group)
     end
     local at = #reserved + 1
     reserved[at] = job
-    if group ~= '' or #groups_of > 0 then
+    if grouped then
       for j = #groups_of + 1, at - 1 do groups_of[j] = '' end
       groups_of[at] = group
     end
@@ -122,15 +131,19 @@ local function reserve(from, into, count, group)
     scored[2 * i - 1] = expires
     scored[2 * i] = job
   end
-  for i = 1, #scored, 2000 do
-    redis.call('zadd', into, unpack(scored, i, math.min(i + 1999, #scored)))
+  if #scored == 2 then
+    redis.call('zadd', into, expires, scored[2])
+  else
+    for i = 1, #scored, 2000 do
+      redis.call('zadd', into, unpack(scored, i, math.min(i + 1999, #scored)))
+    end
   end
   return #popped
 end
 
--- Blocks `group`, just moved to the rotation's tail, until `until_score`.
+-- Blocks `group`, taken from the rotation, until `until_score`.
 local function block(group, until_score)
-  group_leave_tail(gk, group)
+  redis.call('srem', gk.rotating, group)
   redis.call('zadd', gk.blocked, until_score, group)
 end
 
@@ -138,7 +151,8 @@ end
 -- next one may start once none may, and the theoretical arrival time and interval of GCRA;
 -- nil when it has no rate.
 local function rate_allows(group, rate)
-  local jobs, seconds = string.match(rate or '', '^(%d+)/(%d+%.?%d*)$')
+  if not rate or rate == '' then return nil end
+  local jobs, seconds = string.match(rate, '^(%d+)/(%d+%.?%d*)$')
   if not jobs or tonumber(jobs) == 0 then return nil end
   local period = tonumber(seconds)
   local interval = period / tonumber(jobs)
@@ -152,53 +166,75 @@ local function rate_allows(group, rate)
 end
 
 -- Serves the rotation's groups, one turn each, until `want` jobs are reserved or every
--- rotating group has had a turn. Returns how many it reserved.
+-- rotating group has had a turn. Returns how many it reserved. Each round takes as many
+-- groups from the rotation's head as jobs are still wanted and puts those that stay back at
+-- its tail, in turn order, and any it did not reach back at its head: the order one LMOVE per
+-- turn would leave, for two calls a round instead of one a turn.
 local function serve_groups(want)
   local taken = 0
   local turns = redis.call('llen', gk.rotation)
   -- Most queues store no limits: their groups' are the worker's, read from ARGV.
   local stored_limits = redis.call('exists', KEYS[10]) == 1
   local no_limits = { false, false, false, false, false }
+  local default_concurrency = tonumber(ARGV[6]) or 0
   while want - taken > 0 and turns > 0 do
-    turns = turns - 1
-    local group = redis.call('lmove', gk.rotation, gk.rotation, 'LEFT', 'RIGHT')
-    if not group then break end
-    local list = gk.prefix .. group
-    local running = list .. ':reserved'
-    local limits = no_limits
-    if stored_limits then
-      limits = redis.call('hmget', KEYS[10], group .. ':c', group .. ':r', group .. ':p', '*:c',
-        '*:r')
-    end
-    local concurrency = tonumber(limits[1] or limits[4] or ARGV[6]) or 0
-    local allowed = want - taken
-    if concurrency > 0 then
-      allowed = math.min(allowed, concurrency - redis.call('zcard', running))
-    end
-    local rate = rate_allows(group, limits[2] or limits[5] or ARGV[7])
-    if limits[3] then
-      block(group, '+inf')
-    elseif allowed <= 0 then
-      block(group, redis.call('zrange', running, 0, 0, 'withscores')[2] or now)
-    elseif rate and rate.allowed <= 0 then
-      block(group, string.format('%.17g', rate.next_at))
-    else
-      local share = math.ceil((want - taken) / (turns + 1))
-      local count = math.min(allowed, share)
-      if rate then count = math.min(count, rate.allowed) end
-      local got = reserve(list, running, count, group)
-      taken = taken + got
-      if rate and got > 0 then
-        local next_tat = rate.tat + got * rate.interval
-        redis.call('set', list .. ':tat', string.format('%.17g', next_tat), 'px',
-          math.max(1, math.ceil((next_tat - now) * 1000)))
+    local round = redis.call('lpop', gk.rotation, math.min(turns, want - taken))
+    if not round then break end
+    turns = turns - #round
+    local stay, reached = {}, #round
+    for i, group in ipairs(round) do
+      if want - taken <= 0 then
+        reached = i - 1
+        break
       end
-      -- A list found short is empty now. One that gave all asked may be too: its next turn
-      -- finds it so, which costs less than asking its length at every turn.
-      if got < count then
-        group_leave_tail(gk, group)
-        group_due(gk, group)
+      local list = gk.prefix .. group
+      local running = list .. ':reserved'
+      local limits = no_limits
+      if stored_limits then
+        limits = redis.call('hmget', KEYS[10], group .. ':c', group .. ':r', group .. ':p', '*:c',
+          '*:r')
       end
+      local concurrency = default_concurrency
+      if limits[1] or limits[4] then concurrency = tonumber(limits[1] or limits[4]) or 0 end
+      local allowed = want - taken
+      if concurrency > 0 then
+        allowed = math.min(allowed, concurrency - redis.call('zcard', running))
+      end
+      local rate = rate_allows(group, limits[2] or limits[5] or ARGV[7])
+      if limits[3] then
+        block(group, '+inf')
+      elseif allowed <= 0 then
+        block(group, redis.call('zrange', running, 0, 0, 'withscores')[2] or now)
+      elseif rate and rate.allowed <= 0 then
+        block(group, string.format('%.17g', rate.next_at))
+      else
+        -- Its share of what is left among the groups still to have a turn.
+        local share = math.ceil((want - taken) / (turns + #round - i + 1))
+        local count = math.min(allowed, share)
+        if rate then count = math.min(count, rate.allowed) end
+        local got = reserve(list, running, count, group)
+        taken = taken + got
+        if rate and got > 0 then
+          local next_tat = rate.tat + got * rate.interval
+          redis.call('set', list .. ':tat', string.format('%.17g', next_tat), 'px',
+            math.max(1, math.ceil((next_tat - now) * 1000)))
+        end
+        -- A list found short is empty now. One that gave all asked may be too: its next turn
+        -- finds it so, which costs less than asking its length at every turn.
+        if got < count then
+          redis.call('srem', gk.rotating, group)
+          group_due(gk, group)
+        else
+          stay[#stay + 1] = group
+        end
+      end
+    end
+    if #stay > 0 then redis.call('rpush', gk.rotation, unpack(stay)) end
+    if reached < #round then
+      -- LPUSH puts each at the head in turn: the last first keeps their order.
+      local unreached = {}
+      for i = #round, reached + 1, -1 do unreached[#unreached + 1] = round[i] end
+      redis.call('lpush', gk.rotation, unpack(unreached))
     end
   end
   return taken

@@ -32,12 +32,6 @@ local function group_enter(gk, group)
   return true
 end
 
--- Takes `group`, which a pop has just moved to the rotation's tail, out of the rotation.
-local function group_leave_tail(gk, group)
-  redis.call('rpop', gk.rotation)
-  redis.call('srem', gk.rotating, group)
-end
-
 -- Scores `group` in the due set by its earliest delayed job or reservation, or takes it out
 -- when it has neither.
 local function group_due(gk, group)
