@@ -2,9 +2,9 @@
 //! sub-queue (`QueueKeys::for_group`) by the queue's own push scripts, and the group brought
 //! into the rotation in the same pipeline (`group_touch.lua`); `pop.lua` serves the groups in
 //! turn; a group's job that ends brings its group back from the blocked set
-//! (`group_ended.lua` after the acker's removal, and the settle scripts' `group` effect). The limits a group is held to
-//! are read by the pop from the queue's limits hash, or are the worker's defaults
-//! ([`GroupLimits`]).
+//! (`group_ended.lua` after the acker's removal, and the settle scripts' `group` effect). The
+//! limits a group is held to are read by the pop from the queue's limits hash, or are the
+//! worker's defaults ([`GroupLimits`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -189,8 +189,16 @@ impl RedisQueue {
                 .key(&keys.due)
                 .key(&queue.notify)
                 .arg(&keys.group_prefix)
-                .arg(ended);
-            self.invoke::<()>(&call).await?;
+                .arg(&ended);
+            // The jobs are acknowledged: a group not brought back now comes back by itself.
+            if let Err(err) = self.invoke::<()>(&call).await {
+                tracing::warn!(
+                    queue = %queue.name,
+                    groups = ?ended,
+                    error = %err,
+                    "groups at a limit come back when their earliest reservation would expire"
+                );
+            }
         }
         Ok(removed.iter().sum())
     }
