@@ -565,3 +565,62 @@ async fn grouped_jobs_of_a_queue_with_events_report_completed_and_leave_no_reser
     }
     assert_eq!(queue.size("fair").await.unwrap().total(), 0);
 }
+
+#[tokio::test]
+async fn a_weighted_group_takes_its_weight_in_jobs_at_each_of_its_turns() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let jobs = JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    // heavy: n 0..90, light-a: 100..130, light-b: 200..230; heavy enters the rotation first.
+    let mut bulk = Bulk::via(&queue);
+    for (group, first, count) in [("heavy", 0, 90), ("light-a", 100, 30), ("light-b", 200, 30)] {
+        for n in first..first + count {
+            bulk.add(
+                guarded(n, group, 0)
+                    .dispatch()
+                    .on_queue("fair")
+                    .group(group),
+            )
+            .unwrap();
+        }
+    }
+    bulk.send().await.unwrap();
+    let listed = jobs.json(&["groups", "fair", "--weight", "heavy", "3"]);
+    let heavy = listed["busiest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "heavy")
+        .unwrap();
+    assert_eq!(heavy["weight"], 3, "{listed}");
+    assert_eq!(listed["busiest"][1]["weight"], 1, "{listed}");
+    let refused = jobs.run(&["groups", "fair", "--weight", "heavy", "0"]);
+    assert_ne!(refused.code(), Some(0), "a weight of 0 is refused");
+
+    // One job at a time: each pop takes one or a few, so heavy's turn spans pops.
+    let _worker = start_worker(redis.url(), &["--queue", "fair", "--concurrency", "1"]);
+    finished(&redis, 150).await;
+    let started = entries(&redis, GUARDED_KEY).await;
+    let first: Vec<u64> = started
+        .iter()
+        .take(50)
+        .map(|e| e["n"].as_u64().unwrap())
+        .collect();
+    let count = |range: std::ops::Range<u64>| first.iter().filter(|n| range.contains(n)).count();
+    let (heavy, light_a, light_b) = (count(0..90), count(100..130), count(200..230));
+    // Three to one to one: 30, 10 and 10 of the first 50, give or take a turn.
+    assert!(
+        (27..=33).contains(&heavy) && (7..=13).contains(&light_a) && (7..=13).contains(&light_b),
+        "heavy {heavy}, light-a {light_a}, light-b {light_b} of the first 50: {first:?}"
+    );
+    assert_eq!(queue.size("fair").await.unwrap().total(), 0);
+    let mut conn = redis.conn().await;
+    let turn: Option<String> = conn
+        .hget("queues:fair:groups:limits", "heavy:s")
+        .await
+        .unwrap();
+    assert_eq!(
+        turn, None,
+        "no turn is left open once heavy's jobs are done"
+    );
+}

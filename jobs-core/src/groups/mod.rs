@@ -17,6 +17,11 @@
 //! - **rate**: at most N jobs started within a period, spread evenly ([`GroupRate`]);
 //! - **paused**: none started until it is resumed.
 //!
+//! A group may be given a **weight** ([`Groups::set_weight`]): a group of weight 3 has three
+//! jobs in each of its turns where the others have one (three shares of a pop where each has a
+//! share), and keeps its place across pops until it has had them, so the proportion holds
+//! however few jobs a worker takes at once.
+//!
 //! A group at a limit leaves the rotation until a slot frees (one of its jobs ends), its rate
 //! allows the next job, or it is resumed, so a pop never scans past groups that cannot run.
 //! Limits are set per group or for every group of a queue with [`Groups::set_limits`]
@@ -30,6 +35,7 @@
 //! ```no_run
 //! # use redjob::{job, Job, JobContext, JobResult, RedisQueue};
 //! # use redjob::queue::GroupLimits;
+//! # use std::num::NonZeroU32;
 //! # use serde::{Deserialize, Serialize};
 //! # #[derive(Serialize, Deserialize)] struct ImportRow { tenant: u64, row: u64 }
 //! # #[job(queue = "imports")] impl Job for ImportRow {
@@ -41,6 +47,7 @@
 //! let two_at_once = GroupLimits { concurrency: Some(2), rate: None };
 //! groups.set_limits(Some("tenant-42"), two_at_once).await?;
 //! groups.pause("tenant-7").await?;
+//! groups.set_weight("tenant-1", NonZeroU32::new(3).unwrap()).await?;
 //! for group in groups.list().await?.groups {
 //!     println!("{} ready {} running {}", group.name, group.ready, group.running);
 //! }
@@ -57,6 +64,7 @@
 //! a queue with more says its figures are partial.
 
 use serde::{Deserialize, Serialize};
+use std::num::NonZeroU32;
 
 use crate::error::Result;
 use crate::queue::keys::{check_group_name, check_queue_name, QueueKeys};
@@ -85,6 +93,9 @@ pub struct GroupInfo {
     pub limits: GroupLimits,
     /// Whether it is paused.
     pub paused: bool,
+    /// Its weight: the jobs it has in each of its turns where a group of weight 1 has one
+    /// ([`Groups::set_weight`]).
+    pub weight: u32,
     /// Where the group is in its queue's rotation.
     pub state: GroupState,
     /// For a group blocked at a limit, when it is looked at again: a Unix time in seconds, by
@@ -138,12 +149,34 @@ impl Groups {
             .key(&keys.limits)
             .arg(&keys.group_prefix)
             .arg(GROUPS_READ);
-        type Entry = (String, u64, u64, u64, String, String, u8, String, u8);
+        type Entry = (
+            String,
+            u64,
+            u64,
+            u64,
+            String,
+            String,
+            u8,
+            String,
+            u8,
+            String,
+        );
         let (entries, partial): (Vec<Entry>, u8) = self.queue.invoke(&call).await?;
         let mut groups: Vec<GroupInfo> = entries
             .into_iter()
             .map(
-                |(name, ready, delayed, running, concurrency, rate, paused, blocked, rotating)| {
+                |(
+                    name,
+                    ready,
+                    delayed,
+                    running,
+                    concurrency,
+                    rate,
+                    paused,
+                    blocked,
+                    rotating,
+                    weight,
+                )| {
                     let state = match (rotating, blocked.as_str()) {
                         (1, _) => GroupState::Rotating,
                         (_, "") => GroupState::Idle,
@@ -160,6 +193,7 @@ impl Groups {
                             rate: rate.parse().ok(),
                         },
                         paused: paused == 1,
+                        weight: weight.parse().unwrap_or(1),
                         state,
                         blocked_until,
                     }
@@ -193,6 +227,19 @@ impl Groups {
     /// Resumes a paused `group`.
     pub async fn resume(&self, group: &str) -> Result<()> {
         self.change(Some(group), &[("p", "")]).await
+    }
+
+    /// Gives `group` a weight: where the groups take one job each in turn, it takes `weight`
+    /// in its turn; where they share a pop, it has `weight` shares. It keeps its place at the
+    /// head of the rotation across pops until it has had its turn, so the proportion holds for
+    /// a worker that takes one job at a time. A weight of 1, every group's at first, clears it.
+    /// A weight does not raise the group's limits: it takes its turn within them.
+    pub async fn set_weight(&self, group: &str, weight: NonZeroU32) -> Result<()> {
+        let weight = match weight.get() {
+            1 => String::new(),
+            n => n.to_string(),
+        };
+        self.change(Some(group), &[("w", &weight)]).await
     }
 
     async fn change(&self, group: Option<&str>, limits: &[(&str, &str)]) -> Result<()> {

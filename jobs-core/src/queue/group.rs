@@ -196,7 +196,7 @@ impl RedisQueue {
                     queue = %queue.name,
                     groups = ?ended,
                     error = %err,
-                    "groups at a limit come back when their earliest reservation would expire"
+                    "could not bring groups back into the rotation; they come back when their earliest reservation would expire"
                 );
             }
         }

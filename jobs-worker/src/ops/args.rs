@@ -180,8 +180,8 @@ pub(super) enum Command {
         after: Option<String>,
     },
     /// List a queue's groups with jobs, the busiest first: ready, delayed and running jobs,
-    /// limits, and whether each takes turns, waits at a limit or is paused; or pause or
-    /// resume a group, or set limits (docs/groups.md).
+    /// limits, weight, and whether each takes turns, waits at a limit or is paused; or pause
+    /// or resume a group, set limits, or weigh a group (docs/groups.md).
     Groups {
         /// The queue's name.
         #[arg(value_parser = queue_name)]
@@ -205,6 +205,15 @@ pub(super) enum Command {
         /// With --set: the most jobs of a group started within a period, JOBS/SECONDS.
         #[arg(long, requires = "set", value_name = "JOBS/SECONDS")]
         rate: Option<redjob::queue::GroupRate>,
+        /// Give a group a weight: it takes WEIGHT jobs in each of its turns where the others
+        /// take one (1 clears it).
+        #[arg(
+            long,
+            num_args = 2,
+            value_names = ["GROUP", "WEIGHT"],
+            conflicts_with_all = ["pause", "resume", "set"]
+        )]
+        weight: Option<Vec<String>>,
     },
     /// List the locks of unique jobs and the jobs that hold them, or free one
     /// (`jobsctl unique forget KEY`).

@@ -1,10 +1,11 @@
-//! `jobsctl groups`: a queue's groups, the busiest first, and pausing, resuming and limiting
-//! them.
+//! `jobsctl groups`: a queue's groups, the busiest first, and pausing, resuming, limiting and
+//! weighing them.
 
 use redjob::admin::{Admin, AdminError};
 use redjob::groups::{GroupInfo, GroupState};
 use redjob::queue::GroupLimits;
 use serde::Serialize;
+use std::num::NonZeroU32;
 
 use super::error::CliError;
 use super::render::{print, table};
@@ -17,6 +18,25 @@ pub(super) enum Change {
     Resume(String),
     /// `--set GROUP` (`*`: every group of the queue) with its limits.
     Limits(String, GroupLimits),
+    /// `--weight GROUP WEIGHT`.
+    Weight(String, NonZeroU32),
+}
+
+impl Change {
+    /// `--weight GROUP WEIGHT`, from its two values.
+    pub(super) fn weight(values: &[String]) -> Result<Change, CliError> {
+        match values {
+            [group, weight] => weight
+                .parse()
+                .map(|weight| Change::Weight(group.clone(), weight))
+                .map_err(|_| {
+                    CliError::Invalid(format!(
+                        "--weight {group} {weight}: a weight is a whole number of at least 1"
+                    ))
+                }),
+            _ => Err(CliError::Invalid("--weight takes GROUP WEIGHT".to_owned())),
+        }
+    }
 }
 
 /// Applies `change`, if any, then lists the queue's groups, at most `limit` of them.
@@ -38,6 +58,10 @@ pub(super) async fn run(
                 .await
                 .map_err(AdminError::from)?
         }
+        Some(Change::Weight(group, weight)) => groups
+            .set_weight(&group, weight)
+            .await
+            .map_err(AdminError::from)?,
         None => {}
     }
     let listed = groups.list().await.map_err(AdminError::from)?;
@@ -86,6 +110,7 @@ fn groups_text(listing: &Listing) -> String {
                 limits
                     .rate
                     .map_or_else(|| "-".to_owned(), |r| r.to_string()),
+                group.weight.to_string(),
                 state_text(group),
             ]
         })
@@ -98,6 +123,7 @@ fn groups_text(listing: &Listing) -> String {
             "running",
             "concurrency",
             "rate",
+            "weight",
             "state",
         ],
         rows,

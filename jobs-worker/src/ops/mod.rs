@@ -145,14 +145,16 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             set,
             concurrency,
             rate,
+            weight,
         } => {
-            let change = match (pause, resume, set) {
-                (Some(group), _, _) => Some(groups::Change::Pause(group)),
-                (_, Some(group), _) => Some(groups::Change::Resume(group)),
-                (_, _, Some(group)) => Some(groups::Change::Limits(
+            let change = match (pause, resume, set, weight) {
+                (Some(group), _, _, _) => Some(groups::Change::Pause(group)),
+                (_, Some(group), _, _) => Some(groups::Change::Resume(group)),
+                (_, _, Some(group), _) => Some(groups::Change::Limits(
                     group,
                     redjob::queue::GroupLimits { concurrency, rate },
                 )),
+                (_, _, _, Some(weight)) => Some(groups::Change::weight(&weight)?),
                 _ => None,
             };
             groups::run(&admin, json, &queue, limit, change).await

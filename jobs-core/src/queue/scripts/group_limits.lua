@@ -9,7 +9,8 @@
 -- KEYS[6]  queues:<name>:notify             wake-up tokens: one for a group that comes back
 -- ARGV[1]  queues:<name>:g:   what a group's name follows in its keys
 -- ARGV[2]  the group, or '*' for every group of the queue
--- ARGV[3..] pairs: a limit ('c' concurrency, 'r' rate, 'p' paused) and its value ('': none)
+-- ARGV[3..] pairs: a limit ('c' concurrency, 'r' rate, 'p' paused, 'w' weight) and its value
+--          ('': none); a group's weight set or cleared starts its next turn afresh
 -- Returns 1.
 local gk = groups_keys(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], ARGV[1])
 local group = ARGV[2]
@@ -19,6 +20,9 @@ for i = 3, #ARGV, 2 do
     redis.call('hdel', KEYS[5], field)
   else
     redis.call('hset', KEYS[5], field, ARGV[i + 1])
+  end
+  if ARGV[i] == 'w' then
+    redis.call('hdel', KEYS[5], group .. ':s')
   end
 end
 if group ~= '*' and not redis.call('hget', KEYS[5], group .. ':p') then

@@ -9,8 +9,8 @@
 -- ARGV[1]  queues:<name>:g:   what a group's name follows in its keys
 -- ARGV[2]  the most groups to read
 -- Returns { {group, ready, delayed, running, concurrency, rate, paused, blocked until ('' when
--- not blocked; 'inf' when paused), rotating (1 or 0)}, ... }, and 1 when more groups were left
--- unread (else 0); the limits '' when the group has none of its own.
+-- not blocked; 'inf' when paused), rotating (1 or 0), weight}, ... }, and 1 when more groups
+-- were left unread (else 0); the limits and the weight '' when the group has none of its own.
 local groups, more = groups_to_read(KEYS[1], KEYS[3], KEYS[4], tonumber(ARGV[2]))
 local out = {}
 for _, group in ipairs(groups) do
@@ -19,7 +19,8 @@ for _, group in ipairs(groups) do
   local delayed = redis.call('zcard', list .. ':delayed')
   local running = redis.call('zcard', list .. ':reserved')
   if ready + delayed + running > 0 then
-    local limits = redis.call('hmget', KEYS[5], group .. ':c', group .. ':r', group .. ':p')
+    local limits = redis.call('hmget', KEYS[5], group .. ':c', group .. ':r', group .. ':p',
+      group .. ':w')
     out[#out + 1] = {
       group, ready, delayed, running,
       limits[1] or '',
@@ -27,6 +28,7 @@ for _, group in ipairs(groups) do
       limits[3] and 1 or 0,
       redis.call('zscore', KEYS[3], group) or '',
       redis.call('sismember', KEYS[2], group),
+      limits[4] or '',
     }
   end
 end

@@ -35,7 +35,8 @@
 -- pop is one part in (rotating groups + 1), and the groups' turns take the rest, one group
 -- after the other from the rotation's head, each moved to the tail as it is served. A group
 -- serves at most its share of what is left (one job when at least as many groups rotate as
--- jobs are wanted), within its concurrency (its running jobs are its reservations) and its
+-- jobs are wanted), a group of weight w (`<group>:w` in the limits hash) w shares, keeping its
+-- place at the head across pops until it has had them (`<group>:s`), within its concurrency (its running jobs are its reservations) and its
 -- rate (GCRA, `<group>:tat`); a group at a limit, or paused, leaves the rotation for the
 -- blocked set. A rotating group's expired reservations come back when it leaves the rotation
 -- (then it is in the due set, scored by its earliest reservation), at the tail of its list,
@@ -175,7 +176,7 @@ local function serve_groups(want)
   local turns = redis.call('llen', gk.rotation)
   -- Most queues store no limits: their groups' are the worker's, read from ARGV.
   local stored_limits = redis.call('exists', KEYS[10]) == 1
-  local no_limits = { false, false, false, false, false }
+  local no_limits = { false, false, false, false, false, false, false }
   local default_concurrency = tonumber(ARGV[6]) or 0
   while want - taken > 0 and turns > 0 do
     local round = redis.call('lpop', gk.rotation, math.min(turns, want - taken))
@@ -192,8 +193,11 @@ local function serve_groups(want)
       local limits = no_limits
       if stored_limits then
         limits = redis.call('hmget', KEYS[10], group .. ':c', group .. ':r', group .. ':p', '*:c',
-          '*:r')
+          '*:r', group .. ':w', group .. ':s')
       end
+      local weight = tonumber(limits[6]) or 1
+      -- The jobs a weighted group has had in a turn that a pop ran out of jobs to give.
+      local served = tonumber(limits[7]) or 0
       local concurrency = default_concurrency
       if limits[1] or limits[4] then concurrency = tonumber(limits[1] or limits[4]) or 0 end
       local allowed = want - taken
@@ -201,6 +205,9 @@ local function serve_groups(want)
         allowed = math.min(allowed, concurrency - redis.call('zcard', running))
       end
       local rate = rate_allows(group, limits[2] or limits[5] or ARGV[7])
+      if served > 0 and (limits[3] or allowed <= 0 or (rate and rate.allowed <= 0)) then
+        redis.call('hdel', KEYS[10], group .. ':s')
+      end
       if limits[3] then
         block(group, '+inf')
       elseif allowed <= 0 then
@@ -208,9 +215,11 @@ local function serve_groups(want)
       elseif rate and rate.allowed <= 0 then
         block(group, string.format('%.17g', rate.next_at))
       else
-        -- Its share of what is left among the groups still to have a turn.
+        -- Its share of what is left among the groups still to have a turn; a group of weight
+        -- w has w shares, less what it had of this turn in the pops before.
         local share = math.ceil((want - taken) / (turns + #round - i + 1))
-        local count = math.min(allowed, share)
+        local turn = math.max(1, share * weight - served)
+        local count = math.min(allowed, turn)
         if rate then count = math.min(count, rate.allowed) end
         local got = reserve(list, running, count, group)
         taken = taken + got
@@ -221,9 +230,19 @@ local function serve_groups(want)
         end
         -- A list found short is empty now. One that gave all asked may be too: its next turn
         -- finds it so, which costs less than asking its length at every turn.
+        local turn_open = weight > 1 and got == count and got < turn and want - taken <= 0
+        if served > 0 and not turn_open then
+          redis.call('hdel', KEYS[10], group .. ':s')
+        end
         if got < count then
           redis.call('srem', gk.rotating, group)
           group_due(gk, group)
+        elseif turn_open then
+          -- The pop ran out before the group had its turn: it keeps its place at the head,
+          -- so that a weight holds however few jobs each pop takes.
+          redis.call('hset', KEYS[10], group .. ':s', served + got)
+          reached = i - 1
+          break
         else
           stay[#stay + 1] = group
         end

@@ -333,10 +333,11 @@ function renderGroups(groups) {
       el("td", { class: "num" }, String(g.running)),
       el("td", { class: "num" }, g.limits.concurrency === null ? "–" : String(g.limits.concurrency)),
       el("td", {}, g.limits.rate === null ? "–" : g.limits.rate),
+      el("td", { class: "num" }, String(g.weight)),
       el("td", {}, groupState(g)), el("td", {}, toggle),
     );
   });
-  fill($("#groups tbody"), rows, 9);
+  fill($("#groups tbody"), rows, 10);
 }
 
 function renderOutbox(outboxes) {
