@@ -31,6 +31,26 @@ fn guarded(n: u64, group: &str, ms: u64) -> Guarded {
     }
 }
 
+/// Dispatches to the queue `fair`, in one bulk, a [`Guarded`] job of `ms` milliseconds for
+/// each (n, group), in that group.
+async fn send_grouped<'g>(
+    queue: &RedisQueue,
+    ms: u64,
+    jobs: impl IntoIterator<Item = (u64, &'g str)>,
+) {
+    let mut bulk = Bulk::via(queue);
+    for (n, group) in jobs {
+        bulk.add(
+            guarded(n, group, ms)
+                .dispatch()
+                .on_queue("fair")
+                .group(group),
+        )
+        .unwrap();
+    }
+    bulk.send().await.unwrap();
+}
+
 /// The entries of a Redis list of JSON objects.
 async fn entries(redis: &TestRedis, key: &str) -> Vec<Value> {
     let mut conn = redis.conn().await;
@@ -108,17 +128,7 @@ async fn laravel_view(redis: &TestRedis, queue: &str) -> (usize, usize, usize) {
 async fn a_groups_backlog_does_not_hold_back_the_other_groups() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let mut bulk = Bulk::via(&queue);
-    for n in 0..400 {
-        bulk.add(
-            guarded(n, "big", 0)
-                .dispatch()
-                .on_queue("fair")
-                .group("big"),
-        )
-        .unwrap();
-    }
-    bulk.send().await.unwrap();
+    send_grouped(&queue, 0, (0..400).map(|n| (n, "big"))).await;
     for n in 400..420 {
         let group = format!("quiet-{n}");
         guarded(n, &group, 0)
@@ -175,19 +185,11 @@ async fn a_groups_concurrency_holds_across_four_workers_and_a_kill() {
         entries(&redis, GUARDED_KEY).await.len() == 2
     })
     .await;
-    let mut bulk = Bulk::via(&queue);
-    for n in 0..24 {
-        let group = if n % 2 == 0 { "acme" } else { "beta" };
-        group_of.insert(n, group.to_owned());
-        bulk.add(
-            guarded(n, group, 300)
-                .dispatch()
-                .on_queue("fair")
-                .group(group),
-        )
-        .unwrap();
-    }
-    bulk.send().await.unwrap();
+    let jobs: Vec<(u64, &str)> = (0..24)
+        .map(|n| (n, if n % 2 == 0 { "acme" } else { "beta" }))
+        .collect();
+    group_of.extend(jobs.iter().map(|(n, group)| (*n, group.to_string())));
+    send_grouped(&queue, 300, jobs).await;
     let others: Vec<WorkerProcess> = (0..3).map(|_| start_worker(redis.url(), &args)).collect();
     // Beta runs on the other workers meanwhile; acme waits for its leases.
     wait_until(LONG, "beta's jobs run", || async {
@@ -220,17 +222,7 @@ async fn a_groups_concurrency_holds_across_four_workers_and_a_kill() {
 async fn a_groups_rate_spreads_its_starts() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let mut bulk = Bulk::via(&queue);
-    for n in 0..10 {
-        bulk.add(
-            guarded(n, "acme", 0)
-                .dispatch()
-                .on_queue("fair")
-                .group("acme"),
-        )
-        .unwrap();
-    }
-    bulk.send().await.unwrap();
+    send_grouped(&queue, 0, (0..10).map(|n| (n, "acme"))).await;
     let _worker = start_worker(
         redis.url(),
         &[
@@ -468,17 +460,7 @@ async fn operators_see_a_queues_groups_and_pause_resume_and_limit_them() {
 async fn a_group_at_its_limit_runs_its_next_job_as_soon_as_one_ends() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let mut bulk = Bulk::via(&queue);
-    for n in 0..10 {
-        bulk.add(
-            guarded(n, "acme", 50)
-                .dispatch()
-                .on_queue("fair")
-                .group("acme"),
-        )
-        .unwrap();
-    }
-    bulk.send().await.unwrap();
+    send_grouped(&queue, 50, (0..10).map(|n| (n, "acme"))).await;
     // An idle worker wakes for a token, or after --sleep: the group that comes back when its
     // job ends must bring one, or each job would wait the 30 s.
     let _worker = start_worker(
@@ -572,19 +554,16 @@ async fn a_weighted_group_takes_its_weight_in_jobs_at_each_of_its_turns() {
     let queue = redis.queue();
     let jobs = JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
     // heavy: n 0..90, light-a: 100..130, light-b: 200..230; heavy enters the rotation first.
-    let mut bulk = Bulk::via(&queue);
-    for (group, first, count) in [("heavy", 0, 90), ("light-a", 100, 30), ("light-b", 200, 30)] {
-        for n in first..first + count {
-            bulk.add(
-                guarded(n, group, 0)
-                    .dispatch()
-                    .on_queue("fair")
-                    .group(group),
-            )
-            .unwrap();
-        }
-    }
-    bulk.send().await.unwrap();
+    let heavy = (0..90).map(|n| (n, "heavy"));
+    let light_a = (100..130).map(|n| (n, "light-a"));
+    send_grouped(
+        &queue,
+        0,
+        heavy
+            .chain(light_a)
+            .chain((200..230).map(|n| (n, "light-b"))),
+    )
+    .await;
     let listed = jobs.json(&["groups", "fair", "--weight", "heavy", "3"]);
     let heavy = listed["busiest"]
         .as_array()
