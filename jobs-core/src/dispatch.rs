@@ -202,15 +202,6 @@ impl<J: Job> PendingDispatch<J> {
         };
         let rules = self.rules(&options);
         let group = self.group_name()?;
-        let in_workflow = placement.chain.is_some()
-            || placement.batch.is_some()
-            || placement.callback_of.is_some();
-        if group.is_some() && in_workflow {
-            return Err(Error::NotInWorkflow {
-                job: J::NAME,
-                kind: "in a group",
-            });
-        }
         let mut payload = Payload {
             uuid,
             display_name: display_name.to_owned(),

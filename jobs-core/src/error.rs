@@ -91,12 +91,12 @@ pub enum Error {
     #[error(transparent)]
     Duplicate(#[from] crate::payload::unique::Duplicate),
     /// A job that cannot be part of a chain or a batch: a unique or debounced job, whose
-    /// push may be refused or replaced, or a job in a group.
+    /// push may be refused or replaced.
     #[error("job {job} cannot be part of a chain or a batch: it is {kind}")]
     NotInWorkflow {
         /// The job's registered name.
         job: &'static str,
-        /// `"unique"`, `"debounced"` or `"in a group"`.
+        /// `"unique"` or `"debounced"`.
         kind: &'static str,
     },
     /// A chain or batch that cannot be built as asked.

@@ -182,25 +182,34 @@ impl RedisQueue {
             .filter(|(_, (held, blocked))| **held > 0 && blocked.is_some_and(f64::is_finite))
             .map(|((group, _), _)| *group)
             .collect();
-        if !ended.is_empty() {
-            let mut call = scripts::GROUP_ENDED.key(&keys.rotation);
-            call.key(&keys.rotating)
-                .key(&keys.blocked)
-                .key(&keys.due)
-                .key(&queue.notify)
-                .arg(&keys.group_prefix)
-                .arg(&ended);
-            // The jobs are acknowledged: a group not brought back now comes back by itself.
-            if let Err(err) = self.invoke::<()>(&call).await {
-                tracing::warn!(
-                    queue = %queue.name,
-                    groups = ?ended,
-                    error = %err,
-                    "could not bring groups back into the rotation; they come back when their earliest reservation would expire"
-                );
-            }
-        }
+        self.bring_back(queue, &ended).await;
         Ok(removed.iter().sum())
+    }
+
+    /// Brings the `groups` of `queue` whose jobs just ended back into the rotation, each that
+    /// is blocked and not paused (`group_ended.lua`). Their jobs are acknowledged by then: a
+    /// group this fails to bring back comes back by itself when its earliest reservation would
+    /// expire, so a failure is logged, not returned.
+    pub(crate) async fn bring_back(&self, queue: &QueueKeys, groups: &[&str]) {
+        if groups.is_empty() {
+            return;
+        }
+        let keys = queue.groups();
+        let mut call = scripts::GROUP_ENDED.key(&keys.rotation);
+        call.key(&keys.rotating)
+            .key(&keys.blocked)
+            .key(&keys.due)
+            .key(&queue.notify)
+            .arg(&keys.group_prefix)
+            .arg(groups);
+        if let Err(err) = self.invoke::<()>(&call).await {
+            tracing::warn!(
+                queue = %queue.name,
+                ?groups,
+                error = %err,
+                "could not bring groups back into the rotation; they come back when their earliest reservation would expire"
+            );
+        }
     }
 }
 

@@ -36,7 +36,7 @@ impl RedisQueue {
         call.key(&keys.notify)
             .key(self.keys().pushed(&link.queue, &link.uuid.to_string()))
             .arg(&link.due)
-            .arg(&link.payload)
+            .arg(link.encode())
             .arg(guard.as_secs());
         call
     }
@@ -55,7 +55,7 @@ impl RedisQueue {
         let uuid = link.uuid.to_string();
         let push = crate::queue::UniquePush {
             queue: &link.queue,
-            group: None,
+            group: link.group.as_deref(),
             lock,
             uuid: &uuid,
             lasts_ms,
@@ -64,7 +64,8 @@ impl RedisQueue {
         };
         let mut call = self.unique_push_call(&scripts::PUSH_UNIQUE_ONCE, push);
         call.key(self.keys().pushed(&link.queue, &uuid))
-            .arg(guard.as_secs());
+            .arg(guard.as_secs())
+            .arg(link.group.as_deref().unwrap_or(""));
         call
     }
 

@@ -75,9 +75,10 @@ impl RedisQueue {
         Ok((step, parked, links))
     }
 
-    /// Acknowledges finished jobs of the batch `id` taken from `queue`, each given as its
-    /// reserved copy and uuid, and counts them in the batch, in one step; returns how many
-    /// reservations were still held (only those are counted).
+    /// Acknowledges finished jobs of the batch `id` taken from `queue` (a queue's own list, or
+    /// one of its groups), each given as its reserved copy and uuid, and counts them in the
+    /// batch, in one step; returns how many reservations were still held (only those are
+    /// counted). A group is then brought back if it was blocked at its limit.
     pub(crate) async fn complete_in_batch(
         &self,
         queue: &QueueKeys,
@@ -108,6 +109,11 @@ impl RedisQueue {
         for (_, uuid) in finished {
             call.arg(uuid.to_string());
         }
-        self.invoke(&call).await
+        let held = self.invoke(&call).await?;
+        // A job of a group ended: its group comes back if it was blocked at its limit.
+        if let (Some(group), true) = (&queue.group, held > 0) {
+            self.bring_back(queue, &[group.as_str()]).await;
+        }
+        Ok(held)
     }
 }

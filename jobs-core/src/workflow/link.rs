@@ -2,10 +2,11 @@
 //! chain's next links and its catch job).
 //!
 //! A link is stored as one string: a line of JSON saying where the job goes
-//! (`["queue","due","uuid","job"]`, `due` as `later.lua` takes it or `""` for a ready job), a
-//! newline, then the payload byte for byte. The worker reads the line to name the keys of the
-//! script call that pushes the link; the script pushes what follows the newline without
-//! decoding any JSON.
+//! (`["queue","due","uuid","job"]`, `due` as `later.lua` takes it or `""` for a ready job, and
+//! the job's group fifth when it has one), a newline, then the payload byte for byte. The
+//! worker reads the line to name the keys of the script call that pushes the link; the script
+//! reads it only for the group, whose rotation the job joins, and pushes what follows the
+//! newline without decoding it.
 
 use uuid::Uuid;
 
@@ -25,9 +26,21 @@ pub struct Link {
     pub uuid: Uuid,
     /// The job's registered name.
     pub job: String,
+    /// The group of its queue it waits in, when it has one ([fair groups](crate::groups)).
+    pub group: Option<String>,
     /// The payload, signed if the dispatching handle signs.
     pub payload: String,
 }
+
+/// A link's header as stored: four fields, and the group fifth when the job has one.
+#[derive(serde::Deserialize)]
+struct Header(
+    String,
+    String,
+    Uuid,
+    String,
+    #[serde(default)] Option<String>,
+);
 
 /// A link as stored, decoded, and the keys of the queue it goes to.
 pub(crate) type StoredLink = (String, Link, QueueKeys);
@@ -44,6 +57,7 @@ impl Link {
             due: String::new(),
             uuid: batch,
             job: BATCH_START.to_owned(),
+            group: None,
             payload: String::new(),
         }
     }
@@ -66,9 +80,17 @@ impl Link {
             .collect()
     }
 
-    /// The key the link is pushed to: its queue's ready list, or its delayed set when it is
-    /// due later.
+    /// The key the link is pushed to, given its queue's keys: the ready list of its queue, or
+    /// of its group when it has one, or that one's delayed set when it is due later.
     pub(crate) fn destination(&self, keys: &QueueKeys) -> String {
+        let grouped;
+        let keys = match &self.group {
+            Some(group) => {
+                grouped = keys.for_group(group);
+                &grouped
+            }
+            None => keys,
+        };
         match self.due.is_empty() {
             true => keys.ready.clone(),
             false => keys.delayed.clone(),
@@ -87,6 +109,7 @@ impl Link {
             queue: envelope.queue,
             uuid: envelope.uuid,
             job: envelope.job.to_string(),
+            group: envelope.group,
             payload: envelope.payload,
         }
     }
@@ -100,6 +123,7 @@ impl Link {
     ///     due: "30.000".into(),
     ///     uuid: uuid::Uuid::nil(),
     ///     job: "Notify".into(),
+    ///     group: None,
     ///     payload: r#"{"job":"Notify"}"#.into(),
     /// };
     /// let stored = link.encode();
@@ -107,11 +131,20 @@ impl Link {
     ///     stored,
     ///     "[\"mail\",\"30.000\",\"00000000-0000-0000-0000-000000000000\",\"Notify\"]\n{\"job\":\"Notify\"}"
     /// );
-    /// assert_eq!(Link::decode(&stored), Some(link));
+    /// assert_eq!(Link::decode(&stored), Some(link.clone()));
+    /// // A job of a group has its group fifth.
+    /// let grouped = Link { group: Some("tenant-42".into()), ..link };
+    /// assert!(grouped.encode().starts_with("[\"mail\",\"30.000\",\"00000000-0000-0000-0000-000000000000\",\"Notify\",\"tenant-42\"]\n"));
+    /// assert_eq!(Link::decode(&grouped.encode()), Some(grouped));
     /// ```
     pub fn encode(&self) -> String {
-        let header = (&self.queue, &self.due, &self.uuid, &self.job);
-        let mut stored = serde_json::to_string(&header).expect("a link's header serializes");
+        let mut stored = match &self.group {
+            None => serde_json::to_string(&(&self.queue, &self.due, &self.uuid, &self.job)),
+            Some(group) => {
+                serde_json::to_string(&(&self.queue, &self.due, &self.uuid, &self.job, group))
+            }
+        }
+        .expect("a link's header serializes");
         stored.push('\n');
         stored.push_str(&self.payload);
         stored
@@ -120,13 +153,13 @@ impl Link {
     /// A link as stored in Redis, or `None` when `stored` is not one.
     pub fn decode(stored: &str) -> Option<Link> {
         let (header, payload) = stored.split_once('\n')?;
-        let (queue, due, uuid, job): (String, String, Uuid, String) =
-            serde_json::from_str(header).ok()?;
+        let Header(queue, due, uuid, job, group) = serde_json::from_str(header).ok()?;
         Some(Link {
             queue,
             due,
             uuid,
             job,
+            group,
             payload: payload.to_owned(),
         })
     }

@@ -101,7 +101,7 @@ impl RedisQueue {
             .key(self.keys().chain(&id))
             .key(self.keys().chain_catch(&id))
             .arg(&first.due)
-            .arg(&first.payload)
+            .arg(first.encode())
             .arg(links.catch.as_ref().map_or(String::new(), Link::encode));
         for link in &links.rest {
             call.arg(link.encode());
@@ -314,9 +314,9 @@ struct PartHeader<'a> {
     parking: bool,
 }
 
-/// Adds one job of a batch to a `batch.lua` call: its keys and its arguments. Unless the call
-/// pushes it (`here`, on one server), its keys are placeholders in the batch's slot; a job
-/// `parking` is given as its link, kept until its batch starts.
+/// Adds one job of a batch to a `batch.lua` call: its keys and its arguments, the job as its
+/// link (pushed, or kept until its batch starts when `parking`). Unless the call pushes it
+/// (`here`, on one server), its keys are placeholders in the batch's slot.
 fn add_member(
     queue: &RedisQueue,
     call: &mut redis::ScriptInvocation<'_>,
@@ -345,11 +345,7 @@ fn add_member(
     for uuid in &member.uuids {
         call.arg(uuid.to_string());
     }
-    call.arg(&first.due);
-    match parking {
-        true => call.arg(first.encode()),
-        false => call.arg(&first.payload),
-    };
+    call.arg(&first.due).arg(first.encode());
     call.arg(member.links.rest.len());
     for link in &member.links.rest {
         call.arg(link.encode());

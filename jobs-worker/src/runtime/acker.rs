@@ -197,10 +197,10 @@ async fn take_arrived(
 }
 
 /// Deletes the reservations of `pending` jobs with one `ZREM` per queue (one script call per
-/// queue and batch for jobs of a batch), and takes the jobs of every group it reached out of
-/// `pending`. Stops at the first Redis error, which it returns.
+/// reserved set and batch for jobs of a batch), and takes the jobs of every call that
+/// succeeded out of `pending`. Stops at the first Redis error, which it returns.
 async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob::Result<()> {
-    let mut acknowledged: Vec<((String, bool), Option<Uuid>)> = Vec::new();
+    let mut acknowledged: Vec<(QueueKeys, Option<Uuid>)> = Vec::new();
     let mut outcome = Ok(());
     for (keys, batch, finished) in groups(pending) {
         let sent = match batch {
@@ -221,8 +221,7 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
         match sent {
             Ok(held) => {
                 warn_if_not_held(keys, finished.len() as u64 - held);
-                let (name, grouped) = acknowledged_in(keys);
-                acknowledged.push(((name.to_owned(), grouped), batch));
+                acknowledged.push((keys.clone(), batch));
             }
             Err(err) => {
                 outcome = Err(err);
@@ -231,11 +230,10 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
         }
     }
     pending.retain(|finished| {
-        let (name, grouped) = acknowledged_in(&finished.job.queue);
         let batch = finished.batch.map(|(id, _)| id);
         !acknowledged
             .iter()
-            .any(|((n, g), b)| n == name && *g == grouped && *b == batch)
+            .any(|(keys, b)| *b == batch && in_one_call(keys, &finished.job.queue, batch))
     });
     outcome
 }
@@ -281,7 +279,17 @@ fn acknowledged_in(keys: &QueueKeys) -> (&str, bool) {
     (&keys.name, keys.group.is_some())
 }
 
-/// The finished jobs grouped by what one call acknowledges ([`acknowledged_in`]) and batch.
+/// Whether finished jobs taken with keys `a` and `b`, of the batch `batch` or none, are
+/// acknowledged by one call: jobs of no batch by [`acknowledged_in`], jobs of a batch by
+/// reserved set (a batch's count is one script call per set).
+fn in_one_call(a: &QueueKeys, b: &QueueKeys, batch: Option<Uuid>) -> bool {
+    match batch {
+        None => acknowledged_in(a) == acknowledged_in(b),
+        Some(_) => a.reserved == b.reserved,
+    }
+}
+
+/// The finished jobs grouped by batch and by what one call acknowledges ([`in_one_call`]).
 type Group<'a> = (&'a QueueKeys, Option<Uuid>, Vec<&'a Finished>);
 
 fn groups(pending: &[Finished]) -> Vec<Group<'_>> {
@@ -289,9 +297,10 @@ fn groups(pending: &[Finished]) -> Vec<Group<'_>> {
     for finished in pending {
         let batch = finished.batch.map(|(id, _)| id);
         let queue = &finished.job.queue;
-        match groups.iter_mut().find(|(keys, group, _)| {
-            acknowledged_in(keys) == acknowledged_in(queue) && *group == batch
-        }) {
+        match groups
+            .iter_mut()
+            .find(|(keys, group, _)| *group == batch && in_one_call(keys, queue, batch))
+        {
             Some((_, _, members)) => members.push(finished),
             None => groups.push((queue, batch, vec![finished])),
         }

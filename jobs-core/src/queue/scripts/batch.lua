@@ -25,7 +25,7 @@
 --             them too, and the caller does the rest (KEYS[5..11] and each job's keys are then
 --             keys of the batch, unused)
 -- ARGV[14..]  for each job: how many uuids it adds (1, or its chain's links), those uuids, its
---             due time ('' ready), its payload (its link, when parked), how many links its
+--             due time ('' ready), its link (lib/push_job.lua), how many links its
 --             chain keeps after it, those
 --             links, its chain's catch link ('' none)
 -- Returns {1, callbacks owed...}: with ARGV[13] '0', the links of the callbacks that fell due,
@@ -71,7 +71,7 @@ while not at.done() do
   for _, uuid in ipairs(at.next_args(tonumber(at.next_arg()))) do
     batch_join(batch, uuid)
   end
-  local due, payload = at.next_arg(), at.next_arg()
+  local due, link = at.next_arg(), at.next_arg()
   local links = at.next_args(tonumber(at.next_arg()))
   local catch_link = at.next_arg()
   if here then
@@ -83,9 +83,9 @@ while not at.done() do
     end
   end
   if how == 'push' then
-    push_job(target, notify, due, payload)
+    push_link(target, notify, due, link)
   elseif parking then
-    redis.call('rpush', parked, payload)
+    redis.call('rpush', parked, link)
   end
 end
 if last == '1' and not parking then

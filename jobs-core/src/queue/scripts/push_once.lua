@@ -5,13 +5,13 @@
 -- KEYS[2]  the queue's notify
 -- KEYS[3]  queues:<name>:pushed:<uuid>, the guard of the job's uuid
 -- ARGV[1]  the due time as later.lua takes it, or '' to push the job ready
--- ARGV[2]  the payload
+-- ARGV[2]  the job's link (lib/push_job.lua)
 -- ARGV[3]  how long the guard lasts, in seconds
 -- Returns 1 when pushed, 0 when it had been.
 if redis.call('exists', KEYS[3]) == 1 then
   return 0
 end
 -- The push first: a push Redis refuses (a key of another type) leaves no guard behind.
-push_job(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+push_link(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
 redis.call('set', KEYS[3], '1', 'ex', tonumber(ARGV[3]))
 return 1

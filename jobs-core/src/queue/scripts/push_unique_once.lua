@@ -10,11 +10,14 @@
 -- ARGV[3]  the payload
 -- ARGV[4]  '' to push the job ready, else its due time as later.lua takes it
 -- ARGV[5]  how long the guard lasts, in seconds
+-- ARGV[6]  the job's group ('' none): KEYS[2] is then the group's list or delayed set
 -- Returns '' when pushed now or before, else the uuid of the job that holds the lock.
 if redis.call('exists', KEYS[4]) == 1 then
   return ''
 end
-local holder = push_unique_job(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], ARGV[4], ARGV[3])
+local group = ARGV[6] ~= '' and ARGV[6] or nil
+local holder = push_unique_job(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], ARGV[4], ARGV[3],
+  group)
 if holder and holder ~= ARGV[1] then
   return holder
 end

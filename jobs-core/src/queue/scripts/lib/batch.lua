@@ -28,7 +28,7 @@ local function batch_from(at)
     local link = redis.call('hget', batch.callbacks, name)
     if link then
       local route = batch.targets[name]
-      push_job(route.target, route.notify, route.due, link_payload(link))
+      push_link(route.target, route.notify, route.due, link)
     end
   end
   return batch
@@ -136,7 +136,7 @@ end
 local function batch_add(batch, additions)
   for _, job in ipairs(additions.pushed) do
     batch_join(batch, job.uuid)
-    push_job(job.target, job.notify, job.due, link_payload(job.link))
+    push_link(job.target, job.notify, job.due, job.link)
   end
   for _, uuid in ipairs(additions.counted) do
     batch_join(batch, uuid)
@@ -219,7 +219,7 @@ local function batch_start(at)
   for i, link in ipairs(batch_unpark(batch, parked)) do
     local route = routes[i]
     if route then
-      push_job(route.target, route.notify, route.due, link_payload(link))
+      push_link(route.target, route.notify, route.due, link)
     end
   end
 end

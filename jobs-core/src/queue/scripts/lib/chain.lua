@@ -1,10 +1,6 @@
 -- Chains. The links still to run wait in the list jobs:chain:<id>, the catch job in the string
--- jobs:chain:<id>:catch. Each is a link: a line of JSON saying where the job goes (read by the
--- worker, never by a script), a newline, then the payload to push.
-
-local function link_payload(link)
-  return string.sub(link, string.find(link, '\n', 1, true) + 1)
-end
+-- jobs:chain:<id>:catch. Each is a link (lib/push_job.lua): a line of JSON saying where the job
+-- goes, a newline, then the payload to push.
 
 -- A link finished: push the next one and keep the rest, with what the link prepended and
 -- appended from its handler.
@@ -37,7 +33,7 @@ local function chain_done(at)
   if next ~= '' then
     -- A chain kept for a failed link that was retried runs on without expiring.
     redis.call('persist', list)
-    push_job(target, notify, due, link_payload(next))
+    push_link(target, notify, due, next)
   elseif redis.call('llen', list) == 0 then
     redis.call('del', list, catch)
   end
@@ -56,7 +52,7 @@ local function chain_failed(at)
   local link, due, keep = at.next_arg(), at.next_arg(), at.next_arg()
   if link ~= '' and redis.call('get', catch) == link then
     redis.call('del', catch)
-    push_job(target, notify, due, link_payload(link))
+    push_link(target, notify, due, link)
   end
   redis.call('expire', list, tonumber(keep))
 end
