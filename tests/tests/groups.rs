@@ -6,6 +6,7 @@
 
 use examples::{Guarded, RebuildIndex, GUARDED_FINISHED_KEY, GUARDED_KEY, UNIQUE_KEY};
 use redis::AsyncCommands;
+use redjob::workflow::{Batch, Chain, Link};
 use redjob::{Bulk, RedisQueue};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -602,4 +603,102 @@ async fn a_weighted_group_takes_its_weight_in_jobs_at_each_of_its_turns() {
         turn, None,
         "no turn is left open once heavy's jobs are done"
     );
+}
+
+#[tokio::test]
+async fn a_chains_links_run_in_their_groups_in_order() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let id = Chain::new(guarded(1, "acme", 0).dispatch().group("acme"))
+        .then(guarded(2, "beta", 0).dispatch().group("beta"))
+        .then(guarded(3, "acme", 0).dispatch().group("acme").delay(1))
+        .on_queue("fair")
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    // The first link waits in its group; the others keep theirs in the chain's list.
+    let mut conn = redis.conn().await;
+    let first: usize = conn.llen("queues:fair:g:acme").await.unwrap();
+    assert_eq!(first, 1);
+    let kept: Vec<String> = conn
+        .lrange(format!("jobs:chain:{id}"), 0, -1)
+        .await
+        .unwrap();
+    let groups: Vec<Option<String>> = kept
+        .iter()
+        .map(|l| Link::decode(l).unwrap().group)
+        .collect();
+    assert_eq!(groups, [Some("beta".to_owned()), Some("acme".to_owned())]);
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+
+    let _worker = start_worker(redis.url(), &["--queue", "fair"]);
+    finished(&redis, 3).await;
+    let order: Vec<u64> = entries(&redis, GUARDED_KEY)
+        .await
+        .iter()
+        .map(|e| e["n"].as_u64().unwrap())
+        .collect();
+    assert_eq!(order, [1, 2, 3]);
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+    assert_eq!(queue.size("fair").await.unwrap().total(), 0);
+}
+
+#[tokio::test]
+async fn a_batch_of_grouped_jobs_keeps_each_groups_limit_and_calls_back_in_its_group() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let group_of = |n: u64| if n % 2 == 0 { "acme" } else { "beta" };
+    let id = Batch::new()
+        .then(guarded(99, "beta", 0).dispatch().group("beta"))
+        .jobs((0..20).map(|n| guarded(n, group_of(n), 30).dispatch().group(group_of(n))))
+        .on_queue("fair")
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+    // At most one of each group at a time: a group at its limit must come back as soon as
+    // its job is acknowledged, or its next job waits for the reservation to expire.
+    let _worker = start_worker(
+        redis.url(),
+        &[
+            "--queue",
+            "fair",
+            "--concurrency",
+            "8",
+            "--group-concurrency",
+            "1",
+        ],
+    );
+    finished(&redis, 21).await;
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert!(status.finished(), "{status:?}");
+    assert_eq!((status.total, status.pending, status.failed), (20, 0, 0));
+    let started = entries(&redis, GUARDED_KEY).await;
+    let done = entries(&redis, GUARDED_FINISHED_KEY).await;
+    let then_started = started
+        .iter()
+        .find(|e| e["n"] == 99)
+        .map(|e| e["started_ms"].as_i64().unwrap())
+        .unwrap();
+    let last_done = done
+        .iter()
+        .filter(|e| e["n"] != 99)
+        .map(|e| e["finished_ms"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        then_started >= last_done,
+        "then ran before the last job ended"
+    );
+    let groups: HashMap<u64, String> = (0..20)
+        .map(|n| (n, group_of(n).to_owned()))
+        .chain([(99, "beta".to_owned())])
+        .collect();
+    let most = most_at_once(&started, &done, &groups, (0, 0));
+    assert_eq!(most.get("acme"), Some(&1), "{most:?}");
+    assert_eq!(most.get("beta"), Some(&1), "{most:?}");
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+    assert_eq!(queue.size("fair").await.unwrap().total(), 0);
 }

@@ -225,6 +225,46 @@ async fn a_delayed_job_keeps_its_due_time_however_late_it_is_relayed() {
     );
 }
 
+#[tokio::test]
+async fn a_grouped_job_is_relayed_into_its_group_and_a_unique_one_too() {
+    let (_postgres, redis, pool, queue) = setup().await;
+    let plain = committed(&pool, Noop {}.dispatch().group("acme").via(&queue)).await;
+    let unique = committed(
+        &pool,
+        Welcome { user: 1 }.dispatch().group("beta").via(&queue),
+    )
+    .await;
+    Relay::new(pool.clone(), queue.clone())
+        .relay_once()
+        .await
+        .unwrap();
+    // Into each group's list, and each group into the queue's rotation (by its due set, which
+    // the next pop reads); never into the list a Laravel worker reads. The queue drains only
+    // if the pops find the groups.
+    assert!(ready_uuids(&redis, "default").await.is_empty());
+    for (group, uuid) in [("acme", plain), ("beta", unique)] {
+        let key = format!("queues:default:g:{group}");
+        let waiting: Vec<String> = redjob::redis::cmd("LRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut redis.conn().await)
+            .await
+            .unwrap();
+        let uuids: Vec<String> = waiting
+            .iter()
+            .map(|p| Payload::from_json(p).unwrap().uuid.to_string())
+            .collect();
+        assert_eq!(uuids, [uuid.to_string()], "{key}");
+    }
+    let _worker = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--queue", "default"],
+    );
+    drained(&queue).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_wakes_on_the_commit_not_on_its_poll() {
     let (_postgres, redis, pool, queue) = setup().await;

@@ -29,7 +29,8 @@
 //! (`--group-concurrency`, `--group-rate`).
 //!
 //! Delayed jobs, releases and retries of a grouped job go back to its group; unique jobs are
-//! unique across the queue's groups. A job in a group cannot be part of a chain or a batch.
+//! unique across the queue's groups. A chain's links, a batch's jobs and their callbacks may
+//! each be in a group: each is pushed into it when its turn in the workflow comes.
 //! Laravel's workers never see a grouped job. docs/groups.md is the guide.
 //!
 //! ```no_run
