@@ -952,3 +952,72 @@ async fn groups_take_turns_within_their_limits_in_their_queues_slot() {
         "the flaky jobs ran again from their groups and succeeded"
     );
 }
+
+#[tokio::test]
+async fn a_chain_and_a_batch_of_grouped_jobs_run_in_their_groups_across_slots() {
+    let cluster = TestCluster::start();
+    let queue = cluster.queue();
+    let guarded = |n: u64, group: &str| Guarded {
+        n,
+        group: group.to_owned(),
+        ..Default::default()
+    };
+    // A batch on `high` in two groups, its `then` on `low` in a group; a chain from `low` to
+    // `high`, each link in a group.
+    let batch = redjob::workflow::Batch::new()
+        .jobs((0..10).map(|n| {
+            let group = if n % 2 == 0 { "acme" } else { "beta" };
+            guarded(n, group).dispatch().group(group)
+        }))
+        .then(guarded(50, "acme").dispatch().on_queue("low").group("acme"))
+        .on_queue("high")
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    redjob::workflow::Chain::new(guarded(60, "acme").dispatch().on_queue("low").group("acme"))
+        .then(
+            guarded(61, "beta")
+                .dispatch()
+                .on_queue("high")
+                .group("beta"),
+        )
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    // Each pushed into its group's list, none into a queue's own.
+    let mut conn = queue.connection();
+    for (key, jobs) in [
+        ("queues:{high}:g:acme", 5),
+        ("queues:{high}:g:beta", 5),
+        ("queues:{low}:g:acme", 1),
+        ("queues:{high}", 0),
+        ("queues:{low}", 0),
+    ] {
+        let waiting: usize = conn.llen(key).await.unwrap();
+        assert_eq!(waiting, jobs, "{key}");
+    }
+    let _worker = start_worker(&cluster, &["--queue", "high,low", "--concurrency", "4"]);
+    let runs: Vec<GuardedRun> = tests::wait_for(Duration::from_secs(60), "13 guarded runs", || {
+        let mut conn = conn.clone();
+        async move {
+            let entries: Vec<String> = conn.lrange(examples::GUARDED_KEY, 0, -1).await.unwrap();
+            (entries.len() >= 13).then(|| {
+                entries
+                    .iter()
+                    .map(|e| serde_json::from_str(e).unwrap())
+                    .collect()
+            })
+        }
+    })
+    .await;
+    let mut ran: Vec<u64> = runs.iter().map(|r| r.n).collect();
+    ran.sort();
+    assert_eq!(ran, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 50, 60, 61]);
+    let status = queue.batch(batch).await.unwrap().unwrap();
+    assert!(status.finished() && status.pending == 0, "{status:?}");
+    for queue_name in ["high", "low"] {
+        assert_eq!(queue.size(queue_name).await.unwrap().total(), 0);
+    }
+}
