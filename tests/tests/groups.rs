@@ -702,3 +702,26 @@ async fn a_batch_of_grouped_jobs_keeps_each_groups_limit_and_calls_back_in_its_g
     assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
     assert_eq!(queue.size("fair").await.unwrap().total(), 0);
 }
+
+#[tokio::test]
+async fn a_scheduled_grouped_job_is_fired_into_its_group() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let job = guarded(1, "acme", 0)
+        .dispatch()
+        .on_queue("fair")
+        .group("acme");
+    let schedule = redjob::schedule::Schedule::new("grouped", job).every_second();
+    let fired = queue.fire(&schedule, chrono::Utc::now()).await.unwrap();
+    assert!(
+        matches!(fired, redjob::schedule::Fired::Pushed(_)),
+        "{fired:?}"
+    );
+    let mut conn = redis.conn().await;
+    let in_group: usize = conn.llen("queues:fair:g:acme").await.unwrap();
+    assert_eq!(in_group, 1);
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+    let _worker = start_worker(redis.url(), &["--queue", "fair"]);
+    finished(&redis, 1).await;
+    assert_eq!(queue.size("fair").await.unwrap().total(), 0);
+}

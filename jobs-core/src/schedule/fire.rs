@@ -53,7 +53,10 @@ impl RedisQueue {
                 return Ok(fired);
             }
         }
-        let queue = self.queue_keys(&envelope.queue);
+        let queue = match &envelope.group {
+            Some(group) => self.queue_keys(&envelope.queue).for_group(group),
+            None => self.queue_keys(&envelope.queue),
+        };
         let state = self.keys().schedule(&envelope.queue, schedule.name());
         let mut call = scripts::SCHEDULE_FIRE.key(&state);
         call.key(&queue.ready)
@@ -70,7 +73,8 @@ impl RedisQueue {
             .arg(match schedule.overlaps_guarded() {
                 true => OVERLAP_LOCK.as_millis().to_string(),
                 false => String::new(),
-            });
+            })
+            .arg(envelope.group.as_deref().unwrap_or(""));
         let fired: u64 = self.invoke(&call).await?;
         Ok(match fired {
             1 => Fired::Pushed(envelope.uuid),
