@@ -409,6 +409,27 @@ struct GuardedRun {
     running: i64,
 }
 
+/// Waits until `count` [`Guarded`] jobs have started, and reads their runs.
+async fn guarded_runs(
+    conn: &redjob::queue::connection::Connection,
+    count: usize,
+) -> Vec<GuardedRun> {
+    let what = format!("{count} guarded runs");
+    tests::wait_for(Duration::from_secs(60), &what, || {
+        let mut conn = conn.clone();
+        async move {
+            let entries: Vec<String> = conn.lrange(examples::GUARDED_KEY, 0, -1).await.unwrap();
+            (entries.len() >= count).then(|| {
+                entries
+                    .iter()
+                    .map(|e| serde_json::from_str(e).unwrap())
+                    .collect()
+            })
+        }
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limiters_and_unique_locks_hold_across_slots() {
     let cluster = TestCluster::start();
@@ -484,19 +505,7 @@ async fn limiters_and_unique_locks_hold_across_slots() {
     let (_a, _b) = (start_worker(&cluster, &args), start_worker(&cluster, &args));
 
     let mut conn = queue.connection();
-    let runs: Vec<GuardedRun> = tests::wait_for(Duration::from_secs(60), "28 guarded runs", || {
-        let mut conn = conn.clone();
-        async move {
-            let entries: Vec<String> = conn.lrange(examples::GUARDED_KEY, 0, -1).await.unwrap();
-            (entries.len() >= 28).then(|| {
-                entries
-                    .iter()
-                    .map(|e| serde_json::from_str(e).unwrap())
-                    .collect()
-            })
-        }
-    })
-    .await;
+    let runs: Vec<GuardedRun> = guarded_runs(&conn, 28).await;
     let of = |range: std::ops::Range<u64>| runs.iter().filter(move |r| range.contains(&r.n));
     assert_eq!(of(0..12).map(|r| r.running).max(), Some(2), "{runs:?}");
     assert!(of(100..106).all(|r| r.running == 1), "{runs:?}");
@@ -900,20 +909,7 @@ async fn groups_take_turns_within_their_limits_in_their_queues_slot() {
     ];
     let (_a, _b) = (start_worker(&cluster, &args), start_worker(&cluster, &args));
     let mut conn = queue.connection();
-    let runs: Vec<GuardedRun> =
-        tests::wait_for(Duration::from_secs(60), "130 guarded runs", || {
-            let mut conn = conn.clone();
-            async move {
-                let entries: Vec<String> = conn.lrange(examples::GUARDED_KEY, 0, -1).await.unwrap();
-                (entries.len() >= 130).then(|| {
-                    entries
-                        .iter()
-                        .map(|e| serde_json::from_str(e).unwrap())
-                        .collect()
-                })
-            }
-        })
-        .await;
+    let runs: Vec<GuardedRun> = guarded_runs(&conn, 130).await;
     for base in [0u64, 1000] {
         let started_at = |n: u64| runs.iter().find(|r| r.n == n).unwrap().started_ms;
         // Each quiet job starts before the backlog is half done.
@@ -999,19 +995,7 @@ async fn a_chain_and_a_batch_of_grouped_jobs_run_in_their_groups_across_slots() 
         assert_eq!(waiting, jobs, "{key}");
     }
     let _worker = start_worker(&cluster, &["--queue", "high,low", "--concurrency", "4"]);
-    let runs: Vec<GuardedRun> = tests::wait_for(Duration::from_secs(60), "13 guarded runs", || {
-        let mut conn = conn.clone();
-        async move {
-            let entries: Vec<String> = conn.lrange(examples::GUARDED_KEY, 0, -1).await.unwrap();
-            (entries.len() >= 13).then(|| {
-                entries
-                    .iter()
-                    .map(|e| serde_json::from_str(e).unwrap())
-                    .collect()
-            })
-        }
-    })
-    .await;
+    let runs: Vec<GuardedRun> = guarded_runs(&conn, 13).await;
     let mut ran: Vec<u64> = runs.iter().map(|r| r.n).collect();
     ran.sort();
     assert_eq!(ran, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 50, 60, 61]);
