@@ -228,12 +228,12 @@ local function serve_groups(want)
           redis.call('set', list .. ':tat', string.format('%.17g', next_tat), 'px',
             math.max(1, math.ceil((next_tat - now) * 1000)))
         end
-        -- A list found short is empty now. One that gave all asked may be too: its next turn
-        -- finds it so, which costs less than asking its length at every turn.
         local turn_open = weight > 1 and got == count and got < turn and want - taken <= 0
         if served > 0 and not turn_open then
           redis.call('hdel', KEYS[10], group .. ':s')
         end
+        -- A list found short is empty now. One that gave all asked may be too: its next turn
+        -- finds it so, which costs less than asking its length at every turn.
         if got < count then
           redis.call('srem', gk.rotating, group)
           group_due(gk, group)
