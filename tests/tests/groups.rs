@@ -725,3 +725,51 @@ async fn a_scheduled_grouped_job_is_fired_into_its_group() {
     finished(&redis, 1).await;
     assert_eq!(queue.size("fair").await.unwrap().total(), 0);
 }
+
+#[tokio::test]
+async fn a_groups_job_held_by_a_killed_worker_comes_back_after_its_group_was_at_its_limit() {
+    // acme's two jobs are both reserved, its list emptied exactly; the next pop finds acme at
+    // its limit of 2 and blocks it; the short job's end brings acme back from the blocked
+    // set, with nothing ready. The long job's worker is then killed: its reservation must
+    // still be found when it expires, though acme is in no rotation.
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut bulk = Bulk::via(&queue);
+    for (n, ms) in [(1, 50), (2, 20_000)] {
+        bulk.add(
+            guarded(n, "acme", ms)
+                .dispatch()
+                .on_queue("fair")
+                .group("acme"),
+        )
+        .unwrap();
+    }
+    bulk.send().await.unwrap();
+    let args = [
+        "--queue",
+        "fair",
+        "--concurrency",
+        "4",
+        "--group-concurrency",
+        "2",
+        "--retry-after",
+        "2",
+        "--tries",
+        "3",
+    ];
+    let mut first = start_worker(redis.url(), &args);
+    finished(&redis, 1).await;
+    assert_eq!(
+        entries(&redis, GUARDED_KEY).await.len(),
+        2,
+        "the long job runs"
+    );
+    first.kill();
+    let _second = start_worker(redis.url(), &args);
+    wait_until(LONG, "the long job starts again", || async {
+        entries(&redis, GUARDED_KEY).await.len() >= 3
+    })
+    .await;
+    let again = entries(&redis, GUARDED_KEY).await;
+    assert_eq!(again[2]["n"], 2, "{again:?}");
+}

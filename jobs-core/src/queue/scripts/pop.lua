@@ -142,10 +142,14 @@ local function reserve(from, into, count, group)
   return #popped
 end
 
--- Blocks `group`, taken from the rotation, until `until_score`.
+-- Blocks `group`, taken from the rotation, until `until_score`. Out of the rotation, its
+-- reservations are looked after by the due set, as when its list runs short: a group blocked
+-- with its list emptied may leave the blocked set with nothing ready (a job of it ended), and
+-- its running jobs' reservations must still come back should their workers die.
 local function block(group, until_score)
   redis.call('srem', gk.rotating, group)
   redis.call('zadd', gk.blocked, until_score, group)
+  group_due(gk, group)
 end
 
 -- What `group`'s rate ('<jobs>/<seconds>') allows now: how many jobs it may start, when the
