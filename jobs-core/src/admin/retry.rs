@@ -119,18 +119,19 @@ impl Admin {
         for (queue_name, members) in by_queue {
             let mut calls: Vec<_> = Vec::new();
             let mut groups = Vec::new();
+            let own = keys.queue(queue_name);
             for &at in &members {
                 let stored = &chunk[at];
                 let uuid = &stored.entry.record.uuid;
                 let guard = keys.retried(queue_name, uuid);
-                let queue = keys.queue(queue_name);
+                let grouped;
                 let queue = match group_of(stored) {
                     Some(group) => {
-                        let keys = queue.for_group(&group);
+                        grouped = own.for_group(&group);
                         groups.push(group);
-                        keys
+                        &grouped
                     }
-                    None => queue,
+                    None => &own,
                 };
                 let mut call = scripts::RETRY_PUSH.key(&queue.ready);
                 call.key(&queue.notify)
@@ -216,8 +217,6 @@ fn pushed_of(reply: i64) -> Pushed {
     }
 }
 
-/// The record's payload with its counters (attempts, exceptions, requeues) set to 0; every
-/// other byte kept.
 /// The group of its queue a failed job waited in, which it goes back to (a name that is not a
 /// group's: none).
 fn group_of(stored: &Stored) -> Option<String> {
@@ -226,6 +225,8 @@ fn group_of(stored: &Stored) -> Option<String> {
         .filter(|group| check_group_name(group).is_ok())
 }
 
+/// The record's payload with its counters (attempts, exceptions, requeues) set to 0; every
+/// other byte kept.
 fn fresh_payload(stored: &Stored) -> String {
     let payload = &stored.entry.record.payload;
     counters::with_counters(payload, Counters::default()).unwrap_or_else(|| payload.clone())
