@@ -85,6 +85,15 @@ struct Plan<'a> {
     records: Vec<ScriptInvocation<'static>>,
 }
 
+impl Plan<'_> {
+    /// Notes that a call of the plan uses `script`, to load it ahead of the calls.
+    fn uses(&mut self, script: &'static redis::Script) {
+        if !self.scripts.iter().any(|used| std::ptr::eq(*used, script)) {
+            self.scripts.push(script);
+        }
+    }
+}
+
 impl RedisQueue {
     /// Pushes jobs in one round trip: ready ones onto their lists with a wake-up token each,
     /// delayed ones into their delayed sets, and unique ones each with its lock, unless another
@@ -137,18 +146,15 @@ impl RedisQueue {
                 }
             };
             let script = script_for(&run[0]);
-            if !plan.scripts.iter().any(|used| std::ptr::eq(*used, script)) {
-                plan.scripts.push(script);
-            }
+            plan.uses(script);
             // A queue's `queued` events go before its jobs, so that no `active` event of a
             // worker comes first; a unique job's after its push, which may be refused.
             let events = self.queued_events(run);
-            let uses_events = plan
-                .scripts
-                .iter()
-                .any(|s| std::ptr::eq(*s, &*scripts::EVENT));
-            if !events.is_empty() && !uses_events {
-                plan.scripts.push(&scripts::EVENT);
+            if !events.is_empty() {
+                plan.uses(&scripts::EVENT);
+            }
+            if run[0].group.is_some() {
+                plan.uses(&scripts::GROUP_TOUCH);
             }
             let pipeline = &mut plan.pipelines[at];
             let unique = run[0].unique.is_some();
@@ -166,25 +172,12 @@ impl RedisQueue {
                 pipeline
                     .calls
                     .push(self.group_touch(&run[0].queue, &[name]));
-                if !plan
-                    .scripts
-                    .iter()
-                    .any(|s| std::ptr::eq(*s, &*scripts::GROUP_TOUCH))
-                {
-                    plan.scripts.push(&scripts::GROUP_TOUCH);
-                }
             }
-            let pipeline = &mut plan.pipelines[at];
             pipeline.calls.extend(after);
             let tracked = run.iter().filter(|envelope| envelope.track.is_some());
             let records: Vec<_> = tracked.map(|envelope| self.track_call(envelope)).collect();
-            if !records.is_empty()
-                && !plan
-                    .scripts
-                    .iter()
-                    .any(|s| std::ptr::eq(*s, &*scripts::TRACK))
-            {
-                plan.scripts.push(&scripts::TRACK);
+            if !records.is_empty() {
+                plan.uses(&scripts::TRACK);
             }
             match self.layout() {
                 KeyLayout::Standalone => plan.pipelines[at].calls.extend(records),
