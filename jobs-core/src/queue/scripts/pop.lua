@@ -170,14 +170,13 @@ local function rate_allows(group, rate)
   }
 end
 
--- Serves the rotation's groups, one turn each, until `want` jobs are reserved or every
--- rotating group has had a turn. Returns how many it reserved. Each round takes as many
+-- Serves the rotation's `turns` groups, one turn each, until `want` jobs are reserved or every
+-- one has had a turn. Returns how many it reserved. Each round takes as many
 -- groups from the rotation's head as jobs are still wanted and puts those that stay back at
 -- its tail, in turn order, and any it did not reach back at its head: the order one LMOVE per
 -- turn would leave, for two calls a round instead of one a turn.
-local function serve_groups(want)
+local function serve_groups(want, turns)
   local taken = 0
-  local turns = redis.call('llen', gk.rotation)
   -- Most queues store no limits: their groups' are the worker's, read from ARGV.
   local stored_limits = redis.call('exists', KEYS[10]) == 1
   local no_limits = { false, false, false, false, false, false, false }
@@ -209,9 +208,7 @@ local function serve_groups(want)
         allowed = math.min(allowed, concurrency - redis.call('zcard', running))
       end
       local rate = rate_allows(group, limits[2] or limits[5] or ARGV[7])
-      if served > 0 and (limits[3] or allowed <= 0 or (rate and rate.allowed <= 0)) then
-        redis.call('hdel', KEYS[10], group .. ':s')
-      end
+      local turn_open = false
       if limits[3] then
         block(group, '+inf')
       elseif allowed <= 0 then
@@ -232,10 +229,7 @@ local function serve_groups(want)
           redis.call('set', list .. ':tat', string.format('%.17g', next_tat), 'px',
             math.max(1, math.ceil((next_tat - now) * 1000)))
         end
-        local turn_open = weight > 1 and got == count and got < turn and want - taken <= 0
-        if served > 0 and not turn_open then
-          redis.call('hdel', KEYS[10], group .. ':s')
-        end
+        turn_open = weight > 1 and got == count and got < turn and want - taken <= 0
         -- A list found short is empty now. One that gave all asked may be too: its next turn
         -- finds it so, which costs less than asking its length at every turn.
         if got < count then
@@ -245,11 +239,16 @@ local function serve_groups(want)
           -- The pop ran out before the group had its turn: it keeps its place at the head,
           -- so that a weight holds however few jobs each pop takes.
           redis.call('hset', KEYS[10], group .. ':s', served + got)
-          reached = i - 1
-          break
         else
           stay[#stay + 1] = group
         end
+      end
+      if served > 0 and not turn_open then
+        redis.call('hdel', KEYS[10], group .. ':s')
+      end
+      if turn_open then
+        reached = i - 1
+        break
       end
     end
     if #stay > 0 then redis.call('rpush', gk.rotation, unpack(stay)) end
@@ -270,7 +269,7 @@ if rotating == 0 then
   reserve(KEYS[1], KEYS[3], want, '')
 else
   local own = reserve(KEYS[1], KEYS[3], math.ceil(want / (rotating + 1)), '')
-  local served = serve_groups(want - own)
+  local served = serve_groups(want - own, rotating)
   reserve(KEYS[1], KEYS[3], want - own - served, '')
 end
 if with_events then
