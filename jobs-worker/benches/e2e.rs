@@ -484,6 +484,7 @@ async fn fairness(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
     // The quiet groups arrive while the backlog drains.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let pushing = Instant::now();
+    let done_before_push = tracker().done();
     for group in 1..groups {
         let mut bulk = Bulk::via(queue);
         for i in 0..QUIET_JOBS {
@@ -496,6 +497,7 @@ async fn fairness(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
         bulk.send().await.map_err(error_text)?;
     }
     let push_ms = pushing.elapsed().as_secs_f64() * 1000.0;
+    let done_while_pushing = tracker().done() - done_before_push;
     let bound = Duration::from_secs_f64(args.timeout_s);
     let finished = tracker().wait_until_done(bound, &stats).await;
     stop.cancel();
@@ -506,6 +508,8 @@ async fn fairness(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
     out.insert("plain".into(), json!(args.plain));
     out.insert("quiet_jobs".into(), json!(quiet));
     out.insert("quiet_push_ms".into(), json!(round2(push_ms)));
+    out.insert("done_before_push".into(), json!(done_before_push));
+    out.insert("done_while_pushing".into(), json!(done_while_pushing));
     out.insert("concurrency".into(), json!(args.concurrency));
     match finished {
         Some(at) => {
