@@ -6,6 +6,8 @@
 
 use examples::{Guarded, RebuildIndex, GUARDED_FINISHED_KEY, GUARDED_KEY, UNIQUE_KEY};
 use redis::AsyncCommands;
+use redjob::__worker::WorkerQueue;
+use redjob::queue::keys::QueueKeys;
 use redjob::workflow::{Batch, Chain, Link};
 use redjob::{Bulk, RedisQueue};
 use serde_json::Value;
@@ -152,6 +154,35 @@ async fn a_groups_backlog_does_not_hold_back_the_other_groups() {
         "the last quiet job started {last_quiet}th: {order:?}"
     );
     assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+}
+
+#[tokio::test]
+async fn a_pop_gives_its_groups_more_turns_until_it_has_what_it_asked_for() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // `long` enters the rotation first, then `short` with its one job.
+    send_grouped(&queue, 0, (0..20).map(|n| (n, "long"))).await;
+    send_grouped(&queue, 0, [(20, "short")]).await;
+    let keys = QueueKeys::new("fair");
+    let popped = queue.pop(&keys, LONG, 15, 1000).await.unwrap();
+    let taken = |group: &str| {
+        let group = Some(group.to_owned());
+        popped.groups.iter().filter(|g| **g == group).count()
+    };
+    // Half of the pop for each in the first round of turns: `short` has only one, and
+    // `long` takes the rest in the next round, where a pop of one round came back with 9.
+    assert_eq!(
+        (taken("long"), taken("short")),
+        (14, 1),
+        "{:?}",
+        popped.groups
+    );
+    // The queue's own list is empty, and the rotation keeps what has jobs left.
+    let mut conn = redis.conn().await;
+    let rotation: Vec<String> = conn.lrange("queues:fair:groups", 0, -1).await.unwrap();
+    assert_eq!(rotation, ["long"]);
+    let popped = queue.pop(&keys, LONG, 15, 1000).await.unwrap();
+    assert_eq!(popped.jobs.len(), 6);
 }
 
 #[tokio::test]

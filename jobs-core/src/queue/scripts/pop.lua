@@ -33,7 +33,8 @@
 --
 -- While groups rotate, the queue's own list takes one turn in the rotation: its share of a
 -- pop is one part in (rotating groups + 1), and the groups' turns take the rest, one group
--- after the other from the rotation's head, each moved to the tail as it is served. A group
+-- after the other from the rotation's head, each moved to the tail as it is served, in rounds
+-- of turns until the pop has what it asked for or a round finds nothing. A group
 -- serves at most its share of what is left (one job when at least as many groups rotate as
 -- jobs are wanted), a group of weight w (`<group>:w` in the limits hash) w shares, keeping its
 -- place at the head across pops until it has had them (`<group>:s`), within its concurrency (its running jobs are its reservations) and its
@@ -269,7 +270,16 @@ if rotating == 0 then
   reserve(KEYS[1], KEYS[3], want, '')
 else
   local own = reserve(KEYS[1], KEYS[3], math.ceil(want / (rotating + 1)), '')
-  local served = serve_groups(want - own, rotating)
+  -- Every rotating group has a turn before any has a second; while jobs are still wanted
+  -- and the last round of turns found some, the rotation gives another, so that a pop comes
+  -- back short only when the queue has no more to give it now.
+  local served = 0
+  while rotating > 0 do
+    local got = serve_groups(want - own - served, rotating)
+    served = served + got
+    if got == 0 or want - own - served <= 0 then break end
+    rotating = redis.call('llen', gk.rotation)
+  end
   reserve(KEYS[1], KEYS[3], want - own - served, '')
 end
 if with_events then
