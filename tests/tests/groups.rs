@@ -186,6 +186,59 @@ async fn a_pop_gives_its_groups_more_turns_until_it_has_what_it_asked_for() {
 }
 
 #[tokio::test]
+async fn a_grouped_dispatch_is_one_script_call_that_brings_its_group_in() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    // The first dispatch loads the script.
+    send_grouped(&queue, 0, [(0, "acme")]).await;
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap();
+    send_grouped(&queue, 0, [(1, "beta"), (2, "beta")]).await;
+    guarded(3, "gamma", 0)
+        .dispatch()
+        .on_queue("fair")
+        .group("gamma")
+        .delay(60)
+        .sent_via(&queue)
+        .await;
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let calls = |command: &str| {
+        let line = stats
+            .lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{command}:")));
+        line.map(|l| l.split(['=', ',']).nth(1).unwrap().to_owned())
+    };
+    // One EVALSHA each: the push and the group's entry in one step, no script sent again.
+    assert_eq!(calls("evalsha").as_deref(), Some("2"), "{stats}");
+    assert_eq!(calls("script|load"), None, "{stats}");
+    let rotation: Vec<String> = conn.lrange("queues:fair:groups", 0, -1).await.unwrap();
+    assert_eq!(rotation, ["acme", "beta"]);
+    // A wake-up token for each group that entered the rotation, however many jobs it has,
+    // and one for the delayed job, the earliest of its group: an idle worker re-arms its timer.
+    let tokens: usize = conn.llen("queues:fair:notify").await.unwrap();
+    assert_eq!(tokens, 3);
+    // The delayed job's group waits in the due set, scored when its job is due.
+    let due: Option<f64> = conn
+        .zscore("queues:fair:groups:due", "gamma")
+        .await
+        .unwrap();
+    let in_a_minute = redis.server_time().await + 60.0;
+    assert!(
+        due.is_some_and(|at| (at - in_a_minute).abs() < 5.0),
+        "gamma due at {due:?}, expected about {in_a_minute}"
+    );
+    assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
+}
+
+#[tokio::test]
 async fn a_groups_concurrency_holds_across_four_workers_and_a_kill() {
     let redis = TestRedis::start();
     let queue = redis.queue();

@@ -128,6 +128,33 @@ impl RedisQueue {
         call
     }
 
+    /// The call that pushes ready jobs (`delayed` false) or delayed ones into `group` of
+    /// `queue`, with the group's rotation keys (`group_push.lua`); the caller adds the
+    /// payloads, each delayed one after its due time.
+    pub(crate) fn group_push(
+        &self,
+        queue: &str,
+        group: &str,
+        delayed: bool,
+    ) -> ScriptInvocation<'static> {
+        let queue = self.queue_keys(queue);
+        let target = queue.for_group(group);
+        let keys = queue.groups();
+        let mut call = scripts::GROUP_PUSH.key(match delayed {
+            true => &target.delayed,
+            false => &target.ready,
+        });
+        call.key(&keys.rotation)
+            .key(&keys.rotating)
+            .key(&keys.blocked)
+            .key(&keys.due)
+            .key(&queue.notify)
+            .arg(&keys.group_prefix)
+            .arg(group)
+            .arg(if delayed { "delayed" } else { "ready" });
+        call
+    }
+
     /// Deletes finished jobs' reservations in the groups of `queue` (the keys of the queue or
     /// of any of its groups), each given as its group and reserved copy; returns how many
     /// were still held. `completed`, for a queue whose events are on, names each job (uuid,

@@ -153,7 +153,8 @@ impl RedisQueue {
             if !events.is_empty() {
                 plan.uses(&scripts::EVENT);
             }
-            if run[0].group.is_some() {
+            let touch = run[0].group.as_deref().filter(|_| touches_group(&run[0]));
+            if touch.is_some() {
                 plan.uses(&scripts::GROUP_TOUCH);
             }
             let pipeline = &mut plan.pipelines[at];
@@ -167,8 +168,8 @@ impl RedisQueue {
                 pipeline.unique_at.push((pipeline.calls.len(), offset));
             }
             pipeline.calls.extend(self.calls_for(script, run));
-            if let Some(name) = &run[0].group {
-                // The group's jobs are in its list (or delayed set): it joins the rotation.
+            if let Some(name) = touch {
+                // The group's job is in its list (or delayed set): it joins the rotation.
                 pipeline
                     .calls
                     .push(self.group_touch(&run[0].queue, &[name]));
@@ -219,8 +220,15 @@ impl RedisQueue {
         }
         run.chunks(PUSH_CHUNK)
             .map(|chunk| {
-                let mut call = script.key(first.delay.map_or(&keys.ready, |_| &keys.delayed));
-                call.key(&keys.notify);
+                let mut call = match &first.group {
+                    Some(group) => self.group_push(&first.queue, group, first.delay.is_some()),
+                    None => {
+                        let mut call =
+                            script.key(first.delay.map_or(&keys.ready, |_| &keys.delayed));
+                        call.key(&keys.notify);
+                        call
+                    }
+                };
                 for envelope in chunk {
                     if envelope.delay.is_some() {
                         call.arg(due_arg(envelope.delay));
@@ -406,12 +414,20 @@ pub(crate) struct UniquePush<'a> {
 
 /// The script that pushes a run starting with `first`.
 fn script_for(first: &Envelope) -> &'static redis::Script {
-    match (&first.unique, &first.debounce, first.delay) {
-        (Some(_), _, _) => &scripts::PUSH_UNIQUE,
-        (None, Some(_), _) => &scripts::DEBOUNCE,
-        (None, None, Some(_)) => &scripts::LATER,
-        (None, None, None) => &scripts::PUSH,
+    match (&first.unique, &first.debounce, first.delay, &first.group) {
+        (Some(_), _, _, _) => &scripts::PUSH_UNIQUE,
+        (None, Some(_), _, _) => &scripts::DEBOUNCE,
+        (None, None, _, Some(_)) => &scripts::GROUP_PUSH,
+        (None, None, Some(_), None) => &scripts::LATER,
+        (None, None, None, None) => &scripts::PUSH,
     }
+}
+
+/// Whether a run of a group's jobs needs `group_touch.lua` after its push to bring the group
+/// into the rotation: a unique or debounced job's does; `group_push.lua` brings the group in
+/// itself.
+fn touches_group(first: &Envelope) -> bool {
+    first.unique.is_some() || first.debounce.is_some()
 }
 
 /// Splits envelopes into runs of the same queue, group and kind (ready or delayed), keeping

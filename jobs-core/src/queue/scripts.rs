@@ -6,7 +6,7 @@
 //! keys use), `forget_failed.lua` (deleting failed-job records by age), `retake_unique.lua` (a retried
 //! unique job's lock), `holds.lua` (freeing
 //! what a settled job held), `due.lua` (a delayed job's due time), `push_job.lua` (pushing one
-//! job, ready or delayed), `effects.lua` (reading the effects a settling script applies),
+//! job, ready or delayed), `lists.lua` (appending many values to a list), `effects.lua` (reading the effects a settling script applies),
 //! `chain.lua` (a chain's steps), `batch.lua` (a batch's counts and callbacks),
 //! `status.lua` (a job's status record and its queue's events), `fields.lua` (a payload's
 //! attempts, uuid and job name, read without decoding it) and `groups.lua` (a queue's groups
@@ -34,11 +34,16 @@ script!(
 );
 script!(
     /// Push ready jobs and their wake-up tokens (`push.lua`).
-    PUSH, "push.lua"
+    PUSH, "push.lua", uses "lists.lua"
 );
 script!(
     /// Schedule delayed jobs at server time + delay (`later.lua`).
     LATER, "later.lua", uses "time.lua", "due.lua"
+);
+script!(
+    /// Push ready or delayed jobs into a group, and bring it into the rotation or the due set
+    /// (`group_push.lua`).
+    GROUP_PUSH, "group_push.lua", uses "time.lua", "due.lua", "lists.lua", "groups.lua"
 );
 script!(
     /// Take a unique job's lock and push the job, or return the lock's holder
@@ -85,17 +90,17 @@ script!(
 );
 script!(
     /// Migrate due jobs, reserve ready ones, balance wake-up tokens (`pop.lua`).
-    POP, "pop.lua", uses "time.lua", "fields.lua", "status.lua", "groups.lua"
+    POP, "pop.lua", uses "time.lua", "fields.lua", "status.lua", "lists.lua", "groups.lua"
 );
 script!(
     /// Move a reserved job (or a replacement of it) back to the delayed set and free what it
     /// held while it ran (`release.lua`).
-    RELEASE, "release.lua", uses "time.lua", "effects.lua", "holds.lua", "status.lua", "groups.lua"
+    RELEASE, "release.lua", uses "time.lua", "effects.lua", "holds.lua", "status.lua", "lists.lua", "groups.lua"
 );
 script!(
     /// Acknowledge a finished job, free what it held and push its chain's next link
     /// (`complete.lua`).
-    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua", "groups.lua"
+    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua", "lists.lua", "groups.lua"
 );
 script!(
     /// Acknowledge finished jobs of one batch and count them there (`complete_batch.lua`).
@@ -104,7 +109,7 @@ script!(
 script!(
     /// Record a failed job, free what it held, push its chain's catch job, and prune the
     /// failed-job store (`fail.lua`).
-    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua", "groups.lua"
+    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua", "lists.lua", "groups.lua"
 );
 script!(
     /// Start a tracked job's status record as it is pushed (`track.lua`).
@@ -188,15 +193,15 @@ script!(
 );
 script!(
     /// Bring the groups jobs were pushed into into the rotation (`group_touch.lua`).
-    GROUP_TOUCH, "group_touch.lua", uses "groups.lua"
+    GROUP_TOUCH, "group_touch.lua", uses "lists.lua", "groups.lua"
 );
 script!(
     /// Bring groups whose jobs ended back from the blocked set (`group_ended.lua`).
-    GROUP_ENDED, "group_ended.lua", uses "groups.lua"
+    GROUP_ENDED, "group_ended.lua", uses "lists.lua", "groups.lua"
 );
 script!(
     /// Set or clear a group's limits, or its queue's (`group_limits.lua`).
-    GROUP_LIMITS, "group_limits.lua", uses "groups.lua"
+    GROUP_LIMITS, "group_limits.lua", uses "lists.lua", "groups.lua"
 );
 script!(
     /// Read the sizes, limits and state of a queue's groups (`group_sizes.lua`).

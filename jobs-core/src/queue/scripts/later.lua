@@ -8,12 +8,4 @@
 -- When a job becomes the earliest one it pushes a single token, so that an idle worker
 -- wakes, sees the new due time and re-arms its timer. The pop script trims tokens that
 -- have no ready job behind them.
-local now = now_seconds()
-local head = redis.call('zrange', KEYS[1], 0, 0)[1]
-for i = 1, #ARGV, 2 do
-  redis.call('zadd', KEYS[1], due_at(ARGV[i], now), ARGV[i + 1])
-end
-if redis.call('zrange', KEYS[1], 0, 0)[1] ~= head then
-  redis.call('rpush', KEYS[2], '1')
-end
-return #ARGV / 2
+return schedule_jobs(KEYS[1], KEYS[2], 1)

@@ -51,9 +51,7 @@ local function migrate(from)
   local due = redis.call('zrangebyscore', from, '-inf', now, 'limit', 0, migrate_limit)
   if #due > 0 then
     redis.call('zremrangebyrank', from, 0, #due - 1)
-    for i = 1, #due, 1000 do
-      redis.call('rpush', KEYS[1], unpack(due, i, math.min(i + 999, #due)))
-    end
+    rpush_chunked(KEYS[1], due, 1, #due)
   end
 end
 migrate(KEYS[2])

@@ -3,12 +3,8 @@
 -- KEYS[2]  queues:<name>:notify   wake-up tokens
 -- ARGV     one or more payloads, in order
 -- Returns the ready list's length after the push.
-local len = 0
-for i = 1, #ARGV, 1000 do
-  local last = math.min(i + 999, #ARGV)
-  len = redis.call('rpush', KEYS[1], unpack(ARGV, i, last))
-  local tokens = {}
-  for j = 1, last - i + 1 do tokens[j] = '1' end
-  redis.call('rpush', KEYS[2], unpack(tokens))
-end
+local len = rpush_chunked(KEYS[1], ARGV, 1, #ARGV)
+local tokens = {}
+for i = 1, #ARGV do tokens[i] = '1' end
+rpush_chunked(KEYS[2], tokens, 1, #tokens)
 return len

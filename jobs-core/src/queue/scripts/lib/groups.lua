@@ -1,7 +1,8 @@
 -- A queue's groups (docs/groups.md): each group is a sub-queue shaped like the queue, its
 -- ready list `<prefix><group>`, its `:delayed` and `:reserved` sets; the groups that may run a
--- job now take turns in the rotation. Shared by pop.lua, which serves them, group_touch.lua,
--- which brings pushed groups in, group_ended.lua and the settle scripts' `group` effect, which
+-- job now take turns in the rotation. Shared by pop.lua, which serves them, group_push.lua,
+-- which pushes jobs into a group and brings it in, group_touch.lua, which brings groups in
+-- after other pushes, group_ended.lua and the settle scripts' `group` effect, which
 -- bring a group back when a job of it ends. Group keys are built here from the prefix and a
 -- checked group name: they share the queue's hash tag, so on a cluster they are in the slot
 -- of the keys the script was given.
@@ -60,9 +61,7 @@ local function group_migrate(gk, group, now, limit)
     local due = redis.call('zrangebyscore', from, '-inf', now, 'limit', 0, limit)
     if #due > 0 then
       redis.call('zremrangebyrank', from, 0, #due - 1)
-      for i = 1, #due, 1000 do
-        redis.call('rpush', list, unpack(due, i, math.min(i + 999, #due)))
-      end
+      rpush_chunked(list, due, 1, #due)
       moved = moved + #due
     end
   end
