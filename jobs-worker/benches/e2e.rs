@@ -74,6 +74,9 @@ struct Args {
     redis: String,
     #[arg(long, default_value_t = 300.0)]
     timeout_s: f64,
+    /// The worker's runtime threads, as the worker's `--threads` (default: one per CPU).
+    #[arg(long)]
+    threads: Option<std::num::NonZeroUsize>,
     /// The PostgreSQL database of the `txn` scenario (feature `postgres`).
     #[arg(long, env = "PG_URL")]
     pg: Option<String>,
@@ -1213,7 +1216,7 @@ fn slowlog_entries(reply: &redis::Value) -> Vec<Value> {
 fn main() {
     let args = Args::parse();
     let _tracing = args.otel.then(otel::record_spans);
-    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let runtime = redjob_worker::async_runtime(args.threads).expect("a tokio runtime");
     let result = runtime.block_on(async {
         let queue = RedisQueue::open(&args.redis).map_err(|e| e.to_string())?;
         scenario(&args, &queue).await
@@ -1226,9 +1229,15 @@ fn main() {
         return;
     }
     let mut line = common::result_line(&args.scenario, result);
+    let options = match args.threads {
+        Some(threads) => format!("--threads {threads}"),
+        None => "default options".to_owned(),
+    };
     line.insert(
         "config".into(),
-        json!("real worker runtime, default options, no log subscriber; bulk dispatch in chunks of 1000"),
+        json!(format!(
+            "real worker runtime, {options}, no log subscriber; bulk dispatch in chunks of 1000"
+        )),
     );
     line.insert(
         "version".into(),

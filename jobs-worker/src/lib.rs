@@ -52,14 +52,47 @@ use tokio_util::sync::CancellationToken;
 /// whole of a worker binary whose jobs need no state built at run time. One that does uses
 /// [`Command`].
 pub fn main() -> ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
+    let command = Command::from_args();
+    let runtime = match async_runtime(command.options.threads) {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("worker: cannot start the async runtime: {err}");
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(Command::from_args().run())
+    runtime.block_on(command.run())
+}
+
+/// The async runtime [`main`] runs a worker on, with `threads` threads (`--threads`):
+/// tokio's multi-threaded runtime, one thread per CPU by default (or `$TOKIO_WORKER_THREADS`);
+/// with one, a current-thread runtime, where the worker's own steps and its jobs take turns on
+/// the thread that calls `block_on`.
+///
+/// Handing work between threads costs more than the work of a job that only awaits I/O: on
+/// two cores shared with Redis, one thread drains a backlog of such jobs with about a quarter
+/// less CPU per job than two (docs/benchmarks.md). A handler that computes or blocks holds up
+/// every other job on one thread, so CPU-bound work wants more threads, or
+/// `tokio::task::spawn_blocking`. The watchdog and the cancel listener have threads of their
+/// own either way.
+///
+/// ```no_run
+/// let runtime = redjob_worker::async_runtime(std::num::NonZeroUsize::new(1)).unwrap();
+/// let code = runtime.block_on(redjob_worker::Command::from_args().run());
+/// # let _ = code;
+/// ```
+pub fn async_runtime(
+    threads: Option<std::num::NonZeroUsize>,
+) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = match threads.map(std::num::NonZeroUsize::get) {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(n);
+            builder
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder.enable_all().build()
 }
 
 /// A worker program: the command line of [`main`], parsed, with the state, middleware and
@@ -166,6 +199,16 @@ impl Command {
     /// so the state, middleware and listeners added are not used.
     pub async fn run_worker(self) -> Result<Exit, WorkerError> {
         let options = self.options;
+        if let Some(threads) = options.threads {
+            let running = tokio::runtime::Handle::current().metrics().num_workers();
+            if running != threads.get() {
+                tracing::warn!(
+                    threads,
+                    running,
+                    "--threads sizes the runtime redjob_worker::main builds; this program built its own"
+                );
+            }
+        }
         let config = redjob::QueueConfig {
             prefix: options.prefix.clone(),
             ..Default::default()

@@ -94,6 +94,13 @@ pub struct WorkerOptions {
     #[arg(long, default_value_t = 10)]
     pub concurrency: usize,
 
+    /// Threads the worker and its jobs run on (default: one per CPU, or
+    /// $TOKIO_WORKER_THREADS). With 1, the worker and its jobs share one thread: the least
+    /// CPU per job for handlers that await I/O, above all on a host shared with Redis, while
+    /// a handler that computes or blocks holds up every other job until it yields.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<std::num::NonZeroUsize>,
+
     /// Seconds running jobs get to finish after SIGTERM/SIGINT/SIGQUIT before they are put
     /// back on their queues (default: the --timeout; no limit with --timeout 0).
     #[arg(long)]

@@ -196,9 +196,8 @@ async fn a_handler_blocking_the_only_runtime_thread_is_still_failed_and_the_othe
     // One runtime thread: the blocking handler holds the whole runtime, the worker's Redis
     // connection included. The watchdog reaches Redis through a connection of its own.
     let args = ["--concurrency", "2", "--retry-after", "3"];
-    let one_thread = [("TOKIO_WORKER_THREADS", "1")];
-    let program = env!("CARGO_BIN_EXE_test_worker");
-    let mut first = WorkerProcess::start_with_env(program, redis.url(), &args, &one_thread);
+    let one_thread = [&args[..], &["--threads", "1"]].concat();
+    let mut first = start_worker(redis.url(), &one_thread);
     let elapsed_ms = wait_ended_by_watchdog(&mut first, &block.to_string()).await;
     assert!(
         (1900.0..9000.0).contains(&elapsed_ms),

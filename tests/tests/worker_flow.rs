@@ -331,14 +331,16 @@ async fn an_idle_worker_wakes_for_pushed_and_due_delayed_jobs_promptly() {
     }
 }
 
-#[tokio::test]
-async fn jobs_run_concurrently_up_to_the_concurrency() {
+/// Runs eight jobs of 1 s with a worker given `args` besides `--concurrency 8`; returns the
+/// ms from the first start to the last end.
+async fn eight_sleeps_ms(args: &[&str]) -> f64 {
     let redis = TestRedis::start();
     let queue = redis.queue();
     for _ in 0..8 {
         Sleep { ms: 1000 }.dispatch().sent_via(&queue).await;
     }
-    let worker = run_until_empty(redis.url(), &["--concurrency", "8"]).await;
+    let args = [&["--concurrency", "8"], args].concat();
+    let worker = run_until_empty(redis.url(), &args).await;
     let events = worker.events();
     let first_start = events
         .iter()
@@ -351,12 +353,23 @@ async fn jobs_run_concurrently_up_to_the_concurrency() {
         .map(|e| e.at_ms)
         .fold(0.0, f64::max);
     assert_eq!(events.iter().filter(|e| e.status == "DONE").count(), 8);
+    last_done - first_start
+}
+
+#[tokio::test]
+async fn jobs_run_concurrently_up_to_the_concurrency() {
+    let took = eight_sleeps_ms(&[]).await;
     // One after another would take 8 s; together they take about 1 s.
     assert!(
-        last_done - first_start < 4000.0,
-        "8 jobs of 1 s took {} ms with concurrency 8",
-        last_done - first_start
+        took < 4000.0,
+        "8 jobs of 1 s took {took} ms with concurrency 8"
     );
+}
+
+#[tokio::test]
+async fn jobs_that_await_run_concurrently_on_one_thread() {
+    let took = eight_sleeps_ms(&["--threads", "1"]).await;
+    assert!(took < 4000.0, "8 jobs of 1 s took {took} ms on one thread");
 }
 
 #[tokio::test]
