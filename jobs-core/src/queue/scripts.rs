@@ -3,15 +3,15 @@
 //! Each script lives in its own file under `src/scripts/`, headed by what its KEYS and ARGV
 //! are. Snippets several scripts share live under `src/scripts/lib/` and are put in front of
 //! the scripts that use them at compile time: `time.lua` (Redis's clock in each precision the
-//! keys use), `forget_failed.lua` (deleting failed-job records by age), `retake_unique.lua` (a retried
-//! unique job's lock), `holds.lua` (freeing
-//! what a settled job held), `due.lua` (a delayed job's due time), `push_job.lua` (pushing one
-//! job, ready or delayed), `lists.lua` (appending many values to a list), `effects.lua` (reading the effects a settling script applies),
-//! `chain.lua` (a chain's steps), `batch.lua` (a batch's counts and callbacks),
-//! `status.lua` (a job's status record and its queue's events), `fields.lua` (a payload's
-//! attempts, uuid and job name, read without decoding it) and `groups.lua` (a queue's groups
-//! and their rotation). `redis::Script`
-//! sends `EVALSHA` and loads the script on a `NOSCRIPT` reply.
+//! keys use), `forget_failed.lua` (deleting failed-job records by age), `retake_unique.lua` (a
+//! retried unique job's lock), `holds.lua` (freeing what a settled job held), `due.lua` (a
+//! delayed job's due time, and scheduling a run of delayed jobs), `push_job.lua` (pushing one
+//! job, ready or delayed), `lists.lua` (appending many values to a list), `effects.lua`
+//! (reading the effects a settling script applies), `chain.lua` (a chain's steps), `batch.lua`
+//! (a batch's counts and callbacks), `status.lua` (a job's status record and its queue's
+//! events), `fields.lua` (a payload's attempts, uuid and job name, read without decoding it) and
+//! `groups.lua` (a queue's groups and their rotation). `redis::Script` sends `EVALSHA` and
+//! loads the script on a `NOSCRIPT` reply.
 
 use redis::Script;
 use std::sync::LazyLock;
