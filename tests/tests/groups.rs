@@ -186,6 +186,33 @@ async fn a_pop_gives_its_groups_more_turns_until_it_has_what_it_asked_for() {
 }
 
 #[tokio::test]
+async fn pops_of_one_job_serve_the_queues_own_list_as_one_turn_among_its_groups() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    for n in 0..9 {
+        guarded(n, "", 0)
+            .dispatch()
+            .on_queue("fair")
+            .sent_via(&queue)
+            .await;
+    }
+    send_grouped(&queue, 0, (9..18).map(|n| (n, "acme"))).await;
+    send_grouped(&queue, 0, (18..27).map(|n| (n, "beta"))).await;
+    let keys = QueueKeys::new("fair");
+    let mut taken = Vec::new();
+    for _ in 0..9 {
+        let popped = queue.pop(&keys, LONG, 1, 1000).await.unwrap();
+        assert_eq!(popped.groups.len(), 1);
+        taken.push(popped.groups[0].clone().unwrap_or_else(|| "own".into()));
+    }
+    // One turn each, in the rotation's order: before, the own list's backlog took every pop.
+    assert_eq!(
+        taken,
+        ["own", "acme", "beta", "own", "acme", "beta", "own", "acme", "beta"]
+    );
+}
+
+#[tokio::test]
 async fn a_grouped_dispatch_is_one_script_call_that_brings_its_group_in() {
     let redis = TestRedis::start();
     let queue = redis.queue();

@@ -263,6 +263,7 @@ impl QueueKeys {
             blocked: format!("{queue}:groups:blocked"),
             due: format!("{queue}:groups:due"),
             limits: format!("{queue}:groups:limits"),
+            own_turn: format!("{queue}:groups:own"),
             group_prefix: format!("{queue}{GROUP_INFIX}"),
         }
     }
@@ -296,6 +297,9 @@ pub struct GroupsKeys {
     /// HASH of the groups' limits: `<group>:c` (concurrency), `<group>:r` (rate, `N/secs`),
     /// `<group>:p` (paused), and `*:c`, `*:r` for every group of the queue.
     pub limits: String,
+    /// STRING: how many jobs the pops have taken from the groups since the queue's own list
+    /// last had its turn, which comes again once each rotating group has had one. Kept a day.
+    pub own_turn: String,
     /// What a group's name follows in its keys (`queues:<name>:g:`).
     pub group_prefix: String,
 }
@@ -446,6 +450,7 @@ impl Keys {
             ":groups:blocked",
             ":groups:due",
             ":groups:limits",
+            ":groups:own",
         ]
         .iter()
         .find_map(|suffix| key.strip_suffix(suffix))

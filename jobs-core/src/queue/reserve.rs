@@ -53,6 +53,7 @@ impl RedisQueue {
             .key(&group_keys.blocked)
             .key(&group_keys.due)
             .key(&group_keys.limits)
+            .key(&group_keys.own_turn)
             .arg(seconds_arg(retry_after))
             .arg(count.max(1))
             .arg(migrate_limit.max(1))

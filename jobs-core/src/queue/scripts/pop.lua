@@ -10,6 +10,7 @@
 -- KEYS[8]  queues:<name>:groups:blocked     groups that may not run a job yet
 -- KEYS[9]  queues:<name>:groups:due         groups with delayed or reserved jobs
 -- KEYS[10] queues:<name>:groups:limits      the groups' limits
+-- KEYS[11] queues:<name>:groups:own         jobs the groups gave since the own list's turn
 -- ARGV[1]  retry_after in seconds (may have a fraction)
 -- ARGV[2]  how many jobs to reserve at most
 -- ARGV[3]  how many jobs to migrate at most from each of :delayed and :reserved (a group's
@@ -31,8 +32,10 @@
 -- are. A payload without that field is reserved unchanged, for the worker to report as
 -- malformed.
 --
--- While groups rotate, the queue's own list takes one turn in the rotation: its share of a
--- pop is one part in (rotating groups + 1), and the groups' turns take the rest, one group
+-- While groups rotate, the queue's own list takes one turn in the rotation: once the groups
+-- have given as many jobs as there are rotating groups since its last turn (KEYS[11]), its
+-- share of a pop, one part in (rotating groups + 1), comes first; and it gives what the
+-- groups could not. The groups' turns take the rest, one group
 -- after the other from the rotation's head, each moved to the tail as it is served, in rounds
 -- of turns until the pop has what it asked for or a round finds nothing. A group
 -- serves at most its share of what is left (one job when at least as many groups rotate as
@@ -267,7 +270,12 @@ if has_groups then rotating = redis.call('llen', gk.rotation) end
 if rotating == 0 then
   reserve(KEYS[1], KEYS[3], want, '')
 else
-  local own = reserve(KEYS[1], KEYS[3], math.ceil(want / (rotating + 1)), '')
+  -- A pop of one job at a time serves the own list once in every (rotating groups + 1).
+  local since = tonumber(redis.call('get', KEYS[11]) or '') or rotating
+  local own = 0
+  if since >= rotating then
+    own = reserve(KEYS[1], KEYS[3], math.ceil(want / (rotating + 1)), '')
+  end
   -- Every rotating group has a turn before any has a second; while jobs are still wanted
   -- and the last round of turns found some, the rotation gives another, so that a pop comes
   -- back short only when the queue has no more to give it now.
@@ -278,7 +286,16 @@ else
     if got == 0 or want - own - served <= 0 then break end
     rotating = redis.call('llen', gk.rotation)
   end
-  reserve(KEYS[1], KEYS[3], want - own - served, '')
+  local rest = reserve(KEYS[1], KEYS[3], want - own - served, '')
+  local now_since = since + served
+  if rest > 0 then
+    now_since = 0
+  elseif own > 0 then
+    now_since = served
+  end
+  if now_since ~= since then
+    redis.call('set', KEYS[11], now_since, 'ex', 86400)
+  end
 end
 if with_events then
   status_events(KEYS[5], ARGV[4], 'active', events.uuids, events.jobs, events.attempts)
