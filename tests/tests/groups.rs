@@ -217,8 +217,19 @@ async fn a_grouped_dispatch_is_one_script_call_that_brings_its_group_in() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     let mut conn = redis.conn().await;
-    // The first dispatch loads the script.
+    // The first dispatches load the scripts.
     send_grouped(&queue, 0, [(0, "acme")]).await;
+    let unique = |shop| RebuildIndex {
+        shop,
+        ms: 0,
+        fail_first: 0,
+    };
+    unique(1)
+        .dispatch()
+        .on_queue("fair")
+        .group("acme")
+        .sent_via(&queue)
+        .await;
     redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .query_async::<()>(&mut conn)
@@ -230,6 +241,12 @@ async fn a_grouped_dispatch_is_one_script_call_that_brings_its_group_in() {
         .on_queue("fair")
         .group("gamma")
         .delay(60)
+        .sent_via(&queue)
+        .await;
+    unique(2)
+        .dispatch()
+        .on_queue("fair")
+        .group("delta")
         .sent_via(&queue)
         .await;
     let stats: String = redis::cmd("INFO")
@@ -244,14 +261,15 @@ async fn a_grouped_dispatch_is_one_script_call_that_brings_its_group_in() {
         line.map(|l| l.split(['=', ',']).nth(1).unwrap().to_owned())
     };
     // One EVALSHA each: the push and the group's entry in one step, no script sent again.
-    assert_eq!(calls("evalsha").as_deref(), Some("2"), "{stats}");
+    assert_eq!(calls("evalsha").as_deref(), Some("3"), "{stats}");
     assert_eq!(calls("script|load"), None, "{stats}");
     let rotation: Vec<String> = conn.lrange("queues:fair:groups", 0, -1).await.unwrap();
     assert_eq!(rotation, ["acme", "beta"]);
-    // A wake-up token for each group that entered the rotation, however many jobs it has,
-    // and one for the delayed job, the earliest of its group: an idle worker re-arms its timer.
+    // A wake-up token for each group that entered the rotation (acme, beta), however many
+    // jobs it has; one for the delayed job, the earliest of its group, so that an idle worker
+    // re-arms its timer; and one for each unique job, whose group the next pop brings in.
     let tokens: usize = conn.llen("queues:fair:notify").await.unwrap();
-    assert_eq!(tokens, 3);
+    assert_eq!(tokens, 5);
     // The delayed job's group waits in the due set, scored when its job is due.
     let due: Option<f64> = conn
         .zscore("queues:fair:groups:due", "gamma")
@@ -261,6 +279,19 @@ async fn a_grouped_dispatch_is_one_script_call_that_brings_its_group_in() {
     assert!(
         due.is_some_and(|at| (at - in_a_minute).abs() < 5.0),
         "gamma due at {due:?}, expected about {in_a_minute}"
+    );
+    // The unique job's group is scored due now: the next pop brings it into the rotation.
+    let due: Option<f64> = conn
+        .zscore("queues:fair:groups:due", "delta")
+        .await
+        .unwrap();
+    assert_eq!(due, Some(0.0));
+    let keys = QueueKeys::new("fair");
+    let popped = queue.pop(&keys, LONG, 10, 1000).await.unwrap();
+    assert!(
+        popped.groups.contains(&Some("delta".to_owned())),
+        "{:?}",
+        popped.groups
     );
     assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
 }

@@ -216,7 +216,11 @@ impl RedisQueue {
                 payload: &first.payload,
                 due: &first.delay.map_or(String::new(), |d| due_arg(Some(d))),
             };
-            return vec![self.unique_push_call(script, push)];
+            let mut call = self.unique_push_call(script, push);
+            if let Some(group) = &first.group {
+                call.arg(group);
+            }
+            return vec![call];
         }
         run.chunks(PUSH_CHUNK)
             .map(|chunk| {
@@ -424,10 +428,10 @@ fn script_for(first: &Envelope) -> &'static redis::Script {
 }
 
 /// Whether a run of a group's jobs needs `group_touch.lua` after its push to bring the group
-/// into the rotation: a unique or debounced job's does; `group_push.lua` brings the group in
-/// itself.
+/// into the rotation: a debounced job's does; `group_push.lua` brings the group in itself, and
+/// `push_unique.lua` scores it due for the next pop to bring in.
 fn touches_group(first: &Envelope) -> bool {
-    first.unique.is_some() || first.debounce.is_some()
+    first.debounce.is_some()
 }
 
 /// Splits envelopes into runs of the same queue, group and kind (ready or delayed), keeping

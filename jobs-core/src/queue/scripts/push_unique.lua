@@ -7,5 +7,8 @@
 -- ARGV[2]  how long the lock lasts at most, in milliseconds
 -- ARGV[3]  the payload
 -- ARGV[4]  '' to push the job ready, else its due time as later.lua takes it
+-- ARGV[5]  the job's group, if it has one: KEYS[2] is then the group's list or delayed set,
+--          and the group is scored due, so that the next pop brings it into the rotation
 -- Returns '' when pushed, else the uuid of the job that holds the lock.
-return push_unique_job(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], ARGV[4], ARGV[3]) or ''
+return push_unique_job(KEYS[1], ARGV[1], ARGV[2], KEYS[2], KEYS[3], ARGV[4], ARGV[3],
+  ARGV[5]) or ''
