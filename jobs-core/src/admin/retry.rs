@@ -72,11 +72,7 @@ impl Admin {
         for stored in chunk {
             let record = &stored.entry.record;
             let group = group_of(stored);
-            let queue = keys.queue(&record.queue);
-            let queue = match &group {
-                Some(group) => queue.for_group(group),
-                None => queue,
-            };
+            let queue = keys.queue(&record.queue).in_group(group.as_deref());
             let mut call = scripts::RETRY.key(keys.failed_jobs());
             call.key(keys.failed_jobs_index())
                 .key(&queue.ready)

@@ -248,6 +248,21 @@ impl QueueKeys {
         }
     }
 
+    /// These keys, or those of `group` of this queue when there is one
+    /// ([`QueueKeys::for_group`]): where a job of that group, or of none, waits.
+    ///
+    /// ```
+    /// use redjob::queue::keys::QueueKeys;
+    /// assert_eq!(QueueKeys::new("emails").in_group(None).ready, "queues:emails");
+    /// assert_eq!(QueueKeys::new("emails").in_group(Some("acme")).ready, "queues:emails:g:acme");
+    /// ```
+    pub fn in_group(self, group: Option<&str>) -> QueueKeys {
+        match group {
+            Some(group) => self.for_group(group),
+            None => self,
+        }
+    }
+
     /// The keys that order the groups of this queue ([`GroupsKeys`]).
     ///
     /// ```

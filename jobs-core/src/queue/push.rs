@@ -246,11 +246,8 @@ impl RedisQueue {
 
     /// The keys `envelope` is pushed into: its group's, when it has one, else its queue's.
     fn envelope_keys(&self, envelope: &Envelope) -> crate::queue::keys::QueueKeys {
-        let keys = self.queue_keys(&envelope.queue);
-        match &envelope.group {
-            Some(group) => keys.for_group(group),
-            None => keys,
-        }
+        self.queue_keys(&envelope.queue)
+            .in_group(envelope.group.as_deref())
     }
 
     /// The calls that append the `queued` events of a run of envelopes of one queue, a call
@@ -299,10 +296,7 @@ impl RedisQueue {
         script: &'static redis::Script,
         push: UniquePush<'_>,
     ) -> ScriptInvocation<'static> {
-        let keys = match push.group {
-            Some(group) => self.queue_keys(push.queue).for_group(group),
-            None => self.queue_keys(push.queue),
-        };
+        let keys = self.queue_keys(push.queue).in_group(push.group);
         let mut call = script.key(self.keys().unique(push.queue, push.lock));
         call.key(match push.due.is_empty() {
             true => &keys.ready,

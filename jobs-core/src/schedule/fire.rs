@@ -53,10 +53,9 @@ impl RedisQueue {
                 return Ok(fired);
             }
         }
-        let queue = match &envelope.group {
-            Some(group) => self.queue_keys(&envelope.queue).for_group(group),
-            None => self.queue_keys(&envelope.queue),
-        };
+        let queue = self
+            .queue_keys(&envelope.queue)
+            .in_group(envelope.group.as_deref());
         let state = self.keys().schedule(&envelope.queue, schedule.name());
         let mut call = scripts::SCHEDULE_FIRE.key(&state);
         call.key(&queue.ready)
