@@ -213,6 +213,29 @@ async fn pops_of_one_job_serve_the_queues_own_list_as_one_turn_among_its_groups(
 }
 
 #[tokio::test]
+async fn a_group_both_rotating_and_due_is_read_whole() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // acme has a ready job (in the rotation) and a delayed one (in the due set).
+    send_grouped(&queue, 0, [(0, "acme")]).await;
+    guarded(1, "acme", 0)
+        .dispatch()
+        .on_queue("fair")
+        .group("acme")
+        .delay(60)
+        .sent_via(&queue)
+        .await;
+    let listed = queue.groups("fair").list().await.unwrap();
+    assert_eq!(listed.groups.len(), 1);
+    assert!(
+        !listed.partial,
+        "one group read whole is not partial: {listed:?}"
+    );
+    let size = queue.size("fair").await.unwrap();
+    assert_eq!((size.groups, size.groups_partial), (1, false));
+}
+
+#[tokio::test]
 async fn a_grouped_dispatch_is_one_script_call_that_brings_its_group_in() {
     let redis = TestRedis::start();
     let queue = redis.queue();
