@@ -200,9 +200,10 @@ async fn take_arrived(
 /// reserved set and batch for jobs of a batch), and takes the jobs of every call that
 /// succeeded out of `pending`. Stops at the first Redis error, which it returns.
 async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob::Result<()> {
-    let mut acknowledged: Vec<(QueueKeys, Option<Uuid>)> = Vec::new();
+    let mut done = vec![false; pending.len()];
     let mut outcome = Ok(());
-    for (keys, batch, finished) in groups(pending) {
+    for (keys, batch, members) in calls(pending) {
+        let finished: Vec<&Finished> = members.iter().map(|&at| &pending[at]).collect();
         let sent = match batch {
             None => delete(queue, keys, &finished).await,
             Some(batch) => {
@@ -221,7 +222,9 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
         match sent {
             Ok(held) => {
                 warn_if_not_held(keys, finished.len() as u64 - held);
-                acknowledged.push((keys.clone(), batch));
+                for at in members {
+                    done[at] = true;
+                }
             }
             Err(err) => {
                 outcome = Err(err);
@@ -229,12 +232,8 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
             }
         }
     }
-    pending.retain(|finished| {
-        let batch = finished.batch.map(|(id, _)| id);
-        !acknowledged
-            .iter()
-            .any(|(keys, b)| *b == batch && in_one_call(keys, &finished.job.queue, batch))
-    });
+    let mut done = done.into_iter();
+    pending.retain(|_| !done.next().unwrap_or(false));
     outcome
 }
 
@@ -289,23 +288,25 @@ fn in_one_call(a: &QueueKeys, b: &QueueKeys, batch: Option<Uuid>) -> bool {
     }
 }
 
-/// The finished jobs grouped by batch and by what one call acknowledges ([`in_one_call`]).
-type Group<'a> = (&'a QueueKeys, Option<Uuid>, Vec<&'a Finished>);
+/// One acknowledging call: the keys of its first job, its batch, and where its jobs are in
+/// the pending list.
+type Call<'a> = (&'a QueueKeys, Option<Uuid>, Vec<usize>);
 
-fn groups(pending: &[Finished]) -> Vec<Group<'_>> {
-    let mut groups: Vec<Group<'_>> = Vec::new();
-    for finished in pending {
+/// The pending jobs grouped by batch and by what one call acknowledges ([`in_one_call`]).
+fn calls(pending: &[Finished]) -> Vec<Call<'_>> {
+    let mut calls: Vec<Call<'_>> = Vec::new();
+    for (at, finished) in pending.iter().enumerate() {
         let batch = finished.batch.map(|(id, _)| id);
         let queue = &finished.job.queue;
-        match groups
+        match calls
             .iter_mut()
-            .find(|(keys, group, _)| *group == batch && in_one_call(keys, queue, batch))
+            .find(|(keys, of, _)| *of == batch && in_one_call(keys, queue, batch))
         {
-            Some((_, _, members)) => members.push(finished),
-            None => groups.push((queue, batch, vec![finished])),
+            Some((_, _, members)) => members.push(at),
+            None => calls.push((queue, batch, vec![at])),
         }
     }
-    groups
+    calls
 }
 
 fn warn_if_not_held(keys: &QueueKeys, missing: u64) {
