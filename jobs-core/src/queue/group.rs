@@ -114,44 +114,22 @@ impl RedisQueue {
     /// delayed jobs were) into the rotation, or into the due set (`group_touch.lua`). It
     /// follows the pushes in the same pipeline.
     pub(crate) fn group_touch(&self, queue: &str, groups: &[&str]) -> ScriptInvocation<'static> {
-        let queue = self.queue_keys(queue);
-        let keys = queue.groups();
-        let mut call = scripts::GROUP_TOUCH.key(&keys.rotation);
-        call.key(&keys.rotating)
-            .key(&keys.blocked)
-            .key(&keys.due)
-            .key(&queue.notify)
-            .arg(&keys.group_prefix);
-        for group in groups {
-            call.arg(*group);
-        }
+        let mut call = rotation_call(&scripts::GROUP_TOUCH, &self.queue_keys(queue));
+        call.arg(groups);
         call
     }
 
-    /// The call that pushes ready jobs (`delayed` false) or delayed ones into `group` of
-    /// `queue`, with the group's rotation keys (`group_push.lua`); the caller adds the
-    /// payloads, each delayed one after its due time.
-    pub(crate) fn group_push(
-        &self,
-        queue: &str,
-        group: &str,
-        delayed: bool,
-    ) -> ScriptInvocation<'static> {
-        let queue = self.queue_keys(queue);
-        let target = queue.for_group(group);
-        let keys = queue.groups();
-        let mut call = scripts::GROUP_PUSH.key(match delayed {
-            true => &target.delayed,
-            false => &target.ready,
-        });
-        call.key(&keys.rotation)
-            .key(&keys.rotating)
-            .key(&keys.blocked)
-            .key(&keys.due)
-            .key(&queue.notify)
-            .arg(&keys.group_prefix)
-            .arg(group)
-            .arg(if delayed { "delayed" } else { "ready" });
+    /// The call that pushes ready jobs (`delayed` false) or delayed ones into the group whose
+    /// keys are `group` (`group_push.lua`); the caller adds the payloads, each delayed one
+    /// after its due time.
+    pub(crate) fn group_push(&self, group: &QueueKeys, delayed: bool) -> ScriptInvocation<'static> {
+        let mut call = rotation_call(&scripts::GROUP_PUSH, group);
+        call.key(match delayed {
+            true => &group.delayed,
+            false => &group.ready,
+        })
+        .arg(group.group.as_deref().unwrap_or_default())
+        .arg(if delayed { "delayed" } else { "ready" });
         call
     }
 
@@ -221,14 +199,8 @@ impl RedisQueue {
         if groups.is_empty() {
             return;
         }
-        let keys = queue.groups();
-        let mut call = scripts::GROUP_ENDED.key(&keys.rotation);
-        call.key(&keys.rotating)
-            .key(&keys.blocked)
-            .key(&keys.due)
-            .key(&queue.notify)
-            .arg(&keys.group_prefix)
-            .arg(groups);
+        let mut call = rotation_call(&scripts::GROUP_ENDED, queue);
+        call.arg(groups);
         if let Err(err) = self.invoke::<()>(&call).await {
             tracing::warn!(
                 queue = %queue.name,
@@ -249,21 +221,20 @@ impl Effects {
         let Some(name) = &group.group else {
             return;
         };
-        let keys = group.groups();
-        self.add(
-            "group",
-            [
-                keys.rotation,
-                keys.rotating,
-                keys.blocked,
-                keys.due,
-                group.notify.clone(),
-            ],
-            [
-                keys.group_prefix,
-                name.clone(),
-                String::from(if released { "1" } else { "" }),
-            ],
-        );
+        let (keys, prefix) = group.rotation_keys();
+        let released = String::from(if released { "1" } else { "" });
+        self.add("group", keys, [prefix, name.clone(), released]);
     }
+}
+
+/// A call of `script` given, first, the rotation's keys of the queue of `queue` (its own keys
+/// or a group's) and the groups' key prefix ([`QueueKeys::rotation_keys`]).
+fn rotation_call(script: &'static redis::Script, queue: &QueueKeys) -> ScriptInvocation<'static> {
+    let (keys, prefix) = queue.rotation_keys();
+    let mut call = script.prepare_invoke();
+    for key in keys {
+        call.key(key);
+    }
+    call.arg(prefix);
+    call
 }

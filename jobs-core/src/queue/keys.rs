@@ -263,6 +263,23 @@ impl QueueKeys {
         }
     }
 
+    /// What every script that brings a group of this queue into its rotation is given first,
+    /// in the order `groups_keys` in `lib/groups.lua` reads them: the rotation, the rotating
+    /// set, the blocked set, the due set and the wake-up list; and the groups' key prefix.
+    pub(crate) fn rotation_keys(&self) -> ([String; 5], String) {
+        let keys = self.groups();
+        (
+            [
+                keys.rotation,
+                keys.rotating,
+                keys.blocked,
+                keys.due,
+                self.notify.clone(),
+            ],
+            keys.group_prefix,
+        )
+    }
+
     /// The keys that order the groups of this queue ([`GroupsKeys`]).
     ///
     /// ```

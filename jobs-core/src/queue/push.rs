@@ -225,7 +225,7 @@ impl RedisQueue {
         run.chunks(PUSH_CHUNK)
             .map(|chunk| {
                 let mut call = match &first.group {
-                    Some(group) => self.group_push(&first.queue, group, first.delay.is_some()),
+                    Some(_) => self.group_push(&keys, first.delay.is_some()),
                     None => {
                         let mut call =
                             script.key(first.delay.map_or(&keys.ready, |_| &keys.delayed));
