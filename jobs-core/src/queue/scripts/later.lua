@@ -8,4 +8,4 @@
 -- When a job becomes the earliest one it pushes a single token, so that an idle worker
 -- wakes, sees the new due time and re-arms its timer. The pop script trims tokens that
 -- have no ready job behind them.
-return schedule_jobs(KEYS[1], KEYS[2], 1)
+return schedule_jobs(KEYS[1], KEYS[2], ARGV, 1)

@@ -14,11 +14,7 @@ local function push_job(target, notify, due, payload, group)
     redis.call('rpush', target, payload)
     redis.call('rpush', notify, '1')
   else
-    local head = redis.call('zrange', target, 0, 0)[1]
-    redis.call('zadd', target, due_at(due, now_seconds()), payload)
-    if redis.call('zrange', target, 0, 0)[1] ~= head then
-      redis.call('rpush', notify, '1')
-    end
+    schedule_jobs(target, notify, { due, payload }, 1)
   end
   if group then
     local suffix = ':g:' .. group .. (due == '' and '' or ':delayed')
