@@ -69,7 +69,7 @@ pub fn main() -> ExitCode {
 /// the thread that calls `block_on`.
 ///
 /// Handing work between threads costs more than the work of a job that only awaits I/O: on
-/// two cores shared with Redis, one thread drains a backlog of such jobs with about a quarter
+/// two cores shared with Redis, one thread drains a backlog of such jobs with about a fifth
 /// less CPU per job than two (docs/benchmarks.md). A handler that computes or blocks holds up
 /// every other job on one thread, so CPU-bound work wants more threads, or
 /// `tokio::task::spawn_blocking`. The watchdog and the cancel listener have threads of their
