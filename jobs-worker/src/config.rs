@@ -41,7 +41,8 @@ pub struct WorkerConfig {
     pub rest: Duration,
     /// Process a single job, then stop.
     pub once: bool,
-    /// Stop once the queues are empty and no job is running.
+    /// Stop once the queues are empty, no job is running, and every finished job is
+    /// acknowledged (what an acknowledgement pushes, as a batch's callbacks, runs first).
     pub stop_when_empty: bool,
     /// Stop after this many jobs.
     pub max_jobs: Option<u64>,

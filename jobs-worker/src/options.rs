@@ -48,7 +48,8 @@ pub struct WorkerOptions {
     #[arg(long)]
     pub once: bool,
 
-    /// Exit once the queues are empty and no job is running.
+    /// Exit once the queues are empty, no job is running, and every finished job is
+    /// acknowledged (what an acknowledgement pushes, as a batch's callbacks, runs first).
     #[arg(long)]
     pub stop_when_empty: bool,
 

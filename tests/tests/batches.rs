@@ -330,6 +330,36 @@ async fn an_empty_batch_finishes_at_once() {
 }
 
 #[tokio::test]
+async fn a_worker_stopping_when_empty_runs_the_callbacks_its_last_acknowledgement_pushes() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // The batch's last acknowledgement pushes `then` and `finally`: the queue is empty for
+    // a moment after the last job's handler returns. Several batches in turn, each with a
+    // worker of its own, as a worker is often started on a batch in scripts and crons.
+    for round in 0..5 {
+        let id = callbacks()
+            .jobs((0..3).map(|n| Step::new(format!("row{round}.{n}")).dispatch()))
+            .via(&queue)
+            .dispatch()
+            .await
+            .unwrap();
+        let mut worker = start_worker(redis.url(), &["--stop-when-empty"]);
+        assert!(worker.wait_exit(LONG).await.success());
+        let status = queue.batch(id).await.unwrap().unwrap();
+        assert!(status.finished(), "round {round}: {status:?}");
+        let size = queue.size("default").await.unwrap();
+        assert_eq!(
+            (size.ready, size.reserved),
+            (0, 0),
+            "round {round}: the worker ran every job the batch pushed before it stopped"
+        );
+    }
+    let labels = labels(&redis).await;
+    assert_eq!(count(&labels, "caught:then"), 5, "{labels:?}");
+    assert_eq!(count(&labels, "caught:finally"), 5, "{labels:?}");
+}
+
+#[tokio::test]
 async fn a_job_that_runs_twice_is_counted_once() {
     let redis = TestRedis::start();
     let queue = redis.queue();

@@ -14,8 +14,8 @@ use redjob::RedisQueue;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 use tracing::warn;
 use uuid::Uuid;
@@ -90,7 +90,44 @@ pub(crate) struct Completed {
 #[derive(Clone)]
 pub(crate) struct AckSender {
     sender: mpsc::UnboundedSender<Finished>,
-    unacknowledged: Arc<AtomicUsize>,
+    unacknowledged: Arc<Unacknowledged>,
+}
+
+/// How many finished jobs the acker holds, and a wake-up for those waiting until it holds none.
+#[derive(Default)]
+struct Unacknowledged {
+    count: AtomicUsize,
+    none_left: Notify,
+}
+
+impl Unacknowledged {
+    fn add(&self) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Counts `done` jobs as acknowledged or given up on.
+    fn remove(&self, done: usize) {
+        if done > 0 && self.count.fetch_sub(done, Ordering::SeqCst) == done {
+            self.none_left.notify_waiters();
+        }
+    }
+
+    fn get(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    async fn none_left(&self) {
+        loop {
+            let notified = self.none_left.notified();
+            tokio::pin!(notified);
+            // Registered before the count is read, so a wake-up between the two is not missed.
+            notified.as_mut().enable();
+            if self.get() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl AckSender {
@@ -113,9 +150,9 @@ impl AckSender {
     }
 
     fn send(&self, finished: Finished) {
-        self.unacknowledged.fetch_add(1, Ordering::SeqCst);
+        self.unacknowledged.add();
         if self.sender.send(finished).is_err() {
-            self.unacknowledged.fetch_sub(1, Ordering::SeqCst);
+            self.unacknowledged.remove(1);
             warn!("the acker has stopped; the job comes back after retry_after");
         }
     }
@@ -123,14 +160,21 @@ impl AckSender {
     /// How many finished jobs sent to the acker it has not yet finished deleting (or given
     /// up on).
     pub(crate) fn unacknowledged(&self) -> usize {
-        self.unacknowledged.load(Ordering::SeqCst)
+        self.unacknowledged.get()
+    }
+
+    /// Waits until the acker has finished with every job sent to it so far: acknowledged
+    /// each (and so made what each acknowledgement makes, such as a batch's callback), or
+    /// given up.
+    pub(crate) async fn all_acknowledged(&self) {
+        self.unacknowledged.none_left().await
     }
 }
 
 async fn run(
     queue: RedisQueue,
     mut receiver: mpsc::UnboundedReceiver<Finished>,
-    unacknowledged: Arc<AtomicUsize>,
+    unacknowledged: Arc<Unacknowledged>,
     retry_after: Duration,
 ) {
     let mut pending: Vec<Finished> = Vec::with_capacity(MAX_BATCH);
@@ -146,7 +190,7 @@ async fn run(
         }
         let before = pending.len();
         let acknowledged = acknowledge(&queue, &mut pending).await;
-        unacknowledged.fetch_sub(before - pending.len(), Ordering::SeqCst);
+        unacknowledged.remove(before - pending.len());
         let Err(err) = acknowledged else {
             pause.reset();
             continue;
@@ -163,7 +207,7 @@ async fn run(
                     jobs = pending.len(),
                     "giving up: cannot acknowledge finished jobs; they come back after retry_after"
                 );
-                unacknowledged.fetch_sub(pending.len(), Ordering::SeqCst);
+                unacknowledged.remove(pending.len());
                 return;
             }
         }

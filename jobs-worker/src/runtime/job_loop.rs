@@ -271,12 +271,30 @@ impl<'a> JobLoop<'a> {
         if !self.fetches.is_empty() {
             return None;
         }
-        if self.config.once
-            || (self.config.stop_when_empty && self.running.is_empty() && self.waiting.is_empty())
-        {
+        if self.config.once {
             return Some(Exit::Empty);
         }
+        if self.config.stop_when_empty && self.running.is_empty() && self.waiting.is_empty() {
+            return self.empty_once_acknowledged().await;
+        }
         self.wait_idle(fetched.next_due).await;
+        None
+    }
+
+    /// With `--stop-when-empty`, once nothing runs or waits: stops if every finished job has
+    /// been acknowledged, else waits for that and has the queues popped again, since an
+    /// acknowledgement may push work of its own (a batch's callback is pushed by the
+    /// acknowledgement of the batch's last job).
+    async fn empty_once_acknowledged(&mut self) -> Option<Exit> {
+        let acks = &self.services.processor.settler.acks;
+        if acks.unacknowledged() == 0 {
+            return Some(Exit::Empty);
+        }
+        tokio::select! {
+            _ = acks.all_acknowledged() => {}
+            _ = self.stop.cancelled() => {}
+            _ = self.services.control.restarted() => {}
+        }
         None
     }
 
