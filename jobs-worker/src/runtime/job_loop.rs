@@ -87,6 +87,9 @@ pub(crate) struct JobLoop<'a> {
     backlog: bool,
     /// Jobs taken so far, against `--once` and `--max-jobs`.
     taken: u64,
+    /// How many finished jobs the acker had acknowledged when a pop last found the queues
+    /// empty with nothing running (`--stop-when-empty`).
+    acknowledged_when_empty: u64,
     job_limit: u64,
     started: Instant,
     fetch_pause: Pause,
@@ -114,6 +117,7 @@ impl<'a> JobLoop<'a> {
             ahead_asked: 0,
             backlog: false,
             taken: 0,
+            acknowledged_when_empty: 0,
             job_limit: config.job_limit(),
             started: Instant::now(),
             fetch_pause: Pause::new(Duration::from_millis(100), Duration::from_secs(5)),
@@ -281,13 +285,15 @@ impl<'a> JobLoop<'a> {
         None
     }
 
-    /// With `--stop-when-empty`, once nothing runs or waits: stops if every finished job has
-    /// been acknowledged, else waits for that and has the queues popped again, since an
-    /// acknowledgement may push work of its own (a batch's callback is pushed by the
-    /// acknowledgement of the batch's last job).
+    /// With `--stop-when-empty`, once nothing runs or waits: stops if the acker acknowledged
+    /// every finished job before the pop that found the queues empty was sent. Otherwise it
+    /// waits for the acker and has the queues popped again, since an acknowledgement may push
+    /// work of its own (that of a batch's last job pushes the batch's callbacks), and one
+    /// delivered while that pop was in flight may have pushed it after the pop looked.
     async fn empty_once_acknowledged(&mut self) -> Option<Exit> {
         let acks = &self.services.processor.settler.acks;
-        if acks.unacknowledged() == 0 {
+        let acknowledged = acks.acknowledged();
+        if acks.unacknowledged() == 0 && acknowledged == self.acknowledged_when_empty {
             return Some(Exit::Empty);
         }
         tokio::select! {
@@ -295,6 +301,7 @@ impl<'a> JobLoop<'a> {
             _ = self.stop.cancelled() => {}
             _ = self.services.control.restarted() => {}
         }
+        self.acknowledged_when_empty = acks.acknowledged();
         None
     }
 
