@@ -118,8 +118,8 @@ pub mod __worker {
     }
 
     /// Acknowledges finished jobs of the batch `batch` taken from `queue`, each given as its
-    /// reserved copy and uuid, and counts them in the batch, in one step; returns how many
-    /// reservations were still held (only those are counted).
+    /// reserved copy and uuid, and counts them in the batch, each once by its uuid, in one
+    /// step; returns how many reservations were still held.
     pub async fn complete_in_batch(
         handle: &crate::RedisQueue,
         queue: &crate::queue::keys::QueueKeys,

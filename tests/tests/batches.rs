@@ -400,9 +400,9 @@ async fn a_job_that_runs_twice_is_counted_once() {
     );
 }
 
-/// The acker's step for many jobs of a batch at once counts each job whose reservation is
-/// still held, once, and no other; a failed job retried by hand that succeeds leaves the
-/// failed count.
+/// The acker's step for many jobs of a batch at once counts each job once by its uuid, held
+/// or not (a job whose reservation lapsed still ran to its end), and a run of it again counts
+/// nothing; a failed job retried by hand that succeeds leaves the failed count.
 #[tokio::test]
 async fn jobs_acknowledged_together_are_counted_once_each() {
     let redis = TestRedis::start();
@@ -435,8 +435,18 @@ async fn jobs_acknowledged_together_are_counted_once_each() {
     assert_eq!((status.pending, status.failed), (2, 1));
     deliver_again(&redis, &c.0).await;
     let c_again = pop_one(&queue, &keys).await;
-    // a's reservation is gone (it expired and was taken again, say).
+    // a's reservation lapsed, and the migration of expired reservations put its copy back as
+    // it was: another worker runs it now, one attempt later.
     assert!(queue.delete(&keys, &a.0).await.unwrap());
+    let _: () = redis
+        .conn()
+        .await
+        .lpush("queues:default", &a.0)
+        .await
+        .unwrap();
+    let a_again = pop_one(&queue, &keys).await;
+    assert_eq!(a_again.1, a.1);
+    assert_ne!(a_again.0, a.0);
 
     let finished = [
         (a.0.as_str(), a.1),
@@ -454,22 +464,61 @@ async fn jobs_acknowledged_together_are_counted_once_each() {
     let status = queue.batch(id).await.unwrap().unwrap();
     assert_eq!(
         (status.total, status.pending, status.failed),
-        (3, 1, 0),
-        "a is still pending"
+        (3, 0, 0),
+        "a ran to its end and is counted; the retried c left the failed count"
     );
-    assert!(!status.finished());
-    assert_eq!(queue.size("default").await.unwrap().reserved, 0);
+    assert!(status.finished());
+    assert_eq!(queue.size("default").await.unwrap().ready, 1, "then");
 
-    deliver_again(&redis, &a.0).await;
-    let a_again = pop_one(&queue, &keys).await;
+    // a's other run finishes too: nothing more is counted or pushed.
     let held = complete_in_batch(&queue, &keys, id, &[(a_again.0.as_str(), a_again.1)])
         .await
         .unwrap();
     assert_eq!(held, 1);
     let status = queue.batch(id).await.unwrap().unwrap();
-    assert!(status.finished() && status.pending == 0 && status.failed == 0);
-    let ready = queue.size("default").await.unwrap().ready;
-    assert_eq!(ready, 1, "then is pushed once the last job is counted");
+    assert_eq!((status.total, status.pending, status.failed), (3, 0, 0));
+    let size = queue.size("default").await.unwrap();
+    assert_eq!((size.ready, size.reserved), (1, 0), "then is pushed once");
+}
+
+/// A server that lost its scripts (a restart with its data kept, or `SCRIPT FLUSH`) between
+/// two acknowledgements of a batch's jobs: the jobs are counted, and the batch's step is taken
+/// all the same, its callbacks pushed once.
+#[tokio::test]
+async fn a_batch_acknowledgement_after_the_server_lost_its_scripts_still_finishes_the_batch() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let id = callbacks()
+        .jobs(["a", "b"].map(|label| Step::new(label).dispatch()))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let keys = queue.queue_keys("default");
+    let a = pop_one(&queue, &keys).await;
+    let b = pop_one(&queue, &keys).await;
+    let held = complete_in_batch(&queue, &keys, id, &[(a.0.as_str(), a.1)])
+        .await
+        .unwrap();
+    assert_eq!(held, 1);
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut redis.conn().await)
+        .await
+        .unwrap();
+    let held = complete_in_batch(&queue, &keys, id, &[(b.0.as_str(), b.1)])
+        .await
+        .unwrap();
+    assert_eq!(held, 1);
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert!(status.finished(), "{status:?}");
+    assert_eq!((status.pending, status.failed), (0, 0));
+    let size = queue.size("default").await.unwrap();
+    assert_eq!(
+        (size.ready, size.reserved),
+        (2, 0),
+        "then and finally, once each"
+    );
 }
 
 #[tokio::test]

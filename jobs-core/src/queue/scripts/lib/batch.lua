@@ -1,6 +1,8 @@
 -- Batches. A batch's record is the hash jobs:batch:<id> (name, allow_failures, created_at, and
 -- the counters total, pending, failed and open), with the set of its jobs still pending, the
 -- sorted set of its failed jobs and the hash of its callback links (then, catch, finally).
+-- `pending` and `failed` are the sizes of the two sets, set again at every check of the batch
+-- (batch_recount).
 -- Every count keys on a job's uuid (SREM, ZADD NX), so a job that runs twice counts once, and
 -- each callback is pushed once, guarded by the time it was pushed (HSETNX then_at, ...).
 -- `open` counts the dispatches adding jobs still under way: the batch cannot finish before
@@ -70,19 +72,33 @@ local function batch_leave(batch, uuid)
   end
 end
 
+-- Sets the record's counts of pending and failed jobs to the sizes of their sets. The sets are
+-- what counts: the acker counts jobs with native commands on the sets alone, in the MULTI
+-- whose last step is complete_batch.lua's batch_check, and any later check of the batch
+-- mends counts a lost step left behind.
+local function batch_recount(batch)
+  local pending = redis.call('scard', batch.pending)
+  local failed = redis.call('zcard', batch.failed)
+  redis.call('hset', batch.record, 'pending', pending, 'failed', failed)
+  return pending, failed
+end
+
 -- Once no job is pending and no dispatch is adding jobs: marks the batch finished, lets `then`
 -- fall due if none failed and it was not cancelled, and `finally`, each once, and lets the
 -- batch's keys expire.
 local function batch_check(batch)
-  local state = redis.call('hmget', batch.record, 'pending', 'failed', 'open', 'cancelled_at',
-    'finished_at')
-  if not state[1] or tonumber(state[1]) > 0 or tonumber(state[3] or '0') > 0 then
+  local state = redis.call('hmget', batch.record, 'total', 'open', 'cancelled_at', 'finished_at')
+  if not state[1] then
     return
   end
-  if not state[5] then
+  local pending, failed = batch_recount(batch)
+  if pending > 0 or tonumber(state[2] or '0') > 0 then
+    return
+  end
+  if not state[4] then
     redis.call('hset', batch.record, 'finished_at', now_millis())
   end
-  if tonumber(state[2]) == 0 and not state[4]
+  if failed == 0 and not state[3]
       and redis.call('hsetnx', batch.record, 'then_at', now_millis()) == 1 then
     batch.falls_due('then')
   end
@@ -94,26 +110,15 @@ local function batch_check(batch)
   end
 end
 
--- Counts the jobs `uuids` of the batch done, each once, with one call per set for all of
--- them: each leaves the pending set, or the failed set for a failed job retried by hand that
--- succeeded. A job is in at most one of the two sets, so those not pending can only be failed
--- ones.
-local function batch_count_all_done(batch, uuids)
-  local pending = redis.call('srem', batch.pending, unpack(uuids))
-  if pending > 0 then
-    redis.call('hincrby', batch.record, 'pending', -pending)
-  end
-  if pending < #uuids then
-    local failed = redis.call('zrem', batch.failed, unpack(uuids))
-    if failed > 0 then
-      redis.call('hincrby', batch.record, 'failed', -failed)
-    end
-  end
-end
-
--- Counts the job `uuid` of the batch done, once (batch_count_all_done).
+-- Counts the job `uuid` of the batch done, once: it leaves the pending set, or the failed set
+-- for a failed job retried by hand that succeeded (a job is in at most one of the two). The
+-- acker counts many jobs the same way with native `SREM` and `ZREM` (complete_batch.lua).
 local function batch_count_done(batch, uuid)
-  batch_count_all_done(batch, { uuid })
+  if redis.call('srem', batch.pending, uuid) == 1 then
+    redis.call('hincrby', batch.record, 'pending', -1)
+  elseif redis.call('zrem', batch.failed, uuid) == 1 then
+    redis.call('hincrby', batch.record, 'failed', -1)
+  end
 end
 
 -- Jobs added to the batch: those to push, and those only to count (the links of its chains,
