@@ -99,7 +99,6 @@ impl RedisQueue {
         if finished.is_empty() {
             return Ok(0);
         }
-        let uuids: Vec<String> = finished.iter().map(|(_, uuid)| uuid.to_string()).collect();
         let reserved: Vec<&str> = finished.iter().map(|(reserved, _)| *reserved).collect();
         if self.layout() == KeyLayout::Cluster {
             // Counted in the batch's slot first, the reservations removed last.
@@ -107,6 +106,7 @@ impl RedisQueue {
             self.batch_done_on_cluster(id, &jobs).await?;
             return self.delete_many(queue, &reserved).await;
         }
+        let uuids: Vec<String> = finished.iter().map(|(_, uuid)| uuid.to_string()).collect();
         let step = self.batch_step(id).await?;
         let mut check = scripts::COMPLETE_BATCH.prepare_invoke();
         for key in step.keys() {
