@@ -223,10 +223,34 @@ const IO_WAIT: Duration = Duration::from_millis(5);
 #[job(name = "peerkit.io")]
 impl Job for Io {
     async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        let asked = Instant::now();
         io_device().request(IO_WAIT).await;
+        record_us(&IO_AWAITED_US, asked.elapsed());
         tracker().count();
         Ok(())
     }
+}
+
+/// How long each [`Io`] job's request took as its handler saw it, in µs.
+static IO_AWAITED_US: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// How late the [`IoDevice`] completed each request after its instant, in µs.
+static IO_DEVICE_LATE_US: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+fn record_us(samples: &Mutex<Vec<u64>>, took: Duration) {
+    samples.lock().unwrap().push(took.as_micros() as u64);
+}
+
+/// The mean and p99 of `samples`, in ms.
+fn mean_and_p99_ms(samples: &Mutex<Vec<u64>>) -> Value {
+    let mut all = samples.lock().unwrap().clone();
+    if all.is_empty() {
+        return Value::Null;
+    }
+    all.sort_unstable();
+    let mean = all.iter().sum::<u64>() as f64 / all.len() as f64;
+    let p99 = all[(all.len() * 99 / 100).min(all.len() - 1)];
+    json!({ "mean": round2(mean / 1000.0), "p99": round2(p99 as f64 / 1000.0) })
 }
 
 /// Simulated I/O: each request completes exactly when asked, woken from a thread of its own as
@@ -270,6 +294,7 @@ fn complete_requests(incoming: std::sync::mpsc::Receiver<IoRequest>) {
     loop {
         let now = Instant::now();
         while let Some(due) = pending.first_entry().filter(|entry| entry.key().0 <= now) {
+            record_us(&IO_DEVICE_LATE_US, now - due.key().0);
             let _ = due.remove().send(());
         }
         let received = match pending.keys().next() {
@@ -966,6 +991,13 @@ async fn io(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, Strin
     out.insert("concurrency".into(), json!(args.concurrency));
     out.insert("ideal_jobs_per_sec".into(), json!(ideal.round()));
     out.insert("of_ideal".into(), json!(round2(rate / ideal)));
+    // Where a slot's time beyond the 5 ms goes: the simulated device's own lateness, and the
+    // wait as the handler saw it (the device's lateness and the wake-up of the job's task).
+    out.insert(
+        "io_device_late_ms".into(),
+        mean_and_p99_ms(&IO_DEVICE_LATE_US),
+    );
+    out.insert("io_awaited_ms".into(), mean_and_p99_ms(&IO_AWAITED_US));
     Ok(out)
 }
 
