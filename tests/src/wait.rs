@@ -99,3 +99,19 @@ pub fn wait_for_idle_worker(
         },
     )
 }
+
+/// Waits until the queue `name` holds no job, ready, delayed or reserved: a job's handler, or
+/// the worker's log line saying it is done, comes a moment before its acknowledgement lands.
+/// Panics after `timeout`.
+#[track_caller]
+pub fn wait_for_empty_queue<'a>(
+    queue: &'a redjob::RedisQueue,
+    name: &'a str,
+    timeout: Duration,
+) -> impl Future<Output = ()> + 'a {
+    wait_until(
+        timeout,
+        format!("queue {name} is empty"),
+        move || async move { queue.size(name).await.expect("the queue's size").total() == 0 },
+    )
+}

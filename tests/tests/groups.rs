@@ -14,8 +14,8 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;
-use tests::wait_until;
 use tests::worker_process::WorkerProcess;
+use tests::{wait_for_empty_queue, wait_until};
 use tests::{SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(60);
@@ -68,15 +68,6 @@ async fn finished(redis: &TestRedis, count: usize) {
     wait_until(LONG, format!("{count} jobs finish"), || async move {
         let mut conn = redis.conn().await;
         conn.llen::<_, usize>(GUARDED_FINISHED_KEY).await.unwrap() >= count
-    })
-    .await;
-}
-
-/// Waits until the queue `name` holds no job, ready, delayed or reserved: its last jobs'
-/// handlers record that they finished a moment before their acknowledgements land.
-async fn emptied(queue: &RedisQueue, name: &str) {
-    wait_until(LONG, format!("{name} is empty"), || async move {
-        queue.size(name).await.unwrap().total() == 0
     })
     .await;
 }
@@ -628,7 +619,7 @@ async fn operators_see_a_queues_groups_and_pause_resume_and_limit_them() {
     // Resumed, acme's jobs run.
     jobs.json(&["groups", "fair", "--resume", "acme"]);
     finished(&redis, 13).await;
-    emptied(&queue, "fair").await;
+    wait_for_empty_queue(&queue, "fair", LONG).await;
 }
 
 #[tokio::test]
@@ -720,7 +711,7 @@ async fn grouped_jobs_of_a_queue_with_events_report_completed_and_leave_no_reser
         let left: usize = conn.zcard(key).await.unwrap();
         assert_eq!(left, 0, "{key}");
     }
-    emptied(&queue, "fair").await;
+    wait_for_empty_queue(&queue, "fair", LONG).await;
 }
 
 #[tokio::test]
@@ -767,7 +758,7 @@ async fn a_weighted_group_takes_its_weight_in_jobs_at_each_of_its_turns() {
         (27..=33).contains(&heavy) && (7..=13).contains(&light_a) && (7..=13).contains(&light_b),
         "heavy {heavy}, light-a {light_a}, light-b {light_b} of the first 50: {first:?}"
     );
-    emptied(&queue, "fair").await;
+    wait_for_empty_queue(&queue, "fair", LONG).await;
     let mut conn = redis.conn().await;
     let turn: Option<String> = conn
         .hget("queues:fair:groups:limits", "heavy:s")
@@ -815,7 +806,7 @@ async fn a_chains_links_run_in_their_groups_in_order() {
         .collect();
     assert_eq!(order, [1, 2, 3]);
     assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
-    emptied(&queue, "fair").await;
+    wait_for_empty_queue(&queue, "fair", LONG).await;
 }
 
 #[tokio::test]
@@ -874,7 +865,7 @@ async fn a_batch_of_grouped_jobs_keeps_each_groups_limit_and_calls_back_in_its_g
     assert_eq!(most.get("acme"), Some(&1), "{most:?}");
     assert_eq!(most.get("beta"), Some(&1), "{most:?}");
     assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
-    emptied(&queue, "fair").await;
+    wait_for_empty_queue(&queue, "fair", LONG).await;
 }
 
 #[tokio::test]
@@ -897,7 +888,7 @@ async fn a_scheduled_grouped_job_is_fired_into_its_group() {
     assert_eq!(laravel_view(&redis, "fair").await, (0, 0, 0));
     let _worker = start_worker(redis.url(), &["--queue", "fair"]);
     finished(&redis, 1).await;
-    emptied(&queue, "fair").await;
+    wait_for_empty_queue(&queue, "fair", LONG).await;
 }
 
 #[tokio::test]

@@ -78,7 +78,7 @@ async fn jobs_dispatched_over_tls_run_through_the_worker_woken_over_tls() {
     let record: serde_json::Value = serde_json::from_str(&records[0]).unwrap();
     let late = record["started_ms"].as_u64().unwrap() - pushed_at;
     assert!(late < 5_000, "the job started {late} ms after its push");
-    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+    tests::wait_for_empty_queue(&queue, "default", LONG).await;
     worker.signal("TERM");
     assert!(worker.wait_exit(LONG).await.success());
     println!("tls: 1 job dispatched and run over rediss://, started {late} ms after its push");
