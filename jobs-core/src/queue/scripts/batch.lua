@@ -49,7 +49,7 @@ end
 if mode == 'create' then
   local now = now_millis()
   redis.call('hset', batch.record, 'name', ARGV[8], 'allow_failures', ARGV[9],
-    'created_at', now, 'total', 0, 'pending', 0, 'failed', 0, 'open', 1)
+    'created_at', now, 'total', 0, 'open', 1)
   for i, name in ipairs({ 'then', 'catch', 'finally' }) do
     if ARGV[9 + i] ~= '' then
       redis.call('hset', batch.callbacks, name, ARGV[9 + i])
@@ -91,6 +91,8 @@ end
 if last == '1' and not parking then
   redis.call('hincrby', batch.record, 'open', -1)
   batch_check(batch)
+else
+  batch_recount(batch)
 end
 local reply = { 1 }
 for _, link in ipairs(batch.owed or {}) do

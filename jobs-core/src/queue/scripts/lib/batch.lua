@@ -1,8 +1,9 @@
 -- Batches. A batch's record is the hash jobs:batch:<id> (name, allow_failures, created_at, and
 -- the counters total, pending, failed and open), with the set of its jobs still pending, the
 -- sorted set of its failed jobs and the hash of its callback links (then, catch, finally).
--- `pending` and `failed` are the sizes of the two sets, set again at every check of the batch
--- (batch_recount).
+-- `pending` and `failed` are the sizes of the two sets, written only by batch_recount: the
+-- functions below change the sets, and every script that calls them ends with a check of the
+-- batch or a recount.
 -- Every count keys on a job's uuid (SREM, ZADD NX), so a job that runs twice counts once, and
 -- each callback is pushed once, guarded by the time it was pushed (HSETNX then_at, ...).
 -- `open` counts the dispatches adding jobs still under way: the batch cannot finish before
@@ -59,7 +60,6 @@ end
 local function batch_join(batch, uuid)
   if redis.call('sadd', batch.pending, uuid) == 1 then
     redis.call('hincrby', batch.record, 'total', 1)
-    redis.call('hincrby', batch.record, 'pending', 1)
   end
 end
 
@@ -68,7 +68,6 @@ end
 local function batch_leave(batch, uuid)
   if redis.call('srem', batch.pending, uuid) == 1 then
     redis.call('hincrby', batch.record, 'total', -1)
-    redis.call('hincrby', batch.record, 'pending', -1)
   end
 end
 
@@ -114,10 +113,8 @@ end
 -- for a failed job retried by hand that succeeded (a job is in at most one of the two). The
 -- acker counts many jobs the same way with native `SREM` and `ZREM` (complete_batch.lua).
 local function batch_count_done(batch, uuid)
-  if redis.call('srem', batch.pending, uuid) == 1 then
-    redis.call('hincrby', batch.record, 'pending', -1)
-  elseif redis.call('zrem', batch.failed, uuid) == 1 then
-    redis.call('hincrby', batch.record, 'failed', -1)
+  if redis.call('srem', batch.pending, uuid) == 0 then
+    redis.call('zrem', batch.failed, uuid)
   end
 end
 
@@ -172,9 +169,7 @@ local function batch_count_failed(batch, uuid, leaving)
     return
   end
   if redis.call('srem', batch.pending, uuid) == 1 then
-    redis.call('hincrby', batch.record, 'pending', -1)
     redis.call('zadd', batch.failed, now_seconds_precise(), uuid)
-    redis.call('hincrby', batch.record, 'failed', 1)
     if redis.call('hsetnx', batch.record, 'catch_at', now_millis()) == 1 then
       batch.falls_due('catch')
     end
