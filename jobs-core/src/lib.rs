@@ -102,6 +102,7 @@ pub mod __worker {
     pub use crate::job::context::AttemptSetup;
     pub use crate::job::state::StateSetup;
     pub use crate::queue::protocol::WorkerQueue;
+    pub use crate::queue::reserve::{PopArgs, Woken};
     pub use crate::queue::settle::{SettleStep, Settlement};
     pub use crate::workflow::attempt::{take_batch_added, take_chain_edits};
 

@@ -30,7 +30,7 @@ pub(crate) mod offline;
 pub(crate) mod protocol;
 mod push;
 mod queued;
-mod reserve;
+pub(crate) mod reserve;
 pub(crate) mod scripts;
 pub(crate) mod settle;
 mod size;

@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::payload::failed::FailedJob;
+use crate::queue::connection::Connection;
 use crate::queue::group::GroupLimits;
 use crate::queue::handle::RedisQueue;
 use crate::queue::hold::Hold;
 use crate::queue::keys::QueueKeys;
-use crate::queue::reserve::Popped;
+use crate::queue::reserve::{PopArgs, Popped, Woken};
 use crate::queue::settle::Settlement;
 
 /// The queue operations of a worker. Not a public API: its shape follows the worker's needs.
@@ -40,6 +41,17 @@ pub trait WorkerQueue: Sync {
         migrate_limit: usize,
         groups: &GroupLimits,
     ) -> impl Future<Output = Result<Popped>> + Send;
+
+    /// Waits on `conn`, a connection of its own to a single server, for a token of the notify
+    /// lists `wait_on` (at most `block_for`), with a pop of up to `pop.count` jobs pipelined
+    /// behind the wait, which Redis runs the moment the wait ends (`reserve.rs`).
+    fn wait_then_pop(
+        &self,
+        conn: &mut Connection,
+        wait_on: &[&str],
+        block_for: Duration,
+        pop: PopArgs<'_>,
+    ) -> impl Future<Output = Result<Woken>> + Send;
 
     /// Deletes a finished job's reservation; `false` when it was no longer held.
     fn delete(
@@ -163,6 +175,16 @@ impl WorkerQueue for RedisQueue {
         groups: &GroupLimits,
     ) -> Result<Popped> {
         RedisQueue::pop(self, queue, retry_after, count, migrate_limit, groups).await
+    }
+
+    async fn wait_then_pop(
+        &self,
+        conn: &mut Connection,
+        wait_on: &[&str],
+        block_for: Duration,
+        pop: PopArgs<'_>,
+    ) -> Result<Woken> {
+        RedisQueue::wait_then_pop(self, conn, wait_on, block_for, pop).await
     }
 
     async fn delete(&self, queue: &QueueKeys, reserved: &str) -> Result<bool> {

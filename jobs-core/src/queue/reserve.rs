@@ -1,10 +1,11 @@
 //! Where a job is reserved (`pop.lua`), its reservation extended while it runs, and deleted
 //! once it is done.
 
-use redis::AsyncCommands;
+use redis::{AsyncCommands, ScriptInvocation};
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::queue::connection::Connection;
 use crate::queue::due::seconds_arg;
 use crate::queue::events::JobsEntry;
 use crate::queue::group::GroupLimits;
@@ -29,40 +30,12 @@ pub struct Popped {
     pub next_due: Option<Duration>,
 }
 
-impl RedisQueue {
-    /// Reserves up to `count` jobs of `queue`, its own and its groups' in turn, after
-    /// migrating due delayed jobs and expired reservations (at most `migrate_limit` of each in
-    /// this call). Each reservation expires `retry_after` from now, by the server's clock.
-    /// `groups` are the limits of a group that has none of its own nor its queue's.
-    pub(crate) async fn pop(
-        &self,
-        queue: &QueueKeys,
-        retry_after: Duration,
-        count: usize,
-        migrate_limit: usize,
-        groups: &GroupLimits,
-    ) -> Result<Popped> {
-        let group_keys = queue.groups();
-        let mut call = scripts::POP.key(&queue.ready);
-        call.key(&queue.delayed)
-            .key(&queue.reserved)
-            .key(&queue.notify)
-            .key(self.keys().events(&queue.name))
-            .key(&group_keys.rotation)
-            .key(&group_keys.rotating)
-            .key(&group_keys.blocked)
-            .key(&group_keys.due)
-            .key(&group_keys.limits)
-            .key(&group_keys.own_turn)
-            .arg(seconds_arg(retry_after))
-            .arg(count.max(1))
-            .arg(migrate_limit.max(1))
-            .arg(self.events_maxlen(&queue.name).unwrap_or(0))
-            .arg(&group_keys.group_prefix)
-            .arg(groups.concurrency.unwrap_or(0))
-            .arg(groups.rate.map_or(String::new(), |rate| rate.to_string()));
-        let (popped, next_due_us, groups_of): (Vec<Vec<u8>>, i64, Vec<String>) =
-            self.invoke(&call).await?;
+/// What `pop.lua` answers: the reserved copies, the microseconds until the next one falls
+/// due (-1: none), and each copy's group ('' for the queue's own).
+type PopReply = (Vec<Vec<u8>>, i64, Vec<String>);
+
+impl Popped {
+    fn from_reply((popped, next_due_us, groups_of): PopReply) -> Self {
         let mut popped_groups = groups_of
             .into_iter()
             .map(|group| Some(group).filter(|group| !group.is_empty()));
@@ -83,7 +56,132 @@ impl RedisQueue {
                 }
             }
         }
-        Ok(out)
+        out
+    }
+}
+
+/// What a pop behind a wait ([`RedisQueue::wait_then_pop`]) reserves: up to `count` jobs of
+/// `queue`, each reservation expiring `retry_after` from then, after migrating at most
+/// `migrate_limit` due jobs of each kind; a group with no limits of its own nor its queue's is
+/// held to `groups`.
+#[derive(Debug, Clone, Copy)]
+pub struct PopArgs<'a> {
+    /// The queue to pop.
+    pub queue: &'a QueueKeys,
+    /// How long each reservation lasts.
+    pub retry_after: Duration,
+    /// The most jobs to reserve.
+    pub count: usize,
+    /// The most due jobs of each kind to migrate first.
+    pub migrate_limit: usize,
+    /// The limits of a group that has none of its own nor its queue's.
+    pub groups: &'a GroupLimits,
+}
+
+/// What a wait with a pop behind it ([`RedisQueue::wait_then_pop`]) found.
+#[derive(Debug, Default)]
+pub struct Woken {
+    /// The token the wait took, with its notify list (`None`: the wait timed out).
+    pub token: Option<(String, String)>,
+    /// What the pop reserved (`None`: the server lacked the pop's script, so it did not run).
+    pub popped: Option<Popped>,
+}
+
+impl RedisQueue {
+    /// Reserves up to `count` jobs of `queue`, its own and its groups' in turn, after
+    /// migrating due delayed jobs and expired reservations (at most `migrate_limit` of each in
+    /// this call). Each reservation expires `retry_after` from now, by the server's clock.
+    /// `groups` are the limits of a group that has none of its own nor its queue's.
+    pub(crate) async fn pop(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        count: usize,
+        migrate_limit: usize,
+        groups: &GroupLimits,
+    ) -> Result<Popped> {
+        let call = self.pop_call(queue, retry_after, count, migrate_limit, groups);
+        Ok(Popped::from_reply(self.invoke(&call).await?))
+    }
+
+    /// Waits on `conn` for a token of the notify lists `wait_on` (`BLPOP`, at most
+    /// `block_for`), then reserves up to `count` jobs of `queue` as [`RedisQueue::pop`] does.
+    /// Both go out in one pipeline: Redis runs the pop the moment the wait ends, without a
+    /// round trip between them, whether a token came or the wait timed out.
+    ///
+    /// `conn` must be a connection of its own (a blocked connection answers nothing else),
+    /// to a single server: a cluster may not serve both from one node.
+    pub(crate) async fn wait_then_pop(
+        &self,
+        conn: &mut Connection,
+        wait_on: &[&str],
+        block_for: Duration,
+        pop: PopArgs<'_>,
+    ) -> Result<Woken> {
+        let call = self.pop_call(
+            pop.queue,
+            pop.retry_after,
+            pop.count,
+            pop.migrate_limit,
+            pop.groups,
+        );
+        let mut pipe = redis::pipe();
+        pipe.cmd("BLPOP")
+            .arg(wait_on)
+            .arg(block_for.as_secs_f64().max(0.01))
+            .invoke_script(&call);
+        // The pop's reply is read on its own: a server that lost its scripts answers it with
+        // NOSCRIPT, which leaves the token standing and asks for a pop of the usual kind.
+        pipe.ignore_errors();
+        let mut replies: Vec<redis::RedisResult<redis::Value>> =
+            pipe.query_async(conn).await.map_err(Error::from)?;
+        let popped = replies.pop().unwrap_or(Ok(redis::Value::Nil));
+        let token = replies.pop().unwrap_or(Ok(redis::Value::Nil));
+        let token: Option<(String, String)> = redis::from_redis_value(token.map_err(Error::from)?)
+            .map_err(redis::RedisError::from)?;
+        let popped = match popped {
+            Ok(reply) => Some(Popped::from_reply(
+                redis::from_redis_value(reply).map_err(redis::RedisError::from)?,
+            )),
+            Err(err)
+                if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
+                None
+            }
+            Err(err) => return Err(err.into()),
+        };
+        Ok(Woken { token, popped })
+    }
+
+    /// The `pop.lua` call that reserves up to `count` jobs of `queue`.
+    fn pop_call(
+        &self,
+        queue: &QueueKeys,
+        retry_after: Duration,
+        count: usize,
+        migrate_limit: usize,
+        groups: &GroupLimits,
+    ) -> ScriptInvocation<'static> {
+        let group_keys = queue.groups();
+        let mut call = scripts::POP.key(&queue.ready);
+        call.key(&queue.delayed)
+            .key(&queue.reserved)
+            .key(&queue.notify)
+            .key(self.keys().events(&queue.name))
+            .key(&group_keys.rotation)
+            .key(&group_keys.rotating)
+            .key(&group_keys.blocked)
+            .key(&group_keys.due)
+            .key(&group_keys.limits)
+            .key(&group_keys.own_turn)
+            .arg(seconds_arg(retry_after))
+            .arg(count.max(1))
+            .arg(migrate_limit.max(1))
+            .arg(self.events_maxlen(&queue.name).unwrap_or(0))
+            .arg(&group_keys.group_prefix)
+            .arg(groups.concurrency.unwrap_or(0))
+            .arg(groups.rate.map_or(String::new(), |rate| rate.to_string()));
+        call
     }
 
     /// Deletes finished jobs' reservations of one queue, or of one group of it, in one call;

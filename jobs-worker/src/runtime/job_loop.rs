@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::config::WorkerConfig;
 use crate::runtime::exit::Exit;
@@ -44,6 +44,10 @@ enum Grant {
     Slots(Vec<OwnedSemaphorePermit>),
     /// This many places ahead of the slots: each job starts in the next free slot.
     Ahead(usize),
+    /// The slots free when an idle worker sent this pop behind its wait for a push
+    /// (`waker.rs`): each job starts in a slot free when it arrives, and goes back to its
+    /// queue unstarted if none is, for another worker to take.
+    Idle(usize),
 }
 
 impl Grant {
@@ -51,7 +55,7 @@ impl Grant {
     fn len(&self) -> usize {
         match self {
             Grant::Slots(permits) => permits.len(),
-            Grant::Ahead(places) => *places,
+            Grant::Ahead(places) | Grant::Idle(places) => *places,
         }
     }
 }
@@ -85,6 +89,8 @@ pub(crate) struct JobLoop<'a> {
     ahead_asked: u64,
     /// Whether the last pop filled every slot or place it asked for.
     backlog: bool,
+    /// Jobs the pop sent behind the waker's wait may reserve (0: none is in flight).
+    behind: usize,
     /// Jobs taken so far, against `--once` and `--max-jobs`.
     taken: u64,
     /// How many finished jobs the acker had acknowledged when a pop last found the queues
@@ -116,6 +122,7 @@ impl<'a> JobLoop<'a> {
             asked: 0,
             ahead_asked: 0,
             backlog: false,
+            behind: 0,
             taken: 0,
             acknowledged_when_empty: 0,
             job_limit: config.job_limit(),
@@ -200,6 +207,9 @@ impl<'a> JobLoop<'a> {
         let grant = tokio::select! {
             biased;
             Some(done) = self.fetches.next() => return self.fetched(done).await,
+            popped = services.waker.popped(), if self.behind > 0 => {
+                return self.popped_behind_wait(popped).await;
+            }
             slot = free_slot(&self.slots), if !self.waiting.is_empty() => {
                 self.start_waiting(slot);
                 return None;
@@ -279,10 +289,29 @@ impl<'a> JobLoop<'a> {
             return Some(Exit::Empty);
         }
         if self.config.stop_when_empty && self.running.is_empty() && self.waiting.is_empty() {
+            if self.behind > 0 {
+                // The pop behind the wait may hold a job (a released job's next attempt, say):
+                // it runs now, and the next turn takes it before the queues count as empty.
+                self.services.waker.hurry_pop().await;
+                return None;
+            }
             return self.empty_once_acknowledged().await;
         }
         self.wait_idle(fetched.next_due).await;
         None
+    }
+
+    /// Takes what the pop sent behind the waker's wait reserved, as a pop's result, or (when
+    /// it did not run) gives back what it asked for, for a pop of the usual kind.
+    async fn popped_behind_wait(&mut self, popped: Option<Fetched>) -> Option<Exit> {
+        let asked = std::mem::take(&mut self.behind);
+        match popped {
+            Some(fetched) => self.fetched((Grant::Idle(asked), Ok(fetched))).await,
+            None => {
+                self.asked -= asked as u64;
+                None
+            }
+        }
     }
 
     /// With `--stop-when-empty`, once nothing runs or waits: stops if the acker acknowledged
@@ -305,12 +334,27 @@ impl<'a> JobLoop<'a> {
         None
     }
 
-    /// Waits while the queues are empty: for a push, the next due job, `--sleep`, the end of
+    /// Waits while the queues are empty, with a pop of the free slots sent behind the wait for a
+    /// push where it can be (`waker.rs`): for a push, the next due job, `--sleep`, the end of
     /// `--max-time`, a stop, a restart, a pause or resume, or (with `--stop-when-empty`) the
     /// end of a running job. A job reserved ahead still takes the next free slot.
     async fn wait_idle(&mut self, next_due: Option<Duration>) {
         let out_of_time = self.config.max_time.map(|max| self.started + max);
         let services = self.services;
+        // One pop behind the wait at a time: one in flight is taken first (`turn`). It asks for
+        // the free slots, leaving one job of a limit (`--max-jobs`) to the pops that a due job
+        // or a timeout send meanwhile.
+        let room = self.job_limit - self.taken - self.asked;
+        let count = match self.behind {
+            0 => (self.slots.available_permits() as u64).min(room.saturating_sub(1)) as usize,
+            _ => 0,
+        };
+        let fetcher = &services.fetcher;
+        let sent = services
+            .waker
+            .arm(|| (count > 0).then(|| fetcher.pop_behind(count)).flatten());
+        self.behind += sent;
+        self.asked += sent as u64;
         tokio::select! {
             _ = services.waker.wait() => {}
             _ = sleep_for(next_due) => {}
@@ -341,6 +385,30 @@ impl<'a> JobLoop<'a> {
                     Unstarted { job, held }
                 });
                 self.waiting.extend(unstarted);
+            }
+            Grant::Idle(_) => {
+                let mut no_slot = Vec::new();
+                for job in jobs {
+                    match self.slots.clone().try_acquire_owned() {
+                        Ok(slot) => {
+                            let held = running.hold(&job, true);
+                            self.start(Unstarted { job, held }, slot);
+                        }
+                        Err(_) => {
+                            let held = running.hold(&job, false);
+                            no_slot.push(Unstarted { job, held });
+                        }
+                    }
+                }
+                if !no_slot.is_empty() {
+                    // Not taken after all: they count against no limit.
+                    self.taken -= no_slot.len() as u64;
+                    debug!(
+                        jobs = no_slot.len(),
+                        "putting back the jobs reserved behind the wait: no slot is free"
+                    );
+                    self.give_back(no_slot);
+                }
             }
         }
     }
@@ -373,6 +441,12 @@ impl<'a> JobLoop<'a> {
     /// them back on their queues, and those still waiting ahead go back unstarted, their
     /// attempts not counted.
     async fn finish(mut self) {
+        if self.behind > 0 {
+            let asked = std::mem::take(&mut self.behind);
+            if let Some(fetched) = self.services.waker.cancel_pop().await {
+                self.start_jobs(fetched.jobs, Grant::Idle(asked));
+            }
+        }
         while let Some((grant, result)) = self.fetches.next().await {
             if let Ok(fetched) = result {
                 self.start_jobs(fetched.jobs, grant);
@@ -425,7 +499,13 @@ impl<'a> JobLoop<'a> {
             jobs = self.waiting.len(),
             "putting the jobs reserved ahead back unstarted: the worker was interrupted"
         );
-        for waiting in self.waiting.drain(..) {
+        let waiting: Vec<Unstarted> = self.waiting.drain(..).collect();
+        self.give_back(waiting);
+    }
+
+    /// Puts `jobs` back on their queues unstarted, each in a task of its own.
+    fn give_back(&mut self, jobs: Vec<Unstarted>) {
+        for waiting in jobs {
             let processor = self.services.processor.clone();
             self.running.spawn(async move {
                 // Held until given back: its reservation is extended meanwhile.

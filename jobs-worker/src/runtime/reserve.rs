@@ -1,8 +1,9 @@
 //! Where a job is reserved: the fetcher pops jobs from the worker's queues in strict priority order.
 
-use redjob::__worker::WorkerQueue;
+use redjob::__worker::{PopArgs, WorkerQueue};
+use redjob::queue::connection::Connection;
 use redjob::queue::keys::QueueKeys;
-use redjob::queue::GroupLimits;
+use redjob::queue::{GroupLimits, Popped};
 use redjob::RedisQueue;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,31 @@ pub(crate) struct Fetched {
     pub jobs: Vec<Reserved>,
     /// Time until the earliest delayed job or reservation of any queue falls due.
     pub next_due: Option<Duration>,
+}
+
+impl Fetched {
+    /// Adds what a pop of `queue` reserved.
+    fn add(&mut self, queue: &Arc<QueueKeys>, popped: Popped) {
+        self.next_due = match (self.next_due, popped.next_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut groups = GroupKeysOf::new(queue);
+        for (raw, group) in popped.jobs.into_iter().zip(popped.groups) {
+            self.jobs.push(Reserved {
+                queue: groups.keys(group),
+                raw,
+                unreadable: None,
+            });
+        }
+        for (bytes, group) in popped.unreadable.into_iter().zip(popped.unreadable_groups) {
+            self.jobs.push(Reserved {
+                queue: groups.keys(group),
+                raw: String::from_utf8_lossy(&bytes).into_owned(),
+                unreadable: Some(bytes),
+            });
+        }
+    }
 }
 
 /// Pops jobs from a list of queues.
@@ -68,27 +94,73 @@ impl Fetcher {
                 .queue
                 .pop_within(keys, self.retry_after, left, MIGRATE_LIMIT, &self.groups)
                 .await?;
-            fetched.next_due = match (fetched.next_due, popped.next_due) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            let mut groups = GroupKeysOf::new(keys);
-            for (raw, group) in popped.jobs.into_iter().zip(popped.groups) {
-                fetched.jobs.push(Reserved {
-                    queue: groups.keys(group),
-                    raw,
-                    unreadable: None,
-                });
-            }
-            for (bytes, group) in popped.unreadable.into_iter().zip(popped.unreadable_groups) {
-                fetched.jobs.push(Reserved {
-                    queue: groups.keys(group),
-                    raw: String::from_utf8_lossy(&bytes).into_owned(),
-                    unreadable: Some(bytes),
-                });
-            }
+            fetched.add(keys, popped);
         }
         Ok(fetched)
+    }
+}
+
+/// A pop of up to `count` jobs of the worker's first queue not paused, sent behind the
+/// waker's `BLPOP` (`waker.rs`), so that a job pushed to an idle worker is reserved the moment
+/// its token is served, without another round trip.
+pub(crate) struct PopBehind {
+    queue: RedisQueue,
+    keys: Arc<QueueKeys>,
+    retry_after: Duration,
+    count: usize,
+    groups: GroupLimits,
+}
+
+impl Fetcher {
+    /// The pop an idle worker sends behind its wait, for up to `count` jobs; `None` when
+    /// every queue is paused.
+    pub(crate) fn pop_behind(&self, count: usize) -> Option<PopBehind> {
+        let keys = self
+            .queues
+            .iter()
+            .find(|keys| !self.control.is_paused(&keys.name))?;
+        Some(PopBehind {
+            queue: self.queue.clone(),
+            keys: keys.clone(),
+            retry_after: self.retry_after,
+            count,
+            groups: self.groups,
+        })
+    }
+}
+
+impl PopBehind {
+    /// How many jobs it may reserve.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Waits on `conn` for a token of `wait_on` (at most `block_for`), then pops. Returns the
+    /// token, and what the pop reserved (`None`: it did not run, the server having lost its
+    /// script).
+    pub(crate) async fn wait_then_pop(
+        &self,
+        conn: &mut Connection,
+        wait_on: &[&str],
+        block_for: Duration,
+    ) -> redjob::Result<(Option<(String, String)>, Option<Fetched>)> {
+        let pop = PopArgs {
+            queue: &self.keys,
+            retry_after: self.retry_after,
+            count: self.count,
+            migrate_limit: MIGRATE_LIMIT,
+            groups: &self.groups,
+        };
+        let woken = self
+            .queue
+            .wait_then_pop(conn, wait_on, block_for, pop)
+            .await?;
+        let fetched = woken.popped.map(|popped| {
+            let mut fetched = Fetched::default();
+            fetched.add(&self.keys, popped);
+            fetched
+        });
+        Ok((woken.token, fetched))
     }
 }
 

@@ -7,31 +7,46 @@
 //! that arrives while the worker is no longer waiting (busy, or stopping) is pushed back, so
 //! that another idle worker wakes for it.
 //!
+//! On a single server the job loop may send a pop of its first queue behind the BLPOP, in the
+//! same pipeline ([`Waker::arm`]): Redis runs it the moment the BLPOP is served, so a job
+//! pushed to an idle worker is reserved without another round trip. Its jobs reach the job
+//! loop through [`Waker::popped`]; a stop ends the BLPOP at once (`CLIENT UNBLOCK`) and takes
+//! them too ([`Waker::cancel_pop`]), so that no pop is left behind a dropped connection. A
+//! user whose ACL denies `CLIENT UNBLOCK` gets no pop behind its BLPOP.
+//!
 //! A Redis Cluster refuses a BLPOP over keys of different slots (`CROSSSLOT`), and each queue
 //! has a slot of its own there. On a cluster the waker therefore runs one listener per queue,
 //! each with its own connection and its own BLPOP, all armed together; the first to return
-//! wakes the worker.
+//! wakes the worker. No pop goes behind them.
 //!
 //! Paused queues are left out of every BLPOP: their tokens stay where they are, for when they
 //! are resumed.
 
+use futures_util::FutureExt;
 use redjob::queue::connection::{Connection, Target};
 use redjob::queue::keys::{KeyLayout, QueueKeys};
 use redjob::RedisQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::runtime::control::Control;
 use crate::runtime::outage::Pause;
+use crate::runtime::reserve::{Fetched, PopBehind};
+
+/// How often a stop asks Redis again to end the BLPOP a pop waits behind, in case the request
+/// reached the server before the BLPOP did.
+const UNBLOCK_EVERY: Duration = Duration::from_millis(50);
 
 /// Handle to the waker's listener tasks.
 pub(crate) struct Waker {
+    queue: RedisQueue,
     shared: Arc<Shared>,
     listeners: Vec<Arc<Listener>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    block_for: Duration,
 }
 
 /// What the worker and every listener share.
@@ -44,6 +59,30 @@ struct Shared {
 struct Listener {
     armed: AtomicBool,
     arm: Notify,
+    /// Whether a pop may go behind its BLPOP (a single server).
+    pops: bool,
+    /// The pop behind its BLPOP, from the job loop's asking to the job loop's taking.
+    pop: Mutex<PopState>,
+    /// A pop came back ([`PopState::Done`]).
+    pop_done: Notify,
+    /// The connection's id on the server, for `CLIENT UNBLOCK` (`None`: not connected yet, or
+    /// this user may not unblock it; then no pop goes behind its BLPOP).
+    client_id: Mutex<Option<i64>>,
+}
+
+/// Where the pop behind a listener's BLPOP is.
+#[derive(Default)]
+enum PopState {
+    /// None is asked for.
+    #[default]
+    None,
+    /// Asked for, to go behind the next BLPOP.
+    Asked(PopBehind),
+    /// Sent behind a BLPOP in flight.
+    Sent,
+    /// Back, until the job loop takes it: what it reserved (`None`: it did not run, or its
+    /// reply was lost).
+    Done(Option<Fetched>),
 }
 
 impl Waker {
@@ -59,6 +98,7 @@ impl Waker {
             waiting: AtomicBool::new(false),
             woke: Notify::new(),
         });
+        let pops = queue.layout() == KeyLayout::Standalone;
         let key_sets: Vec<Vec<Arc<QueueKeys>>> = match queue.layout() {
             KeyLayout::Standalone => vec![queues.to_vec()],
             KeyLayout::Cluster => queues.iter().map(|q| vec![q.clone()]).collect(),
@@ -69,6 +109,10 @@ impl Waker {
             let listener = Arc::new(Listener {
                 armed: AtomicBool::new(false),
                 arm: Notify::new(),
+                pops,
+                pop: Mutex::new(PopState::None),
+                pop_done: Notify::new(),
+                client_id: Mutex::new(None),
             });
             tasks.push(tokio::spawn(listen(
                 queue.target().clone(),
@@ -81,24 +125,144 @@ impl Waker {
             listeners.push(listener);
         }
         Waker {
+            queue: queue.clone(),
             shared,
             listeners,
             tasks,
+            block_for,
         }
     }
 
+    /// Starts a BLPOP on every listener that has none in flight, with the pop `behind` makes
+    /// sent behind it where the waker is on a single server and no other pop is there.
+    /// Returns how many jobs that pop may reserve (0: none was asked for); it comes back
+    /// through [`Waker::popped`]. Where the waker may not end the BLPOP early
+    /// ([`Waker::cancel_pop`]), the pop is not sent, and comes back as not run.
+    pub(crate) fn arm(&self, behind: impl FnOnce() -> Option<PopBehind>) -> usize {
+        let mut behind = Some(behind);
+        let mut asked = 0;
+        for listener in &self.listeners {
+            if listener.armed.swap(true, Ordering::AcqRel) {
+                continue;
+            }
+            if listener.pops {
+                let mut state = lock(&listener.pop);
+                if matches!(*state, PopState::None) {
+                    if let Some(pop) = behind.take().and_then(|make| make()) {
+                        asked = pop.count();
+                        *state = PopState::Asked(pop);
+                    }
+                }
+            }
+            listener.arm.notify_one();
+        }
+        asked
+    }
+
     /// Waits until a job may have been pushed: a token arrived, or a BLPOP timed out or
-    /// failed. Starts a BLPOP on every listener that has none in flight.
+    /// failed.
     pub(crate) async fn wait(&self) {
         let woke = self.shared.woke.notified();
         let _waiting = Waiting::start(&self.shared);
-        for listener in &self.listeners {
-            if !listener.armed.swap(true, Ordering::AcqRel) {
-                listener.arm.notify_one();
-            }
-        }
         woke.await;
     }
+
+    /// What the pop asked for by [`Waker::arm`] reserved, once it is back: `None` when it did
+    /// not run or its reply was lost (a user who may not end a BLPOP early, a server that lost
+    /// its scripts, a broken connection). Waits while it is on its way.
+    pub(crate) async fn popped(&self) -> Option<Fetched> {
+        let Some(listener) = self.listeners.iter().find(|l| l.pops) else {
+            return std::future::pending().await;
+        };
+        loop {
+            let done = listener.pop_done.notified();
+            {
+                let mut state = lock(&listener.pop);
+                if let PopState::Done(_) = &*state {
+                    let PopState::Done(popped) = std::mem::take(&mut *state) else {
+                        unreachable!("matched above");
+                    };
+                    return popped;
+                }
+            }
+            done.await;
+        }
+    }
+
+    /// Takes back the pop asked for by [`Waker::arm`] for a stop, and returns what it
+    /// reserved ([`Waker::hurry_pop`]).
+    pub(crate) async fn cancel_pop(&self) -> Option<Fetched> {
+        self.hurry_pop().await;
+        self.popped().now_or_never().flatten()
+    }
+
+    /// Has the pop asked for by [`Waker::arm`] come back now, for [`Waker::popped`] to take.
+    /// One not sent yet is not sent, and comes back as not run. One sent behind a BLPOP ends
+    /// that BLPOP at once (`CLIENT UNBLOCK`, as if it had timed out), so that it runs now; the
+    /// request is made again until the BLPOP has ended, in case it reached the server before
+    /// the BLPOP did. Gives up after the BLPOP's own timeout and the connection's.
+    pub(crate) async fn hurry_pop(&self) {
+        let Some(listener) = self.listeners.iter().find(|l| l.pops) else {
+            return;
+        };
+        let deadline = tokio::time::Instant::now() + self.block_for + Duration::from_secs(5);
+        loop {
+            let done = listener.pop_done.notified();
+            let client_id = {
+                let mut state = lock(&listener.pop);
+                match &*state {
+                    PopState::None | PopState::Done(_) => return,
+                    PopState::Asked(_) => {
+                        *state = PopState::Done(None);
+                        return;
+                    }
+                    PopState::Sent => *lock(&listener.client_id),
+                }
+            };
+            if let Some(id) = client_id {
+                let unblocked: redjob::Result<i64> = self
+                    .queue
+                    .query(redis::cmd("CLIENT").arg("UNBLOCK").arg(id))
+                    .await;
+                if let Err(err) = unblocked {
+                    debug!(error = %err, "cannot end the wait for jobs early");
+                }
+            }
+            let wait =
+                UNBLOCK_EVERY.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+            if tokio::time::timeout(wait, done).await.is_err()
+                && tokio::time::Instant::now() >= deadline
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// Locks `mutex`: what it guards is whole between any two statements, so a panic elsewhere
+/// leaves it usable.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The id of the connection `conn` on its server, when this user may end a wait on it with
+/// `CLIENT UNBLOCK` (an ACL with `-@dangerous` denies it): only then may a pop go behind its
+/// BLPOP, since a stop must be able to end that BLPOP and take the pop's jobs.
+async fn unblockable_id(conn: &mut Connection) -> Option<i64> {
+    let id: i64 = redis::cmd("CLIENT")
+        .arg("ID")
+        .query_async(conn)
+        .await
+        .ok()?;
+    // Unblocking a connection that is not blocked changes nothing: a check of the permission.
+    let permitted: redis::RedisResult<i64> = redis::cmd("CLIENT")
+        .arg("UNBLOCK")
+        .arg(id)
+        .query_async(conn)
+        .await;
+    permitted.ok().map(|_| id)
 }
 
 /// Marks the worker as waiting while it lives.
@@ -145,24 +309,35 @@ async fn listen(
         let result = async {
             if keys.is_empty() {
                 tokio::time::sleep(block_for).await;
-                return Ok(());
+                return Ok(None);
             }
             if conn.is_none() {
                 // A BLPOP answers within its own timeout; a longer silence is a dead connection.
-                conn = Some(
-                    target
-                        .dedicated(Duration::from_secs(5), block_for + Duration::from_secs(5))
-                        .await?,
-                );
+                let mut fresh = target
+                    .dedicated(Duration::from_secs(5), block_for + Duration::from_secs(5))
+                    .await?;
+                if listener.pops {
+                    *lock(&listener.client_id) = unblockable_id(&mut fresh).await;
+                }
+                conn = Some(fresh);
             }
             let conn = conn.as_mut().expect("connected above");
-            let popped: Option<(String, String)> = redis::cmd("BLPOP")
-                .arg(&keys)
-                .arg(block_for.as_secs_f64().max(0.01))
-                .query_async(conn)
-                .await?;
-            if let Some((key, token)) = popped {
-                if !shared.waiting.load(Ordering::Acquire) {
+            let (token, popped) = match send_behind(&listener) {
+                Some(pop) => pop.wait_then_pop(conn, &keys, block_for).await?,
+                None => {
+                    let token = redis::cmd("BLPOP")
+                        .arg(&keys)
+                        .arg(block_for.as_secs_f64().max(0.01))
+                        .query_async(conn)
+                        .await?;
+                    (token, None)
+                }
+            };
+            // Jobs the pop reserved are this worker's now: the job loop starts them, or puts
+            // back those it has no free slot for.
+            let reserved = popped.as_ref().is_some_and(|p| !p.jobs.is_empty());
+            if let Some((key, token)) = token {
+                if !reserved && !shared.waiting.load(Ordering::Acquire) {
                     redis::cmd("RPUSH")
                         .arg(key)
                         .arg(token)
@@ -170,17 +345,60 @@ async fn listen(
                         .await?;
                 }
             }
-            Ok::<_, redis::RedisError>(())
+            Ok::<_, redjob::Error>(popped)
         }
         .await;
-        if let Err(err) = result {
-            warn!(error = %err, "waiting for jobs failed; reconnecting");
-            conn = None;
-            tokio::time::sleep(pause.take()).await;
-        } else {
-            pause.reset();
-        }
+        let popped = match result {
+            Ok(popped) => {
+                pause.reset();
+                popped
+            }
+            Err(err) => {
+                warn!(error = %err, "waiting for jobs failed; reconnecting");
+                conn = None;
+                *lock(&listener.client_id) = None;
+                tokio::time::sleep(pause.take()).await;
+                None
+            }
+        };
+        pop_back(&listener, popped);
         listener.armed.store(false, Ordering::Release);
         shared.woke.notify_one();
+    }
+}
+
+/// The pop to send behind this round's BLPOP: the one asked for, when the connection can be
+/// unblocked; one that cannot be sent comes back as not run at once.
+fn send_behind(listener: &Listener) -> Option<PopBehind> {
+    let mut state = lock(&listener.pop);
+    if !matches!(*state, PopState::Asked(_)) {
+        return None;
+    }
+    let unblockable = lock(&listener.client_id).is_some();
+    let next = if unblockable {
+        PopState::Sent
+    } else {
+        PopState::Done(None)
+    };
+    let PopState::Asked(pop) = std::mem::replace(&mut *state, next) else {
+        unreachable!("matched above");
+    };
+    drop(state);
+    if unblockable {
+        Some(pop)
+    } else {
+        listener.pop_done.notify_one();
+        None
+    }
+}
+
+/// Hands the job loop what the pop sent behind this round's BLPOP reserved, if one was sent;
+/// a pop asked for while the round was under way waits for the next round.
+fn pop_back(listener: &Listener, popped: Option<Fetched>) {
+    let mut state = lock(&listener.pop);
+    if matches!(*state, PopState::Sent) {
+        *state = PopState::Done(popped);
+        drop(state);
+        listener.pop_done.notify_one();
     }
 }

@@ -1,0 +1,253 @@
+//! End-to-end tests of an idle worker's wake-up against a real redis-server: the pop it sends
+//! behind its blocking wait, the jobs that pop reserves while the worker is busy, and a stop
+//! while it waits.
+
+use examples::{now_ms, Record, Sleep};
+use redis::AsyncCommands;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tests::worker_process::WorkerProcess;
+use tests::{wait_until, SentVia, TestRedis};
+
+const LONG: Duration = Duration::from_secs(30);
+
+fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
+}
+
+/// `redis-cli monitor` on the test server: every command the server runs, one line each
+/// (`<time> [<db> <client address>] "COMMAND" "arg" ...`), collected while it lives.
+struct Monitor {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Monitor {
+    /// Starts monitoring and waits until the server has accepted it.
+    async fn start(port: u16) -> Monitor {
+        let mut child = Command::new("redis-cli")
+            .args(["-p", &port.to_string(), "monitor"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-cli starts");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let collected = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                collected.lock().unwrap().push(line);
+            }
+        });
+        let monitor = Monitor { child, lines };
+        wait_until(LONG, "MONITOR answers OK", || {
+            let attached = monitor.lines().first().is_some_and(|l| l == "OK");
+            async move { attached }
+        })
+        .await;
+        monitor
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The address (`ip:port`) of the client blocked in a `BLPOP`, by `CLIENT LIST`.
+async fn blocked_client(conn: &redis::aio::MultiplexedConnection) -> String {
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(&mut conn.clone())
+        .await
+        .unwrap();
+    let blocked = clients
+        .lines()
+        .find(|client| client.contains(" cmd=blpop ") && client.contains(" flags=b "))
+        .expect("a client is blocked in BLPOP");
+    let addr = blocked
+        .split(' ')
+        .find_map(|field| field.strip_prefix("addr="))
+        .expect("CLIENT LIST gives each client's addr");
+    addr.to_string()
+}
+
+/// Waits until a client is blocked in a `BLPOP`: the worker is idle, its wait in place.
+async fn wait_for_blocked_client(conn: &redis::aio::MultiplexedConnection) {
+    wait_until(LONG, "a client is blocked in BLPOP", || {
+        let mut conn = conn.clone();
+        async move {
+            let clients: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            clients
+                .lines()
+                .any(|client| client.contains(" cmd=blpop ") && client.contains(" flags=b "))
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_job_pushed_to_an_idle_worker_is_reserved_by_the_pop_sent_behind_its_wait() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // --sleep 30: no timer pops the queue while the worker waits.
+    let worker = start_worker(redis.url(), &["--sleep", "30"]);
+    worker.wait_started().await;
+    let conn = redis.conn().await;
+    wait_for_blocked_client(&conn).await;
+    let waiting = blocked_client(&conn).await;
+    let monitor = Monitor::start(redis.port()).await;
+
+    let uuid = Record { due_ms: now_ms() }
+        .dispatch()
+        .sent_via(&queue)
+        .await
+        .to_string();
+    worker
+        .wait_for_event(LONG, "the pushed job is done", |e| {
+            e.uuid == uuid && e.status == "DONE"
+        })
+        .await;
+
+    // The pop script is the one call whose keys end with the rotation's own-turn counter.
+    let lines = monitor.lines();
+    let first_pop = lines
+        .iter()
+        .find(|line| line.contains("\"EVALSHA\"") && line.contains("\"queues:default:groups:own\""))
+        .unwrap_or_else(|| panic!("no pop among the commands run:\n{}", lines.join("\n")));
+    assert!(
+        first_pop.contains(&format!(" {waiting}] ")),
+        "the first pop after the push came from another connection than the BLPOP's \
+         ({waiting}): {first_pop}"
+    );
+}
+
+#[tokio::test]
+async fn a_job_the_pop_behind_the_wait_reserves_while_every_slot_is_busy_goes_back_unstarted() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let worker = start_worker(redis.url(), &["--concurrency", "1", "--sleep", "30"]);
+    worker.wait_started().await;
+    wait_for_blocked_client(&conn).await;
+
+    // Its due time, not a push, starts the sleep: the wait, and the pop behind it, stay in
+    // place while it runs.
+    let sleeping = Sleep { ms: 1500 }
+        .dispatch()
+        .delay(Duration::from_millis(300))
+        .sent_via(&queue)
+        .await
+        .to_string();
+    worker
+        .wait_for_event(LONG, "the delayed sleep runs", |e| {
+            e.uuid == sleeping && e.status == "RUNNING"
+        })
+        .await;
+    wait_for_blocked_client(&conn).await;
+    let pushed = Record { due_ms: now_ms() }
+        .dispatch()
+        .sent_via(&queue)
+        .await
+        .to_string();
+
+    // No slot is free: the job is given back, its attempt not counted, while the sleep still
+    // runs. As Laravel releases a job, it goes back through the delayed set, due at once.
+    wait_until(LONG, "the pushed job is given back", || {
+        let mut conn = conn.clone();
+        async move {
+            conn.zcard::<_, u64>("queues:default:delayed")
+                .await
+                .unwrap()
+                == 1
+        }
+    })
+    .await;
+    let given_back: Vec<String> = conn.zrange("queues:default:delayed", 0, -1).await.unwrap();
+    let payload: serde_json::Value = serde_json::from_str(&given_back[0]).unwrap();
+    assert_eq!(payload["uuid"], pushed.as_str());
+    assert_eq!(payload["attempts"], 0);
+    assert!(
+        !worker
+            .events()
+            .iter()
+            .any(|e| e.uuid == sleeping && e.status == "DONE"),
+        "the sleep ended before the pushed job was seen back"
+    );
+
+    let ran = worker
+        .wait_for_event(LONG, "the pushed job runs once the sleep is done", |e| {
+            e.uuid == pushed && e.status == "RUNNING"
+        })
+        .await;
+    assert_eq!(ran.attempt, 1);
+    let events = worker.events();
+    let sleep_done = events
+        .iter()
+        .position(|e| e.uuid == sleeping && e.status == "DONE")
+        .expect("the sleep ended");
+    let pushed_ran = events
+        .iter()
+        .position(|e| e.uuid == pushed && e.status == "RUNNING")
+        .expect("the pushed job ran");
+    assert!(
+        sleep_done < pushed_ran,
+        "the pushed job ran beside the sleep"
+    );
+}
+
+#[tokio::test]
+async fn a_worker_stopped_while_idle_ends_its_wait_at_once_and_leaves_no_job_reserved() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    for round in 0..5 {
+        // --sleep 30: the BLPOP would wait 30 s if the stop did not end it.
+        let mut worker = start_worker(redis.url(), &["--sleep", "30"]);
+        worker.wait_started().await;
+        wait_for_blocked_client(&conn).await;
+        // A push at the moment of the stop: its job must run, or stay ready, never be left
+        // reserved by a pop behind a connection that closed.
+        let uuid = Record { due_ms: now_ms() }
+            .dispatch()
+            .sent_via(&queue)
+            .await
+            .to_string();
+        let stopped_at = Instant::now();
+        worker.signal("TERM");
+        let status = worker.wait_exit(LONG).await;
+        assert!(
+            status.success(),
+            "round {round}: the worker exited with {status}"
+        );
+        let took = stopped_at.elapsed();
+        assert!(
+            took < Duration::from_secs(10),
+            "round {round}: the stop took {took:?}"
+        );
+        let reserved: u64 = conn.zcard("queues:default:reserved").await.unwrap();
+        assert_eq!(reserved, 0, "round {round}: a job was left reserved");
+        let ready: u64 = conn.llen("queues:default").await.unwrap();
+        let done = worker
+            .events()
+            .iter()
+            .any(|e| e.uuid == uuid && e.status == "DONE");
+        assert!(
+            done != (ready == 1),
+            "round {round}: the job ran: {done}; jobs ready: {ready}"
+        );
+        let _: () = conn.del("queues:default").await.unwrap();
+    }
+}
