@@ -135,6 +135,39 @@ async fn a_job_pushed_to_an_idle_worker_is_reserved_by_the_pop_sent_behind_its_w
 }
 
 #[tokio::test]
+async fn a_job_pushed_after_the_server_lost_its_scripts_still_starts_at_once() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    // --sleep 30: the push must wake the worker, though its pop behind the wait meets NOSCRIPT.
+    let worker = start_worker(redis.url(), &["--sleep", "30"]);
+    worker.wait_started().await;
+    wait_for_blocked_client(&conn).await;
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    let pushed_at = Instant::now();
+    let uuid = Record { due_ms: now_ms() }
+        .dispatch()
+        .sent_via(&queue)
+        .await
+        .to_string();
+    worker
+        .wait_for_event(LONG, "the pushed job is done", |e| {
+            e.uuid == uuid && e.status == "DONE"
+        })
+        .await;
+    let took = pushed_at.elapsed();
+    assert!(
+        took < Duration::from_secs(10),
+        "the job took {took:?} to run after the push"
+    );
+}
+
+#[tokio::test]
 async fn a_job_the_pop_behind_the_wait_reserves_while_every_slot_is_busy_goes_back_unstarted() {
     let redis = TestRedis::start();
     let queue = redis.queue();

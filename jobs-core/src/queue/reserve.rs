@@ -60,7 +60,7 @@ impl Popped {
     }
 }
 
-/// What a pop behind a wait ([`RedisQueue::wait_then_pop`]) reserves: up to `count` jobs of
+/// What a pop reserves: up to `count` jobs of
 /// `queue`, each reservation expiring `retry_after` from then, after migrating at most
 /// `migrate_limit` due jobs of each kind; a group with no limits of its own nor its queue's is
 /// held to `groups`.
@@ -100,14 +100,20 @@ impl RedisQueue {
         migrate_limit: usize,
         groups: &GroupLimits,
     ) -> Result<Popped> {
-        let call = self.pop_call(queue, retry_after, count, migrate_limit, groups);
+        let call = self.pop_call(PopArgs {
+            queue,
+            retry_after,
+            count,
+            migrate_limit,
+            groups,
+        });
         Ok(Popped::from_reply(self.invoke(&call).await?))
     }
 
     /// Waits on `conn` for a token of the notify lists `wait_on` (`BLPOP`, at most
-    /// `block_for`), then reserves up to `count` jobs of `queue` as [`RedisQueue::pop`] does.
-    /// Both go out in one pipeline: Redis runs the pop the moment the wait ends, without a
-    /// round trip between them, whether a token came or the wait timed out.
+    /// `block_for`), then makes the pop `pop` as [`RedisQueue::pop`] does. Both go out in one
+    /// pipeline: Redis runs the pop the moment the wait ends, without a round trip between
+    /// them, whether a token came or the wait timed out.
     ///
     /// `conn` must be a connection of its own (a blocked connection answers nothing else),
     /// to a single server: a cluster may not serve both from one node.
@@ -118,27 +124,25 @@ impl RedisQueue {
         block_for: Duration,
         pop: PopArgs<'_>,
     ) -> Result<Woken> {
-        let call = self.pop_call(
-            pop.queue,
-            pop.retry_after,
-            pop.count,
-            pop.migrate_limit,
-            pop.groups,
-        );
         let mut pipe = redis::pipe();
         pipe.cmd("BLPOP")
             .arg(wait_on)
             .arg(block_for.as_secs_f64().max(0.01))
-            .invoke_script(&call);
-        // The pop's reply is read on its own: a server that lost its scripts answers it with
-        // NOSCRIPT, which leaves the token standing and asks for a pop of the usual kind.
+            .invoke_script(&self.pop_call(pop));
+        // Each reply is read on its own: a server that lost its scripts answers the pop with
+        // NOSCRIPT, and the worker then pops as usual, which loads the script.
         pipe.ignore_errors();
-        let mut replies: Vec<redis::RedisResult<redis::Value>> =
+        let replies: Vec<redis::RedisResult<redis::Value>> =
             pipe.query_async(conn).await.map_err(Error::from)?;
-        let popped = replies.pop().unwrap_or(Ok(redis::Value::Nil));
-        let token = replies.pop().unwrap_or(Ok(redis::Value::Nil));
-        let token: Option<(String, String)> = redis::from_redis_value(token.map_err(Error::from)?)
-            .map_err(redis::RedisError::from)?;
+        let [token, popped]: [_; 2] = replies.try_into().map_err(|replies: Vec<_>| {
+            redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "a wait and a pop answered with a number of replies other than two",
+                format!("{}", replies.len()),
+            ))
+        })?;
+        let token: Option<(String, String)> =
+            redis::from_redis_value(token?).map_err(redis::RedisError::from)?;
         let popped = match popped {
             Ok(reply) => Some(Popped::from_reply(
                 redis::from_redis_value(reply).map_err(redis::RedisError::from)?,
@@ -153,15 +157,15 @@ impl RedisQueue {
         Ok(Woken { token, popped })
     }
 
-    /// The `pop.lua` call that reserves up to `count` jobs of `queue`.
-    fn pop_call(
-        &self,
-        queue: &QueueKeys,
-        retry_after: Duration,
-        count: usize,
-        migrate_limit: usize,
-        groups: &GroupLimits,
-    ) -> ScriptInvocation<'static> {
+    /// The `pop.lua` call that makes `pop`.
+    fn pop_call(&self, pop: PopArgs<'_>) -> ScriptInvocation<'static> {
+        let PopArgs {
+            queue,
+            retry_after,
+            count,
+            migrate_limit,
+            groups,
+        } = pop;
         let group_keys = queue.groups();
         let mut call = scripts::POP.key(&queue.ready);
         call.key(&queue.delayed)
