@@ -4,6 +4,7 @@
 
 use examples::{now_ms, Record, Sleep};
 use redis::AsyncCommands;
+use redjob::admin::Admin;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -239,6 +240,67 @@ async fn a_job_the_pop_behind_the_wait_reserves_while_every_slot_is_busy_goes_ba
         sleep_done < pushed_ran,
         "the pushed job ran beside the sleep"
     );
+}
+
+#[tokio::test]
+async fn a_queue_paused_while_its_worker_waits_gets_no_pop_behind_the_wait() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let admin = Admin::new(queue.clone());
+    let worker = start_worker(redis.url(), &["--queue", "slow,fast", "--sleep", "30"]);
+    worker.wait_started().await;
+    let conn = redis.conn().await;
+    wait_for_blocked_client(&conn).await;
+    let monitor = Monitor::start(redis.port()).await;
+
+    // The wait in place is on both queues, with a pop of `slow` behind it: the pause must end
+    // it, and the next wait is on `fast` alone.
+    assert!(admin.pause("slow").await.unwrap());
+    // Within the worker's reading of the pauses (once a second), well before --sleep ends the
+    // wait by itself.
+    wait_until(
+        Duration::from_secs(10),
+        "the worker waits on fast alone",
+        || {
+            let rearmed = monitor
+                .lines()
+                .iter()
+                .any(|line| line.ends_with("\"BLPOP\" \"queues:fast:notify\" \"30.0\""));
+            async move { rearmed }
+        },
+    )
+    .await;
+    let slow = Record { due_ms: now_ms() }
+        .dispatch()
+        .on_queue("slow")
+        .sent_via(&queue)
+        .await
+        .to_string();
+    let fast = Record { due_ms: now_ms() }
+        .dispatch()
+        .on_queue("fast")
+        .sent_via(&queue)
+        .await
+        .to_string();
+    worker
+        .wait_for_event(LONG, "the fast job is done", |e| {
+            e.uuid == fast && e.status == "DONE"
+        })
+        .await;
+    assert!(
+        !worker.events().iter().any(|e| e.uuid == slow),
+        "the paused queue's job ran"
+    );
+    let size = queue.size("slow").await.unwrap();
+    assert_eq!(size.ready + size.delayed, 1, "{size:?}");
+    assert_eq!(size.reserved, 0, "{size:?}");
+
+    assert!(admin.resume("slow").await.unwrap());
+    worker
+        .wait_for_event(LONG, "the resumed queue's job is done", |e| {
+            e.uuid == slow && e.status == "DONE"
+        })
+        .await;
 }
 
 #[tokio::test]

@@ -46,7 +46,8 @@ enum Grant {
     Ahead(usize),
     /// The slots free when an idle worker sent this pop behind its wait for a push
     /// (`waker.rs`): each job starts in a slot free when it arrives, and goes back to its
-    /// queue unstarted if none is, for another worker to take.
+    /// queue unstarted if none is (or its queue was paused meanwhile), for another worker to
+    /// take.
     Idle(usize),
 }
 
@@ -362,7 +363,9 @@ impl<'a> JobLoop<'a> {
             _ = sleep_until(out_of_time) => {}
             _ = self.stop.cancelled() => {}
             _ = services.control.restarted() => {}
-            _ = services.control.paused_changed() => {}
+            // The pop behind the wait may be of a queue now paused: it runs now, and the next
+            // wait leaves that queue out.
+            _ = services.control.paused_changed() => services.waker.hurry_pop().await,
             Some(joined) = self.running.join_next(), if self.config.stop_when_empty => reap(joined),
             slot = free_slot(&self.slots), if !self.waiting.is_empty() => self.start_waiting(slot),
         }
@@ -387,27 +390,35 @@ impl<'a> JobLoop<'a> {
                 self.waiting.extend(unstarted);
             }
             Grant::Idle(_) => {
-                let mut no_slot = Vec::new();
+                let control = &self.services.control;
+                let mut not_now = Vec::new();
                 for job in jobs {
-                    match self.slots.clone().try_acquire_owned() {
-                        Ok(slot) => {
+                    // Its queue may have been paused since the pop was sent.
+                    let slot = if control.is_paused(&job.queue.name) {
+                        None
+                    } else {
+                        self.slots.clone().try_acquire_owned().ok()
+                    };
+                    match slot {
+                        Some(slot) => {
                             let held = running.hold(&job, true);
                             self.start(Unstarted { job, held }, slot);
                         }
-                        Err(_) => {
+                        None => {
                             let held = running.hold(&job, false);
-                            no_slot.push(Unstarted { job, held });
+                            not_now.push(Unstarted { job, held });
                         }
                     }
                 }
-                if !no_slot.is_empty() {
+                if !not_now.is_empty() {
                     // Not taken after all: they count against no limit.
-                    self.taken -= no_slot.len() as u64;
+                    self.taken -= not_now.len() as u64;
                     debug!(
-                        jobs = no_slot.len(),
-                        "putting back the jobs reserved behind the wait: no slot is free"
+                        jobs = not_now.len(),
+                        "putting back the jobs reserved behind the wait: no slot is free, or \
+                         their queue was paused"
                     );
-                    self.give_back(no_slot);
+                    self.give_back(not_now);
                 }
             }
         }
