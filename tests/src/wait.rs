@@ -77,13 +77,14 @@ where
 }
 
 /// Waits until a worker on the server behind `conn` is idle: blocked in `BLPOP` on its
-/// queues' notify lists. Panics after `timeout`.
+/// queues' notify lists. Returns the blocked connection's address (`ip:port`), as `CLIENT
+/// LIST` and `MONITOR` show it. Panics after `timeout`.
 #[track_caller]
 pub fn wait_for_idle_worker(
     conn: &redis::aio::MultiplexedConnection,
     timeout: Duration,
-) -> impl Future<Output = ()> + '_ {
-    wait_until(
+) -> impl Future<Output = String> + '_ {
+    wait_for(
         timeout,
         "a worker is blocked on its notify lists",
         move || {
@@ -94,7 +95,14 @@ pub fn wait_for_idle_worker(
                     .query_async(&mut conn)
                     .await
                     .expect("CLIENT LIST answers");
-                clients.contains("cmd=blpop")
+                let blocked = clients.lines().find(|client| {
+                    client.contains(" cmd=blpop ") && client.contains(" flags=b ")
+                })?;
+                let addr = blocked
+                    .split(' ')
+                    .find_map(|field| field.strip_prefix("addr="))
+                    .expect("CLIENT LIST gives each client's addr");
+                Some(addr.to_string())
             }
         },
     )

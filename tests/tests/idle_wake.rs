@@ -5,12 +5,13 @@
 use examples::{now_ms, Record, Sleep};
 use redis::AsyncCommands;
 use redjob::admin::Admin;
+use redjob::RedisQueue;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tests::worker_process::WorkerProcess;
-use tests::{wait_until, SentVia, TestRedis};
+use tests::{wait_for_idle_worker, wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -63,40 +64,21 @@ impl Drop for Monitor {
     }
 }
 
-/// The address (`ip:port`) of the client blocked in a `BLPOP`, by `CLIENT LIST`.
-async fn blocked_client(conn: &redis::aio::MultiplexedConnection) -> String {
-    let clients: String = redis::cmd("CLIENT")
-        .arg("LIST")
-        .query_async(&mut conn.clone())
+/// Pushes a `Record` job to the queue `name`; returns its uuid.
+async fn push_record(queue: &RedisQueue, name: &str) -> String {
+    Record { due_ms: now_ms() }
+        .dispatch()
+        .on_queue(name)
+        .sent_via(queue)
         .await
-        .unwrap();
-    let blocked = clients
-        .lines()
-        .find(|client| client.contains(" cmd=blpop ") && client.contains(" flags=b "))
-        .expect("a client is blocked in BLPOP");
-    let addr = blocked
-        .split(' ')
-        .find_map(|field| field.strip_prefix("addr="))
-        .expect("CLIENT LIST gives each client's addr");
-    addr.to_string()
+        .to_string()
 }
 
-/// Waits until a client is blocked in a `BLPOP`: the worker is idle, its wait in place.
-async fn wait_for_blocked_client(conn: &redis::aio::MultiplexedConnection) {
-    wait_until(LONG, "a client is blocked in BLPOP", || {
-        let mut conn = conn.clone();
-        async move {
-            let clients: String = redis::cmd("CLIENT")
-                .arg("LIST")
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            clients
-                .lines()
-                .any(|client| client.contains(" cmd=blpop ") && client.contains(" flags=b "))
-        }
-    })
-    .await;
+/// Waits until `worker` logged the job `uuid` done; `what` names the job in a timeout.
+async fn wait_done(worker: &WorkerProcess, uuid: &str, what: &str) {
+    worker
+        .wait_for_event(LONG, what, |e| e.uuid == uuid && e.status == "DONE")
+        .await;
 }
 
 #[tokio::test]
@@ -107,20 +89,11 @@ async fn a_job_pushed_to_an_idle_worker_is_reserved_by_the_pop_sent_behind_its_w
     let worker = start_worker(redis.url(), &["--sleep", "30"]);
     worker.wait_started().await;
     let conn = redis.conn().await;
-    wait_for_blocked_client(&conn).await;
-    let waiting = blocked_client(&conn).await;
+    let waiting = wait_for_idle_worker(&conn, LONG).await;
     let monitor = Monitor::start(redis.port()).await;
 
-    let uuid = Record { due_ms: now_ms() }
-        .dispatch()
-        .sent_via(&queue)
-        .await
-        .to_string();
-    worker
-        .wait_for_event(LONG, "the pushed job is done", |e| {
-            e.uuid == uuid && e.status == "DONE"
-        })
-        .await;
+    let uuid = push_record(&queue, "default").await;
+    wait_done(&worker, &uuid, "the pushed job is done").await;
 
     // The pop script is the one call whose keys end with the rotation's own-turn counter.
     let lines = monitor.lines();
@@ -143,7 +116,7 @@ async fn a_job_pushed_after_the_server_lost_its_scripts_still_starts_at_once() {
     // --sleep 30: the push must wake the worker, though its pop behind the wait meets NOSCRIPT.
     let worker = start_worker(redis.url(), &["--sleep", "30"]);
     worker.wait_started().await;
-    wait_for_blocked_client(&conn).await;
+    wait_for_idle_worker(&conn, LONG).await;
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut conn)
@@ -151,16 +124,8 @@ async fn a_job_pushed_after_the_server_lost_its_scripts_still_starts_at_once() {
         .unwrap();
 
     let pushed_at = Instant::now();
-    let uuid = Record { due_ms: now_ms() }
-        .dispatch()
-        .sent_via(&queue)
-        .await
-        .to_string();
-    worker
-        .wait_for_event(LONG, "the pushed job is done", |e| {
-            e.uuid == uuid && e.status == "DONE"
-        })
-        .await;
+    let uuid = push_record(&queue, "default").await;
+    wait_done(&worker, &uuid, "the pushed job is done").await;
     let took = pushed_at.elapsed();
     assert!(
         took < Duration::from_secs(10),
@@ -175,7 +140,7 @@ async fn a_job_the_pop_behind_the_wait_reserves_while_every_slot_is_busy_goes_ba
     let mut conn = redis.conn().await;
     let worker = start_worker(redis.url(), &["--concurrency", "1", "--sleep", "30"]);
     worker.wait_started().await;
-    wait_for_blocked_client(&conn).await;
+    wait_for_idle_worker(&conn, LONG).await;
 
     // Its due time, not a push, starts the sleep: the wait, and the pop behind it, stay in
     // place while it runs.
@@ -190,12 +155,8 @@ async fn a_job_the_pop_behind_the_wait_reserves_while_every_slot_is_busy_goes_ba
             e.uuid == sleeping && e.status == "RUNNING"
         })
         .await;
-    wait_for_blocked_client(&conn).await;
-    let pushed = Record { due_ms: now_ms() }
-        .dispatch()
-        .sent_via(&queue)
-        .await
-        .to_string();
+    wait_for_idle_worker(&conn, LONG).await;
+    let pushed = push_record(&queue, "default").await;
 
     // No slot is free: the job is given back, its attempt not counted, while the sleep still
     // runs. As Laravel releases a job, it goes back through the delayed set, due at once.
@@ -250,7 +211,7 @@ async fn a_queue_paused_while_its_worker_waits_gets_no_pop_behind_the_wait() {
     let worker = start_worker(redis.url(), &["--queue", "slow,fast", "--sleep", "30"]);
     worker.wait_started().await;
     let conn = redis.conn().await;
-    wait_for_blocked_client(&conn).await;
+    wait_for_idle_worker(&conn, LONG).await;
     let monitor = Monitor::start(redis.port()).await;
 
     // The wait in place is on both queues, with a pop of `slow` behind it: the pause must end
@@ -270,23 +231,9 @@ async fn a_queue_paused_while_its_worker_waits_gets_no_pop_behind_the_wait() {
         },
     )
     .await;
-    let slow = Record { due_ms: now_ms() }
-        .dispatch()
-        .on_queue("slow")
-        .sent_via(&queue)
-        .await
-        .to_string();
-    let fast = Record { due_ms: now_ms() }
-        .dispatch()
-        .on_queue("fast")
-        .sent_via(&queue)
-        .await
-        .to_string();
-    worker
-        .wait_for_event(LONG, "the fast job is done", |e| {
-            e.uuid == fast && e.status == "DONE"
-        })
-        .await;
+    let slow = push_record(&queue, "slow").await;
+    let fast = push_record(&queue, "fast").await;
+    wait_done(&worker, &fast, "the fast job is done").await;
     assert!(
         !worker.events().iter().any(|e| e.uuid == slow),
         "the paused queue's job ran"
@@ -296,11 +243,7 @@ async fn a_queue_paused_while_its_worker_waits_gets_no_pop_behind_the_wait() {
     assert_eq!(size.reserved, 0, "{size:?}");
 
     assert!(admin.resume("slow").await.unwrap());
-    worker
-        .wait_for_event(LONG, "the resumed queue's job is done", |e| {
-            e.uuid == slow && e.status == "DONE"
-        })
-        .await;
+    wait_done(&worker, &slow, "the resumed queue's job is done").await;
 }
 
 #[tokio::test]
@@ -312,14 +255,10 @@ async fn a_worker_stopped_while_idle_ends_its_wait_at_once_and_leaves_no_job_res
         // --sleep 30: the BLPOP would wait 30 s if the stop did not end it.
         let mut worker = start_worker(redis.url(), &["--sleep", "30"]);
         worker.wait_started().await;
-        wait_for_blocked_client(&conn).await;
+        wait_for_idle_worker(&conn, LONG).await;
         // A push at the moment of the stop: its job must run, or stay ready, never be left
         // reserved by a pop behind a connection that closed.
-        let uuid = Record { due_ms: now_ms() }
-            .dispatch()
-            .sent_via(&queue)
-            .await
-            .to_string();
+        let uuid = push_record(&queue, "default").await;
         let stopped_at = Instant::now();
         worker.signal("TERM");
         let status = worker.wait_exit(LONG).await;

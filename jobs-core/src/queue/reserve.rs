@@ -78,7 +78,7 @@ pub struct PopArgs<'a> {
     pub groups: &'a GroupLimits,
 }
 
-/// What a wait with a pop behind it ([`RedisQueue::wait_then_pop`]) found.
+/// What a wait with a pop behind it (`WorkerQueue::wait_then_pop`) found.
 #[derive(Debug, Default)]
 pub struct Woken {
     /// The token the wait took, with its notify list (`None`: the wait timed out).
