@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for_idle_worker, wait_until, SentVia, TestRedis};
+use tests::{wait_for_empty_queue, wait_for_idle_worker, wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -134,116 +134,88 @@ async fn a_job_pushed_after_the_server_lost_its_scripts_still_starts_at_once() {
 }
 
 #[tokio::test]
-async fn a_job_the_pop_behind_the_wait_reserves_while_every_slot_is_busy_goes_back_unstarted() {
+async fn a_worker_busy_since_its_wait_leaves_a_pushed_job_to_another_worker() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let mut conn = redis.conn().await;
-    let worker = start_worker(redis.url(), &["--concurrency", "1", "--sleep", "30"]);
-    worker.wait_started().await;
+    let conn = redis.conn().await;
+    let busy = start_worker(redis.url(), &["--concurrency", "1", "--sleep", "30"]);
+    busy.wait_started().await;
     wait_for_idle_worker(&conn, LONG).await;
 
-    // Its due time, not a push, starts the sleep: the wait, and the pop behind it, stay in
-    // place while it runs.
-    let sleeping = Sleep { ms: 1500 }
+    // Its due time, not a push, ends the wait: the worker's one slot takes the sleep, and no
+    // pop may stay behind a wait to reserve the next job for a worker with no free slot.
+    let sleeping = Sleep { ms: 3000 }
         .dispatch()
         .delay(Duration::from_millis(300))
         .sent_via(&queue)
         .await
         .to_string();
-    worker
-        .wait_for_event(LONG, "the delayed sleep runs", |e| {
-            e.uuid == sleeping && e.status == "RUNNING"
-        })
-        .await;
-    wait_for_idle_worker(&conn, LONG).await;
-    let pushed = push_record(&queue, "default").await;
-
-    // No slot is free: the job is given back, its attempt not counted, while the sleep still
-    // runs. As Laravel releases a job, it goes back through the delayed set, due at once.
-    wait_until(LONG, "the pushed job is given back", || {
-        let mut conn = conn.clone();
-        async move {
-            conn.zcard::<_, u64>("queues:default:delayed")
-                .await
-                .unwrap()
-                == 1
-        }
+    busy.wait_for_event(LONG, "the delayed sleep runs", |e| {
+        e.uuid == sleeping && e.status == "RUNNING"
     })
     .await;
-    let given_back: Vec<String> = conn.zrange("queues:default:delayed", 0, -1).await.unwrap();
-    let payload: serde_json::Value = serde_json::from_str(&given_back[0]).unwrap();
-    assert_eq!(payload["uuid"], pushed.as_str());
-    assert_eq!(payload["attempts"], 0);
+    let pushed = push_record(&queue, "default").await;
+    let other = start_worker(redis.url(), &["--sleep", "30"]);
+    wait_done(&other, &pushed, "the other worker ran the pushed job").await;
+
     assert!(
-        !worker
+        !busy
             .events()
             .iter()
             .any(|e| e.uuid == sleeping && e.status == "DONE"),
-        "the sleep ended before the pushed job was seen back"
+        "the sleep ended before the other worker ran the pushed job"
     );
-
-    let ran = worker
-        .wait_for_event(LONG, "the pushed job runs once the sleep is done", |e| {
-            e.uuid == pushed && e.status == "RUNNING"
-        })
-        .await;
-    assert_eq!(ran.attempt, 1);
-    let events = worker.events();
-    let sleep_done = events
-        .iter()
-        .position(|e| e.uuid == sleeping && e.status == "DONE")
-        .expect("the sleep ended");
-    let pushed_ran = events
-        .iter()
-        .position(|e| e.uuid == pushed && e.status == "RUNNING")
-        .expect("the pushed job ran");
     assert!(
-        sleep_done < pushed_ran,
-        "the pushed job ran beside the sleep"
+        !busy.events().iter().any(|e| e.uuid == pushed),
+        "the busy worker took the pushed job"
     );
+    let ran = other.events();
+    let attempts: Vec<u64> = ran
+        .iter()
+        .filter(|e| e.uuid == pushed && e.status == "RUNNING")
+        .map(|e| e.attempt)
+        .collect();
+    assert_eq!(attempts, [1]);
 }
 
 #[tokio::test]
-async fn a_queue_paused_while_its_worker_waits_gets_no_pop_behind_the_wait() {
+async fn a_queue_paused_while_its_worker_waits_ends_the_wait_and_the_pop_behind_it() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     let admin = Admin::new(queue.clone());
-    let worker = start_worker(redis.url(), &["--queue", "slow,fast", "--sleep", "30"]);
-    worker.wait_started().await;
     let conn = redis.conn().await;
+    let worker = start_worker(redis.url(), &["--queue", "slow", "--sleep", "30"]);
+    worker.wait_started().await;
     wait_for_idle_worker(&conn, LONG).await;
-    let monitor = Monitor::start(redis.port()).await;
 
-    // The wait in place is on both queues, with a pop of `slow` behind it: the pause must end
-    // it, and the next wait is on `fast` alone.
+    // The wait in place has a pop of `slow` behind it: the pause must end both, well before
+    // --sleep ends the wait by itself, and no wait follows while every queue is paused.
     assert!(admin.pause("slow").await.unwrap());
-    // Within the worker's reading of the pauses (once a second), well before --sleep ends the
-    // wait by itself.
     wait_until(
         Duration::from_secs(10),
-        "the worker waits on fast alone",
+        "the worker no longer waits",
         || {
-            let rearmed = monitor
-                .lines()
-                .iter()
-                .any(|line| line.ends_with("\"BLPOP\" \"queues:fast:notify\" \"30.0\""));
-            async move { rearmed }
+            let mut conn = conn.clone();
+            async move {
+                let clients: String = redis::cmd("CLIENT")
+                    .arg("LIST")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                !clients
+                    .lines()
+                    .any(|client| client.contains(" cmd=blpop ") && client.contains(" flags=b "))
+            }
         },
     )
     .await;
     let slow = push_record(&queue, "slow").await;
-    let fast = push_record(&queue, "fast").await;
-    wait_done(&worker, &fast, "the fast job is done").await;
-    assert!(
-        !worker.events().iter().any(|e| e.uuid == slow),
-        "the paused queue's job ran"
-    );
     let size = queue.size("slow").await.unwrap();
-    assert_eq!(size.ready + size.delayed, 1, "{size:?}");
-    assert_eq!(size.reserved, 0, "{size:?}");
+    assert_eq!((size.ready, size.reserved), (1, 0), "{size:?}");
 
     assert!(admin.resume("slow").await.unwrap());
     wait_done(&worker, &slow, "the resumed queue's job is done").await;
+    wait_for_empty_queue(&queue, "slow", LONG).await;
 }
 
 #[tokio::test]

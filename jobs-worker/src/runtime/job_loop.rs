@@ -44,19 +44,18 @@ enum Grant {
     Slots(Vec<OwnedSemaphorePermit>),
     /// This many places ahead of the slots: each job starts in the next free slot.
     Ahead(usize),
-    /// The slots free when an idle worker sent this pop behind its wait for a push
-    /// (`waker.rs`): each job starts in a slot free when it arrives, and goes back to its
-    /// queue unstarted if none is (or its queue was paused meanwhile), for another worker to
-    /// take.
-    Idle(usize),
+    /// The free slots an idle worker held for the pop it sent behind its wait for a push
+    /// (`waker.rs`), one per job: each job starts at once, or goes back to its queue unstarted
+    /// if its queue was paused meanwhile.
+    Idle(Vec<OwnedSemaphorePermit>),
 }
 
 impl Grant {
     /// How many jobs the pop may reserve.
     fn len(&self) -> usize {
         match self {
-            Grant::Slots(permits) => permits.len(),
-            Grant::Ahead(places) | Grant::Idle(places) => *places,
+            Grant::Slots(permits) | Grant::Idle(permits) => permits.len(),
+            Grant::Ahead(places) => *places,
         }
     }
 }
@@ -90,8 +89,8 @@ pub(crate) struct JobLoop<'a> {
     ahead_asked: u64,
     /// Whether the last pop filled every slot or place it asked for.
     backlog: bool,
-    /// Jobs the pop sent behind the waker's wait may reserve (0: none is in flight).
-    behind: usize,
+    /// The slots held for the pop sent behind the waker's wait, while it is out.
+    behind: Option<Grant>,
     /// Jobs taken so far, against `--once` and `--max-jobs`.
     taken: u64,
     /// How many finished jobs the acker had acknowledged when a pop last found the queues
@@ -123,7 +122,7 @@ impl<'a> JobLoop<'a> {
             asked: 0,
             ahead_asked: 0,
             backlog: false,
-            behind: 0,
+            behind: None,
             taken: 0,
             acknowledged_when_empty: 0,
             job_limit: config.job_limit(),
@@ -208,7 +207,7 @@ impl<'a> JobLoop<'a> {
         let grant = tokio::select! {
             biased;
             Some(done) = self.fetches.next() => return self.fetched(done).await,
-            popped = services.waker.popped(), if self.behind > 0 => {
+            popped = services.waker.popped(), if self.behind.is_some() => {
                 return self.popped_behind_wait(popped).await;
             }
             slot = free_slot(&self.slots), if !self.waiting.is_empty() => {
@@ -290,12 +289,6 @@ impl<'a> JobLoop<'a> {
             return Some(Exit::Empty);
         }
         if self.config.stop_when_empty && self.running.is_empty() && self.waiting.is_empty() {
-            if self.behind > 0 {
-                // The pop behind the wait may hold a job (a released job's next attempt, say):
-                // it runs now, and the next turn takes it before the queues count as empty.
-                self.services.waker.hurry_pop().await;
-                return None;
-            }
             return self.empty_once_acknowledged().await;
         }
         self.wait_idle(fetched.next_due).await;
@@ -305,11 +298,11 @@ impl<'a> JobLoop<'a> {
     /// Takes what the pop sent behind the waker's wait reserved, as a pop's result, or (when
     /// it did not run) gives back what it asked for, for a pop of the usual kind.
     async fn popped_behind_wait(&mut self, popped: Option<Fetched>) -> Option<Exit> {
-        let asked = std::mem::take(&mut self.behind);
+        let grant = self.behind.take()?;
         match popped {
-            Some(fetched) => self.fetched((Grant::Idle(asked), Ok(fetched))).await,
+            Some(fetched) => self.fetched((grant, Ok(fetched))).await,
             None => {
-                self.asked -= asked as u64;
+                self.asked -= grant.len() as u64;
                 None
             }
         }
@@ -342,20 +335,7 @@ impl<'a> JobLoop<'a> {
     async fn wait_idle(&mut self, next_due: Option<Duration>) {
         let out_of_time = self.config.max_time.map(|max| self.started + max);
         let services = self.services;
-        // One pop behind the wait at a time: one in flight is taken first (`turn`). It asks for
-        // the free slots, leaving one job of a limit (`--max-jobs`) to the pops that a due job
-        // or a timeout send meanwhile.
-        let room = self.job_limit - self.taken - self.asked;
-        let count = match self.behind {
-            0 => (self.slots.available_permits() as u64).min(room.saturating_sub(1)) as usize,
-            _ => 0,
-        };
-        let fetcher = &services.fetcher;
-        let sent = services
-            .waker
-            .arm(|| (count > 0).then(|| fetcher.pop_behind(count)).flatten());
-        self.behind += sent;
-        self.asked += sent as u64;
+        self.send_pop_behind_wait();
         tokio::select! {
             _ = services.waker.wait() => {}
             _ = sleep_for(next_due) => {}
@@ -363,11 +343,43 @@ impl<'a> JobLoop<'a> {
             _ = sleep_until(out_of_time) => {}
             _ = self.stop.cancelled() => {}
             _ = services.control.restarted() => {}
-            // The pop behind the wait may be of a queue now paused: it runs now, and the next
-            // wait leaves that queue out.
-            _ = services.control.paused_changed() => services.waker.hurry_pop().await,
+            _ = services.control.paused_changed() => {}
             Some(joined) = self.running.join_next(), if self.config.stop_when_empty => reap(joined),
             slot = free_slot(&self.slots), if !self.waiting.is_empty() => self.start_waiting(slot),
+        }
+        if self.behind.is_some() {
+            // The pop behind the wait is the next pop (`turn` takes it first): one that has not
+            // come back (the worker leaves the wait for another reason, or a wake-up was owed
+            // by an earlier wait) runs now, rather than later for a worker busy with other jobs.
+            services.waker.hurry_pop().await;
+        }
+    }
+
+    /// Sends a pop behind the waker's wait, when the worker takes one queue and may reserve:
+    /// it holds the free slots for it, leaving one job of a limit (`--max-jobs`) to the pops
+    /// made when the worker leaves the wait. Arms the waker either way.
+    fn send_pop_behind_wait(&mut self) {
+        let services = self.services;
+        if self.behind.is_some() {
+            services.waker.arm(|| None);
+            return;
+        }
+        let room = self.job_limit - self.taken - self.asked;
+        let mut slots = Vec::new();
+        while (slots.len() as u64) < room.saturating_sub(1) {
+            match self.slots.clone().try_acquire_owned() {
+                Ok(slot) => slots.push(slot),
+                Err(_) => break,
+            }
+        }
+        let count = slots.len();
+        let fetcher = &services.fetcher;
+        let sent = services
+            .waker
+            .arm(|| (count > 0).then(|| fetcher.pop_behind(count)).flatten());
+        if sent > 0 {
+            self.asked += sent as u64;
+            self.behind = Some(Grant::Idle(slots));
         }
     }
 
@@ -389,36 +401,27 @@ impl<'a> JobLoop<'a> {
                 });
                 self.waiting.extend(unstarted);
             }
-            Grant::Idle(_) => {
+            Grant::Idle(slots) => {
                 let control = &self.services.control;
-                let mut not_now = Vec::new();
-                for job in jobs {
-                    // Its queue may have been paused since the pop was sent.
-                    let slot = if control.is_paused(&job.queue.name) {
-                        None
+                let mut paused = Vec::new();
+                for (job, slot) in jobs.into_iter().zip(slots) {
+                    let paused_now = control.is_paused(&job.queue.name);
+                    let held = running.hold(&job, !paused_now);
+                    let unstarted = Unstarted { job, held };
+                    if paused_now {
+                        paused.push(unstarted);
                     } else {
-                        self.slots.clone().try_acquire_owned().ok()
-                    };
-                    match slot {
-                        Some(slot) => {
-                            let held = running.hold(&job, true);
-                            self.start(Unstarted { job, held }, slot);
-                        }
-                        None => {
-                            let held = running.hold(&job, false);
-                            not_now.push(Unstarted { job, held });
-                        }
+                        self.start(unstarted, slot);
                     }
                 }
-                if !not_now.is_empty() {
+                if !paused.is_empty() {
                     // Not taken after all: they count against no limit.
-                    self.taken -= not_now.len() as u64;
+                    self.taken -= paused.len() as u64;
                     debug!(
-                        jobs = not_now.len(),
-                        "putting back the jobs reserved behind the wait: no slot is free, or \
-                         their queue was paused"
+                        jobs = paused.len(),
+                        "putting back the jobs reserved behind the wait: their queue was paused"
                     );
-                    self.give_back(not_now);
+                    self.give_back(paused);
                 }
             }
         }
@@ -452,10 +455,9 @@ impl<'a> JobLoop<'a> {
     /// them back on their queues, and those still waiting ahead go back unstarted, their
     /// attempts not counted.
     async fn finish(mut self) {
-        if self.behind > 0 {
-            let asked = std::mem::take(&mut self.behind);
+        if let Some(grant) = self.behind.take() {
             if let Some(fetched) = self.services.waker.cancel_pop().await {
-                self.start_jobs(fetched.jobs, Grant::Idle(asked));
+                self.start_jobs(fetched.jobs, grant);
             }
         }
         while let Some((grant, result)) = self.fetches.next().await {

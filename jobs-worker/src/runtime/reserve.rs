@@ -100,9 +100,9 @@ impl Fetcher {
     }
 }
 
-/// A pop of up to `count` jobs of the worker's first queue not paused, sent behind the
-/// waker's `BLPOP` (`waker.rs`), so that a job pushed to an idle worker is reserved the moment
-/// its token is served, without another round trip.
+/// A pop of up to `count` jobs of the worker's queue, sent behind the waker's `BLPOP`
+/// (`waker.rs`), so that a job pushed to an idle worker is reserved the moment its token is
+/// served, without another round trip.
 pub(crate) struct PopBehind {
     queue: RedisQueue,
     keys: Arc<QueueKeys>,
@@ -112,13 +112,19 @@ pub(crate) struct PopBehind {
 }
 
 impl Fetcher {
-    /// The pop an idle worker sends behind its wait, for up to `count` jobs; `None` when
-    /// every queue is paused.
+    /// The pop an idle worker sends behind its wait, for up to `count` jobs: only where it
+    /// takes one queue (not paused). A pop covers one queue, so with several it would leave
+    /// the others to a pop of the usual kind after it, one more round trip for a job of any
+    /// other queue, and for a due job of any queue that the worker's timer, not a push, finds.
     pub(crate) fn pop_behind(&self, count: usize) -> Option<PopBehind> {
-        let keys = self
+        let mut unpaused = self
             .queues
             .iter()
-            .find(|keys| !self.control.is_paused(&keys.name))?;
+            .filter(|keys| !self.control.is_paused(&keys.name));
+        let keys = unpaused.next()?;
+        if unpaused.next().is_some() {
+            return None;
+        }
         Some(PopBehind {
             queue: self.queue.clone(),
             keys: keys.clone(),

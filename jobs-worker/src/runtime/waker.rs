@@ -7,12 +7,14 @@
 //! that arrives while the worker is no longer waiting (busy, or stopping) is pushed back, so
 //! that another idle worker wakes for it.
 //!
-//! On a single server the job loop may send a pop of its first queue behind the BLPOP, in the
-//! same pipeline ([`Waker::arm`]): Redis runs it the moment the BLPOP is served, so a job
-//! pushed to an idle worker is reserved without another round trip. Its jobs reach the job
-//! loop through [`Waker::popped`]; a stop ends the BLPOP at once (`CLIENT UNBLOCK`) and takes
-//! them too ([`Waker::cancel_pop`]), so that no pop is left behind a dropped connection. A
-//! user whose ACL denies `CLIENT UNBLOCK` gets no pop behind its BLPOP.
+//! On a single server a worker of one queue sends a pop of it behind the BLPOP, in the same
+//! pipeline ([`Waker::arm`]): Redis runs it the moment the BLPOP is served, so a job pushed to
+//! an idle worker is reserved without another round trip. Its jobs reach the job loop through
+//! [`Waker::popped`]. When the worker stops waiting for another reason, the job loop ends the
+//! BLPOP at once (`CLIENT UNBLOCK`, [`Waker::hurry_pop`]), so that the pop runs now as its next
+//! pop, and no pop stays behind a wait to reserve jobs for a busy worker, or behind a
+//! connection that a stop closes. A user whose ACL denies `CLIENT UNBLOCK` gets no pop behind
+//! its BLPOP.
 //!
 //! A Redis Cluster refuses a BLPOP over keys of different slots (`CROSSSLOT`), and each queue
 //! has a slot of its own there. On a cluster the waker therefore runs one listener per queue,
@@ -200,7 +202,8 @@ impl Waker {
     /// One not sent yet is not sent, and comes back as not run. One sent behind a BLPOP ends
     /// that BLPOP at once (`CLIENT UNBLOCK`, as if it had timed out), so that it runs now; the
     /// request is made again until the BLPOP has ended, in case it reached the server before
-    /// the BLPOP did. Gives up after the BLPOP's own timeout and the connection's.
+    /// the BLPOP did. Gives up when Redis cannot be reached, or after the BLPOP's own timeout
+    /// and the connection's.
     pub(crate) async fn hurry_pop(&self) {
         let Some(listener) = self.listeners.iter().find(|l| l.pops) else {
             return;
@@ -225,7 +228,10 @@ impl Waker {
                     .query(redis::cmd("CLIENT").arg("UNBLOCK").arg(id))
                     .await;
                 if let Err(err) = unblocked {
+                    // Redis cannot be reached: the BLPOP's connection fails too, in its own
+                    // time, and the pop comes back as not run.
                     debug!(error = %err, "cannot end the wait for jobs early");
+                    return;
                 }
             }
             let wait =
@@ -333,8 +339,8 @@ async fn listen(
                     (token, None)
                 }
             };
-            // Jobs the pop reserved are this worker's now: the job loop starts them, or puts
-            // back those it has no free slot for.
+            // Jobs the pop reserved are this worker's now, started in the slots the job loop
+            // holds for them: their token is spent.
             let reserved = popped.as_ref().is_some_and(|p| !p.jobs.is_empty());
             if let Some((key, token)) = token {
                 if !reserved && !shared.waiting.load(Ordering::Acquire) {
@@ -392,11 +398,12 @@ fn send_behind(listener: &Listener) -> Option<PopBehind> {
     }
 }
 
-/// Hands the job loop what the pop sent behind this round's BLPOP reserved, if one was sent;
-/// a pop asked for while the round was under way waits for the next round.
+/// Hands the job loop what the pop asked for before this round reserved: what it reserved if
+/// it was sent, and as not run if the round ended before sending it (a connection that could
+/// not be made). A pop is only asked for between rounds ([`Waker::arm`]).
 fn pop_back(listener: &Listener, popped: Option<Fetched>) {
     let mut state = lock(&listener.pop);
-    if matches!(*state, PopState::Sent) {
+    if matches!(*state, PopState::Sent | PopState::Asked(_)) {
         *state = PopState::Done(popped);
         drop(state);
         listener.pop_done.notify_one();
