@@ -271,7 +271,11 @@ async fn waiting_jobs_are_cancelled_without_running() {
     let worker = start_worker(redis.url(), &[]);
     for job in [&ready, &delayed] {
         assert!(matches!(job.wait(LONG).await, Err(WaitError::Cancelled)));
-        assert_eq!(hook_reasons(&redis, **job).await, ["cancelled"]);
+        // The hook runs once the failure is recorded, which is what the wait sees.
+        wait_until(LONG, "the failed() hook ran", || async {
+            hook_reasons(&redis, **job).await == ["cancelled"]
+        })
+        .await;
     }
     let ran: Vec<_> = worker
         .events()
