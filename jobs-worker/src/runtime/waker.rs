@@ -87,6 +87,30 @@ enum PopState {
     Done(Option<Fetched>),
 }
 
+impl PopState {
+    /// What a pop that is back reserved, leaving no pop; `None` while one is asked for or out.
+    fn take_done(&mut self) -> Option<Option<Fetched>> {
+        match std::mem::take(self) {
+            PopState::Done(popped) => Some(popped),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
+    /// The pop asked for, now on its way ([`PopState::Sent`]); `None` when none is asked for.
+    fn send(&mut self) -> Option<PopBehind> {
+        match std::mem::replace(self, PopState::Sent) {
+            PopState::Asked(pop) => Some(pop),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+}
+
 impl Waker {
     /// Starts the waker for `queues`, talking to the Redis behind `queue` and leaving out the
     /// queues `control` says are paused; each BLPOP waits at most `block_for`.
@@ -135,11 +159,11 @@ impl Waker {
         }
     }
 
-    /// Starts a BLPOP on every listener that has none in flight, with the pop `behind` makes
-    /// sent behind it where the waker is on a single server and no other pop is there.
-    /// Returns how many jobs that pop may reserve (0: none was asked for); it comes back
-    /// through [`Waker::popped`]. Where the waker may not end the BLPOP early
-    /// ([`Waker::cancel_pop`]), the pop is not sent, and comes back as not run.
+    /// Starts a BLPOP on every listener that has none in flight. Where the waker is on a single
+    /// server and no pop is out, the pop that `behind` makes goes behind that BLPOP. Returns
+    /// how many jobs that pop may reserve (0: none was asked for); it comes back through
+    /// [`Waker::popped`]. Where the waker may not end the BLPOP early ([`Waker::hurry_pop`]),
+    /// the pop is not sent, and comes back as not run.
     pub(crate) fn arm(&self, behind: impl FnOnce() -> Option<PopBehind>) -> usize {
         let mut behind = Some(behind);
         let mut asked = 0;
@@ -178,14 +202,8 @@ impl Waker {
         };
         loop {
             let done = listener.pop_done.notified();
-            {
-                let mut state = lock(&listener.pop);
-                if let PopState::Done(_) = &*state {
-                    let PopState::Done(popped) = std::mem::take(&mut *state) else {
-                        unreachable!("matched above");
-                    };
-                    return popped;
-                }
+            if let Some(popped) = lock(&listener.pop).take_done() {
+                return popped;
             }
             done.await;
         }
@@ -377,25 +395,14 @@ async fn listen(
 /// unblocked; one that cannot be sent comes back as not run at once.
 fn send_behind(listener: &Listener) -> Option<PopBehind> {
     let mut state = lock(&listener.pop);
-    if !matches!(*state, PopState::Asked(_)) {
-        return None;
+    let pop = state.send()?;
+    if lock(&listener.client_id).is_some() {
+        return Some(pop);
     }
-    let unblockable = lock(&listener.client_id).is_some();
-    let next = if unblockable {
-        PopState::Sent
-    } else {
-        PopState::Done(None)
-    };
-    let PopState::Asked(pop) = std::mem::replace(&mut *state, next) else {
-        unreachable!("matched above");
-    };
+    *state = PopState::Done(None);
     drop(state);
-    if unblockable {
-        Some(pop)
-    } else {
-        listener.pop_done.notify_one();
-        None
-    }
+    listener.pop_done.notify_one();
+    None
 }
 
 /// Hands the job loop what the pop asked for before this round reserved: what it reserved if
