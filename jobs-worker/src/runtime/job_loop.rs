@@ -357,10 +357,11 @@ impl<'a> JobLoop<'a> {
 
     /// Sends a pop behind the waker's wait, when the worker takes one queue and may reserve:
     /// it holds the free slots for it, leaving one job of a limit (`--max-jobs`) to the pops
-    /// made when the worker leaves the wait. Arms the waker either way.
+    /// made when the worker leaves the wait. None while jobs reserved ahead wait for a slot:
+    /// the next free slot is theirs. Arms the waker either way.
     fn send_pop_behind_wait(&mut self) {
         let services = self.services;
-        if self.behind.is_some() {
+        if self.behind.is_some() || !self.waiting.is_empty() {
             services.waker.arm(|| None);
             return;
         }
