@@ -35,6 +35,10 @@ const AHEAD_ROUNDS: usize = 3;
 /// round trip to Redis, which is what reserving ahead saves.
 const AHEAD_MAX_WAIT: Duration = Duration::from_millis(2);
 
+/// A due time this close sends no pop behind the idle wait: the timer would end the wait
+/// before the pop reached Redis.
+const SOON: Duration = Duration::from_millis(1);
+
 /// How often the worker compares its memory with its limit.
 const MEMORY_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -335,7 +339,12 @@ impl<'a> JobLoop<'a> {
     async fn wait_idle(&mut self, next_due: Option<Duration>) {
         let out_of_time = self.config.max_time.map(|max| self.started + max);
         let services = self.services;
-        self.send_pop_behind_wait();
+        // A wait that its timer ends at once would only have its pop hurried.
+        if next_due.is_some_and(|due| due < SOON) {
+            services.waker.arm(|| None);
+        } else {
+            self.send_pop_behind_wait();
+        }
         tokio::select! {
             _ = services.waker.wait() => {}
             _ = sleep_for(next_due) => {}

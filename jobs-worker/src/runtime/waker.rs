@@ -38,9 +38,13 @@ use crate::runtime::control::Control;
 use crate::runtime::outage::Pause;
 use crate::runtime::reserve::{Fetched, PopBehind};
 
-/// How often a stop asks Redis again to end the BLPOP a pop waits behind, in case the request
-/// reached the server before the BLPOP did.
-const UNBLOCK_EVERY: Duration = Duration::from_millis(50);
+/// How long [`Waker::hurry_pop`] first waits for the pop before it asks Redis again to end
+/// the BLPOP, in case its request reached the server before the BLPOP did; each wait doubles,
+/// up to [`UNBLOCK_AT_MOST_EVERY`].
+const UNBLOCK_AGAIN_AFTER: Duration = Duration::from_millis(1);
+
+/// The longest wait between two requests to end the BLPOP.
+const UNBLOCK_AT_MOST_EVERY: Duration = Duration::from_millis(50);
 
 /// Handle to the waker's listener tasks.
 pub(crate) struct Waker {
@@ -227,6 +231,7 @@ impl Waker {
             return;
         };
         let deadline = tokio::time::Instant::now() + self.block_for + Duration::from_secs(5);
+        let mut again_after = UNBLOCK_AGAIN_AFTER;
         loop {
             let done = listener.pop_done.notified();
             let client_id = {
@@ -253,7 +258,8 @@ impl Waker {
                 }
             }
             let wait =
-                UNBLOCK_EVERY.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+                again_after.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+            again_after = (again_after * 2).min(UNBLOCK_AT_MOST_EVERY);
             if tokio::time::timeout(wait, done).await.is_err()
                 && tokio::time::Instant::now() >= deadline
             {
