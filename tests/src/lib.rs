@@ -44,4 +44,6 @@ pub use json::json_fields;
 pub use postgres_server::{kept_rows, outbox_rows, TestPostgres, POSTGRES_MISSING};
 pub use redis_server::{free_port, server_time, TestRedis, CLOSED_PORT, REDIS_SERVER_MISSING};
 pub use server::{RedisUnderTest, Server};
-pub use wait::{wait_for, wait_for_empty_queue, wait_for_idle_worker, wait_until};
+pub use wait::{
+    blocked_in_blpop, wait_for, wait_for_empty_queue, wait_for_idle_worker, wait_until,
+};

@@ -87,25 +87,26 @@ pub fn wait_for_idle_worker(
     wait_for(
         timeout,
         "a worker is blocked on its notify lists",
-        move || {
-            let mut conn = conn.clone();
-            async move {
-                let clients: String = redis::cmd("CLIENT")
-                    .arg("LIST")
-                    .query_async(&mut conn)
-                    .await
-                    .expect("CLIENT LIST answers");
-                let blocked = clients.lines().find(|client| {
-                    client.contains(" cmd=blpop ") && client.contains(" flags=b ")
-                })?;
-                let addr = blocked
-                    .split(' ')
-                    .find_map(|field| field.strip_prefix("addr="))
-                    .expect("CLIENT LIST gives each client's addr");
-                Some(addr.to_string())
-            }
-        },
+        move || blocked_in_blpop(conn),
     )
+}
+
+/// The address (`ip:port`) of a connection blocked in `BLPOP` on the server behind `conn`, as
+/// `CLIENT LIST` shows it; `None` when none is.
+pub async fn blocked_in_blpop(conn: &redis::aio::MultiplexedConnection) -> Option<String> {
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(&mut conn.clone())
+        .await
+        .expect("CLIENT LIST answers");
+    let blocked = clients
+        .lines()
+        .find(|client| client.contains(" cmd=blpop ") && client.contains(" flags=b "))?;
+    let addr = blocked
+        .split(' ')
+        .find_map(|field| field.strip_prefix("addr="))
+        .expect("CLIENT LIST gives each client's addr");
+    Some(addr.to_string())
 }
 
 /// Waits until the queue `name` holds no job, ready, delayed or reserved: a job's handler, or

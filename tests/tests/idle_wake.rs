@@ -11,7 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for_empty_queue, wait_for_idle_worker, wait_until, SentVia, TestRedis};
+use tests::{
+    blocked_in_blpop, wait_for_empty_queue, wait_for_idle_worker, wait_until, SentVia, TestRedis,
+};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -194,19 +196,7 @@ async fn a_queue_paused_while_its_worker_waits_ends_the_wait_and_the_pop_behind_
     wait_until(
         Duration::from_secs(10),
         "the worker no longer waits",
-        || {
-            let mut conn = conn.clone();
-            async move {
-                let clients: String = redis::cmd("CLIENT")
-                    .arg("LIST")
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
-                !clients
-                    .lines()
-                    .any(|client| client.contains(" cmd=blpop ") && client.contains(" flags=b "))
-            }
-        },
+        || async { blocked_in_blpop(&conn).await.is_none() },
     )
     .await;
     let slow = push_record(&queue, "slow").await;

@@ -28,29 +28,28 @@ pub trait WorkerQueue: Sync {
         count: usize,
         migrate_limit: usize,
     ) -> impl Future<Output = Result<Popped>> + Send {
-        self.pop_within(queue, retry_after, count, migrate_limit, &GroupLimits::NONE)
+        self.pop_within(PopArgs {
+            queue,
+            retry_after,
+            count,
+            migrate_limit,
+            groups: &GroupLimits::NONE,
+        })
     }
 
-    /// Reserves up to `count` jobs of `queue`, its own and its groups', holding a group with
-    /// no limits of its own nor its queue's to `groups` (`reserve.rs`).
-    fn pop_within(
-        &self,
-        queue: &QueueKeys,
-        retry_after: Duration,
-        count: usize,
-        migrate_limit: usize,
-        groups: &GroupLimits,
-    ) -> impl Future<Output = Result<Popped>> + Send;
+    /// Makes the pop `pop`: reserves up to `pop.count` jobs of its queue, its own and its
+    /// groups' (`reserve.rs`).
+    fn pop_within(&self, pop: PopArgs<'_>) -> impl Future<Output = Result<Popped>> + Send;
 
     /// Waits on `conn`, a connection of its own to a single server, for a token of the notify
-    /// lists `wait_on` (at most `block_for`), with a pop of up to `pop.count` jobs pipelined
-    /// behind the wait, which Redis runs the moment the wait ends (`reserve.rs`).
+    /// lists `wait_on` (at most `block_for`), with the pop `pop`, if any, pipelined behind the
+    /// wait, which Redis runs the moment the wait ends (`reserve.rs`).
     fn wait_then_pop(
         &self,
         conn: &mut Connection,
         wait_on: &[&str],
         block_for: Duration,
-        pop: PopArgs<'_>,
+        pop: Option<PopArgs<'_>>,
     ) -> impl Future<Output = Result<Woken>> + Send;
 
     /// Deletes a finished job's reservation; `false` when it was no longer held.
@@ -166,15 +165,8 @@ pub trait WorkerQueue: Sync {
 }
 
 impl WorkerQueue for RedisQueue {
-    async fn pop_within(
-        &self,
-        queue: &QueueKeys,
-        retry_after: Duration,
-        count: usize,
-        migrate_limit: usize,
-        groups: &GroupLimits,
-    ) -> Result<Popped> {
-        RedisQueue::pop(self, queue, retry_after, count, migrate_limit, groups).await
+    async fn pop_within(&self, pop: PopArgs<'_>) -> Result<Popped> {
+        RedisQueue::pop(self, pop).await
     }
 
     async fn wait_then_pop(
@@ -182,7 +174,7 @@ impl WorkerQueue for RedisQueue {
         conn: &mut Connection,
         wait_on: &[&str],
         block_for: Duration,
-        pop: PopArgs<'_>,
+        pop: Option<PopArgs<'_>>,
     ) -> Result<Woken> {
         RedisQueue::wait_then_pop(self, conn, wait_on, block_for, pop).await
     }

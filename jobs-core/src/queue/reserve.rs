@@ -60,10 +60,9 @@ impl Popped {
     }
 }
 
-/// What a pop reserves: up to `count` jobs of
-/// `queue`, each reservation expiring `retry_after` from then, after migrating at most
-/// `migrate_limit` due jobs of each kind; a group with no limits of its own nor its queue's is
-/// held to `groups`.
+/// What a pop reserves: up to `count` jobs of `queue`, each reservation expiring
+/// `retry_after` from then, after migrating at most `migrate_limit` due jobs of each kind; a
+/// group with no limits of its own nor its queue's is held to `groups`.
 #[derive(Debug, Clone, Copy)]
 pub struct PopArgs<'a> {
     /// The queue to pop.
@@ -78,75 +77,58 @@ pub struct PopArgs<'a> {
     pub groups: &'a GroupLimits,
 }
 
-/// What a wait with a pop behind it (`WorkerQueue::wait_then_pop`) found.
-#[derive(Debug, Default)]
+/// What a wait, with a pop behind it or not (`WorkerQueue::wait_then_pop`), found.
+#[derive(Debug)]
 pub struct Woken {
     /// The token the wait took, with its notify list (`None`: the wait timed out).
     pub token: Option<(String, String)>,
-    /// What the pop reserved (`None`: the server lacked the pop's script, so it did not run).
+    /// What the pop reserved (`None`: no pop went behind the wait, or the server lacked the
+    /// pop's script, so it did not run).
     pub popped: Option<Popped>,
 }
 
 impl RedisQueue {
-    /// Reserves up to `count` jobs of `queue`, its own and its groups' in turn, after
-    /// migrating due delayed jobs and expired reservations (at most `migrate_limit` of each in
-    /// this call). Each reservation expires `retry_after` from now, by the server's clock.
-    /// `groups` are the limits of a group that has none of its own nor its queue's.
-    pub(crate) async fn pop(
-        &self,
-        queue: &QueueKeys,
-        retry_after: Duration,
-        count: usize,
-        migrate_limit: usize,
-        groups: &GroupLimits,
-    ) -> Result<Popped> {
-        let call = self.pop_call(PopArgs {
-            queue,
-            retry_after,
-            count,
-            migrate_limit,
-            groups,
-        });
-        Ok(Popped::from_reply(self.invoke(&call).await?))
+    /// Makes the pop `pop`: reserves up to `pop.count` jobs of its queue, its own and its
+    /// groups' in turn, after migrating due delayed jobs and expired reservations (at most
+    /// `pop.migrate_limit` of each in this call). Each reservation expires `pop.retry_after`
+    /// from now, by the server's clock.
+    pub(crate) async fn pop(&self, pop: PopArgs<'_>) -> Result<Popped> {
+        Ok(Popped::from_reply(self.invoke(&self.pop_call(pop)).await?))
     }
 
     /// Waits on `conn` for a token of the notify lists `wait_on` (`BLPOP`, at most
-    /// `block_for`), then makes the pop `pop` as [`RedisQueue::pop`] does. Both go out in one
-    /// pipeline: Redis runs the pop the moment the wait ends, without a round trip between
-    /// them, whether a token came or the wait timed out.
+    /// `block_for`), then makes the pop `pop`, if any, as [`RedisQueue::pop`] does. Both go
+    /// out in one pipeline: Redis runs the pop the moment the wait ends, without a round trip
+    /// between them, whether a token came or the wait timed out.
     ///
     /// `conn` must be a connection of its own (a blocked connection answers nothing else),
-    /// to a single server: a cluster may not serve both from one node.
+    /// to a single server when a pop goes behind the wait: a cluster may not serve both from
+    /// one node.
     pub(crate) async fn wait_then_pop(
         &self,
         conn: &mut Connection,
         wait_on: &[&str],
         block_for: Duration,
-        pop: PopArgs<'_>,
+        pop: Option<PopArgs<'_>>,
     ) -> Result<Woken> {
+        let mut wait = redis::cmd("BLPOP");
+        wait.arg(wait_on).arg(block_for.as_secs_f64().max(0.01));
+        let Some(pop) = pop else {
+            let token = wait.query_async(conn).await.map_err(Error::from)?;
+            return Ok(Woken {
+                token,
+                popped: None,
+            });
+        };
         let mut pipe = redis::pipe();
-        pipe.cmd("BLPOP")
-            .arg(wait_on)
-            .arg(block_for.as_secs_f64().max(0.01))
-            .invoke_script(&self.pop_call(pop));
+        pipe.add_command(wait).invoke_script(&self.pop_call(pop));
         // Each reply is read on its own: a server that lost its scripts answers the pop with
         // NOSCRIPT, and the worker then pops as usual, which loads the script.
         pipe.ignore_errors();
-        let replies: Vec<redis::RedisResult<redis::Value>> =
+        let (token, popped): (redis::RedisResult<_>, redis::RedisResult<PopReply>) =
             pipe.query_async(conn).await.map_err(Error::from)?;
-        let [token, popped]: [_; 2] = replies.try_into().map_err(|replies: Vec<_>| {
-            redis::RedisError::from((
-                redis::ErrorKind::Client,
-                "a wait and a pop answered with a number of replies other than two",
-                format!("{}", replies.len()),
-            ))
-        })?;
-        let token: Option<(String, String)> =
-            redis::from_redis_value(token?).map_err(redis::RedisError::from)?;
         let popped = match popped {
-            Ok(reply) => Some(Popped::from_reply(
-                redis::from_redis_value(reply).map_err(redis::RedisError::from)?,
-            )),
+            Ok(reply) => Some(Popped::from_reply(reply)),
             Err(err)
                 if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
             {
@@ -154,7 +136,10 @@ impl RedisQueue {
             }
             Err(err) => return Err(err.into()),
         };
-        Ok(Woken { token, popped })
+        Ok(Woken {
+            token: token?,
+            popped,
+        })
     }
 
     /// The `pop.lua` call that makes `pop`.

@@ -36,7 +36,7 @@ const AHEAD_ROUNDS: usize = 3;
 const AHEAD_MAX_WAIT: Duration = Duration::from_millis(2);
 
 /// A due time this close sends no pop behind the idle wait: the timer would end the wait
-/// before the pop reached Redis.
+/// before the pop reached Redis (`JobLoop::arm_waker`).
 const SOON: Duration = Duration::from_millis(1);
 
 /// How often the worker compares its memory with its limit.
@@ -339,12 +339,7 @@ impl<'a> JobLoop<'a> {
     async fn wait_idle(&mut self, next_due: Option<Duration>) {
         let out_of_time = self.config.max_time.map(|max| self.started + max);
         let services = self.services;
-        // A wait that its timer ends at once would only have its pop hurried.
-        if next_due.is_some_and(|due| due < SOON) {
-            services.waker.arm(|| None);
-        } else {
-            self.send_pop_behind_wait();
-        }
+        self.arm_waker(next_due);
         tokio::select! {
             _ = services.waker.wait() => {}
             _ = sleep_for(next_due) => {}
@@ -364,23 +359,20 @@ impl<'a> JobLoop<'a> {
         }
     }
 
-    /// Sends a pop behind the waker's wait, when the worker takes one queue and may reserve:
-    /// it holds the free slots for it, leaving one job of a limit (`--max-jobs`) to the pops
-    /// made when the worker leaves the wait. None while jobs reserved ahead wait for a slot:
-    /// the next free slot is theirs. Arms the waker either way.
-    fn send_pop_behind_wait(&mut self) {
+    /// Arms the waker for an idle wait whose timer ends in `next_due`, with a pop sent behind
+    /// it when the worker takes one queue and may reserve: the pop holds the free slots,
+    /// leaving one job of a limit (`--max-jobs`) to the pops made when the worker leaves the
+    /// wait. None while jobs reserved ahead wait for a slot (the next free slot is theirs),
+    /// nor when the timer ends the wait at once (the pop would only be hurried).
+    fn arm_waker(&mut self, next_due: Option<Duration>) {
         let services = self.services;
-        if self.behind.is_some() || !self.waiting.is_empty() {
-            services.waker.arm(|| None);
-            return;
-        }
-        let room = self.job_limit - self.taken - self.asked;
+        let pop_behind = self.behind.is_none()
+            && self.waiting.is_empty()
+            && next_due.is_none_or(|due| due >= SOON);
         let mut slots = Vec::new();
-        while (slots.len() as u64) < room.saturating_sub(1) {
-            match self.slots.clone().try_acquire_owned() {
-                Ok(slot) => slots.push(slot),
-                Err(_) => break,
-            }
+        if pop_behind {
+            let room = self.job_limit - self.taken - self.asked;
+            take_free_slots(&self.slots, &mut slots, room.saturating_sub(1));
         }
         let count = slots.len();
         let fetcher = &services.fetcher;
@@ -595,13 +587,18 @@ async fn free_slots(slots: &Arc<Semaphore>, min: u64, max: u64) -> Vec<OwnedSema
     while (permits.len() as u64) < min {
         permits.push(free_slot(slots).await);
     }
+    take_free_slots(slots, &mut permits, max);
+    permits
+}
+
+/// Adds to `permits` as many slots as are free now, up to `max` in all.
+fn take_free_slots(slots: &Arc<Semaphore>, permits: &mut Vec<OwnedSemaphorePermit>, max: u64) {
     while (permits.len() as u64) < max {
         match slots.clone().try_acquire_owned() {
             Ok(permit) => permits.push(permit),
             Err(_) => break,
         }
     }
-    permits
 }
 
 fn reap(joined: Result<Settled, tokio::task::JoinError>) {

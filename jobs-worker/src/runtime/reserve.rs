@@ -1,7 +1,6 @@
 //! Where a job is reserved: the fetcher pops jobs from the worker's queues in strict priority order.
 
 use redjob::__worker::{PopArgs, WorkerQueue};
-use redjob::queue::connection::Connection;
 use redjob::queue::keys::QueueKeys;
 use redjob::queue::{GroupLimits, Popped};
 use redjob::RedisQueue;
@@ -90,13 +89,21 @@ impl Fetcher {
             if self.control.is_paused(&keys.name) {
                 continue;
             }
-            let popped = self
-                .queue
-                .pop_within(keys, self.retry_after, left, MIGRATE_LIMIT, &self.groups)
-                .await?;
+            let popped = self.queue.pop_within(self.pop_args(keys, left)).await?;
             fetched.add(keys, popped);
         }
         Ok(fetched)
+    }
+
+    /// A pop of up to `count` jobs of `keys`' queue.
+    fn pop_args<'a>(&'a self, keys: &'a QueueKeys, count: usize) -> PopArgs<'a> {
+        PopArgs {
+            queue: keys,
+            retry_after: self.retry_after,
+            count,
+            migrate_limit: MIGRATE_LIMIT,
+            groups: &self.groups,
+        }
     }
 }
 
@@ -104,11 +111,9 @@ impl Fetcher {
 /// (`waker.rs`), so that a job pushed to an idle worker is reserved the moment its token is
 /// served, without another round trip.
 pub(crate) struct PopBehind {
-    queue: RedisQueue,
+    fetcher: Arc<Fetcher>,
     keys: Arc<QueueKeys>,
-    retry_after: Duration,
     count: usize,
-    groups: GroupLimits,
 }
 
 impl Fetcher {
@@ -116,7 +121,7 @@ impl Fetcher {
     /// takes one queue (not paused). A pop covers one queue, so with several it would leave
     /// the others to a pop of the usual kind after it, one more round trip for a job of any
     /// other queue, and for a due job of any queue that the worker's timer, not a push, finds.
-    pub(crate) fn pop_behind(&self, count: usize) -> Option<PopBehind> {
+    pub(crate) fn pop_behind(self: &Arc<Self>, count: usize) -> Option<PopBehind> {
         let mut unpaused = self
             .queues
             .iter()
@@ -126,11 +131,9 @@ impl Fetcher {
             return None;
         }
         Some(PopBehind {
-            queue: self.queue.clone(),
+            fetcher: self.clone(),
             keys: keys.clone(),
-            retry_after: self.retry_after,
             count,
-            groups: self.groups,
         })
     }
 }
@@ -141,32 +144,16 @@ impl PopBehind {
         self.count
     }
 
-    /// Waits on `conn` for a token of `wait_on` (at most `block_for`), then pops. Returns the
-    /// token, and what the pop reserved (`None`: it did not run, the server having lost its
-    /// script).
-    pub(crate) async fn wait_then_pop(
-        &self,
-        conn: &mut Connection,
-        wait_on: &[&str],
-        block_for: Duration,
-    ) -> redjob::Result<(Option<(String, String)>, Option<Fetched>)> {
-        let pop = PopArgs {
-            queue: &self.keys,
-            retry_after: self.retry_after,
-            count: self.count,
-            migrate_limit: MIGRATE_LIMIT,
-            groups: &self.groups,
-        };
-        let woken = self
-            .queue
-            .wait_then_pop(conn, wait_on, block_for, pop)
-            .await?;
-        let fetched = woken.popped.map(|popped| {
-            let mut fetched = Fetched::default();
-            fetched.add(&self.keys, popped);
-            fetched
-        });
-        Ok((woken.token, fetched))
+    /// The pop, to send behind the wait (`WorkerQueue::wait_then_pop`).
+    pub(crate) fn args(&self) -> PopArgs<'_> {
+        self.fetcher.pop_args(&self.keys, self.count)
+    }
+
+    /// The jobs it reserved, as a fetch's.
+    pub(crate) fn fetched(&self, popped: Popped) -> Fetched {
+        let mut fetched = Fetched::default();
+        fetched.add(&self.keys, popped);
+        fetched
     }
 }
 

@@ -28,7 +28,7 @@ pub(crate) struct Services {
     /// Paused queues and restart requests, and the counters published for operators.
     pub(crate) control: Arc<Control>,
     /// Reserves jobs.
-    pub(crate) fetcher: Fetcher,
+    pub(crate) fetcher: Arc<Fetcher>,
     /// Wakes an idle worker for a push or a due job.
     pub(crate) waker: Waker,
     /// Runs and settles jobs; one for every job task, shared rather than copied per job.
@@ -77,13 +77,13 @@ impl Services {
         .await;
         let queue_sizes =
             crate::prometheus::refresh_queue_sizes(queue.clone(), config.queues.clone());
-        let fetcher = Fetcher::new(
+        let fetcher = Arc::new(Fetcher::new(
             queue.clone(),
             queues.clone(),
             config.retry_after,
             config.groups,
             control.clone(),
-        );
+        ));
         let waker = Waker::start(queue, &queues, config.sleep, control.clone());
         let acker = Acker::start(queue.clone(), config.retry_after);
         let lease = lease::start(queue.clone(), running.clone(), config.retry_after);

@@ -25,7 +25,8 @@
 //! are resumed.
 
 use futures_util::FutureExt;
-use redjob::queue::connection::{Connection, Target};
+use redjob::__worker::WorkerQueue;
+use redjob::queue::connection::Connection;
 use redjob::queue::keys::{KeyLayout, QueueKeys};
 use redjob::RedisQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -145,7 +146,7 @@ impl Waker {
                 client_id: Mutex::new(None),
             });
             tasks.push(tokio::spawn(listen(
-                queue.target().clone(),
+                queue.clone(),
                 keys,
                 block_for,
                 control.clone(),
@@ -320,7 +321,7 @@ impl Drop for Waker {
 }
 
 async fn listen(
-    target: Target,
+    queue: RedisQueue,
     queues: Vec<Arc<QueueKeys>>,
     block_for: Duration,
     control: Arc<Control>,
@@ -343,7 +344,8 @@ async fn listen(
             }
             if conn.is_none() {
                 // A BLPOP answers within its own timeout; a longer silence is a dead connection.
-                let mut fresh = target
+                let mut fresh = queue
+                    .target()
                     .dedicated(Duration::from_secs(5), block_for + Duration::from_secs(5))
                     .await?;
                 if listener.pops {
@@ -352,17 +354,13 @@ async fn listen(
                 conn = Some(fresh);
             }
             let conn = conn.as_mut().expect("connected above");
-            let (token, popped) = match send_behind(&listener) {
-                Some(pop) => pop.wait_then_pop(conn, &keys, block_for).await?,
-                None => {
-                    let token = redis::cmd("BLPOP")
-                        .arg(&keys)
-                        .arg(block_for.as_secs_f64().max(0.01))
-                        .query_async(conn)
-                        .await?;
-                    (token, None)
-                }
-            };
+            let behind = send_behind(&listener);
+            let pop = behind.as_ref().map(PopBehind::args);
+            let woken = queue.wait_then_pop(conn, &keys, block_for, pop).await?;
+            let popped = behind
+                .zip(woken.popped)
+                .map(|(behind, popped)| behind.fetched(popped));
+            let token = woken.token;
             // Jobs the pop reserved are this worker's now, started in the slots the job loop
             // holds for them: their token is spent.
             let reserved = popped.as_ref().is_some_and(|p| !p.jobs.is_empty());
