@@ -3,6 +3,7 @@
 //! while it waits.
 
 use examples::{now_ms, Record, Sleep};
+use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use redjob::admin::Admin;
 use redjob::RedisQueue;
@@ -19,6 +20,20 @@ const LONG: Duration = Duration::from_secs(30);
 
 fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
     WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
+}
+
+/// Starts a worker with `args` on `redis` and waits until it is idle, blocked in `BLPOP`
+/// (`conn` is a connection to the same server); returns it with the address of its blocked
+/// connection.
+async fn start_idle_worker(
+    redis: &TestRedis,
+    conn: &MultiplexedConnection,
+    args: &[&str],
+) -> (WorkerProcess, String) {
+    let worker = start_worker(redis.url(), args);
+    worker.wait_started().await;
+    let waiting = wait_for_idle_worker(conn, LONG).await;
+    (worker, waiting)
 }
 
 /// `redis-cli monitor` on the test server: every command the server runs, one line each
@@ -87,11 +102,9 @@ async fn wait_done(worker: &WorkerProcess, uuid: &str, what: &str) {
 async fn a_job_pushed_to_an_idle_worker_is_reserved_by_the_pop_sent_behind_its_wait() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    // --sleep 30: no timer pops the queue while the worker waits.
-    let worker = start_worker(redis.url(), &["--sleep", "30"]);
-    worker.wait_started().await;
     let conn = redis.conn().await;
-    let waiting = wait_for_idle_worker(&conn, LONG).await;
+    // --sleep 30: no timer pops the queue while the worker waits.
+    let (worker, waiting) = start_idle_worker(&redis, &conn, &["--sleep", "30"]).await;
     let monitor = Monitor::start(redis.port()).await;
 
     let uuid = push_record(&queue, "default").await;
@@ -116,9 +129,7 @@ async fn a_job_pushed_after_the_server_lost_its_scripts_still_starts_at_once() {
     let queue = redis.queue();
     let mut conn = redis.conn().await;
     // --sleep 30: the push must wake the worker, though its pop behind the wait meets NOSCRIPT.
-    let worker = start_worker(redis.url(), &["--sleep", "30"]);
-    worker.wait_started().await;
-    wait_for_idle_worker(&conn, LONG).await;
+    let (worker, _) = start_idle_worker(&redis, &conn, &["--sleep", "30"]).await;
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut conn)
@@ -140,9 +151,8 @@ async fn a_worker_busy_since_its_wait_leaves_a_pushed_job_to_another_worker() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     let conn = redis.conn().await;
-    let busy = start_worker(redis.url(), &["--concurrency", "1", "--sleep", "30"]);
-    busy.wait_started().await;
-    wait_for_idle_worker(&conn, LONG).await;
+    let (busy, _) =
+        start_idle_worker(&redis, &conn, &["--concurrency", "1", "--sleep", "30"]).await;
 
     // Its due time, not a push, ends the wait: the worker's one slot takes the sleep, and no
     // pop may stay behind a wait to reserve the next job for a worker with no free slot.
@@ -186,9 +196,7 @@ async fn a_queue_paused_while_its_worker_waits_ends_the_wait_and_the_pop_behind_
     let queue = redis.queue();
     let admin = Admin::new(queue.clone());
     let conn = redis.conn().await;
-    let worker = start_worker(redis.url(), &["--queue", "slow", "--sleep", "30"]);
-    worker.wait_started().await;
-    wait_for_idle_worker(&conn, LONG).await;
+    let (worker, _) = start_idle_worker(&redis, &conn, &["--queue", "slow", "--sleep", "30"]).await;
 
     // The wait in place has a pop of `slow` behind it: the pause must end both, well before
     // --sleep ends the wait by itself, and no wait follows while every queue is paused.
@@ -215,9 +223,7 @@ async fn a_worker_stopped_while_idle_ends_its_wait_at_once_and_leaves_no_job_res
     let mut conn = redis.conn().await;
     for round in 0..5 {
         // --sleep 30: the BLPOP would wait 30 s if the stop did not end it.
-        let mut worker = start_worker(redis.url(), &["--sleep", "30"]);
-        worker.wait_started().await;
-        wait_for_idle_worker(&conn, LONG).await;
+        let (mut worker, _) = start_idle_worker(&redis, &conn, &["--sleep", "30"]).await;
         // A push at the moment of the stop: its job must run, or stay ready, never be left
         // reserved by a pop behind a connection that closed.
         let uuid = push_record(&queue, "default").await;

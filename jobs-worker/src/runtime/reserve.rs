@@ -95,28 +95,6 @@ impl Fetcher {
         Ok(fetched)
     }
 
-    /// A pop of up to `count` jobs of `keys`' queue.
-    fn pop_args<'a>(&'a self, keys: &'a QueueKeys, count: usize) -> PopArgs<'a> {
-        PopArgs {
-            queue: keys,
-            retry_after: self.retry_after,
-            count,
-            migrate_limit: MIGRATE_LIMIT,
-            groups: &self.groups,
-        }
-    }
-}
-
-/// A pop of up to `count` jobs of the worker's queue, sent behind the waker's `BLPOP`
-/// (`waker.rs`), so that a job pushed to an idle worker is reserved the moment its token is
-/// served, without another round trip.
-pub(crate) struct PopBehind {
-    fetcher: Arc<Fetcher>,
-    keys: Arc<QueueKeys>,
-    count: usize,
-}
-
-impl Fetcher {
     /// The pop an idle worker sends behind its wait, for up to `count` jobs: only where it
     /// takes one queue (not paused). A pop covers one queue, so with several it would leave
     /// the others to a pop of the usual kind after it, one more round trip for a job of any
@@ -136,6 +114,26 @@ impl Fetcher {
             count,
         })
     }
+
+    /// A pop of up to `count` jobs of `keys`' queue.
+    fn pop_args<'a>(&'a self, keys: &'a QueueKeys, count: usize) -> PopArgs<'a> {
+        PopArgs {
+            queue: keys,
+            retry_after: self.retry_after,
+            count,
+            migrate_limit: MIGRATE_LIMIT,
+            groups: &self.groups,
+        }
+    }
+}
+
+/// A pop of up to `count` jobs of the worker's queue, sent behind the waker's `BLPOP`
+/// (`waker.rs`), so that a job pushed to an idle worker is reserved the moment its token is
+/// served, without another round trip.
+pub(crate) struct PopBehind {
+    fetcher: Arc<Fetcher>,
+    keys: Arc<QueueKeys>,
+    count: usize,
 }
 
 impl PopBehind {

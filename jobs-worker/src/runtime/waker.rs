@@ -30,7 +30,7 @@ use redjob::queue::connection::Connection;
 use redjob::queue::keys::{KeyLayout, QueueKeys};
 use redjob::RedisQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{debug, warn};
@@ -46,6 +46,10 @@ const UNBLOCK_AGAIN_AFTER: Duration = Duration::from_millis(1);
 
 /// The longest wait between two requests to end the BLPOP.
 const UNBLOCK_AT_MOST_EVERY: Duration = Duration::from_millis(50);
+
+/// How long a connection may take to open, and to answer past a BLPOP's own timeout, before it
+/// counts as dead.
+const SILENCE: Duration = Duration::from_secs(5);
 
 /// Handle to the waker's listener tasks.
 pub(crate) struct Waker {
@@ -70,11 +74,22 @@ struct Listener {
     pops: bool,
     /// The pop behind its BLPOP, from the job loop's asking to the job loop's taking.
     pop: Mutex<PopState>,
-    /// A pop came back ([`PopState::Done`]).
+    /// A pop came back ([`PopState::Done`]); wakes only those already waiting, who look at
+    /// `pop` after registering, so that no wake-up is left over for a later pop.
     pop_done: Notify,
     /// The connection's id on the server, for `CLIENT UNBLOCK` (`None`: not connected yet, or
     /// this user may not unblock it; then no pop goes behind its BLPOP).
     client_id: Mutex<Option<i64>>,
+}
+
+impl Listener {
+    /// Hands the job loop the pop `state` guards as back: what it reserved, `None` when it did
+    /// not run.
+    fn pop_back_now(&self, mut state: MutexGuard<'_, PopState>, popped: Option<Fetched>) {
+        *state = PopState::Done(popped);
+        drop(state);
+        self.pop_done.notify_waiters();
+    }
 }
 
 /// Where the pop behind a listener's BLPOP is.
@@ -202,7 +217,7 @@ impl Waker {
     /// not run or its reply was lost (a user who may not end a BLPOP early, a server that lost
     /// its scripts, a broken connection). Waits while it is on its way.
     pub(crate) async fn popped(&self) -> Option<Fetched> {
-        let Some(listener) = self.listeners.iter().find(|l| l.pops) else {
+        let Some(listener) = self.pop_listener() else {
             return std::future::pending().await;
         };
         loop {
@@ -228,21 +243,18 @@ impl Waker {
     /// the BLPOP did. Gives up when Redis cannot be reached, or after the BLPOP's own timeout
     /// and the connection's.
     pub(crate) async fn hurry_pop(&self) {
-        let Some(listener) = self.listeners.iter().find(|l| l.pops) else {
+        let Some(listener) = self.pop_listener() else {
             return;
         };
-        let deadline = tokio::time::Instant::now() + self.block_for + Duration::from_secs(5);
+        let deadline = tokio::time::Instant::now() + self.block_for + SILENCE;
         let mut again_after = UNBLOCK_AGAIN_AFTER;
         loop {
             let done = listener.pop_done.notified();
             let client_id = {
-                let mut state = lock(&listener.pop);
+                let state = lock(&listener.pop);
                 match &*state {
                     PopState::None | PopState::Done(_) => return,
-                    PopState::Asked(_) => {
-                        *state = PopState::Done(None);
-                        return;
-                    }
+                    PopState::Asked(_) => return listener.pop_back_now(state, None),
                     PopState::Sent => *lock(&listener.client_id),
                 }
             };
@@ -268,11 +280,16 @@ impl Waker {
             }
         }
     }
+
+    /// The listener a pop may go behind: the only one, on a single server.
+    fn pop_listener(&self) -> Option<&Listener> {
+        self.listeners.iter().find(|l| l.pops).map(|l| &**l)
+    }
 }
 
 /// Locks `mutex`: what it guards is whole between any two statements, so a panic elsewhere
 /// leaves it usable.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -346,7 +363,7 @@ async fn listen(
                 // A BLPOP answers within its own timeout; a longer silence is a dead connection.
                 let mut fresh = queue
                     .target()
-                    .dedicated(Duration::from_secs(5), block_for + Duration::from_secs(5))
+                    .dedicated(SILENCE, block_for + SILENCE)
                     .await?;
                 if listener.pops {
                     *lock(&listener.client_id) = unblockable_id(&mut fresh).await;
@@ -403,9 +420,7 @@ fn send_behind(listener: &Listener) -> Option<PopBehind> {
     if lock(&listener.client_id).is_some() {
         return Some(pop);
     }
-    *state = PopState::Done(None);
-    drop(state);
-    listener.pop_done.notify_one();
+    listener.pop_back_now(state, None);
     None
 }
 
@@ -413,10 +428,8 @@ fn send_behind(listener: &Listener) -> Option<PopBehind> {
 /// it was sent, and as not run if the round ended before sending it (a connection that could
 /// not be made). A pop is only asked for between rounds ([`Waker::arm`]).
 fn pop_back(listener: &Listener, popped: Option<Fetched>) {
-    let mut state = lock(&listener.pop);
+    let state = lock(&listener.pop);
     if matches!(*state, PopState::Sent | PopState::Asked(_)) {
-        *state = PopState::Done(popped);
-        drop(state);
-        listener.pop_done.notify_one();
+        listener.pop_back_now(state, popped);
     }
 }
