@@ -75,6 +75,13 @@ pub fn main() -> ExitCode {
 /// `tokio::task::spawn_blocking`. The watchdog and the cancel listener have threads of their
 /// own either way.
 ///
+/// On one thread, a task woken from another thread (a job whose I/O completes on a client's
+/// own thread, in `spawn_blocking` or on another runtime; a cancellation) waits in the
+/// runtime's global queue, which tokio by default reads once per 31 tasks run, behind the
+/// worker's own steps woken on the thread itself. This runtime reads it before each task, so
+/// that such a job resumes as soon as its I/O completes (the `io` scenario of
+/// docs/benchmarks.md).
+///
 /// ```no_run
 /// let runtime = redjob_worker::async_runtime(std::num::NonZeroUsize::new(1)).unwrap();
 /// let code = runtime.block_on(redjob_worker::Command::from_args().run());
@@ -84,7 +91,11 @@ pub fn async_runtime(
     threads: Option<std::num::NonZeroUsize>,
 ) -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = match threads.map(std::num::NonZeroUsize::get) {
-        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(1) => {
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            builder.global_queue_interval(1);
+            builder
+        }
         Some(n) => {
             let mut builder = tokio::runtime::Builder::new_multi_thread();
             builder.worker_threads(n);

@@ -711,6 +711,45 @@ async fn no_job_is_reserved_ahead_of_a_slot_while_jobs_are_long() {
 }
 
 #[tokio::test]
+async fn jobs_that_wait_go_on_in_their_slot_in_the_order_they_were_reserved() {
+    // Each job awaits a write to Redis, so a slot's task goes on with the next job reserved
+    // ahead (three, once the first jobs proved short).
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut bulk = Bulk::via(&queue);
+    for _ in 0..200 {
+        bulk.add(Record { due_ms: 0 }.dispatch()).unwrap();
+    }
+    let sent: Vec<String> = bulk
+        .send()
+        .await
+        .unwrap()
+        .iter()
+        .map(|job| job.uuid().to_string())
+        .collect();
+    let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--stop-when-empty"]);
+    let status = worker.wait_exit(LONG).await;
+    assert!(status.success(), "the worker exited with {status}");
+    let events = worker.events();
+    let done: Vec<String> = events
+        .iter()
+        .filter(|e| e.status == "DONE")
+        .map(|e| e.uuid.clone())
+        .collect();
+    assert_eq!(done, sent, "every job ran once, in order");
+    let mut conn = redis.conn().await;
+    let records: Vec<String> = conn.lrange(RECORDS_KEY, 0, -1).await.unwrap();
+    let started: Vec<String> = records
+        .iter()
+        .map(|raw| serde_json::from_str::<serde_json::Value>(raw).unwrap()["uuid"].to_string())
+        .map(|uuid| uuid.trim_matches('"').to_owned())
+        .collect();
+    assert_eq!(started, sent, "each job started once, in order");
+    assert!(events.iter().all(|e| e.attempt == 1));
+    assert_eq!(ready_and_reserved(&queue).await, (0, 0));
+}
+
+#[tokio::test]
 async fn jobs_reserved_ahead_go_back_unstarted_with_their_attempt_not_counted_when_interrupted() {
     let redis = TestRedis::start();
     let queue = redis.queue();

@@ -2,7 +2,6 @@
 //! are idle, and says when the worker must stop.
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -13,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use crate::config::WorkerConfig;
+use crate::runtime::ahead::Ahead;
 use crate::runtime::exit::Exit;
 use crate::runtime::lease::Held;
 use crate::runtime::outage::Pause;
@@ -20,7 +20,6 @@ use crate::runtime::processor::Processor;
 use crate::runtime::reserve::{Fetched, Fetcher};
 use crate::runtime::reserved::Reserved;
 use crate::runtime::services::Services;
-use crate::runtime::settle::Settled;
 use crate::runtime::time::{sleep_for, sleep_until};
 use crate::stats::Stats;
 
@@ -78,11 +77,12 @@ pub(crate) struct JobLoop<'a> {
     stop: &'a CancellationToken,
     slots: Arc<Semaphore>,
     /// Jobs reserved ahead of a free slot, in the order they were reserved: each starts in the
-    /// next free slot. While a backlog drains, pops go out for them when every slot is busy
-    /// (at most [`ahead_limit`] with those in flight), so that Redis reserves the next jobs
-    /// while these run instead of after they end.
-    waiting: VecDeque<Unstarted>,
-    running: JoinSet<Settled>,
+    /// next free slot, taken by the task of a slot whose job ended or by this loop. While a
+    /// backlog drains, pops go out for them when every slot is busy (at most [`ahead_limit`]
+    /// with those in flight), so that Redis reserves the next jobs while these run instead of
+    /// after they end.
+    waiting: Ahead<Unstarted>,
+    running: JoinSet<()>,
     /// Pops in flight, each holding the slots or places its jobs will take. While the queues
     /// hold a backlog, more pops go out before the first returns, so Redis reserves the next
     /// batches while this process starts the last one.
@@ -120,7 +120,7 @@ impl<'a> JobLoop<'a> {
             stats,
             stop,
             slots: Arc::new(Semaphore::new(config.concurrency)),
-            waiting: VecDeque::new(),
+            waiting: Ahead::default(),
             running: JoinSet::new(),
             fetches: FuturesUnordered::new(),
             asked: 0,
@@ -207,6 +207,14 @@ impl<'a> JobLoop<'a> {
         } else {
             0
         };
+        // The slots' tasks take the jobs reserved ahead without the loop: it has them wake it
+        // when so few are left that the next pop ahead is due.
+        let wake_len = if may_fetch && self.backlog && ahead_room == 0 {
+            self.ahead_wake_len(batch)
+        } else {
+            None
+        };
+        self.waiting.wake_at(wake_len);
         let services = self.services;
         let grant = tokio::select! {
             biased;
@@ -218,6 +226,7 @@ impl<'a> JobLoop<'a> {
                 self.start_waiting(slot);
                 return None;
             }
+            _ = self.waiting.running_low(), if wake_len.is_some() => return None,
             // While jobs are being reserved ahead, free slots wait for them: a pop for the
             // slots would start jobs Redis reserved after them.
             permits = free_slots(&self.slots, batch.min(room), room), if may_fetch && self.ahead_asked == 0 => {
@@ -242,16 +251,31 @@ impl<'a> JobLoop<'a> {
     /// recent attempts' mean run time (none before the first attempt ends), less those
     /// reserved ahead already; none until that makes a `batch`, as for free slots.
     fn ahead_room(&self, batch: u64) -> u64 {
-        let Some(runtime) = self.stats.recent_runtime() else {
+        let Some(limit) = self.ahead_limit_now() else {
             return 0;
         };
-        let limit = ahead_limit(self.config.concurrency, runtime) as u64;
         let room = limit.saturating_sub(self.waiting.len() as u64 + self.ahead_asked);
         if room >= batch.min(limit) {
             room
         } else {
             0
         }
+    }
+
+    /// How few jobs waiting ahead make room for a pop of `batch` by [`JobLoop::ahead_room`]
+    /// (none if no number does).
+    fn ahead_wake_len(&self, batch: u64) -> Option<usize> {
+        let limit = self.ahead_limit_now()?;
+        limit
+            .checked_sub(self.ahead_asked + batch.min(limit))
+            .map(|len| len as usize)
+    }
+
+    /// [`ahead_limit`] at the recent attempts' mean run time (none before the first attempt
+    /// ends).
+    fn ahead_limit_now(&self) -> Option<u64> {
+        let runtime = self.stats.recent_runtime()?;
+        Some(ahead_limit(self.config.concurrency, runtime) as u64)
     }
 
     /// Starts the jobs a pop reserved; when it found none and no other pop is in flight,
@@ -431,21 +455,22 @@ impl<'a> JobLoop<'a> {
 
     /// Starts the first job reserved ahead in `slot`.
     fn start_waiting(&mut self, slot: OwnedSemaphorePermit) {
-        if let Some(waiting) = self.waiting.pop_front() {
-            waiting.held.start();
+        if let Some(waiting) = start_next(&self.waiting) {
             self.start(waiting, slot);
         }
     }
 
-    /// Runs a reserved job in its own task, holding `slot` until it settles.
+    /// Runs a reserved job in a task of its own holding `slot`, which goes on with the jobs
+    /// reserved ahead ([`run_slot`]).
     fn start(&mut self, reserved: Unstarted, slot: OwnedSemaphorePermit) {
-        let run = run_job(
+        let run = run_slot(
             self.services.processor.clone(),
             self.stats.clone(),
             self.config.rest,
             reserved,
             slot,
             self.services.interrupt.clone(),
+            self.waiting.clone(),
         );
         // What the job dispatches goes to the worker's Redis, not to a process-wide default.
         self.running.spawn(self.services.processor.redis.scope(run));
@@ -514,7 +539,7 @@ impl<'a> JobLoop<'a> {
             jobs = self.waiting.len(),
             "putting the jobs reserved ahead back unstarted: the worker was interrupted"
         );
-        let waiting: Vec<Unstarted> = self.waiting.drain(..).collect();
+        let waiting = self.waiting.drain();
         self.give_back(waiting);
     }
 
@@ -525,7 +550,7 @@ impl<'a> JobLoop<'a> {
             self.running.spawn(async move {
                 // Held until given back: its reservation is extended meanwhile.
                 let Unstarted { job, held: _held } = waiting;
-                processor.settler.give_back(job).await
+                processor.settler.give_back(job).await;
             });
         }
     }
@@ -547,23 +572,48 @@ struct Unstarted {
     held: Held,
 }
 
-/// One job's task: processes it, counts it, rests, and frees its slot.
-async fn run_job(
+/// Takes the first job reserved ahead, marked started.
+fn start_next(ahead: &Ahead<Unstarted>) -> Option<Unstarted> {
+    let next = ahead.next()?;
+    next.held.start();
+    Some(next)
+}
+
+/// One slot's task: processes its job, counts it, rests, and goes on with the next job
+/// reserved ahead, until none waits or the worker is interrupted; then frees its slot.
+///
+/// Going on in the same task saves the next job a hand-off to the job loop and a new task,
+/// each a turn behind the others ready to run; a job that awaits I/O starts its next that
+/// much sooner. A job that never had to wait hands its slot back instead: a run of such jobs
+/// in one task would keep the thread from the worker's other steps (its pops, its
+/// acknowledgements) until no job waits ahead.
+async fn run_slot(
     processor: Arc<Processor>,
     stats: Arc<Stats>,
     rest: Duration,
     reserved: Unstarted,
     slot: OwnedSemaphorePermit,
     interrupt: CancellationToken,
-) -> Settled {
-    let Unstarted { job, held } = reserved;
-    let settled = processor.process(job, held, interrupt).await;
-    stats.record_processed();
-    if !rest.is_zero() {
-        tokio::time::sleep(rest).await;
+    ahead: Ahead<Unstarted>,
+) {
+    let mut next = Some(reserved);
+    while let Some(Unstarted { job, held }) = next {
+        let ((), waited) = noting_waits(async {
+            processor.process(job, held, interrupt.clone()).await;
+            stats.record_processed();
+            if !rest.is_zero() {
+                tokio::time::sleep(rest).await;
+            }
+        })
+        .await;
+        // An interrupted job frees its slot: no job waiting ahead may start in it.
+        next = if waited && !interrupt.is_cancelled() {
+            start_next(&ahead)
+        } else {
+            None
+        };
     }
     drop(slot);
-    settled
 }
 
 /// Reserves jobs for `grant`, handing it back with the result.
@@ -601,7 +651,21 @@ fn take_free_slots(slots: &Arc<Semaphore>, permits: &mut Vec<OwnedSemaphorePermi
     }
 }
 
-fn reap(joined: Result<Settled, tokio::task::JoinError>) {
+/// Runs `future`, and says whether it ever had to wait (it returned `Pending` to the runtime
+/// at least once, so that other tasks ran meanwhile).
+async fn noting_waits<F: Future>(future: F) -> (F::Output, bool) {
+    let mut future = std::pin::pin!(future);
+    let mut waited = false;
+    let output = std::future::poll_fn(|cx| {
+        let poll = future.as_mut().poll(cx);
+        waited |= poll.is_pending();
+        poll
+    })
+    .await;
+    (output, waited)
+}
+
+fn reap(joined: Result<(), tokio::task::JoinError>) {
     if let Err(err) = joined {
         error!(error = %err, "a job task ended abnormally; its job comes back after retry_after");
     }
@@ -622,6 +686,16 @@ fn memory_mb() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_job_that_had_to_wait_is_told_from_one_that_did_not() {
+        assert_eq!(noting_waits(async { 7 }).await, (7, false));
+        let waits = async {
+            tokio::task::yield_now().await;
+            7
+        };
+        assert_eq!(noting_waits(waits).await, (7, true));
+    }
 
     #[test]
     fn as_many_jobs_wait_ahead_as_the_slots_start_within_the_bound() {

@@ -4,6 +4,8 @@
 //!   concurrency slots busy and decides when to stop), and stops the services.
 //! - [`reserve`] reserves jobs from the queues in priority order (`pop.lua`); [`waker`] is
 //!   the idle worker's blocking wait for a push or a due job.
+//! - [`ahead`] holds the jobs reserved ahead of a free slot, which the slots' tasks take as
+//!   their jobs end.
 //! - [`processor`] takes one reserved job through its steps: [`decode`] its payload,
 //!   [`execute`] its handler under the attempt rules of [`rules`] (the one place a job's code
 //!   runs), [`settle`] the outcome in Redis; [`acker`] deletes finished jobs' reservations in
@@ -23,6 +25,7 @@
 //! with [`worker`] at its root and the shared types at its leaves.
 
 pub(crate) mod acker;
+pub(crate) mod ahead;
 pub(crate) mod cancelled;
 pub(crate) mod cancels;
 pub(crate) mod control;
