@@ -68,9 +68,15 @@ impl<T> Ahead<T> {
         self.jobs().extend(jobs);
     }
 
-    /// Takes the first job waiting; wakes the loop ([`Ahead::running_low`]) if that leaves
-    /// as few as [`Ahead::wake_at`] asked.
-    pub(crate) fn next(&self) -> Option<T> {
+    /// Takes the first job waiting, for the loop itself (which looks at what is left on its
+    /// next turn).
+    pub(crate) fn take(&self) -> Option<T> {
+        self.jobs().pop_front()
+    }
+
+    /// Takes the first job waiting, for a slot's task: wakes the loop ([`Ahead::running_low`])
+    /// if that leaves as few as [`Ahead::wake_at`] asked.
+    pub(crate) fn take_for_slot(&self) -> Option<T> {
         let (next, left) = {
             let mut jobs = self.jobs();
             (jobs.pop_front()?, jobs.len())
@@ -113,10 +119,11 @@ mod tests {
         ahead.extend([1, 2]);
         ahead.extend([3]);
         assert_eq!(ahead.len(), 3);
-        assert_eq!(ahead.next(), Some(1));
-        assert_eq!(ahead.drain(), [2, 3]);
+        assert_eq!(ahead.take(), Some(1));
+        assert_eq!(ahead.take_for_slot(), Some(2));
+        assert_eq!(ahead.drain(), [3]);
         assert!(ahead.is_empty());
-        assert_eq!(ahead.next(), None);
+        assert_eq!(ahead.take_for_slot(), None);
     }
 
     #[test]
@@ -124,12 +131,17 @@ mod tests {
         let ahead = Ahead::default();
         ahead.extend(1..=4);
         ahead.wake_at(Some(2));
-        ahead.next();
+        ahead.take_for_slot();
         assert!(ahead.running_low().now_or_never().is_none(), "3 left");
-        ahead.next();
+        ahead.take_for_slot();
         assert!(ahead.running_low().now_or_never().is_some(), "2 left");
-        ahead.next();
+        ahead.take_for_slot();
         assert!(ahead.running_low().now_or_never().is_some(), "1 left");
+        ahead.take();
+        assert!(
+            ahead.running_low().now_or_never().is_none(),
+            "the loop's own take wakes nobody"
+        );
     }
 
     #[test]
@@ -138,8 +150,8 @@ mod tests {
         ahead.extend(1..=2);
         ahead.wake_at(Some(5));
         ahead.wake_at(None);
-        ahead.next();
-        ahead.next();
+        ahead.take_for_slot();
+        ahead.take_for_slot();
         assert!(ahead.running_low().now_or_never().is_none());
     }
 }

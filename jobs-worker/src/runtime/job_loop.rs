@@ -455,7 +455,7 @@ impl<'a> JobLoop<'a> {
 
     /// Starts the first job reserved ahead in `slot`.
     fn start_waiting(&mut self, slot: OwnedSemaphorePermit) {
-        if let Some(waiting) = start_next(&self.waiting) {
+        if let Some(waiting) = self.waiting.take().map(Unstarted::marked_started) {
             self.start(waiting, slot);
         }
     }
@@ -572,11 +572,12 @@ struct Unstarted {
     held: Held,
 }
 
-/// Takes the first job reserved ahead, marked started.
-fn start_next(ahead: &Ahead<Unstarted>) -> Option<Unstarted> {
-    let next = ahead.next()?;
-    next.held.start();
-    Some(next)
+impl Unstarted {
+    /// The job, marked started in the registry (it no longer waits for a slot).
+    fn marked_started(self) -> Self {
+        self.held.start();
+        self
+    }
 }
 
 /// One slot's task: processes its job, counts it, rests, and goes on with the next job
@@ -608,7 +609,7 @@ async fn run_slot(
         .await;
         // An interrupted job frees its slot: no job waiting ahead may start in it.
         next = if waited && !interrupt.is_cancelled() {
-            start_next(&ahead)
+            ahead.take_for_slot().map(Unstarted::marked_started)
         } else {
             None
         };
