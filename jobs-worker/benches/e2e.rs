@@ -43,7 +43,7 @@ mod common;
 mod txn;
 
 use clap::Parser;
-use common::{flush, own_cpu_seconds, round2, wall_us};
+use common::{flush, nearest_rank, own_cpu_seconds, round2, wall_us};
 use redjob::{job, Batch, Bulk, Chain, Job, JobContext, JobResult, PendingDispatch, RedisQueue};
 use redjob_worker::Stats;
 use redjob_worker::{Worker, WorkerConfig};
@@ -261,7 +261,7 @@ fn record_us(samples: &Mutex<Vec<u64>>, took: Duration) {
     samples.lock().unwrap().push(took.as_micros() as u64);
 }
 
-/// The mean, median and p99 of `samples`, in ms.
+/// The mean, median and p99 (by [`nearest_rank`]) of `samples`, in ms.
 fn mean_p50_p99_ms(samples: &Mutex<Vec<u64>>) -> Value {
     let mut all = samples.lock().unwrap().clone();
     if all.is_empty() {
@@ -269,12 +269,11 @@ fn mean_p50_p99_ms(samples: &Mutex<Vec<u64>>) -> Value {
     }
     all.sort_unstable();
     let mean = all.iter().sum::<u64>() as f64 / all.len() as f64;
-    let p99 = all[(all.len() * 99 / 100).min(all.len() - 1)];
-    let p50 = all[all.len() / 2];
+    let ms = |p: f64| round2(nearest_rank(&all, p) as f64 / 1000.0);
     json!({
         "mean": round2(mean / 1000.0),
-        "p50": round2(p50 as f64 / 1000.0),
-        "p99": round2(p99 as f64 / 1000.0),
+        "p50": ms(0.50),
+        "p99": ms(0.99),
     })
 }
 
@@ -451,7 +450,7 @@ fn latency_fields(samples: &[f64]) -> Map<String, Value> {
     }
     let mut s = samples.to_vec();
     s.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let rank = |p: f64| s[((p * s.len() as f64).ceil() as usize).max(1) - 1];
+    let rank = |p: f64| nearest_rank(&s, p);
     fields.insert("p50_ms".into(), json!(round2(rank(0.50))));
     fields.insert("p99_ms".into(), json!(round2(rank(0.99))));
     fields.insert("max_ms".into(), json!(round2(s[s.len() - 1])));

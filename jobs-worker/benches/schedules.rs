@@ -16,7 +16,7 @@ mod common;
 
 use chrono::{DateTime, Utc};
 use clap::Parser;
-use common::{own_cpu_seconds, round2, wall_us};
+use common::{nearest_rank, own_cpu_seconds, round2, wall_us};
 use redjob::schedule::{tick_uuid, Schedule};
 use redjob::{job, Job, JobContext, JobResult, RedisQueue};
 use redjob_worker::{Worker, WorkerConfig};
@@ -172,7 +172,7 @@ async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>,
                 .map(|(t, late)| (t - first_tick, round2(*late)))
                 .collect();
             out.insert("latest_jobs".into(), json!(worst));
-            let rank = |p: f64| late_ms[((p * late_ms.len() as f64).ceil() as usize).max(1) - 1];
+            let rank = |p: f64| nearest_rank(&late_ms, p);
             out.insert("workers".into(), json!(args.workers));
             out.insert("seconds".into(), json!(args.seconds));
             out.insert("ticks_fired".into(), json!(runs.len()));

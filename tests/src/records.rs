@@ -30,16 +30,26 @@ pub async fn records_len(conn: &mut MultiplexedConnection) -> usize {
 
 /// Every recorded run: the attempt number of each run, by job uuid.
 pub async fn runs_by_uuid(conn: &mut MultiplexedConnection) -> HashMap<String, Vec<u64>> {
+    let mut runs: HashMap<String, Vec<u64>> = HashMap::new();
+    for (uuid, attempt) in runs_in_order(conn).await {
+        runs.entry(uuid).or_default().push(attempt);
+    }
+    runs
+}
+
+/// Every recorded run in the order the runs started: its job's uuid and attempt number.
+pub async fn runs_in_order(conn: &mut MultiplexedConnection) -> Vec<(String, u64)> {
     let entries: Vec<String> = conn
         .lrange(RECORDS_KEY, 0, -1)
         .await
         .expect("LRANGE answers");
-    let mut runs: HashMap<String, Vec<u64>> = HashMap::new();
-    for entry in entries {
-        let entry: serde_json::Value = serde_json::from_str(&entry).expect("a JSON record");
-        let uuid = entry["uuid"].as_str().expect("a uuid").to_owned();
-        let attempt = entry["attempt"].as_u64().expect("an attempt number");
-        runs.entry(uuid).or_default().push(attempt);
-    }
-    runs
+    entries
+        .iter()
+        .map(|entry| {
+            let entry: serde_json::Value = serde_json::from_str(entry).expect("a JSON record");
+            let uuid = entry["uuid"].as_str().expect("a uuid").to_owned();
+            let attempt = entry["attempt"].as_u64().expect("an attempt number");
+            (uuid, attempt)
+        })
+        .collect()
 }

@@ -7,6 +7,7 @@ use redis::AsyncCommands;
 use redjob::admin::Admin;
 use redjob::{Bulk, Payload, RedisQueue};
 use std::time::Duration;
+use tests::records::runs_in_order;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_until, SentVia, TestRedis};
 
@@ -737,12 +738,10 @@ async fn jobs_that_wait_go_on_in_their_slot_in_the_order_they_were_reserved() {
         .map(|e| e.uuid.clone())
         .collect();
     assert_eq!(done, sent, "every job ran once, in order");
-    let mut conn = redis.conn().await;
-    let records: Vec<String> = conn.lrange(RECORDS_KEY, 0, -1).await.unwrap();
-    let started: Vec<String> = records
-        .iter()
-        .map(|raw| serde_json::from_str::<serde_json::Value>(raw).unwrap()["uuid"].to_string())
-        .map(|uuid| uuid.trim_matches('"').to_owned())
+    let started: Vec<String> = runs_in_order(&mut redis.conn().await)
+        .await
+        .into_iter()
+        .map(|(uuid, _)| uuid)
         .collect();
     assert_eq!(started, sent, "each job started once, in order");
     assert!(events.iter().all(|e| e.attempt == 1));

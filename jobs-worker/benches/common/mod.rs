@@ -28,6 +28,12 @@ pub(crate) fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
+/// The `p` percentile (0 to 1) of `sorted`, by nearest rank, as the peer kit computes it.
+#[allow(dead_code)] // Each benchmark compiles this module; `rules` has no use for it.
+pub(crate) fn nearest_rank<T: Copy>(sorted: &[T], p: f64) -> T {
+    sorted[((p * sorted.len() as f64).ceil() as usize).max(1) - 1]
+}
+
 /// CPU time this process has used so far (user + system), in seconds.
 #[allow(dead_code)] // Each benchmark compiles this module; `rules` has no use for it.
 pub(crate) fn own_cpu_seconds() -> f64 {

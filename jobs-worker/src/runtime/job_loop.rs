@@ -202,18 +202,14 @@ impl<'a> JobLoop<'a> {
         } else {
             (self.config.concurrency as u64 / 4).max(1)
         };
-        let ahead_room = if may_fetch && self.backlog {
-            self.ahead_room(batch).min(room)
+        let (ahead_room, wake_len) = if may_fetch && self.backlog {
+            let (ahead_room, wake_len) = self.ahead_room(batch);
+            (ahead_room.min(room), wake_len)
         } else {
-            0
+            (0, None)
         };
         // The slots' tasks take the jobs reserved ahead without the loop: it has them wake it
         // when so few are left that the next pop ahead is due.
-        let wake_len = if may_fetch && self.backlog && ahead_room == 0 {
-            self.ahead_wake_len(batch)
-        } else {
-            None
-        };
         self.waiting.wake_at(wake_len);
         let services = self.services;
         let grant = tokio::select! {
@@ -247,35 +243,25 @@ impl<'a> JobLoop<'a> {
         None
     }
 
-    /// How many more jobs a pop may reserve ahead of the slots now: [`ahead_limit`] at the
-    /// recent attempts' mean run time (none before the first attempt ends), less those
-    /// reserved ahead already; none until that makes a `batch`, as for free slots.
-    fn ahead_room(&self, batch: u64) -> u64 {
-        let Some(limit) = self.ahead_limit_now() else {
-            return 0;
-        };
-        let room = limit.saturating_sub(self.waiting.len() as u64 + self.ahead_asked);
-        if room >= batch.min(limit) {
-            room
-        } else {
-            0
-        }
-    }
-
-    /// How few jobs waiting ahead make room for a pop of `batch` by [`JobLoop::ahead_room`]
-    /// (none if no number does).
-    fn ahead_wake_len(&self, batch: u64) -> Option<usize> {
-        let limit = self.ahead_limit_now()?;
-        limit
-            .checked_sub(self.ahead_asked + batch.min(limit))
-            .map(|len| len as usize)
-    }
-
+    /// How many more jobs a pop may reserve ahead of the slots now and, while that is none,
+    /// how few jobs waiting ahead would make room (`None`: no number would). The room is
     /// [`ahead_limit`] at the recent attempts' mean run time (none before the first attempt
-    /// ends).
-    fn ahead_limit_now(&self) -> Option<u64> {
-        let runtime = self.stats.recent_runtime()?;
-        Some(ahead_limit(self.config.concurrency, runtime) as u64)
+    /// ends), less the jobs waiting or asked for ahead; none until it makes a `batch`, as for
+    /// free slots.
+    fn ahead_room(&self, batch: u64) -> (u64, Option<usize>) {
+        let Some(runtime) = self.stats.recent_runtime() else {
+            return (0, None);
+        };
+        let limit = ahead_limit(self.config.concurrency, runtime) as u64;
+        let Some(most_waiting) = limit.checked_sub(self.ahead_asked + batch.min(limit)) else {
+            return (0, None);
+        };
+        let waiting = self.waiting.len() as u64;
+        if waiting <= most_waiting {
+            (limit - waiting - self.ahead_asked, None)
+        } else {
+            (0, Some(most_waiting as usize))
+        }
     }
 
     /// Starts the jobs a pop reserved; when it found none and no other pop is in flight,
@@ -599,7 +585,7 @@ async fn run_slot(
 ) {
     let mut next = Some(reserved);
     while let Some(Unstarted { job, held }) = next {
-        let ((), waited) = noting_waits(async {
+        let waited = had_to_wait(async {
             processor.process(job, held, interrupt.clone()).await;
             stats.record_processed();
             if !rest.is_zero() {
@@ -652,18 +638,18 @@ fn take_free_slots(slots: &Arc<Semaphore>, permits: &mut Vec<OwnedSemaphorePermi
     }
 }
 
-/// Runs `future`, and says whether it ever had to wait (it returned `Pending` to the runtime
-/// at least once, so that other tasks ran meanwhile).
-async fn noting_waits<F: Future>(future: F) -> (F::Output, bool) {
+/// Runs `future` to its end, and says whether it ever had to wait (it returned `Pending` to
+/// the runtime at least once, so that other tasks ran meanwhile).
+async fn had_to_wait(future: impl Future<Output = ()>) -> bool {
     let mut future = std::pin::pin!(future);
     let mut waited = false;
-    let output = std::future::poll_fn(|cx| {
+    std::future::poll_fn(|cx| {
         let poll = future.as_mut().poll(cx);
         waited |= poll.is_pending();
         poll
     })
     .await;
-    (output, waited)
+    waited
 }
 
 fn reap(joined: Result<(), tokio::task::JoinError>) {
@@ -690,12 +676,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_job_that_had_to_wait_is_told_from_one_that_did_not() {
-        assert_eq!(noting_waits(async { 7 }).await, (7, false));
-        let waits = async {
-            tokio::task::yield_now().await;
-            7
-        };
-        assert_eq!(noting_waits(waits).await, (7, true));
+        assert!(!had_to_wait(async {}).await);
+        assert!(had_to_wait(tokio::task::yield_now()).await);
     }
 
     #[test]
