@@ -253,3 +253,76 @@ async fn a_worker_stopped_while_idle_ends_its_wait_at_once_and_leaves_no_job_res
         let _: () = conn.del("queues:default").await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_lone_job_costs_an_idle_worker_one_pop() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let conn = redis.conn().await;
+    // --sleep 30: no timer pops the queue while the worker waits.
+    let (worker, _) = start_idle_worker(&redis, &conn, &["--sleep", "30"]).await;
+    let monitor = Monitor::start(redis.port()).await;
+
+    // The pop behind the wait reserves each job and comes back short, which says the queue
+    // had no more: the worker waits again without a pop that finds it empty.
+    const JOBS: usize = 3;
+    for i in 0..JOBS {
+        let uuid = push_record(&queue, "default").await;
+        wait_done(&worker, &uuid, &format!("pushed job {i} is done")).await;
+        wait_for_idle_worker(&conn, LONG).await;
+    }
+
+    let lines = monitor.lines();
+    let pops: Vec<&String> = lines
+        .iter()
+        .filter(|line| {
+            line.contains("\"EVALSHA\"") && line.contains("\"queues:default:groups:own\"")
+        })
+        .collect();
+    assert_eq!(
+        pops.len(),
+        JOBS,
+        "pops for {JOBS} jobs pushed one at a time:\n{}",
+        lines.join("\n")
+    );
+    wait_for_empty_queue(&queue, "default", LONG).await;
+}
+
+#[tokio::test]
+async fn a_worker_whose_only_slot_took_a_pushed_job_leaves_the_next_push_to_an_idle_worker() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let conn = redis.conn().await;
+    let (busy, _) =
+        start_idle_worker(&redis, &conn, &["--concurrency", "1", "--sleep", "30"]).await;
+
+    // The pop behind the wait takes the sleep into the worker's one slot and fills it: the
+    // worker asks again once the slot is free, and must not wait meanwhile for pushes it could
+    // not run.
+    let sleeping = Sleep { ms: 3000 }
+        .dispatch()
+        .sent_via(&queue)
+        .await
+        .to_string();
+    busy.wait_for_event(LONG, "the pushed sleep runs", |e| {
+        e.uuid == sleeping && e.status == "RUNNING"
+    })
+    .await;
+    let other = start_worker(redis.url(), &["--sleep", "30"]);
+    other.wait_started().await;
+    wait_for_idle_worker(&conn, LONG).await;
+    let pushed = push_record(&queue, "default").await;
+    wait_done(&other, &pushed, "the idle worker ran the pushed job").await;
+
+    assert!(
+        !busy
+            .events()
+            .iter()
+            .any(|e| e.uuid == sleeping && e.status == "DONE"),
+        "the pushed job waited for the busy worker's sleep to end"
+    );
+    assert!(
+        !busy.events().iter().any(|e| e.uuid == pushed),
+        "the busy worker took the pushed job"
+    );
+}

@@ -20,7 +20,7 @@ use crate::runtime::processor::Processor;
 use crate::runtime::reserve::{Fetched, Fetcher};
 use crate::runtime::reserved::Reserved;
 use crate::runtime::services::Services;
-use crate::runtime::time::{sleep_for, sleep_until};
+use crate::runtime::time::sleep_until;
 use crate::stats::Stats;
 
 /// Most pops one worker keeps in flight at once while the queues hold a backlog.
@@ -95,6 +95,9 @@ pub(crate) struct JobLoop<'a> {
     backlog: bool,
     /// The slots held for the pop sent behind the waker's wait, while it is out.
     behind: Option<Grant>,
+    /// Set by a pop that reserved jobs but came back short, with no other pop out: the queues
+    /// had no more to give, so the next turn may wait idle without asking them again.
+    found_empty: Option<EmptyQueues>,
     /// Jobs taken so far, against `--once` and `--max-jobs`.
     taken: u64,
     /// How many finished jobs the acker had acknowledged when a pop last found the queues
@@ -127,6 +130,7 @@ impl<'a> JobLoop<'a> {
             ahead_asked: 0,
             backlog: false,
             behind: None,
+            found_empty: None,
             taken: 0,
             acknowledged_when_empty: 0,
             job_limit: config.job_limit(),
@@ -192,6 +196,12 @@ impl<'a> JobLoop<'a> {
     /// slots (or, while a backlog drains, places ahead of them) are taken for the next pop, or
     /// a stop or restart is requested.
     async fn turn(&mut self) -> Option<Exit> {
+        if let Some(empty) = self.found_empty.take() {
+            if self.may_wait_without_asking() {
+                self.wait_idle(empty.next_due).await;
+                return None;
+            }
+        }
         let room = self.job_limit - self.taken - self.asked;
         let may_fetch = room > 0
             && (self.fetches.is_empty()
@@ -290,9 +300,13 @@ impl<'a> JobLoop<'a> {
             }
         };
         self.backlog = fetched.jobs.len() == grant.len();
+        let next_due = fetched.next_due.map(|due| Instant::now() + due);
         if !fetched.jobs.is_empty() {
             self.taken += fetched.jobs.len() as u64;
             self.start_jobs(fetched.jobs, grant);
+            if !self.backlog && self.fetches.is_empty() {
+                self.found_empty = Some(EmptyQueues { next_due });
+            }
             return None;
         }
         drop(grant);
@@ -305,8 +319,22 @@ impl<'a> JobLoop<'a> {
         if self.config.stop_when_empty && self.running.is_empty() && self.waiting.is_empty() {
             return self.empty_once_acknowledged().await;
         }
-        self.wait_idle(fetched.next_due).await;
+        self.wait_idle(next_due).await;
         None
+    }
+
+    /// Whether the loop, told by a short pop that the queues had no more to give, may wait idle
+    /// without a pop that finds them empty: only while no other pop is out and a slot is free
+    /// for the pop behind the wait (a worker whose every slot is busy would take a pushed job's
+    /// wake-up from an idle worker). The empty pop still decides `--stop-when-empty`, and jobs
+    /// reserved ahead take the next free slot first.
+    fn may_wait_without_asking(&self) -> bool {
+        !self.config.stop_when_empty
+            && self.fetches.is_empty()
+            && self.behind.is_none()
+            && self.waiting.is_empty()
+            && self.slots.available_permits() > 0
+            && self.taken < self.job_limit
     }
 
     /// Takes what the pop sent behind the waker's wait reserved, as a pop's result, or (when
@@ -346,13 +374,13 @@ impl<'a> JobLoop<'a> {
     /// push where it can be (`waker.rs`): for a push, the next due job, `--sleep`, the end of
     /// `--max-time`, a stop, a restart, a pause or resume, or (with `--stop-when-empty`) the
     /// end of a running job. A job reserved ahead still takes the next free slot.
-    async fn wait_idle(&mut self, next_due: Option<Duration>) {
+    async fn wait_idle(&mut self, next_due: Option<Instant>) {
         let out_of_time = self.config.max_time.map(|max| self.started + max);
         let services = self.services;
         self.arm_waker(next_due);
         tokio::select! {
             _ = services.waker.wait() => {}
-            _ = sleep_for(next_due) => {}
+            _ = sleep_until(next_due) => {}
             _ = tokio::time::sleep(self.config.sleep) => {}
             _ = sleep_until(out_of_time) => {}
             _ = self.stop.cancelled() => {}
@@ -369,16 +397,16 @@ impl<'a> JobLoop<'a> {
         }
     }
 
-    /// Arms the waker for an idle wait whose timer ends in `next_due`, with a pop sent behind
+    /// Arms the waker for an idle wait whose timer ends at `next_due`, with a pop sent behind
     /// it when the worker takes one queue and may reserve: the pop holds the free slots,
     /// leaving one job of a limit (`--max-jobs`) to the pops made when the worker leaves the
     /// wait. None while jobs reserved ahead wait for a slot (the next free slot is theirs),
     /// nor when the timer ends the wait at once (the pop would only be hurried).
-    fn arm_waker(&mut self, next_due: Option<Duration>) {
+    fn arm_waker(&mut self, next_due: Option<Instant>) {
         let services = self.services;
         let pop_behind = self.behind.is_none()
             && self.waiting.is_empty()
-            && next_due.is_none_or(|due| due >= SOON);
+            && next_due.is_none_or(|due| due.saturating_duration_since(Instant::now()) >= SOON);
         let mut slots = Vec::new();
         if pop_behind {
             let room = self.job_limit - self.taken - self.asked;
@@ -548,6 +576,12 @@ fn ahead_limit(concurrency: usize, runtime: Duration) -> usize {
     let rounds = AHEAD_MAX_WAIT.as_secs_f64() / runtime.as_secs_f64().max(1e-6);
     let places = AHEAD_ROUNDS * concurrency;
     (concurrency as f64 * rounds).min(places as f64) as usize
+}
+
+/// What a short pop said of the queues it found with no more jobs to give.
+struct EmptyQueues {
+    /// When the earliest delayed job or reservation of any of them falls due.
+    next_due: Option<Instant>,
 }
 
 /// A reserved job not yet started (ahead of a free slot, or about to start in one).
