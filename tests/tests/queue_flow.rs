@@ -490,6 +490,91 @@ async fn pop_reports_next_due() {
     );
 }
 
+#[tokio::test]
+async fn pop_reports_next_due_after_migrating_and_beside_earlier_reservations() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let keys = QueueKeys::new("q");
+    let secs = Duration::from_secs;
+    let next_due = |popped: &redjob::queue::Popped| {
+        popped
+            .next_due
+            .expect("something is delayed or reserved")
+            .as_secs_f64()
+    };
+
+    // The migration moves the due job and leaves the later one, which is the next due.
+    let now = redis.server_time().await;
+    zadd_all(
+        &mut conn,
+        &keys.delayed,
+        &[(now - 1.0, raw_payload(1)), (now + 20.0, raw_payload(2))],
+    )
+    .await;
+    let popped = queue.pop(&keys, secs(60), 5, MIGRATE_ALL).await.unwrap();
+    assert_eq!(
+        popped.jobs.iter().map(|j| data_n(j)).collect::<Vec<_>>(),
+        [1]
+    );
+    assert_close(next_due(&popped), 20.0, CLOCK_SLACK, "the delayed job left");
+
+    // A reservation made now that expires first is the next due...
+    push_raw(&mut conn, &raw_payload(3)).await;
+    let popped = queue.pop(&keys, secs(5), 1, MIGRATE_ALL).await.unwrap();
+    assert_eq!(popped.jobs.len(), 1);
+    assert_close(next_due(&popped), 5.0, CLOCK_SLACK, "a 5 s reservation");
+    // ... and stays so beside a later one, and for a pop that reserves nothing.
+    push_raw(&mut conn, &raw_payload(4)).await;
+    let popped = queue.pop(&keys, secs(60), 1, MIGRATE_ALL).await.unwrap();
+    assert_eq!(popped.jobs.len(), 1);
+    assert_close(
+        next_due(&popped),
+        5.0,
+        CLOCK_SLACK,
+        "the earlier reservation",
+    );
+    let popped = queue.pop(&keys, secs(60), 1, MIGRATE_ALL).await.unwrap();
+    assert!(popped.jobs.is_empty());
+    assert_close(
+        next_due(&popped),
+        5.0,
+        CLOCK_SLACK,
+        "the earliest reservation",
+    );
+    assert!(
+        !exists(&mut conn, &keys.notify).await,
+        "no token for no job"
+    );
+
+    // Tokens follow the ready jobs left: trimmed when there are more, added when fewer.
+    for n in [5, 6] {
+        push_raw(&mut conn, &raw_payload(n)).await;
+    }
+    let _: () = conn.rpush(&keys.notify, &["1", "1", "1"]).await.unwrap();
+    queue.pop(&keys, secs(60), 1, MIGRATE_ALL).await.unwrap();
+    assert_eq!(
+        llen(&mut conn, &keys.notify).await,
+        1,
+        "one job left, one token"
+    );
+    let _: () = conn
+        .rpush(&keys.ready, &[raw_payload(7), raw_payload(8)])
+        .await
+        .unwrap();
+    queue.pop(&keys, secs(60), 1, MIGRATE_ALL).await.unwrap();
+    assert_eq!(
+        llen(&mut conn, &keys.notify).await,
+        2,
+        "two jobs left, two tokens"
+    );
+    queue.pop(&keys, secs(60), 5, MIGRATE_ALL).await.unwrap();
+    assert!(
+        !exists(&mut conn, &keys.notify).await,
+        "none left, no token"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // migration at scale
 

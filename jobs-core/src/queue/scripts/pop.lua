@@ -50,15 +50,18 @@ local now = now_seconds()
 local migrate_limit = tonumber(ARGV[3])
 local gk = groups_keys(KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[4], ARGV[5])
 
+-- Migrates the due members of the set `from`, and returns the score of its earliest member
+-- left (nil: none). A set whose earliest member is not due costs this one call.
 local function migrate(from)
+  local first = redis.call('zrange', from, 0, 0, 'withscores')[2]
+  if not first or first == 'inf' or tonumber(first) > now then return first end
   local due = redis.call('zrangebyscore', from, '-inf', now, 'limit', 0, migrate_limit)
-  if #due > 0 then
-    redis.call('zremrangebyrank', from, 0, #due - 1)
-    rpush_chunked(KEYS[1], due, 1, #due)
-  end
+  redis.call('zremrangebyrank', from, 0, #due - 1)
+  rpush_chunked(KEYS[1], due, 1, #due)
+  return redis.call('zrange', from, 0, 0, 'withscores')[2]
 end
-migrate(KEYS[2])
-migrate(KEYS[3])
+local delayed_first = migrate(KEYS[2])
+local reserved_first = migrate(KEYS[3])
 
 -- A queue without groups costs its pops this one call.
 local has_groups = redis.call('exists', gk.rotation, gk.due, gk.blocked) > 0
@@ -264,17 +267,28 @@ local function serve_groups(want, turns)
   return taken
 end
 
+-- Reserves up to `count` jobs of the queue's own list, noting whether it was found empty
+-- (then its length need not be asked).
+local own_emptied = false
+local own_reserved = 0
+local function reserve_own(count)
+  local got = reserve(KEYS[1], KEYS[3], count, '')
+  if got < count then own_emptied = true end
+  own_reserved = own_reserved + got
+  return got
+end
+
 local want = tonumber(ARGV[2])
 local rotating = 0
 if has_groups then rotating = redis.call('llen', gk.rotation) end
 if rotating == 0 then
-  reserve(KEYS[1], KEYS[3], want, '')
+  reserve_own(want)
 else
   -- A pop of one job at a time serves the own list once in every (rotating groups + 1).
   local since = tonumber(redis.call('get', KEYS[11]) or '') or rotating
   local own = 0
   if since >= rotating then
-    own = reserve(KEYS[1], KEYS[3], math.ceil(want / (rotating + 1)), '')
+    own = reserve_own(math.ceil(want / (rotating + 1)))
   end
   -- Every rotating group has a turn before any has a second; while jobs are still wanted
   -- and the last round of turns found some, the rotation gives another, so that a pop comes
@@ -286,7 +300,7 @@ else
     if got == 0 or want - own - served <= 0 then break end
     rotating = redis.call('llen', gk.rotation)
   end
-  local rest = reserve(KEYS[1], KEYS[3], want - own - served, '')
+  local rest = reserve_own(want - own - served)
   local now_since = since + served
   if rest > 0 then
     now_since = 0
@@ -301,15 +315,17 @@ if with_events then
   status_events(KEYS[5], ARGV[4], 'active', events.uuids, events.jobs, events.attempts)
 end
 
-local ready = redis.call('llen', KEYS[1])
+local ready = 0
+if not own_emptied then ready = redis.call('llen', KEYS[1]) end
 if has_groups then ready = ready + redis.call('llen', gk.rotation) end
-local tokens = redis.call('llen', KEYS[4])
+local tokens = 0
+if ready == 0 then
+  redis.call('del', KEYS[4])
+else
+  tokens = redis.call('llen', KEYS[4])
+end
 if tokens > ready then
-  if ready == 0 then
-    redis.call('del', KEYS[4])
-  else
-    redis.call('ltrim', KEYS[4], 0, ready - 1)
-  end
+  redis.call('ltrim', KEYS[4], 0, ready - 1)
 elseif tokens < ready then
   local ones = {}
   for i = 1, math.min(ready - tokens, 1000) do ones[i] = '1' end
@@ -321,14 +337,20 @@ elseif tokens < ready then
   end
 end
 
+-- The earliest of the delayed jobs, the reservations (the earliest left by the migration, or
+-- one made now) and, with groups, the due and blocked groups.
 local next_due = -1
-local timed = { KEYS[2], KEYS[3] }
-if has_groups then timed = { KEYS[2], KEYS[3], gk.due, gk.blocked } end
-for _, key in ipairs(timed) do
-  local first = redis.call('zrange', key, 0, 0, 'withscores')[2]
-  if first and first ~= 'inf' then
-    local us = math.max(0, math.ceil((tonumber(first) - now) * 1000000))
+local function note_due(score)
+  if score and score ~= 'inf' then
+    local us = math.max(0, math.ceil((tonumber(score) - now) * 1000000))
     if next_due < 0 or us < next_due then next_due = us end
   end
+end
+note_due(delayed_first)
+note_due(reserved_first)
+if own_reserved > 0 then note_due(expires) end
+if has_groups then
+  note_due(redis.call('zrange', gk.due, 0, 0, 'withscores')[2])
+  note_due(redis.call('zrange', gk.blocked, 0, 0, 'withscores')[2])
 end
 return { reserved, next_due, groups_of }
