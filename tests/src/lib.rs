@@ -1,7 +1,8 @@
 //! Test harness: a private `redis-server` per test, waiting helpers, and drivers for the
 //! workspace's binaries: the worker ([`worker_process`]), the `jobsctl` command
 //! ([`jobs_command`]) and its dashboard ([`dashboard`]), with a small HTTP client ([`http`])
-//! for the dashboard and the worker's Prometheus endpoint.
+//! for the dashboard and the worker's Prometheus endpoint. [`monitor`] records every command a
+//! test server runs, for tests of what a step asks of Redis and in which order.
 //!
 //! Every test starts its own [`TestRedis`] (tests run in parallel, each on its own port), and
 //! waits for conditions with [`wait_until`] / [`wait_for`] instead of sleeping.
@@ -33,6 +34,7 @@ pub mod dashboard;
 pub mod failed_store;
 pub mod http;
 pub mod jobs_command;
+pub mod monitor;
 pub mod otlp;
 pub mod records;
 pub mod scenarios;

@@ -7,10 +7,8 @@ use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use redjob::admin::Admin;
 use redjob::RedisQueue;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tests::monitor::Monitor;
 use tests::worker_process::WorkerProcess;
 use tests::{
     blocked_in_blpop, wait_for_empty_queue, wait_for_idle_worker, wait_until, SentVia, TestRedis,
@@ -34,51 +32,6 @@ async fn start_idle_worker(
     worker.wait_started().await;
     let waiting = wait_for_idle_worker(conn, LONG).await;
     (worker, waiting)
-}
-
-/// `redis-cli monitor` on the test server: every command the server runs, one line each
-/// (`<time> [<db> <client address>] "COMMAND" "arg" ...`), collected while it lives.
-struct Monitor {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Monitor {
-    /// Starts monitoring and waits until the server has accepted it.
-    async fn start(port: u16) -> Monitor {
-        let mut child = Command::new("redis-cli")
-            .args(["-p", &port.to_string(), "monitor"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-cli starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let collected = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                collected.lock().unwrap().push(line);
-            }
-        });
-        let monitor = Monitor { child, lines };
-        wait_until(LONG, "MONITOR answers OK", || {
-            let attached = monitor.lines().first().is_some_and(|l| l == "OK");
-            async move { attached }
-        })
-        .await;
-        monitor
-    }
-
-    fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Pushes a `Record` job to the queue `name`; returns its uuid.

@@ -4,6 +4,7 @@
 //! jobs, a worker killed while it stops one included.
 
 use examples::{Countdown, Echo, Sum, FAILED_HOOKS_KEY};
+use futures_util::StreamExt;
 use redis::AsyncCommands;
 use redjob::status::{Cancelled, JobState, Tracked, WaitError};
 use redjob::RedisQueue;
@@ -534,4 +535,102 @@ async fn a_batchs_then_callback_reads_its_jobs_results() {
         .await
         .unwrap();
     assert!(kept > 0, "the results expire with the records: {kept}");
+}
+
+/// Dispatches a no-op to the queue `steady` through `queue` every 50 ms for `how_long`; returns
+/// each job's uuid with the time it was dispatched.
+async fn dispatch_steadily(queue: &RedisQueue, how_long: Duration) -> Vec<(String, Instant)> {
+    let started = Instant::now();
+    let mut sent = Vec::new();
+    while started.elapsed() < how_long {
+        let at = Instant::now();
+        let uuid = examples::Noop {}
+            .dispatch()
+            .on_queue("steady")
+            .via(queue)
+            .await
+            .unwrap();
+        sent.push((uuid.to_string(), at));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    sent
+}
+
+#[tokio::test]
+async fn a_steady_dispatcher_reads_the_events_switch_behind_its_pushes() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let monitor = tests::monitor::Monitor::start(redis.port()).await;
+
+    dispatch_steadily(&queue, Duration::from_secs(3)).await;
+
+    // `<seconds>.<micros> [...] "COMMAND" ...`: the reads of the switch and the pushes, timed.
+    let commands: Vec<(f64, bool)> = monitor
+        .lines()
+        .iter()
+        .filter_map(|line| {
+            let at: f64 = line.split(' ').next()?.parse().ok()?;
+            let read = line.contains("\"HGETALL\"");
+            (read || line.contains("\"EVALSHA\"")).then_some((at, read))
+        })
+        .collect();
+    let reads: Vec<usize> = (0..commands.len()).filter(|&i| commands[i].1).collect();
+    assert!(
+        reads.len() >= 4,
+        "{} reads of the switch in 3 s: {commands:?}",
+        reads.len()
+    );
+    assert_eq!(reads[0], 0, "the first push waits for the first read");
+    // Every later read goes out behind a push, not 50 ms after one and before the next.
+    for &at in &reads[1..] {
+        let since_push = commands[at].0 - commands[at - 1].0;
+        assert!(
+            !commands[at - 1].1 && since_push < 0.025,
+            "a read {since_push:.4} s after the command before it: {commands:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_steady_dispatcher_notices_the_events_switch_within_a_second() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let operator = redis.queue();
+    let dispatching = tokio::spawn({
+        let queue = queue.clone();
+        async move { dispatch_steadily(&queue, Duration::from_secs(4)).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    operator.set_events("steady", Some(10_000)).await.unwrap();
+    let switched = Instant::now();
+    let sent = dispatching.await.unwrap();
+
+    // The stream holds every event already: read until it gives no more.
+    let mut events = std::pin::pin!(queue.events_after("steady", "0-0"));
+    let mut queued = std::collections::HashSet::new();
+    while let Ok(Some(event)) =
+        tokio::time::timeout(Duration::from_millis(500), events.next()).await
+    {
+        if event.event == "queued" {
+            queued.insert(event.uuid);
+        }
+    }
+    let late: Vec<&String> = sent
+        .iter()
+        .filter(|(_, at)| at.duration_since(switched) > Duration::from_millis(1200))
+        .map(|(uuid, _)| uuid)
+        .collect();
+    assert!(
+        late.len() > 20,
+        "{} jobs dispatched after the switch",
+        late.len()
+    );
+    let missing: Vec<&&String> = late
+        .iter()
+        .filter(|uuid| !queued.contains(**uuid))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "jobs dispatched over a second after the switch without a queued event: {missing:?}"
+    );
 }

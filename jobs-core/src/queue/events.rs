@@ -1,10 +1,12 @@
 //! Which queues have their events on (`jobs:events`: queue name -> the length its stream is
 //! kept at), as a handle knows it: read from Redis at most once a second, and kept in the
 //! handle's extensions, shared by its clones. A process notices an operator's switch within
-//! a second; a queue with events off costs its jobs nothing but this read.
+//! a second; a queue with events off costs its jobs nothing but this read, which a handle
+//! that dispatches at least every half second makes in the background.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -13,16 +15,23 @@ use crate::queue::handle::RedisQueue;
 /// How old a handle's knowledge of the switched-on queues may be.
 pub(crate) const FRESH: Duration = Duration::from_secs(1);
 
+/// From this age on, a push reads the switch again in the background and goes by what it
+/// knows, still fresh: only a push that finds it stale waits for the read.
+const REFRESH_AFTER: Duration = Duration::from_millis(500);
+
 /// The queues with their events on, as last read.
 #[derive(Debug, Default)]
 pub(crate) struct EventsOn {
     read: RwLock<Option<(Instant, HashMap<String, u64>)>>,
+    /// A read in the background is under way.
+    refreshing: AtomicBool,
 }
 
 impl EventsOn {
-    fn stale(&self) -> bool {
+    /// How long ago the switch was read; `None` when it never was.
+    fn age(&self) -> Option<Duration> {
         let read = self.read.read().unwrap_or_else(|e| e.into_inner());
-        read.as_ref().is_none_or(|(at, _)| at.elapsed() >= FRESH)
+        read.as_ref().map(|(at, _)| at.elapsed())
     }
 
     fn maxlen(&self, queue: &str) -> Option<u64> {
@@ -48,14 +57,26 @@ impl RedisQueue {
     /// second, for the jobs it runs. A switch this user may not read (an ACL user without
     /// `jobs:*`) reads as every queue's events off until the next read: a dispatch never
     /// fails for it. Redis unreachable or too slow is an error, which a push would meet next.
+    ///
+    /// Read more than half a second ago, it is read again in the background, and this call
+    /// returns at once: a handle used that often never waits for the read.
     pub async fn events_switch(&self) -> Result<()> {
         if self.is_offline() {
             return Ok(());
         }
         let on = self.extensions().get_or_insert_with(EventsOn::default);
-        if !on.stale() {
-            return Ok(());
+        match on.age() {
+            Some(age) if age < REFRESH_AFTER => Ok(()),
+            Some(age) if age < FRESH => {
+                self.read_events_switch_behind(on);
+                Ok(())
+            }
+            _ => self.read_events_switch(&on).await,
         }
+    }
+
+    /// Reads the switch into `on`.
+    async fn read_events_switch(&self, on: &EventsOn) -> Result<()> {
         match self.events_on().await {
             Ok(read) => on.store(read),
             Err(err @ (Error::Unreachable(_) | Error::Timeout(_))) => return Err(err),
@@ -65,6 +86,24 @@ impl RedisQueue {
             }
         }
         Ok(())
+    }
+
+    /// Reads the switch into `on` in a task of its own, unless one is already reading it. A
+    /// read that fails leaves `on` to go stale: the next call reads it, and meets the error.
+    fn read_events_switch_behind(&self, on: Arc<EventsOn>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if on.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let queue = self.clone();
+        runtime.spawn(async move {
+            if let Err(err) = queue.read_events_switch(&on).await {
+                tracing::debug!(error = %err, "cannot read which queues have their events on");
+            }
+            on.refreshing.store(false, Ordering::Release);
+        });
     }
 
     /// Turns the events of `queue` on, its stream kept at about `maxlen` entries (see
