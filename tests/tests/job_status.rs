@@ -556,39 +556,99 @@ async fn dispatch_steadily(queue: &RedisQueue, how_long: Duration) -> Vec<(Strin
     sent
 }
 
-#[tokio::test]
-async fn a_steady_dispatcher_reads_the_events_switch_behind_its_pushes() {
-    let redis = TestRedis::start();
-    let queue = redis.queue();
-    let monitor = tests::monitor::Monitor::start(redis.port()).await;
-
-    dispatch_steadily(&queue, Duration::from_secs(3)).await;
-
-    // `<seconds>.<micros> [...] "COMMAND" ...`: the reads of the switch and the pushes, timed.
-    let commands: Vec<(f64, bool)> = monitor
+/// The server times (seconds) of the commands `monitor` saw whose line holds `command`.
+fn times_of(monitor: &tests::monitor::Monitor, command: &str) -> Vec<f64> {
+    monitor
         .lines()
         .iter()
-        .filter_map(|line| {
-            let at: f64 = line.split(' ').next()?.parse().ok()?;
-            let read = line.contains("\"HGETALL\"");
-            (read || line.contains("\"EVALSHA\"")).then_some((at, read))
+        .filter(|line| line.contains(command))
+        .filter_map(|line| line.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+async fn push_noop(queue: &RedisQueue) {
+    examples::Noop {}
+        .dispatch()
+        .on_queue("steady")
+        .via(queue)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_dispatcher_keeps_the_events_switch_fresh_between_its_pushes() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let monitor = tests::monitor::Monitor::start(redis.port()).await;
+    let echo = |conn: &mut redis::aio::MultiplexedConnection, text: &'static str| {
+        let mut conn = conn.clone();
+        async move {
+            let _: String = redis::cmd("ECHO")
+                .arg(text)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+    };
+
+    push_noop(&queue).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    echo(&mut conn, "second push").await;
+    push_noop(&queue).await;
+    echo(&mut conn, "end").await;
+    wait_until(LONG, "the monitor sees the end", || {
+        let seen = monitor
+            .lines()
+            .iter()
+            .any(|l| l.ends_with("\"ECHO\" \"end\""));
+        async move { seen }
+    })
+    .await;
+
+    // Each command the handle sent: a read of the switch, a push, or the test's mark.
+    let sent: Vec<&str> = monitor
+        .lines()
+        .iter()
+        .filter_map(|line| match line {
+            l if l.contains("\"HGETALL\"") => Some("read"),
+            l if l.contains("\"EVALSHA\"") => Some("push"),
+            l if l.ends_with("\"ECHO\" \"second push\"") => Some("mark"),
+            _ => None,
         })
         .collect();
-    let reads: Vec<usize> = (0..commands.len()).filter(|&i| commands[i].1).collect();
-    assert!(
-        reads.len() >= 4,
-        "{} reads of the switch in 3 s: {commands:?}",
-        reads.len()
+    assert_eq!(
+        sent[0], "read",
+        "the first push reads the switch first: {sent:?}"
     );
-    assert_eq!(reads[0], 0, "the first push waits for the first read");
-    // Every later read goes out behind a push, not 50 ms after one and before the next.
-    for &at in &reads[1..] {
-        let since_push = commands[at].0 - commands[at - 1].0;
-        assert!(
-            !commands[at - 1].1 && since_push < 0.025,
-            "a read {since_push:.4} s after the command before it: {commands:?}"
-        );
-    }
+    // Then the handle reads it every 0.8 s in the background, and the push 3 s later goes by
+    // what it knows.
+    let mark = sent.iter().position(|s| *s == "mark").unwrap();
+    let behind = sent[1..mark].iter().filter(|s| **s == "read").count();
+    assert!(behind >= 2, "{behind} reads between the pushes: {sent:?}");
+    assert_eq!(
+        sent[mark + 1],
+        "push",
+        "the second push read the switch first: {sent:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_handle_stops_reading_the_events_switch() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    push_noop(&queue).await;
+    drop(queue);
+    // Its reader ends at its next turn, within 0.8 s.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let monitor = tests::monitor::Monitor::start(redis.port()).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let reads = times_of(&monitor, "\"HGETALL\"");
+    assert!(
+        reads.is_empty(),
+        "reads after the handle was dropped: {reads:?}"
+    );
 }
 
 #[tokio::test]

@@ -1,13 +1,13 @@
 //! Which queues have their events on (`jobs:events`: queue name -> the length its stream is
-//! kept at), as a handle knows it: read from Redis at most once a second, and kept in the
-//! handle's extensions, shared by its clones. A process notices an operator's switch within
-//! a second; a queue with events off costs its jobs nothing but this read, which a handle
-//! that dispatches at least every half second makes in the background.
+//! kept at), as a handle knows it: kept in the handle's extensions, shared by its clones, and
+//! never more than a second old when a push goes by it. A process notices an operator's switch
+//! within a second; a queue with events off costs its jobs nothing but this read, which a
+//! handle in use makes in the background, so that its pushes do not wait for it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
 use crate::queue::handle::RedisQueue;
@@ -15,16 +15,21 @@ use crate::queue::handle::RedisQueue;
 /// How old a handle's knowledge of the switched-on queues may be.
 pub(crate) const FRESH: Duration = Duration::from_secs(1);
 
-/// From this age on, a push reads the switch again in the background and goes by what it
-/// knows, still fresh: only a push that finds it stale waits for the read.
-const REFRESH_AFTER: Duration = Duration::from_millis(500);
+/// How often a handle in use reads the switch in the background: often enough that what it
+/// knows stays under [`FRESH`] old, and its pushes need not read it first.
+const READ_EVERY: Duration = Duration::from_millis(800);
+
+/// How long after a handle's last push its background reads go on.
+const READ_WHILE_USED: Duration = Duration::from_secs(30);
 
 /// The queues with their events on, as last read.
 #[derive(Debug, Default)]
 pub(crate) struct EventsOn {
     read: RwLock<Option<(Instant, HashMap<String, u64>)>>,
-    /// A read in the background is under way.
-    refreshing: AtomicBool,
+    /// When a push last went by it.
+    used: Mutex<Option<Instant>>,
+    /// The task that reads it in the background while the handle is in use.
+    reader: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl EventsOn {
@@ -32,6 +37,16 @@ impl EventsOn {
     fn age(&self) -> Option<Duration> {
         let read = self.read.read().unwrap_or_else(|e| e.into_inner());
         read.as_ref().map(|(at, _)| at.elapsed())
+    }
+
+    fn note_use(&self) {
+        *self.used.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+
+    /// Whether no push went by it for [`READ_WHILE_USED`].
+    fn unused(&self) -> bool {
+        let used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        used.is_none_or(|at| at.elapsed() >= READ_WHILE_USED)
     }
 
     fn maxlen(&self, queue: &str) -> Option<u64> {
@@ -58,19 +73,18 @@ impl RedisQueue {
     /// `jobs:*`) reads as every queue's events off until the next read: a dispatch never
     /// fails for it. Redis unreachable or too slow is an error, which a push would meet next.
     ///
-    /// Read more than half a second ago, it is read again in the background, and this call
-    /// returns at once: a handle used that often never waits for the read.
+    /// The first call also starts reading the switch in the background, every 0.8 s, until
+    /// the handle's clones are all dropped or 30 s pass without a call: a handle in use never
+    /// waits for the read again.
     pub async fn events_switch(&self) -> Result<()> {
         if self.is_offline() {
             return Ok(());
         }
         let on = self.extensions().get_or_insert_with(EventsOn::default);
+        on.note_use();
+        self.keep_reading_events_switch(&on);
         match on.age() {
-            Some(age) if age < REFRESH_AFTER => Ok(()),
-            Some(age) if age < FRESH => {
-                self.read_events_switch_behind(on);
-                Ok(())
-            }
+            Some(age) if age < FRESH => Ok(()),
             _ => self.read_events_switch(&on).await,
         }
     }
@@ -88,22 +102,30 @@ impl RedisQueue {
         Ok(())
     }
 
-    /// Reads the switch into `on` in a task of its own, unless one is already reading it. A
-    /// read that fails leaves `on` to go stale: the next call reads it, and meets the error.
-    fn read_events_switch_behind(&self, on: Arc<EventsOn>) {
+    /// Starts the task that reads the switch into `on` every [`READ_EVERY`], unless it runs
+    /// (one whose runtime ended is started again). It ends once it holds the handle's last
+    /// clone, or no push went by the switch for [`READ_WHILE_USED`]. A read that fails leaves
+    /// `on` to go stale: the next push reads it, and meets the error.
+    fn keep_reading_events_switch(&self, on: &Arc<EventsOn>) {
+        let mut reader = on.reader.lock().unwrap_or_else(|e| e.into_inner());
+        if reader.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        if on.refreshing.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let queue = self.clone();
-        runtime.spawn(async move {
-            if let Err(err) = queue.read_events_switch(&on).await {
-                tracing::debug!(error = %err, "cannot read which queues have their events on");
+        let (queue, on) = (self.clone(), on.clone());
+        *reader = Some(runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(READ_EVERY).await;
+                if queue.extensions().is_only_clone() || on.unused() {
+                    return;
+                }
+                if let Err(err) = queue.read_events_switch(&on).await {
+                    tracing::debug!(error = %err, "cannot read which queues have their events on");
+                }
             }
-            on.refreshing.store(false, Ordering::Release);
-        });
+        }));
     }
 
     /// Turns the events of `queue` on, its stream kept at about `maxlen` entries (see

@@ -59,6 +59,11 @@ impl Extensions {
         Arc::ptr_eq(&self.map, &other.map)
     }
 
+    /// Whether no other clone of these extensions is left.
+    pub(crate) fn is_only_clone(&self) -> bool {
+        Arc::strong_count(&self.map) == 1
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Map> {
         self.map.read().unwrap_or_else(|e| e.into_inner())
     }
