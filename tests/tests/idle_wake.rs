@@ -99,29 +99,28 @@ async fn a_job_pushed_after_the_server_lost_its_scripts_still_starts_at_once() {
     );
 }
 
-#[tokio::test]
-async fn a_worker_busy_since_its_wait_leaves_a_pushed_job_to_another_worker() {
+/// A worker of one slot takes a sleep of 3 s (pushed, or delayed by `delay`) from its idle
+/// wait; a job pushed while it sleeps must be run by another, idle, worker, at once.
+async fn a_busy_worker_leaves_a_push_to_an_idle_one(delay: Option<Duration>) {
     let redis = TestRedis::start();
     let queue = redis.queue();
     let conn = redis.conn().await;
     let (busy, _) =
         start_idle_worker(&redis, &conn, &["--concurrency", "1", "--sleep", "30"]).await;
-
-    // Its due time, not a push, ends the wait: the worker's one slot takes the sleep, and no
-    // pop may stay behind a wait to reserve the next job for a worker with no free slot.
-    let sleeping = Sleep { ms: 3000 }
-        .dispatch()
-        .delay(Duration::from_millis(300))
-        .sent_via(&queue)
-        .await
-        .to_string();
-    busy.wait_for_event(LONG, "the delayed sleep runs", |e| {
+    let mut sleep = Sleep { ms: 3000 }.dispatch();
+    if let Some(delay) = delay {
+        sleep = sleep.delay(delay);
+    }
+    let sleeping = sleep.sent_via(&queue).await.to_string();
+    busy.wait_for_event(LONG, "the sleep runs", |e| {
         e.uuid == sleeping && e.status == "RUNNING"
     })
     .await;
-    let pushed = push_record(&queue, "default").await;
     let other = start_worker(redis.url(), &["--sleep", "30"]);
-    wait_done(&other, &pushed, "the other worker ran the pushed job").await;
+    other.wait_started().await;
+    wait_for_idle_worker(&conn, LONG).await;
+    let pushed = push_record(&queue, "default").await;
+    wait_done(&other, &pushed, "the idle worker ran the pushed job").await;
 
     assert!(
         !busy
@@ -134,13 +133,28 @@ async fn a_worker_busy_since_its_wait_leaves_a_pushed_job_to_another_worker() {
         !busy.events().iter().any(|e| e.uuid == pushed),
         "the busy worker took the pushed job"
     );
-    let ran = other.events();
-    let attempts: Vec<u64> = ran
+    let attempts: Vec<u64> = other
+        .events()
         .iter()
         .filter(|e| e.uuid == pushed && e.status == "RUNNING")
         .map(|e| e.attempt)
         .collect();
     assert_eq!(attempts, [1]);
+}
+
+#[tokio::test]
+async fn a_worker_busy_since_its_wait_leaves_a_pushed_job_to_another_worker() {
+    // Its due time, not a push, ends the wait: the worker's one slot takes the sleep, and no
+    // pop may stay behind a wait to reserve the next job for a worker with no free slot.
+    a_busy_worker_leaves_a_push_to_an_idle_one(Some(Duration::from_millis(300))).await;
+}
+
+#[tokio::test]
+async fn a_worker_whose_only_slot_took_a_pushed_job_leaves_the_next_push_to_an_idle_worker() {
+    // The pop behind the wait takes the sleep into the worker's one slot and fills it: the
+    // worker asks again once the slot is free, and must not wait meanwhile for pushes it could
+    // not run.
+    a_busy_worker_leaves_a_push_to_an_idle_one(None).await;
 }
 
 #[tokio::test]
@@ -239,43 +253,4 @@ async fn a_lone_job_costs_an_idle_worker_one_pop() {
         lines.join("\n")
     );
     wait_for_empty_queue(&queue, "default", LONG).await;
-}
-
-#[tokio::test]
-async fn a_worker_whose_only_slot_took_a_pushed_job_leaves_the_next_push_to_an_idle_worker() {
-    let redis = TestRedis::start();
-    let queue = redis.queue();
-    let conn = redis.conn().await;
-    let (busy, _) =
-        start_idle_worker(&redis, &conn, &["--concurrency", "1", "--sleep", "30"]).await;
-
-    // The pop behind the wait takes the sleep into the worker's one slot and fills it: the
-    // worker asks again once the slot is free, and must not wait meanwhile for pushes it could
-    // not run.
-    let sleeping = Sleep { ms: 3000 }
-        .dispatch()
-        .sent_via(&queue)
-        .await
-        .to_string();
-    busy.wait_for_event(LONG, "the pushed sleep runs", |e| {
-        e.uuid == sleeping && e.status == "RUNNING"
-    })
-    .await;
-    let other = start_worker(redis.url(), &["--sleep", "30"]);
-    other.wait_started().await;
-    wait_for_idle_worker(&conn, LONG).await;
-    let pushed = push_record(&queue, "default").await;
-    wait_done(&other, &pushed, "the idle worker ran the pushed job").await;
-
-    assert!(
-        !busy
-            .events()
-            .iter()
-            .any(|e| e.uuid == sleeping && e.status == "DONE"),
-        "the pushed job waited for the busy worker's sleep to end"
-    );
-    assert!(
-        !busy.events().iter().any(|e| e.uuid == pushed),
-        "the busy worker took the pushed job"
-    );
 }

@@ -705,8 +705,8 @@ fn reap(joined: Result<(), tokio::task::JoinError>) {
 
 /// Resident memory of this process in megabytes, from `VmRSS` in `/proc/self/status` (0
 /// where that is unavailable, so the limit never applies there). The file is read at once:
-/// `read_to_string` grows its buffer from 32 bytes, a system call each time, and this runs
-/// between a pop and the start of its jobs.
+/// `read_to_string` grows its buffer from 32 bytes, a system call each time, and this runs in
+/// the job loop.
 fn memory_mb() -> u64 {
     use std::io::Read;
     let mut buffer = [0u8; 4096];
