@@ -133,6 +133,9 @@ async function main() {
     await page.locator(row).waitFor({ timeout: TIMEOUT });
     await text(`${row} span.tag`, "order:7");
     await page.fill("#search-tag", "");
+    // The unfiltered list has rendered: no re-render comes between finding the row and the
+    // click on it.
+    await text("#failed-matched", "1");
     await page.locator(`${row} td.exception`).click();
     await page.locator("#detail").waitFor({ state: "visible", timeout: TIMEOUT });
     const exception = await page.textContent("#detail-exception");
