@@ -95,8 +95,9 @@ pub(crate) struct JobLoop<'a> {
     backlog: bool,
     /// The slots held for the pop sent behind the waker's wait, while it is out.
     behind: Option<Grant>,
-    /// Set by a pop that reserved jobs but came back short, with no other pop out: the queues
-    /// had no more to give, so the next turn may wait idle without asking them again.
+    /// Set by the pop behind the idle wait when it reserved jobs but came back short, with no
+    /// other pop out: the queues had no more to give, so the next turn may wait idle without
+    /// asking them again.
     found_empty: Option<EmptyQueues>,
     /// Jobs taken so far, against `--once` and `--max-jobs`.
     taken: u64,
@@ -303,10 +304,14 @@ impl<'a> JobLoop<'a> {
         };
         self.backlog = fetched.jobs.len() == grant.len();
         let next_due = fetched.next_due.map(|due| Instant::now() + due);
+        // Only the pop behind the wait: a pop its timer made asks again at once, which finds a
+        // job of a dense schedule due meanwhile sooner than the next timer, whose tick is a
+        // millisecond.
+        let behind_wait = matches!(grant, Grant::Idle(_));
         if !fetched.jobs.is_empty() {
             self.taken += fetched.jobs.len() as u64;
             self.start_jobs(fetched.jobs, grant);
-            if !self.backlog && self.fetches.is_empty() {
+            if behind_wait && !self.backlog && self.fetches.is_empty() {
                 self.found_empty = Some(EmptyQueues { next_due });
             }
             return None;
@@ -325,11 +330,11 @@ impl<'a> JobLoop<'a> {
         None
     }
 
-    /// Whether the loop, told by a short pop that the queues had no more to give, may wait idle
-    /// without a pop that finds them empty: only while no other pop is out and a slot is free
-    /// for the pop behind the wait (a worker whose every slot is busy would take a pushed job's
-    /// wake-up from an idle worker). The empty pop still decides `--stop-when-empty`, and jobs
-    /// reserved ahead take the next free slot first.
+    /// Whether the loop, told by a short pop behind the wait that the queues had no more to
+    /// give, may wait idle again without a pop that finds them empty: only while no other pop
+    /// is out and a slot is free for the next pop behind the wait (a worker whose every slot is
+    /// busy would take a pushed job's wake-up from an idle worker). The empty pop still decides
+    /// `--stop-when-empty`, and jobs reserved ahead take the next free slot first.
     fn may_wait_without_asking(&self) -> bool {
         !self.config.stop_when_empty
             && self.fetches.is_empty()
