@@ -575,6 +575,35 @@ async fn pop_reports_next_due_after_migrating_and_beside_earlier_reservations() 
     );
 }
 
+#[tokio::test]
+async fn pop_measures_the_time_until_the_next_due_to_the_microsecond() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let keys = QueueKeys::new("q");
+    // Delayed jobs are taken once the clock, in whole milliseconds, reaches their score: the
+    // time until then is measured from the clock to the microsecond (from its whole
+    // milliseconds it would be up to a millisecond too long), to the first whole millisecond
+    // at or after the score.
+    let whole_ms = ((redis.server_time().await + 10.0) * 1000.0).floor() / 1000.0;
+    for (score, taken_at) in [(whole_ms, whole_ms), (whole_ms + 0.0003, whole_ms + 0.001)] {
+        let _: () = conn.del(&keys.delayed).await.unwrap();
+        zadd_all(&mut conn, &keys.delayed, &[(score, raw_payload(1))]).await;
+        for _ in 0..10 {
+            let before = redis.server_time().await;
+            let popped = queue.pop(&keys, RETRY_AFTER, 1, MIGRATE_ALL).await.unwrap();
+            let after = redis.server_time().await;
+            assert!(popped.jobs.is_empty());
+            let next_due = popped.next_due.expect("a delayed job").as_secs_f64();
+            assert!(
+                taken_at - after - 2e-6 <= next_due && next_due <= taken_at - before + 2e-6,
+                "next_due {next_due} s for a job of score {score}, popped between {before} and \
+                 {after}"
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // migration at scale
 

@@ -46,7 +46,7 @@
 -- (then it is in the due set, scored by its earliest reservation), at the tail of its list,
 -- as Laravel's expired reservations come back at the tail of the queue's. Finally the notify
 -- list is set to one token per ready job of the queue's own and one per rotating group.
-local now = now_seconds()
+local now, now_precise = now_seconds_and_precise()
 local migrate_limit = tonumber(ARGV[3])
 local gk = groups_keys(KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[4], ARGV[5])
 
@@ -338,11 +338,17 @@ elseif tokens < ready then
 end
 
 -- The earliest of the delayed jobs, the reservations (the earliest left by the migration, or
--- one made now) and, with groups, the due and blocked groups.
+-- one made now) and, with groups, the due and blocked groups. A member is taken once `now`, in
+-- whole milliseconds, reaches its score: the time until then is measured from the clock to
+-- the microsecond (from `now` it would be up to a millisecond long), to the first whole
+-- millisecond at or after the score (a score with a finer fraction is taken only then).
 local next_due = -1
 local function note_due(score)
   if score and score ~= 'inf' then
-    local us = math.max(0, math.ceil((tonumber(score) - now) * 1000000))
+    local ms = tonumber(score) * 1000
+    local whole = math.floor(ms + 0.5)
+    if math.abs(ms - whole) > 1e-3 then whole = math.ceil(ms) end
+    local us = math.max(0, math.ceil((whole / 1000 - now_precise) * 1000000))
     if next_due < 0 or us < next_due then next_due = us end
   end
 end
