@@ -34,6 +34,12 @@ async fn start_idle_worker(
     (worker, waiting)
 }
 
+/// Whether a MONITOR line is a pop of the queue `default`: the one script call whose keys end
+/// with the rotation's own-turn counter.
+fn is_pop(line: &str) -> bool {
+    line.contains("\"EVALSHA\"") && line.contains("\"queues:default:groups:own\"")
+}
+
 /// Pushes a `Record` job to the queue `name`; returns its uuid.
 async fn push_record(queue: &RedisQueue, name: &str) -> String {
     Record { due_ms: now_ms() }
@@ -63,11 +69,10 @@ async fn a_job_pushed_to_an_idle_worker_is_reserved_by_the_pop_sent_behind_its_w
     let uuid = push_record(&queue, "default").await;
     wait_done(&worker, &uuid, "the pushed job is done").await;
 
-    // The pop script is the one call whose keys end with the rotation's own-turn counter.
     let lines = monitor.lines();
     let first_pop = lines
         .iter()
-        .find(|line| line.contains("\"EVALSHA\"") && line.contains("\"queues:default:groups:own\""))
+        .find(|line| is_pop(line))
         .unwrap_or_else(|| panic!("no pop among the commands run:\n{}", lines.join("\n")));
     assert!(
         first_pop.contains(&format!(" {waiting}] ")),
@@ -240,12 +245,7 @@ async fn a_lone_job_costs_an_idle_worker_one_pop() {
     }
 
     let lines = monitor.lines();
-    let pops: Vec<&String> = lines
-        .iter()
-        .filter(|line| {
-            line.contains("\"EVALSHA\"") && line.contains("\"queues:default:groups:own\"")
-        })
-        .collect();
+    let pops: Vec<&String> = lines.iter().filter(|line| is_pop(line)).collect();
     assert_eq!(
         pops.len(),
         JOBS,

@@ -11,7 +11,7 @@ use redjob::RedisQueue;
 use std::time::{Duration, Instant};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until};
-use tests::{TestRedis, TrackedVia};
+use tests::{SentVia, TestRedis, TrackedVia};
 use uuid::Uuid;
 
 const LONG: Duration = Duration::from_secs(30);
@@ -537,6 +537,16 @@ async fn a_batchs_then_callback_reads_its_jobs_results() {
     assert!(kept > 0, "the results expire with the records: {kept}");
 }
 
+/// Dispatches a no-op to the queue `steady` through `queue`; returns its uuid.
+async fn push_noop(queue: &RedisQueue) -> String {
+    examples::Noop {}
+        .dispatch()
+        .on_queue("steady")
+        .sent_via(queue)
+        .await
+        .to_string()
+}
+
 /// Dispatches a no-op to the queue `steady` through `queue` every 50 ms for `how_long`; returns
 /// each job's uuid with the time it was dispatched.
 async fn dispatch_steadily(queue: &RedisQueue, how_long: Duration) -> Vec<(String, Instant)> {
@@ -544,13 +554,7 @@ async fn dispatch_steadily(queue: &RedisQueue, how_long: Duration) -> Vec<(Strin
     let mut sent = Vec::new();
     while started.elapsed() < how_long {
         let at = Instant::now();
-        let uuid = examples::Noop {}
-            .dispatch()
-            .on_queue("steady")
-            .via(queue)
-            .await
-            .unwrap();
-        sent.push((uuid.to_string(), at));
+        sent.push((push_noop(queue).await, at));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     sent
@@ -564,15 +568,6 @@ fn times_of(monitor: &tests::monitor::Monitor, command: &str) -> Vec<f64> {
         .filter(|line| line.contains(command))
         .filter_map(|line| line.split(' ').next()?.parse().ok())
         .collect()
-}
-
-async fn push_noop(queue: &RedisQueue) {
-    examples::Noop {}
-        .dispatch()
-        .on_queue("steady")
-        .via(queue)
-        .await
-        .unwrap();
 }
 
 #[tokio::test]

@@ -95,9 +95,8 @@ pub(crate) struct JobLoop<'a> {
     backlog: bool,
     /// The slots held for the pop sent behind the waker's wait, while it is out.
     behind: Option<Grant>,
-    /// Set by the pop behind the idle wait when it reserved jobs but came back short, with no
-    /// other pop out: the queues had no more to give, so the next turn may wait idle without
-    /// asking them again.
+    /// Set by the pop behind the idle wait when it reserved jobs but came back short: the
+    /// queues had no more to give, so the next turn waits idle without asking them again.
     found_empty: Option<EmptyQueues>,
     /// Jobs taken so far, against `--once` and `--max-jobs`.
     taken: u64,
@@ -200,10 +199,8 @@ impl<'a> JobLoop<'a> {
     /// a stop or restart is requested.
     async fn turn(&mut self) -> Option<Exit> {
         if let Some(empty) = self.found_empty.take() {
-            if self.may_wait_without_asking() {
-                self.wait_idle(empty.next_due).await;
-                return None;
-            }
+            self.wait_idle(empty.next_due).await;
+            return None;
         }
         let room = self.job_limit - self.taken - self.asked;
         let may_fetch = room > 0
@@ -304,14 +301,20 @@ impl<'a> JobLoop<'a> {
         };
         self.backlog = fetched.jobs.len() == grant.len();
         let next_due = fetched.next_due.map(|due| Instant::now() + due);
-        // Only the pop behind the wait: a pop its timer made asks again at once, which finds a
+        // A short pop behind the wait, with no other pop out, says the queues had no more to
+        // give: the next turn waits again without a pop that would find them empty. The slots
+        // it did not fill are free for the next pop behind the wait. The empty pop still
+        // decides `--stop-when-empty`. A pop its timer made asks again at once, which finds a
         // job of a dense schedule due meanwhile sooner than the next timer, whose tick is a
         // millisecond.
-        let behind_wait = matches!(grant, Grant::Idle(_));
+        let short_behind_wait = matches!(grant, Grant::Idle(_))
+            && !self.backlog
+            && self.fetches.is_empty()
+            && !self.config.stop_when_empty;
         if !fetched.jobs.is_empty() {
             self.taken += fetched.jobs.len() as u64;
             self.start_jobs(fetched.jobs, grant);
-            if behind_wait && !self.backlog && self.fetches.is_empty() {
+            if short_behind_wait {
                 self.found_empty = Some(EmptyQueues { next_due });
             }
             return None;
@@ -328,20 +331,6 @@ impl<'a> JobLoop<'a> {
         }
         self.wait_idle(next_due).await;
         None
-    }
-
-    /// Whether the loop, told by a short pop behind the wait that the queues had no more to
-    /// give, may wait idle again without a pop that finds them empty: only while no other pop
-    /// is out and a slot is free for the next pop behind the wait (a worker whose every slot is
-    /// busy would take a pushed job's wake-up from an idle worker). The empty pop still decides
-    /// `--stop-when-empty`, and jobs reserved ahead take the next free slot first.
-    fn may_wait_without_asking(&self) -> bool {
-        !self.config.stop_when_empty
-            && self.fetches.is_empty()
-            && self.behind.is_none()
-            && self.waiting.is_empty()
-            && self.slots.available_permits() > 0
-            && self.taken < self.job_limit
     }
 
     /// Takes what the pop sent behind the waker's wait reserved, as a pop's result, or (when
