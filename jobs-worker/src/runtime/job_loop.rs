@@ -5,6 +5,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -625,7 +626,9 @@ async fn run_slot(
     let mut next = Some(reserved);
     while let Some(Unstarted { job, held }) = next {
         let waited = had_to_wait(async {
-            processor.process(job, held, interrupt.clone()).await;
+            // Boxed: the task's future is moved and copied whole as it is spawned, polled and
+            // reaped, and the job's state would make that kilobytes per job.
+            Box::pin(processor.process(job, held, interrupt.clone())).await;
             stats.record_processed();
             if !rest.is_zero() {
                 tokio::time::sleep(rest).await;
@@ -677,18 +680,40 @@ fn take_free_slots(slots: &Arc<Semaphore>, permits: &mut Vec<OwnedSemaphorePermi
     }
 }
 
-/// Runs `future` to its end, and says whether it ever had to wait (it returned `Pending` to
-/// the runtime at least once, so that other tasks ran meanwhile).
-async fn had_to_wait(future: impl Future<Output = ()>) -> bool {
-    let mut future = std::pin::pin!(future);
-    let mut waited = false;
-    std::future::poll_fn(|cx| {
-        let poll = future.as_mut().poll(cx);
-        waited |= poll.is_pending();
-        poll
-    })
-    .await;
-    waited
+pin_project_lite::pin_project! {
+    /// Runs its future to its end, and says whether it ever had to wait (it returned
+    /// `Pending` to the runtime at least once, so that other tasks ran meanwhile).
+    ///
+    /// A struct, not an `async fn`: an `async fn` that pins its argument holds it twice in its
+    /// state (the argument and the pinned local), and this wraps every job's future, which its
+    /// task moves several times.
+    struct HadToWait<F> {
+        #[pin]
+        future: F,
+        waited: bool,
+    }
+}
+
+fn had_to_wait<F: Future<Output = ()>>(future: F) -> HadToWait<F> {
+    HadToWait {
+        future,
+        waited: false,
+    }
+}
+
+impl<F: Future<Output = ()>> Future for HadToWait<F> {
+    type Output = bool;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        let this = self.project();
+        match this.future.poll(cx) {
+            Poll::Ready(()) => Poll::Ready(*this.waited),
+            Poll::Pending => {
+                *this.waited = true;
+                Poll::Pending
+            }
+        }
+    }
 }
 
 fn reap(joined: Result<(), tokio::task::JoinError>) {

@@ -104,22 +104,25 @@ impl Processor {
     ) -> Settled {
         let started = Instant::now();
         let _counted = crate::prometheus::running_job();
-        match decode(&job, self.settler.queue.config()) {
-            Ok(decoded) => {
-                let uuid = decoded.payload.uuid.to_string();
-                let span = attempt_span(&self.config, &decoded, &uuid, &job.queue.name);
-                let attempt = Attempt {
-                    job,
-                    uuid,
-                    decoded: &decoded,
-                    held: &held,
-                    started,
-                };
-                self.run(attempt, interrupt).instrument(span).await
-            }
+        // The match ends before the attempt is awaited: a match's scrutinee lives to the end of
+        // the match, and would be held in every job's future beside the decoded payload.
+        let decoded = match decode(&job, self.settler.queue.config()) {
+            Ok(decoded) => decoded,
             // Boxed: rare, and its state would weigh on every job's future.
-            Err(undecodable) => Box::pin(self.fail_undecodable(job, undecodable, started)).await,
-        }
+            Err(undecodable) => {
+                return Box::pin(self.fail_undecodable(job, undecodable, started)).await
+            }
+        };
+        let uuid = decoded.payload.uuid.to_string();
+        let span = attempt_span(&self.config, &decoded, &uuid, &job.queue.name);
+        let attempt = Attempt {
+            job,
+            uuid,
+            decoded: &decoded,
+            held: &held,
+            started,
+        };
+        self.run(attempt, interrupt).instrument(span).await
     }
 
     /// Runs a decoded job, settles it, tells the listeners and runs its `failed()` hook.
