@@ -6,9 +6,33 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, RwLock};
 
-type Map = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
+type Map = HashMap<TypeId, Arc<dyn Any + Send + Sync>, BuildHasherDefault<TypeIdHasher>>;
+
+/// Hashes a `TypeId`, which is a hash already, by taking it as it is: a job's context is read
+/// and written several times per job, and SipHash over the id cost more than the lookup.
+#[derive(Default)]
+struct TypeIdHasher(u64);
+
+impl Hasher for TypeIdHasher {
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id;
+    }
+
+    /// `TypeId` hashes itself with `write_u64`; should it ever write bytes, they are mixed
+    /// in (FNV-1a), so the map stays correct.
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// A map from a type to one value of it. Cheap to clone: clones share their values, so what a
 /// capability stores on a handle is seen by every clone of that handle.
@@ -78,5 +102,48 @@ impl fmt::Debug for Extensions {
         f.debug_struct("Extensions")
             .field("values", &self.read().len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_of_many_types_are_kept_apart() {
+        struct A(u8);
+        struct B(u8);
+        let extensions = Extensions::default();
+        extensions.insert(A(1));
+        extensions.insert(B(2));
+        extensions.insert(3_u8);
+        extensions.insert(4_u16);
+        extensions.insert(5_u32);
+        extensions.insert(6_u64);
+        extensions.insert("seven");
+        extensions.insert(String::from("eight"));
+        assert_eq!(extensions.get::<A>().unwrap().0, 1);
+        assert_eq!(extensions.get::<B>().unwrap().0, 2);
+        assert_eq!(*extensions.get::<u8>().unwrap(), 3);
+        assert_eq!(*extensions.get::<u16>().unwrap(), 4);
+        assert_eq!(*extensions.get::<u32>().unwrap(), 5);
+        assert_eq!(*extensions.get::<u64>().unwrap(), 6);
+        assert_eq!(*extensions.get::<&str>().unwrap(), "seven");
+        assert_eq!(*extensions.get::<String>().unwrap(), "eight");
+        assert!(extensions.get::<i8>().is_none());
+        extensions.insert(A(9));
+        assert_eq!(extensions.get::<A>().unwrap().0, 9);
+        assert_eq!(extensions.read().len(), 8);
+    }
+
+    #[test]
+    fn bytes_written_to_the_hasher_still_tell_keys_apart() {
+        let hash = |bytes: &[u8]| {
+            let mut hasher = TypeIdHasher::default();
+            hasher.write(bytes);
+            hasher.finish()
+        };
+        assert_ne!(hash(b"a"), hash(b"b"));
+        assert_ne!(hash(b"ab"), hash(b"ba"));
     }
 }
