@@ -115,10 +115,7 @@ impl RedisQueue {
                 text
             })
             .collect();
-        let uuids: Vec<&str> = texts
-            .iter()
-            .map(|text| std::str::from_utf8(text).expect("a uuid's text is ASCII"))
-            .collect();
+        let uuids: Vec<&[u8; uuid::fmt::Hyphenated::LENGTH]> = texts.iter().collect();
         let step = self.batch_step(id).await?;
         let mut check = scripts::COMPLETE_BATCH.prepare_invoke();
         for key in step.keys() {

@@ -147,10 +147,10 @@ impl Processor {
             cancels: Some(&self.cancels),
             worker: &self.worker,
         };
-        // Boxed: the attempt's state is large, and this future is moved into its task and
-        // polled often.
-        let attempt = execute::run(around, decoded, &job.queue.name, Some(held), interrupt);
-        let (verdict, error, ctx) = Box::pin(attempt).await;
+        // Not boxed apart: the job's task boxes its whole processing once (job_loop's
+        // `run_slot`), and every job runs its attempt.
+        let (verdict, error, ctx) =
+            execute::run(around, decoded, &job.queue.name, Some(held), interrupt).await;
         if held.taken_over() {
             // Its handler blocked its thread past its timeout: the watchdog settled it.
             return Settled::TakenOver;
