@@ -107,20 +107,6 @@ impl Control {
     /// keeps it for its queue's recent-jobs list.
     pub(crate) fn record(&self, attempt: &Attempt<'_>) {
         let now = Utc::now();
-        let recent = RecentJob {
-            uuid: attempt.uuid.to_owned(),
-            job: attempt.job.to_owned(),
-            queue: attempt.queue.to_owned(),
-            attempt: attempt.attempt,
-            outcome: attempt.outcome,
-            runtime_us: attempt.runtime.as_micros().min(u64::MAX as u128) as u64,
-            finished_at: now,
-            worker: self.worker_name.clone(),
-            reason: attempt
-                .reason
-                .map(|reason| reason.chars().take(RecentJob::REASON_LIMIT).collect()),
-            tags: attempt.tags.to_vec(),
-        };
         // Outside the lock that every job task and the publisher share.
         crate::prometheus::record(attempt.queue, attempt.job, attempt.outcome, attempt.runtime);
         let mut pending = self.lock_pending();
@@ -133,10 +119,49 @@ impl Control {
             Some(list) => list,
             None => pending.recent.entry(attempt.queue.to_owned()).or_default(),
         };
-        if list.len() == keys::RECENT_LIMIT {
-            list.pop_front();
+        // A busy queue fills its list within the second between two publishes, and then each
+        // attempt takes the place of the oldest: it is written into that entry's buffers,
+        // which saves every attempt its allocations.
+        let mut recent = if list.len() == keys::RECENT_LIMIT {
+            list.pop_front()
+        } else {
+            None
         }
+        .unwrap_or_else(|| RecentJob {
+            uuid: String::new(),
+            job: String::new(),
+            queue: String::new(),
+            attempt: 0,
+            outcome: attempt.outcome,
+            runtime_us: 0,
+            finished_at: now,
+            worker: String::new(),
+            reason: None,
+            tags: Vec::new(),
+        });
+        self.fill(&mut recent, attempt, now);
         list.push_back(recent);
+    }
+
+    /// Writes `attempt`, which ended `now`, into `recent`, reusing its buffers.
+    fn fill(&self, recent: &mut RecentJob, attempt: &Attempt<'_>, now: DateTime<Utc>) {
+        fn set(buffer: &mut String, value: &str) {
+            buffer.clear();
+            buffer.push_str(value);
+        }
+        set(&mut recent.uuid, attempt.uuid);
+        set(&mut recent.job, attempt.job);
+        set(&mut recent.queue, attempt.queue);
+        set(&mut recent.worker, &self.worker_name);
+        recent.attempt = attempt.attempt;
+        recent.outcome = attempt.outcome;
+        recent.runtime_us = attempt.runtime.as_micros().min(u64::MAX as u128) as u64;
+        recent.finished_at = now;
+        recent.reason = attempt
+            .reason
+            .map(|reason| reason.chars().take(RecentJob::REASON_LIMIT).collect());
+        recent.tags.clear();
+        recent.tags.extend(attempt.tags.iter().cloned());
     }
 
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -365,12 +390,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn recent_jobs_keep_the_last_ones_of_each_queue_with_their_own_fields() {
+    fn recent_jobs_keep_the_last_ones_of_each_queue_with_their_own_fields_in_reused_entries() {
         let control = Control::new("billing");
         let attempts = 2 * (keys::RECENT_LIMIT + 25);
         for n in 0..attempts {
             let uuid = format!("u{n}");
             let failed = n % 3 == 0;
+            let tags = vec![format!("t{n}"); n % 4];
             control.record(&Attempt {
                 queue: if n % 2 == 0 { "even" } else { "odd" },
                 job: if failed { "mail" } else { "invoice" },
@@ -383,7 +409,7 @@ mod tests {
                 },
                 runtime: Duration::from_micros(n as u64),
                 reason: failed.then_some("boom"),
-                tags: &[],
+                tags: &tags,
             });
         }
         let pending = control.take_pending();
@@ -406,6 +432,7 @@ mod tests {
             assert_eq!(job.runtime_us, n as u64);
             assert_eq!(job.reason.as_deref(), failed.then_some("boom"));
             assert_eq!(job.worker, "billing");
+            assert_eq!(job.tags, vec![format!("t{n}"); n % 4]);
         }
     }
 }

@@ -13,8 +13,6 @@ pub(crate) struct Deadline {
     pub(crate) started: Instant,
     /// How long it may run (`None`: no limit).
     pub(crate) timeout: Option<Duration>,
-    /// The job's uuid, by which a cancel request finds it.
-    pub(crate) uuid: String,
     /// Its context, whose release or fail request the timeout rules honour.
     pub(crate) ctx: Arc<JobContext>,
     /// The attempt rules that apply to it.
@@ -33,7 +31,6 @@ impl Deadline {
     ) -> Deadline {
         Deadline {
             started: Instant::now(),
-            uuid: ctx.uuid().to_string(),
             timeout,
             ctx,
             limits,

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tracing::warn;
+use uuid::Uuid;
 
 use crate::runtime::deadline::Deadline;
 use crate::runtime::reserved::Reserved;
@@ -129,13 +130,16 @@ impl Running {
     /// Fires the cancellation of the running job `uuid`, if it runs here and was not
     /// cancelled already; returns whether it did.
     pub(crate) fn cancel(&self, uuid: &str) -> bool {
+        let Ok(uuid) = Uuid::parse_str(uuid) else {
+            return false;
+        };
         let mut jobs = self.lock();
         let mut fired = false;
         for entry in jobs.values_mut() {
             let Some(deadline) = &entry.deadline else {
                 continue;
             };
-            if entry.cancelled_at.is_none() && deadline.uuid == uuid {
+            if entry.cancelled_at.is_none() && deadline.ctx.uuid() == uuid {
                 deadline.ctx.cancellation().cancel();
                 entry.cancelled_at = Some(Instant::now());
                 fired = true;
@@ -160,7 +164,7 @@ impl Running {
                 let ran =
                     chrono::Duration::from_std(deadline.started.elapsed()).unwrap_or_default();
                 let job = redjob::admin::RunningJob {
-                    uuid: deadline.uuid.clone(),
+                    uuid: ctx.uuid().to_string(),
                     job: ctx.job_name().to_owned(),
                     queue: ctx.queue().to_owned(),
                     attempt: ctx.attempt(),
@@ -177,7 +181,7 @@ impl Running {
     pub(crate) fn running_uuids(&self) -> Vec<String> {
         self.lock()
             .values()
-            .filter_map(|entry| entry.deadline.as_ref().map(|d| d.uuid.clone()))
+            .filter_map(|entry| entry.deadline.as_ref().map(|d| d.ctx.uuid().to_string()))
             .collect()
     }
 

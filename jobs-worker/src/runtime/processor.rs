@@ -113,8 +113,13 @@ impl Processor {
                 return Box::pin(self.fail_undecodable(job, undecodable, started)).await
             }
         };
-        let uuid = decoded.payload.uuid.to_string();
-        let span = attempt_span(&self.config, &decoded, &uuid, &job.queue.name);
+        let mut uuid_text = [0; uuid::fmt::Hyphenated::LENGTH];
+        let uuid = &*decoded
+            .payload
+            .uuid
+            .hyphenated()
+            .encode_lower(&mut uuid_text);
+        let span = attempt_span(&self.config, &decoded, uuid, &job.queue.name);
         let attempt = Attempt {
             job,
             uuid,
@@ -168,7 +173,7 @@ impl Processor {
             _ => None,
         };
         let id = JobId {
-            uuid: &uuid,
+            uuid,
             job: &payload.job,
             attempt: payload.attempts,
             tags: &payload.tags,
@@ -277,7 +282,7 @@ impl Processor {
 struct Attempt<'a> {
     job: Reserved,
     /// The job's uuid, as text.
-    uuid: String,
+    uuid: &'a str,
     decoded: &'a Decoded,
     held: &'a Held,
     started: Instant,
