@@ -56,6 +56,12 @@ pub struct WorkerConfig {
     pub retry_after: Duration,
     /// Jobs run at once.
     pub concurrency: usize,
+    /// While a backlog drains and every slot is busy, the worker reserves as many jobs ahead
+    /// of its slots as they start within this long, by the recent attempts' mean run time (at
+    /// most three rounds of the slots), so that Redis hands out the next jobs while these run.
+    /// Another worker may sit idle while jobs wait here: keep it to about a round trip to
+    /// Redis, and raise it with a Redis farther away. Zero reserves none ahead.
+    pub reserve_ahead: Duration,
     /// How long running jobs may finish after a stop is requested before they are put back on
     /// their queues (`None`: no limit).
     pub grace: Option<Duration>,
@@ -128,6 +134,7 @@ impl Default for WorkerConfig {
             name: "default".to_owned(),
             retry_after: Duration::from_secs(90),
             concurrency: 10,
+            reserve_ahead: Duration::from_millis(2),
             grace: Some(Duration::from_secs(60)),
             metrics_retention: redjob::admin::DEFAULT_METRICS_RETENTION,
             max_requeues: 1000,

@@ -95,6 +95,12 @@ pub struct WorkerOptions {
     #[arg(long, default_value_t = 10)]
     pub concurrency: usize,
 
+    /// Milliseconds of work to reserve ahead of busy slots while a backlog drains: as many
+    /// jobs as the slots start within it, by their recent mean run time (at most three rounds
+    /// of the slots). About a round trip to Redis; 0 reserves none ahead.
+    #[arg(long, default_value_t = 2.0, value_name = "MS")]
+    pub reserve_ahead_ms: f64,
+
     /// Threads the worker and its jobs run on (default: one per CPU, or
     /// $TOKIO_WORKER_THREADS). With 1, the worker and its jobs share one thread: the least
     /// CPU per job for handlers that await I/O, above all on a host shared with Redis, while
@@ -173,6 +179,7 @@ impl WorkerOptions {
             name: self.name.clone(),
             retry_after: secs(self.retry_after),
             concurrency: self.concurrency,
+            reserve_ahead: secs(self.reserve_ahead_ms / 1000.0),
             // Without --grace, running jobs get their timeout to finish.
             grace: match self.grace {
                 Some(grace) => Some(secs(grace)),

@@ -638,12 +638,27 @@ async fn noops_around_a_sleep(
     bulk.send().await.unwrap()[before].uuid()
 }
 
+/// The window of work reserved ahead in the tests that count the jobs waiting ahead: wide
+/// enough that no-op jobs are short against it on any host (a debug build on a loaded machine
+/// takes a millisecond or two a job, which the default 2 ms would make one round or two), so
+/// that the three rounds are the bound.
+const AHEAD_WINDOW_MS: &str = "50";
+
 #[tokio::test]
 async fn after_short_jobs_three_rounds_of_the_slots_are_reserved_ahead() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     let sleep = noops_around_a_sleep(&queue, 20, 2500, 20).await;
-    let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--stop-when-empty"]);
+    let mut worker = start_worker(
+        redis.url(),
+        &[
+            "--concurrency",
+            "1",
+            "--stop-when-empty",
+            "--reserve-ahead-ms",
+            AHEAD_WINDOW_MS,
+        ],
+    );
     worker
         .wait_for_event(LONG, "the sleeping job runs", |e| {
             e.uuid == sleep.to_string() && e.status == "RUNNING"
@@ -675,6 +690,49 @@ async fn after_short_jobs_three_rounds_of_the_slots_are_reserved_ahead() {
     assert!(
         events.iter().all(|e| e.attempt == 1),
         "a job reserved ahead ran on its first attempt"
+    );
+}
+
+#[tokio::test]
+async fn a_worker_told_to_reserve_nothing_ahead_holds_only_its_running_jobs() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let sleep = noops_around_a_sleep(&queue, 20, 3000, 20).await;
+    let mut worker = start_worker(
+        redis.url(),
+        &[
+            "--concurrency",
+            "1",
+            "--stop-when-empty",
+            "--reserve-ahead-ms",
+            "0",
+        ],
+    );
+    worker
+        .wait_for_event(LONG, "the sleeping job runs", |e| {
+            e.uuid == sleep.to_string() && e.status == "RUNNING"
+        })
+        .await;
+    // Read during the first second of the sleeping job's three, well before it ends: with any
+    // window, the short jobs before it would have had jobs reserved ahead of the slot by now.
+    let reading = std::time::Instant::now();
+    while reading.elapsed() < Duration::from_secs(1) {
+        assert_eq!(
+            ready_and_reserved(&queue).await,
+            (20, 1),
+            "only the running job is reserved"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let status = worker.wait_exit(LONG).await;
+    assert!(status.success(), "the worker exited with {status}");
+    assert_eq!(
+        worker
+            .events()
+            .iter()
+            .filter(|e| e.status == "DONE")
+            .count(),
+        41
     );
 }
 
@@ -753,7 +811,17 @@ async fn jobs_reserved_ahead_go_back_unstarted_with_their_attempt_not_counted_wh
     let redis = TestRedis::start();
     let queue = redis.queue();
     let sleep = noops_around_a_sleep(&queue, 10, 60_000, 10).await;
-    let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--grace", "1"]);
+    let mut worker = start_worker(
+        redis.url(),
+        &[
+            "--concurrency",
+            "1",
+            "--grace",
+            "1",
+            "--reserve-ahead-ms",
+            AHEAD_WINDOW_MS,
+        ],
+    );
     worker
         .wait_for_event(LONG, "the sleeping job runs", |e| {
             e.uuid == sleep.to_string() && e.status == "RUNNING"

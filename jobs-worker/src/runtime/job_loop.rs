@@ -30,11 +30,6 @@ const MAX_FETCHES_IN_FLIGHT: usize = 6;
 /// Most rounds of the slots' jobs that may wait reserved ahead of them.
 const AHEAD_ROUNDS: usize = 3;
 
-/// How long the last job reserved ahead may expect to wait for a slot, by the recent
-/// attempts' mean run time. Another worker may be idle meanwhile: the wait is kept to about a
-/// round trip to Redis, which is what reserving ahead saves.
-const AHEAD_MAX_WAIT: Duration = Duration::from_millis(2);
-
 /// A due time this close sends no pop behind the idle wait: the timer would end the wait
 /// before the pop reached Redis (`JobLoop::arm_waker`).
 const SOON: Duration = Duration::from_millis(1);
@@ -263,7 +258,7 @@ impl<'a> JobLoop<'a> {
         let Some(runtime) = self.stats.recent_runtime() else {
             return (0, None);
         };
-        let limit = ahead_limit(self.config.concurrency, runtime) as u64;
+        let limit = ahead_limit(self.config.concurrency, runtime, self.config.reserve_ahead) as u64;
         let Some(most_waiting) = limit.checked_sub(self.ahead_asked + batch.min(limit)) else {
             return (0, None);
         };
@@ -577,9 +572,10 @@ impl<'a> JobLoop<'a> {
 }
 
 /// How many jobs may wait reserved ahead of `concurrency` slots whose jobs take `runtime` each:
-/// as many as the slots start within [`AHEAD_MAX_WAIT`], up to [`AHEAD_ROUNDS`] rounds of them.
-fn ahead_limit(concurrency: usize, runtime: Duration) -> usize {
-    let rounds = AHEAD_MAX_WAIT.as_secs_f64() / runtime.as_secs_f64().max(1e-6);
+/// as many as the slots start within `window` (`--reserve-ahead-ms`), up to [`AHEAD_ROUNDS`]
+/// rounds of them.
+fn ahead_limit(concurrency: usize, runtime: Duration, window: Duration) -> usize {
+    let rounds = window.as_secs_f64() / runtime.as_secs_f64().max(1e-6);
     let places = AHEAD_ROUNDS * concurrency;
     (concurrency as f64 * rounds).min(places as f64) as usize
 }
@@ -759,15 +755,23 @@ mod tests {
     #[test]
     fn as_many_jobs_wait_ahead_as_the_slots_start_within_the_bound() {
         let ms = Duration::from_millis;
+        const WINDOW: Duration = Duration::from_millis(2);
         // No-op jobs: three rounds of the slots at most.
-        assert_eq!(ahead_limit(50, Duration::from_micros(40)), 150);
+        assert_eq!(ahead_limit(50, Duration::from_micros(40), WINDOW), 150);
         // 5 ms of I/O each: 50 slots start 20 jobs in 2 ms.
-        assert_eq!(ahead_limit(50, ms(5)), 20);
-        assert_eq!(ahead_limit(50, ms(100)), 1);
+        assert_eq!(ahead_limit(50, ms(5), WINDOW), 20);
+        assert_eq!(ahead_limit(50, ms(100), WINDOW), 1);
         // Jobs longer than the slots start one of in 2 ms: none.
-        assert_eq!(ahead_limit(50, ms(101)), 0);
-        assert_eq!(ahead_limit(1, ms(3)), 0);
-        assert_eq!(ahead_limit(1, ms(1)), 2);
-        assert_eq!(ahead_limit(1, Duration::ZERO), 3);
+        assert_eq!(ahead_limit(50, ms(101), WINDOW), 0);
+        assert_eq!(ahead_limit(1, ms(3), WINDOW), 0);
+        assert_eq!(ahead_limit(1, ms(1), WINDOW), 2);
+        assert_eq!(ahead_limit(1, Duration::ZERO, WINDOW), 3);
+        // A wider window for a Redis farther away; none at all.
+        assert_eq!(ahead_limit(1, ms(3), ms(10)), 3);
+        assert_eq!(ahead_limit(50, ms(5), ms(10)), 100);
+        assert_eq!(
+            ahead_limit(50, Duration::from_micros(40), Duration::ZERO),
+            0
+        );
     }
 }
