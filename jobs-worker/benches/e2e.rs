@@ -111,14 +111,50 @@ struct Args {
 /// worker's failures again.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
 
+/// When something a run waits for happened (its last job, a batch's callback), and its waiter,
+/// woken then, so that waiting costs the worker's thread no polling.
+struct Moment {
+    at: Mutex<Option<Instant>>,
+    reached: tokio::sync::Notify,
+}
+
+impl Moment {
+    const fn new() -> Self {
+        Moment {
+            at: Mutex::new(None),
+            reached: tokio::sync::Notify::const_new(),
+        }
+    }
+
+    fn clear(&self) {
+        *self.at.lock().unwrap() = None;
+    }
+
+    fn mark(&self) {
+        *self.at.lock().unwrap() = Some(Instant::now());
+        self.reached.notify_one();
+    }
+
+    /// When it happened; `None` once `deadline` passes or `give_up` says so first, which is
+    /// looked at again within every [`WAIT_SLICE`].
+    async fn wait(&self, deadline: Instant, give_up: impl Fn() -> bool) -> Option<Instant> {
+        loop {
+            if let Some(at) = *self.at.lock().unwrap() {
+                return Some(at);
+            }
+            if Instant::now() > deadline || give_up() {
+                return None;
+            }
+            let _ = tokio::time::timeout(WAIT_SLICE, self.reached.notified()).await;
+        }
+    }
+}
+
 /// Handler calls counted by the benchmark, and the wall-clock lateness samples.
 struct Tracker {
     done: AtomicUsize,
     target: AtomicUsize,
-    finished: Mutex<Option<Instant>>,
-    /// Woken when the target count is reached, so that waiting costs the worker's thread no
-    /// polling.
-    reached: tokio::sync::Notify,
+    finished: Moment,
     samples: Mutex<Vec<f64>>,
 }
 
@@ -127,8 +163,7 @@ fn tracker() -> &'static Tracker {
     TRACKER.get_or_init(|| Tracker {
         done: AtomicUsize::new(0),
         target: AtomicUsize::new(usize::MAX),
-        finished: Mutex::new(None),
-        reached: tokio::sync::Notify::new(),
+        finished: Moment::new(),
         samples: Mutex::new(Vec::new()),
     })
 }
@@ -137,15 +172,14 @@ impl Tracker {
     fn reset(&self, target: usize) {
         self.done.store(0, Ordering::SeqCst);
         self.target.store(target, Ordering::SeqCst);
-        *self.finished.lock().unwrap() = None;
+        self.finished.clear();
         self.samples.lock().unwrap().clear();
     }
 
     fn count(&self) {
         let done = self.done.fetch_add(1, Ordering::AcqRel) + 1;
         if done == self.target.load(Ordering::Acquire) {
-            *self.finished.lock().unwrap() = Some(Instant::now());
-            self.reached.notify_one();
+            self.finished.mark();
         }
     }
 
@@ -155,17 +189,9 @@ impl Tracker {
 
     /// Waits for the target count; `None` when `bound` passes first or a job failed.
     async fn wait_until_done(&self, bound: Duration, stats: &Stats) -> Option<Instant> {
-        let deadline = Instant::now() + bound;
-        loop {
-            if let Some(at) = *self.finished.lock().unwrap() {
-                return Some(at);
-            }
-            if Instant::now() > deadline || stats.failed() > 0 {
-                return None;
-            }
-            // Woken by the last job; a failed job is noticed within the slice.
-            let _ = tokio::time::timeout(WAIT_SLICE, self.reached.notified()).await;
-        }
+        self.finished
+            .wait(Instant::now() + bound, || stats.failed() > 0)
+            .await
     }
 }
 
@@ -374,9 +400,8 @@ struct BatchNoop {
 /// clock, microseconds; 0 until it starts).
 static LAST_CHILD_END_US: AtomicU64 = AtomicU64::new(0);
 static CALLBACK_START_US: AtomicU64 = AtomicU64::new(0);
-/// When the batch scenario's callback started, and its waiter woken then.
-static CALLBACK_STARTED: Mutex<Option<Instant>> = Mutex::new(None);
-static CALLBACK_RAN: tokio::sync::Notify = tokio::sync::Notify::const_new();
+/// When the batch scenario's callback started.
+static CALLBACK_STARTED: Moment = Moment::new();
 
 #[job(name = "peerkit.batch-noop")]
 impl Job for BatchNoop {
@@ -418,8 +443,7 @@ struct BatchDone {}
 impl Job for BatchDone {
     async fn handle(&self, _ctx: &JobContext) -> JobResult {
         CALLBACK_START_US.store(wall_us(), Ordering::Release);
-        *CALLBACK_STARTED.lock().unwrap() = Some(Instant::now());
-        CALLBACK_RAN.notify_one();
+        CALLBACK_STARTED.mark();
         Ok(())
     }
 }
@@ -815,22 +839,14 @@ async fn batch(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, St
     prep_child(args, "prep-batch", args.jobs);
     tracker().reset(args.jobs);
     CALLBACK_START_US.store(0, Ordering::Release);
-    *CALLBACK_STARTED.lock().unwrap() = None;
+    CALLBACK_STARTED.clear();
     let cpu = CpuReading::take(queue).await?;
     let worker = worker(args, queue);
     let start = Instant::now();
     let stop = worker.stop_token();
     let running = tokio::spawn(worker.run());
     let deadline = start + Duration::from_secs_f64(args.timeout_s);
-    let started = loop {
-        if let Some(at) = *CALLBACK_STARTED.lock().unwrap() {
-            break Some(at);
-        }
-        if Instant::now() >= deadline {
-            break None;
-        }
-        let _ = tokio::time::timeout(WAIT_SLICE, CALLBACK_RAN.notified()).await;
-    };
+    let started = CALLBACK_STARTED.wait(deadline, || false).await;
     let secs = started
         .map_or(start.elapsed(), |at| at - start)
         .as_secs_f64();

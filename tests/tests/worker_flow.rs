@@ -638,6 +638,25 @@ async fn noops_around_a_sleep(
     bulk.send().await.unwrap()[before].uuid()
 }
 
+/// Pushes [`noops_around_a_sleep`]'s jobs, starts a worker of one slot with `args` besides,
+/// and returns it, with the sleeping job's uuid, once that job runs.
+async fn one_slot_at_the_sleep(
+    redis: &TestRedis,
+    (before, ms, after): (usize, u64, usize),
+    args: &[&str],
+) -> (WorkerProcess, String) {
+    let sleep = noops_around_a_sleep(&redis.queue(), before, ms, after)
+        .await
+        .to_string();
+    let worker = start_worker(redis.url(), &[&["--concurrency", "1"], args].concat());
+    worker
+        .wait_for_event(LONG, "the sleeping job runs", |e| {
+            e.uuid == sleep && e.status == "RUNNING"
+        })
+        .await;
+    (worker, sleep)
+}
+
 /// The window of work reserved ahead in the tests that count the jobs waiting ahead: wide
 /// enough that no-op jobs are short against it on any host (a debug build on a loaded machine
 /// takes a millisecond or two a job, which the default 2 ms would make one round or two), so
@@ -648,22 +667,12 @@ const AHEAD_WINDOW_MS: &str = "50";
 async fn after_short_jobs_three_rounds_of_the_slots_are_reserved_ahead() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let sleep = noops_around_a_sleep(&queue, 20, 2500, 20).await;
-    let mut worker = start_worker(
-        redis.url(),
-        &[
-            "--concurrency",
-            "1",
-            "--stop-when-empty",
-            "--reserve-ahead-ms",
-            AHEAD_WINDOW_MS,
-        ],
-    );
-    worker
-        .wait_for_event(LONG, "the sleeping job runs", |e| {
-            e.uuid == sleep.to_string() && e.status == "RUNNING"
-        })
-        .await;
+    let (mut worker, _) = one_slot_at_the_sleep(
+        &redis,
+        (20, 2500, 20),
+        &["--stop-when-empty", "--reserve-ahead-ms", AHEAD_WINDOW_MS],
+    )
+    .await;
     // While it runs in the only slot: it and three jobs reserved ahead (the first 20 jobs
     // proved short), the other 17 still queued.
     wait_until(
@@ -697,22 +706,12 @@ async fn after_short_jobs_three_rounds_of_the_slots_are_reserved_ahead() {
 async fn a_worker_told_to_reserve_nothing_ahead_holds_only_its_running_jobs() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let sleep = noops_around_a_sleep(&queue, 20, 3000, 20).await;
-    let mut worker = start_worker(
-        redis.url(),
-        &[
-            "--concurrency",
-            "1",
-            "--stop-when-empty",
-            "--reserve-ahead-ms",
-            "0",
-        ],
-    );
-    worker
-        .wait_for_event(LONG, "the sleeping job runs", |e| {
-            e.uuid == sleep.to_string() && e.status == "RUNNING"
-        })
-        .await;
+    let (mut worker, _) = one_slot_at_the_sleep(
+        &redis,
+        (20, 3000, 20),
+        &["--stop-when-empty", "--reserve-ahead-ms", "0"],
+    )
+    .await;
     // Read during the first second of the sleeping job's three, well before it ends: with any
     // window, the short jobs before it would have had jobs reserved ahead of the slot by now.
     let reading = std::time::Instant::now();
@@ -810,23 +809,12 @@ async fn jobs_that_wait_go_on_in_their_slot_in_the_order_they_were_reserved() {
 async fn jobs_reserved_ahead_go_back_unstarted_with_their_attempt_not_counted_when_interrupted() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let sleep = noops_around_a_sleep(&queue, 10, 60_000, 10).await;
-    let mut worker = start_worker(
-        redis.url(),
-        &[
-            "--concurrency",
-            "1",
-            "--grace",
-            "1",
-            "--reserve-ahead-ms",
-            AHEAD_WINDOW_MS,
-        ],
-    );
-    worker
-        .wait_for_event(LONG, "the sleeping job runs", |e| {
-            e.uuid == sleep.to_string() && e.status == "RUNNING"
-        })
-        .await;
+    let (mut worker, sleep) = one_slot_at_the_sleep(
+        &redis,
+        (10, 60_000, 10),
+        &["--grace", "1", "--reserve-ahead-ms", AHEAD_WINDOW_MS],
+    )
+    .await;
     wait_until(LONG, "three jobs reserved ahead", || async {
         ready_and_reserved(&queue).await == (7, 4)
     })
@@ -848,7 +836,7 @@ async fn jobs_reserved_ahead_go_back_unstarted_with_their_attempt_not_counted_wh
         .iter()
         .map(|raw| {
             let payload = Payload::from_json(raw).unwrap();
-            (payload.uuid == sleep, payload.attempts)
+            (payload.uuid.to_string() == sleep, payload.attempts)
         })
         .collect();
     attempts.sort();
