@@ -96,7 +96,7 @@ pub use redis;
 #[doc(hidden)]
 pub mod __worker {
     pub use crate::job::attempt::{
-        done_steps, failed_steps, released_steps, start as start_attempt,
+        done_steps, failed_steps, released_steps, start as start_attempt, AttemptSteps,
         started as attempt_started,
     };
     pub use crate::job::context::AttemptSetup;

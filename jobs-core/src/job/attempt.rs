@@ -11,6 +11,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::job::context::JobContext;
 use crate::payload::Payload;
 use crate::queue::settle::SettleStep;
@@ -87,6 +89,11 @@ pub async fn started(ctx: &Arc<JobContext>, queue: &RedisQueue, worker: &str) {
     }
 }
 
+/// The steps that settle one attempt, one per hook that has one. Most attempts have none or
+/// one (a batch's count, a chain's next link), kept inline: the worker settles every job
+/// through them, and an allocation for one box would be one more per job.
+pub type AttemptSteps = SmallVec<[Box<dyn SettleStep>; 1]>;
+
 /// The steps every registered hook adds to settling the attempt of `ctx` as done. When a hook
 /// cannot settle it as done, the job fails instead: `Err` gives why, with the steps of that
 /// failure.
@@ -94,8 +101,8 @@ pub async fn started(ctx: &Arc<JobContext>, queue: &RedisQueue, worker: &str) {
 pub fn done_steps(
     ctx: &JobContext,
     queue: &RedisQueue,
-) -> Result<Vec<Box<dyn SettleStep>>, (String, Vec<Box<dyn SettleStep>>)> {
-    let mut steps = Vec::new();
+) -> Result<AttemptSteps, (String, AttemptSteps)> {
+    let mut steps = AttemptSteps::new();
     for hook in inventory::iter::<AttemptHookRegistration> {
         match hook.0.done(ctx, queue) {
             Ok(step) => steps.extend(step),
@@ -114,7 +121,7 @@ pub fn failed_steps(
     ctx: &JobContext,
     queue: &RedisQueue,
     reason: &str,
-) -> Vec<Box<dyn SettleStep>> {
+) -> AttemptSteps {
     each_step(|hook| hook.failed(ctx, queue, reason))
 }
 
@@ -123,14 +130,14 @@ pub fn released_steps(
     ctx: &JobContext,
     queue: &RedisQueue,
     reason: &str,
-) -> Vec<Box<dyn SettleStep>> {
+) -> AttemptSteps {
     each_step(|hook| hook.released(ctx, queue, reason))
 }
 
 /// The step each registered hook gives, as `step` asks it.
 fn each_step(
     step: impl Fn(&dyn AttemptHook) -> Option<Box<dyn SettleStep>>,
-) -> Vec<Box<dyn SettleStep>> {
+) -> AttemptSteps {
     inventory::iter::<AttemptHookRegistration>
         .into_iter()
         .filter_map(|hook| step(hook.0))

@@ -4,34 +4,20 @@
 //! its type, as `http::Extensions` does for a request.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, RwLock};
 
-type Map = HashMap<TypeId, Arc<dyn Any + Send + Sync>, BuildHasherDefault<TypeIdHasher>>;
+use smallvec::SmallVec;
 
-/// Hashes a `TypeId`, which is a hash already, by taking it as it is: a job's context is read
-/// and written several times per job, and SipHash over the id cost more than the lookup.
-#[derive(Default)]
-struct TypeIdHasher(u64);
+type Value = Arc<dyn Any + Send + Sync>;
 
-impl Hasher for TypeIdHasher {
-    fn write_u64(&mut self, id: u64) {
-        self.0 = id;
-    }
+/// The values by type. A handle holds a handful and a job's context one or two (its
+/// workflow's state), so a list searched in order beats a hash map: no hashing, and the first
+/// two kept inline, where a map would allocate its table for every job that keeps one.
+type Map = SmallVec<[(TypeId, Value); 2]>;
 
-    /// `TypeId` hashes itself with `write_u64`; should it ever write bytes, they are mixed
-    /// in (FNV-1a), so the map stays correct.
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
+fn position(map: &Map, id: TypeId) -> Option<usize> {
+    map.iter().position(|(stored, _)| *stored == id)
 }
 
 /// A map from a type to one value of it. Cheap to clone: clones share their values, so what a
@@ -56,13 +42,19 @@ pub struct Extensions {
 impl Extensions {
     /// Stores `value`, replacing the value of its type stored before, if any.
     pub fn insert<T: Send + Sync + 'static>(&self, value: T) {
-        self.write().insert(TypeId::of::<T>(), Arc::new(value));
+        let (id, value): (TypeId, Value) = (TypeId::of::<T>(), Arc::new(value));
+        let mut map = self.write();
+        match position(&map, id) {
+            Some(at) => map[at].1 = value,
+            None => map.push((id, value)),
+        }
     }
 
     /// The value of type `T`, if one is stored.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        let value = self.read().get(&TypeId::of::<T>())?.clone();
-        value.downcast().ok()
+        let map = self.read();
+        let at = position(&map, TypeId::of::<T>())?;
+        map[at].1.clone().downcast().ok()
     }
 
     /// The value of type `T`, stored first as `make` returns it when none is.
@@ -70,12 +62,21 @@ impl Extensions {
         if let Some(value) = self.get::<T>() {
             return value;
         }
-        let value = self
-            .write()
-            .entry(TypeId::of::<T>())
-            .or_insert_with(|| Arc::new(make()))
-            .clone();
-        value.downcast().expect("stored under its own type id")
+        let id = TypeId::of::<T>();
+        let mut map = self.write();
+        // Another clone may have stored one since the read.
+        let at = match position(&map, id) {
+            Some(at) => at,
+            None => {
+                map.push((id, Arc::new(make())));
+                map.len() - 1
+            }
+        };
+        map[at]
+            .1
+            .clone()
+            .downcast()
+            .expect("stored under its own type id")
     }
 
     /// Whether `self` and `other` are clones of one another, sharing their values.
@@ -134,16 +135,5 @@ mod tests {
         extensions.insert(A(9));
         assert_eq!(extensions.get::<A>().unwrap().0, 9);
         assert_eq!(extensions.read().len(), 8);
-    }
-
-    #[test]
-    fn bytes_written_to_the_hasher_still_tell_keys_apart() {
-        let hash = |bytes: &[u8]| {
-            let mut hasher = TypeIdHasher::default();
-            hasher.write(bytes);
-            hasher.finish()
-        };
-        assert_ne!(hash(b"a"), hash(b"b"));
-        assert_ne!(hash(b"ab"), hash(b"ba"));
     }
 }
