@@ -96,8 +96,8 @@ pub use redis;
 #[doc(hidden)]
 pub mod __worker {
     pub use crate::job::attempt::{
-        done_steps, failed_steps, released_steps, start as start_attempt, AttemptSteps,
-        started as attempt_started,
+        done_steps, failed_steps, released_steps, start as start_attempt,
+        started as attempt_started, AttemptSteps,
     };
     pub use crate::job::context::AttemptSetup;
     pub use crate::job::state::StateSetup;

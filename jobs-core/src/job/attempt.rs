@@ -117,27 +117,17 @@ pub fn done_steps(
 
 /// The steps every registered hook adds to settling the attempt of `ctx` as failed for good,
 /// for `reason`.
-pub fn failed_steps(
-    ctx: &JobContext,
-    queue: &RedisQueue,
-    reason: &str,
-) -> AttemptSteps {
+pub fn failed_steps(ctx: &JobContext, queue: &RedisQueue, reason: &str) -> AttemptSteps {
     each_step(|hook| hook.failed(ctx, queue, reason))
 }
 
 /// The steps every registered hook adds to releasing the attempt of `ctx`, for `reason`.
-pub fn released_steps(
-    ctx: &JobContext,
-    queue: &RedisQueue,
-    reason: &str,
-) -> AttemptSteps {
+pub fn released_steps(ctx: &JobContext, queue: &RedisQueue, reason: &str) -> AttemptSteps {
     each_step(|hook| hook.released(ctx, queue, reason))
 }
 
 /// The step each registered hook gives, as `step` asks it.
-fn each_step(
-    step: impl Fn(&dyn AttemptHook) -> Option<Box<dyn SettleStep>>,
-) -> AttemptSteps {
+fn each_step(step: impl Fn(&dyn AttemptHook) -> Option<Box<dyn SettleStep>>) -> AttemptSteps {
     inventory::iter::<AttemptHookRegistration>
         .into_iter()
         .filter_map(|hook| step(hook.0))
