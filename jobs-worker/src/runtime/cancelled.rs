@@ -60,16 +60,21 @@ impl CancelledBatches {
     }
 
     /// The answer if one read late enough is known; else a read to make, or to wait for.
+    /// The answer a read sent at most [`FRESH`] before `since` gave, when there is one: most
+    /// jobs of a batch find it, and need no future to wait in.
+    pub(crate) fn known(&self, batch: Uuid, since: Instant) -> Option<bool> {
+        let batches = self.batches.lock().unwrap_or_else(|e| e.into_inner());
+        fresh(batches.get(&batch)?.latest, since)
+    }
+
     fn answer_or_wait(&self, batch: Uuid, since: Instant) -> Next {
         let mut batches = self.batches.lock().unwrap_or_else(|e| e.into_inner());
         if batches.len() > KNOWN_BATCHES {
             batches.retain(|_, answers| answers.reading);
         }
         let answers = batches.entry(batch).or_default();
-        match answers.latest {
-            Some((_, true)) => return Next::Answer(true),
-            Some((sent, cancelled)) if sent + FRESH >= since => return Next::Answer(cancelled),
-            _ => {}
+        if let Some(cancelled) = fresh(answers.latest, since) {
+            return Next::Answer(cancelled);
         }
         if answers.reading {
             // Created under the lock: it sees the end of the read under way.
@@ -99,5 +104,15 @@ impl CancelledBatches {
         }
         answers.read.notify_waiters();
         answer
+    }
+}
+
+/// The answer `latest` gives a job that starts at `since`: a batch once cancelled stays so;
+/// one not cancelled is taken at its word for [`FRESH`] after the read was sent.
+fn fresh(latest: Option<(Instant, bool)>, since: Instant) -> Option<bool> {
+    match latest? {
+        (_, true) => Some(true),
+        (sent, cancelled) if sent + FRESH >= since => Some(cancelled),
+        _ => None,
     }
 }

@@ -113,9 +113,13 @@ async fn decide(
         return (verdict, None, ctx);
     }
     if let (Some(batch), Some(cancelled)) = (payload.batch, around.cancelled) {
-        // Boxed: jobs of no batch carry none of this state in their attempt's future.
-        let cancelled = cancelled.cancelled(around.redis, batch, around.started);
-        match Box::pin(cancelled).await {
+        let answer = match cancelled.known(batch, around.started) {
+            Some(known) => Ok(known),
+            // Boxed: rare (a read per batch every `FRESH`), and jobs of no batch carry none of
+            // this state in their attempt's future.
+            None => Box::pin(cancelled.cancelled(around.redis, batch, around.started)).await,
+        };
+        match answer {
             Ok(true) => {
                 info!(status = "SKIPPED", batch = %batch, "its batch was cancelled");
                 return (Verdict::Skip, None, ctx);
