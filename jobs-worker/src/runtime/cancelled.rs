@@ -59,7 +59,6 @@ impl CancelledBatches {
         }
     }
 
-    /// The answer if one read late enough is known; else a read to make, or to wait for.
     /// The answer a read sent at most [`FRESH`] before `since` gave, when there is one: most
     /// jobs of a batch find it, and need no future to wait in.
     pub(crate) fn known(&self, batch: Uuid, since: Instant) -> Option<bool> {
@@ -67,6 +66,7 @@ impl CancelledBatches {
         fresh(batches.get(&batch)?.latest, since)
     }
 
+    /// The answer if one read late enough is known; else a read to make, or to wait for.
     fn answer_or_wait(&self, batch: Uuid, since: Instant) -> Next {
         let mut batches = self.batches.lock().unwrap_or_else(|e| e.into_inner());
         if batches.len() > KNOWN_BATCHES {
@@ -114,5 +114,38 @@ fn fresh(latest: Option<(Instant, bool)>, since: Instant) -> Option<bool> {
         (_, true) => Some(true),
         (sent, cancelled) if sent + FRESH >= since => Some(cancelled),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_answers_for_fresh_after_it_was_sent_and_a_cancellation_for_ever() {
+        let sent = Instant::now();
+        let later = sent + FRESH + Duration::from_millis(1);
+        assert_eq!(fresh(None, sent), None);
+        assert_eq!(fresh(Some((sent, false)), sent + FRESH), Some(false));
+        assert_eq!(fresh(Some((sent, false)), later), None);
+        assert_eq!(fresh(Some((sent, true)), later), Some(true));
+    }
+
+    #[test]
+    fn known_answers_only_from_a_fresh_read() {
+        let batches = CancelledBatches::default();
+        let (batch, sent) = (Uuid::new_v4(), Instant::now());
+        assert_eq!(batches.known(batch, sent), None);
+        batches.batches.lock().unwrap().insert(
+            batch,
+            Answers {
+                latest: Some((sent, false)),
+                ..Answers::default()
+            },
+        );
+        assert_eq!(batches.known(batch, sent), Some(false));
+        assert_eq!(batches.known(batch, sent + FRESH * 2), None);
+        batches.forget(batch);
+        assert_eq!(batches.known(batch, sent), None);
     }
 }
