@@ -97,13 +97,13 @@ pub use redis;
 pub mod __worker {
     pub use crate::job::attempt::{
         done_steps, failed_steps, released_steps, start as start_attempt,
-        started as attempt_started, AttemptSteps,
+        started as attempt_started,
     };
     pub use crate::job::context::AttemptSetup;
     pub use crate::job::state::StateSetup;
     pub use crate::queue::protocol::WorkerQueue;
     pub use crate::queue::reserve::{PopArgs, Woken};
-    pub use crate::queue::settle::{SettleStep, Settlement};
+    pub use crate::queue::settle::{SettleStep, SettleSteps, Settlement};
     pub use crate::workflow::attempt::{take_batch_added, take_chain_edits};
 
     /// An attempt's span in the trace its payload carries.

@@ -11,11 +11,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use smallvec::SmallVec;
-
 use crate::job::context::JobContext;
 use crate::payload::Payload;
-use crate::queue::settle::SettleStep;
+use crate::queue::settle::{SettleStep, SettleSteps};
 use crate::queue::RedisQueue;
 
 /// A capability's part in every attempt.
@@ -89,11 +87,6 @@ pub async fn started(ctx: &Arc<JobContext>, queue: &RedisQueue, worker: &str) {
     }
 }
 
-/// The steps that settle one attempt, one per hook that has one. Most attempts have none or
-/// one (a batch's count, a chain's next link), kept inline: the worker settles every job
-/// through them, and an allocation for one box would be one more per job.
-pub type AttemptSteps = SmallVec<[Box<dyn SettleStep>; 1]>;
-
 /// The steps every registered hook adds to settling the attempt of `ctx` as done. When a hook
 /// cannot settle it as done, the job fails instead: `Err` gives why, with the steps of that
 /// failure.
@@ -101,8 +94,8 @@ pub type AttemptSteps = SmallVec<[Box<dyn SettleStep>; 1]>;
 pub fn done_steps(
     ctx: &JobContext,
     queue: &RedisQueue,
-) -> Result<AttemptSteps, (String, AttemptSteps)> {
-    let mut steps = AttemptSteps::new();
+) -> Result<SettleSteps, (String, SettleSteps)> {
+    let mut steps = SettleSteps::new();
     for hook in inventory::iter::<AttemptHookRegistration> {
         match hook.0.done(ctx, queue) {
             Ok(step) => steps.extend(step),
@@ -117,17 +110,17 @@ pub fn done_steps(
 
 /// The steps every registered hook adds to settling the attempt of `ctx` as failed for good,
 /// for `reason`.
-pub fn failed_steps(ctx: &JobContext, queue: &RedisQueue, reason: &str) -> AttemptSteps {
+pub fn failed_steps(ctx: &JobContext, queue: &RedisQueue, reason: &str) -> SettleSteps {
     each_step(|hook| hook.failed(ctx, queue, reason))
 }
 
 /// The steps every registered hook adds to releasing the attempt of `ctx`, for `reason`.
-pub fn released_steps(ctx: &JobContext, queue: &RedisQueue, reason: &str) -> AttemptSteps {
+pub fn released_steps(ctx: &JobContext, queue: &RedisQueue, reason: &str) -> SettleSteps {
     each_step(|hook| hook.released(ctx, queue, reason))
 }
 
 /// The step each registered hook gives, as `step` asks it.
-fn each_step(step: impl Fn(&dyn AttemptHook) -> Option<Box<dyn SettleStep>>) -> AttemptSteps {
+fn each_step(step: impl Fn(&dyn AttemptHook) -> Option<Box<dyn SettleStep>>) -> SettleSteps {
     inventory::iter::<AttemptHookRegistration>
         .into_iter()
         .filter_map(|hook| step(hook.0))

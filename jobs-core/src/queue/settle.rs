@@ -10,6 +10,7 @@
 
 use async_trait::async_trait;
 use redis::AsyncCommands;
+use smallvec::SmallVec;
 use std::time::Duration;
 
 use crate::error::Result;
@@ -72,13 +73,18 @@ pub struct CountedIn {
     pub job: uuid::Uuid,
 }
 
+/// The steps that settle one job, one per capability that has one. Most jobs have none or one
+/// (a batch's count, a chain's next link), kept inline: every job is settled through them, and
+/// a list allocated for one box would be one allocation more per job.
+pub type SettleSteps = SmallVec<[Box<dyn SettleStep>; 1]>;
+
 /// What settling a job changes besides its reservation, applied in the same step.
 #[derive(Debug, Default)]
 pub struct Settlement {
     /// What the job held: freed (when it comes back, only what it held for the attempt).
     pub holds: Vec<Hold>,
     /// The capabilities' steps: a chain's next link, a batch's count, ...
-    pub steps: Vec<Box<dyn SettleStep>>,
+    pub steps: SettleSteps,
 }
 
 impl RedisQueue {

@@ -120,7 +120,7 @@ impl From<ChainProgress> for Settlement {
         };
         Settlement {
             holds: Vec::new(),
-            steps: vec![Box::new(step)],
+            steps: smallvec::smallvec![Box::new(step) as Box<dyn SettleStep>],
         }
     }
 }
@@ -135,7 +135,7 @@ impl From<BatchProgress> for Settlement {
         };
         Settlement {
             holds: Vec::new(),
-            steps: vec![Box::new(step)],
+            steps: smallvec::smallvec![Box::new(step) as Box<dyn SettleStep>],
         }
     }
 }

@@ -112,9 +112,7 @@ async fn follow(
             Some(signals) => {
                 for entry in signals.next(REFRESH).await {
                     if let Some(uuid) = entry.get("uuid") {
-                        if running.cancel(uuid) {
-                            tracing::info!(%uuid, "cancel requested: telling the running job");
-                        }
+                        tell_running(&running, |running| running == uuid);
                         requests.add(uuid.clone());
                     }
                 }
@@ -136,13 +134,16 @@ async fn refresh(queue: &RedisQueue, requests: &CancelRequests, running: &Runnin
     match queue.cancel_requests(KEPT).await {
         Ok(read) => {
             let read: HashSet<String> = read.into_iter().collect();
-            for uuid in running.running_uuids() {
-                if read.contains(&uuid) && running.cancel(&uuid) {
-                    tracing::info!(%uuid, "cancel requested: telling the running job");
-                }
-            }
+            tell_running(running, |uuid| read.contains(uuid));
             requests.replace(read);
         }
         Err(err) => tracing::debug!(error = %err, "cannot read the cancel requests"),
+    }
+}
+
+/// Fires the cancellation of the running jobs that `requested` names.
+fn tell_running(running: &Running, requested: impl Fn(&str) -> bool) {
+    for uuid in running.cancel_requested(requested) {
+        tracing::info!(%uuid, "cancel requested: telling the running job");
     }
 }

@@ -127,22 +127,23 @@ impl Running {
         overdue
     }
 
-    /// Fires the cancellation of the running job `uuid`, if it runs here and was not
-    /// cancelled already; returns whether it did.
-    pub(crate) fn cancel(&self, uuid: &str) -> bool {
-        let Ok(uuid) = Uuid::parse_str(uuid) else {
-            return false;
-        };
+    /// Fires the cancellation of the jobs running here whose uuids `requested` holds (as text,
+    /// as cancel requests name them) and that were not cancelled already, in one pass; returns
+    /// their uuids.
+    pub(crate) fn cancel_requested(&self, requested: impl Fn(&str) -> bool) -> Vec<Uuid> {
         let mut jobs = self.lock();
-        let mut fired = false;
+        let mut fired = Vec::new();
         for entry in jobs.values_mut() {
             let Some(deadline) = &entry.deadline else {
                 continue;
             };
-            if entry.cancelled_at.is_none() && deadline.ctx.uuid() == uuid {
+            let uuid = deadline.ctx.uuid();
+            let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
+            if entry.cancelled_at.is_none() && requested(uuid.hyphenated().encode_lower(&mut text))
+            {
                 deadline.ctx.cancellation().cancel();
                 entry.cancelled_at = Some(Instant::now());
-                fired = true;
+                fired.push(uuid);
             }
         }
         fired
@@ -175,14 +176,6 @@ impl Running {
             .collect();
         jobs.sort_by_key(|(started, _)| *started);
         jobs.into_iter().take(limit).map(|(_, job)| job).collect()
-    }
-
-    /// The uuids of the jobs whose handlers run here.
-    pub(crate) fn running_uuids(&self) -> Vec<String> {
-        self.lock()
-            .values()
-            .filter_map(|entry| entry.deadline.as_ref().map(|d| d.ctx.uuid().to_string()))
-            .collect()
     }
 
     /// How many of these reserved copies belong to jobs no longer running.

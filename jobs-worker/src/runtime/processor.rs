@@ -6,7 +6,7 @@
 //! [`settle`](super::settle) -> tell the listeners -> run a failed job's `failed()` hook
 //! ([`hooks`](super::hooks)).
 
-use redjob::__worker::{done_steps, failed_steps, released_steps, AttemptSteps};
+use redjob::__worker::{done_steps, failed_steps, released_steps, SettleSteps};
 use redjob::middleware::Layer;
 use redjob::queue::hold::Holds;
 use redjob::{FailedContext, JobContext, RedisQueue, State};
@@ -269,7 +269,7 @@ impl Processor {
         };
         let effects = AttemptEffects {
             holds: &Holds::default(),
-            steps: AttemptSteps::new(),
+            steps: SettleSteps::new(),
         };
         self.settler
             .settle(job, id, verdict, None, started.elapsed(), effects)
@@ -298,7 +298,7 @@ fn attempt_steps(
     ctx: &JobContext,
     verdict: Verdict,
     error: Option<&str>,
-) -> (Verdict, AttemptSteps) {
+) -> (Verdict, SettleSteps) {
     match verdict {
         Verdict::Done | Verdict::Skip => match done_steps(ctx, queue) {
             Ok(steps) => (verdict, steps),

@@ -1,7 +1,7 @@
 //! Settling an attempt in Redis: a finished job goes to the acker, a released one back to
 //! `:delayed`, a failed one to the failed-job store, each counted for the operators.
 
-use redjob::__worker::{AttemptSteps, Settlement, WorkerQueue};
+use redjob::__worker::{SettleSteps, Settlement, WorkerQueue};
 use redjob::admin::AttemptOutcome;
 use redjob::payload::counters;
 use redjob::queue::hold::Holds;
@@ -41,7 +41,7 @@ pub(crate) struct AttemptEffects<'a> {
     pub(crate) holds: &'a Holds,
     /// The steps the capabilities it belongs to take when it settles (a chain's next link, a
     /// batch's count).
-    pub(crate) steps: AttemptSteps,
+    pub(crate) steps: SettleSteps,
 }
 
 /// Settles attempts: one for every job task of a worker, and a copy with a connection of its
@@ -176,7 +176,7 @@ impl Settler {
                 // Boxed, as the call below: its space would weigh on every job's future.
                 let settlement = Box::new(Settlement {
                     holds: holds.to_free(true),
-                    steps: steps.into_vec(),
+                    steps,
                 });
                 Box::pin(self.apply(&job, "acknowledge the job", |q| {
                     q.complete(&job.queue, &job.raw, &settlement)
@@ -204,7 +204,7 @@ impl Settler {
         };
         let settlement = Settlement {
             holds: effects.holds.to_free(false),
-            steps: effects.steps.into_vec(),
+            steps: effects.steps,
         };
         self.apply(&job, "release the job", |q| {
             q.release_with(
@@ -258,7 +258,7 @@ impl Settler {
         // Not boxed, unlike a finished job's: this whole call runs boxed.
         let settlement = Settlement {
             holds: effects.holds.to_free(true),
-            steps: effects.steps.into_vec(),
+            steps: effects.steps,
         };
         let hook_claim = id.failed_hook.then_some(self.retry_after);
         let recorded = self
