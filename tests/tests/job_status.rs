@@ -331,6 +331,57 @@ async fn a_job_being_cancelled_whose_worker_is_killed_does_not_run_again() {
 }
 
 #[tokio::test]
+async fn a_jobs_last_progress_is_an_event_before_its_outcome_when_the_job_ends_at_once() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    queue.set_events("quick", Some(1000)).await.unwrap();
+    // Reports 0, 50 and 100 a millisecond apart: the first is written at once, the others wait
+    // for the writer's next turn (250 ms on), which comes after the job has ended.
+    let job = countdown(2, 1, "sleep")
+        .dispatch()
+        .on_queue("quick")
+        .tracked_via(&queue)
+        .await;
+    let _worker = start_worker(redis.url(), &["--queue", "quick"]);
+    job.wait(LONG).await.unwrap();
+
+    // The job's events up to its outcome, which was written when the job settled.
+    let mut stream = std::pin::pin!(queue.events_after("quick", "0-0"));
+    let mut events = Vec::new();
+    while events
+        .last()
+        .is_none_or(|e: &redjob::status::QueueEvent| e.event != "completed")
+    {
+        let event = tokio::time::timeout(LONG, stream.next()).await.unwrap();
+        events.push(event.unwrap());
+    }
+    assert!(
+        events.iter().all(|e| e.uuid == job.to_string()),
+        "{events:?}"
+    );
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"queued"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"completed"), "{kinds:?}");
+    let progress: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e.event == "progress")
+        .filter_map(|e| e.data.as_ref())
+        .collect();
+    assert_eq!(
+        progress.last(),
+        Some(&&serde_json::json!(100)),
+        "the last report is the last progress event: {events:?}"
+    );
+    assert_eq!(
+        kinds[kinds.len() - 2],
+        "progress",
+        "and comes just before the outcome: {kinds:?}"
+    );
+    let status = queue.status(*job).await.unwrap();
+    assert_eq!(status.progress, Some(serde_json::json!(100)));
+}
+
+#[tokio::test]
 async fn events_arrive_in_order_with_none_missing_under_four_workers() {
     use futures_util::StreamExt;
     use std::collections::HashMap;
@@ -367,7 +418,7 @@ async fn events_arrive_in_order_with_none_missing_under_four_workers() {
             .tracked_via(&queue)
             .await;
         // Three progress reports 300 ms apart: written at most one per 250 ms, so a loaded
-        // machine may fold two into one; the last is always written.
+        // machine may fold two into one; the last is always written, before the outcome.
         let events = vec!["queued", "active", "progress", "completed"];
         expected.insert(job.to_string(), events);
     }

@@ -40,6 +40,11 @@ local function status_settled(at)
   local progress, field, value = at.next_arg(), at.next_arg(), at.next_arg()
   local keep_ms, maxlen, event, in_batch = at.next_arg(), at.next_arg(), at.next_arg(), at.next_arg()
   local final = status_is_final(state)
+  -- A progress the job reported that progress.lua has not written yet never will (the attempt
+  -- no longer runs): its event is appended here, before the outcome's. One it wrote is the
+  -- record's progress already, and is not repeated.
+  local unwritten_progress = keep_ms ~= '0' and maxlen ~= '0' and progress ~= ''
+    and redis.call('hget', record, 'progress') ~= progress
   if keep_ms ~= '0' then
     redis.call('hset', record, 'state', state, 'attempt', attempt, 'queue', queue, 'job', job,
       'updated_ms', now_millis())
@@ -56,6 +61,9 @@ local function status_settled(at)
   end
   if final then redis.call('zrem', cancels, uuid) end
   if maxlen ~= '0' then
+    if unwritten_progress then
+      status_event(stream, maxlen, 'progress', uuid, job, attempt, progress)
+    end
     local data = value
     if field == '' then data = '' end
     status_event(stream, maxlen, event, uuid, job, attempt, data)
