@@ -9,7 +9,7 @@ use uuid::Uuid;
 use crate::job::identity::JobIdentity;
 use crate::job::state::{JobState, State, StateSetup, StateType};
 use crate::payload::delay::Delay;
-use crate::payload::LogContext;
+use crate::payload::{LogContext, WorkflowIds};
 use crate::queue::hold::Holds;
 use crate::queue::{Extensions, RedisQueue};
 
@@ -44,6 +44,7 @@ pub struct JobContext {
     holds: Arc<Holds>,
     state: JobState,
     log_context: LogContext,
+    workflows: WorkflowIds,
     // Made on first use: most attempts keep no capability state.
     extensions: OnceLock<Extensions>,
     cancellation: CancellationToken,
@@ -92,6 +93,7 @@ impl JobContext {
             holds: Arc::default(),
             state: JobState::default(),
             log_context: LogContext::default(),
+            workflows: WorkflowIds::default(),
             extensions: OnceLock::new(),
             cancellation: CancellationToken::new(),
             output: OnceLock::new(),
@@ -197,6 +199,11 @@ impl JobContext {
     /// edits, ...).
     pub fn extensions(&self) -> &Extensions {
         self.extensions.get_or_init(Extensions::default)
+    }
+
+    /// The workflows the job belongs to, as its payload names them.
+    pub(crate) fn workflow_ids(&self) -> WorkflowIds {
+        self.workflows
     }
 
     /// The value of type `T` in this attempt's extensions, if one was stored; makes none.
@@ -356,6 +363,9 @@ pub trait AttemptSetup {
     /// This context with Laravel's Context the job's payload carries.
     fn with_log_context(self, log_context: LogContext) -> Self;
 
+    /// This context in the workflows the job's payload names.
+    fn with_workflows(self, workflows: WorkflowIds) -> Self;
+
     /// What the handler asked for, if anything; the last call wins.
     fn take_request(&self) -> Option<Request>;
 
@@ -377,6 +387,11 @@ impl AttemptSetup for JobContext {
 
     fn with_log_context(mut self, log_context: LogContext) -> Self {
         self.log_context = log_context;
+        self
+    }
+
+    fn with_workflows(mut self, workflows: WorkflowIds) -> Self {
+        self.workflows = workflows;
         self
     }
 

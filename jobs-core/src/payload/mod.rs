@@ -145,7 +145,29 @@ pub struct Payload {
     pub delay: Option<serde_json::Number>,
 }
 
+/// The workflows a job belongs to, by id, as its payload names them. The worker copies them
+/// onto the job's context, where the workflow capability reads them: a job of a batch whose
+/// handler adds nothing keeps no workflow state of its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkflowIds {
+    /// The chain the job is a link of ([`Payload::chain`]).
+    pub chain: Option<Uuid>,
+    /// The batch the job belongs to ([`Payload::batch`]).
+    pub batch: Option<Uuid>,
+    /// The batch the job is a callback of ([`Payload::callback_of`]).
+    pub callback_of: Option<Uuid>,
+}
+
 impl Payload {
+    /// The workflows the job belongs to.
+    pub fn workflow_ids(&self) -> WorkflowIds {
+        WorkflowIds {
+            chain: self.chain,
+            batch: self.batch,
+            callback_of: self.callback_of,
+        }
+    }
+
     /// Parses a payload, as read from Redis.
     pub fn from_json(json: &str) -> Result<Payload, serde_json::Error> {
         serde_json::from_str(json)

@@ -1,7 +1,7 @@
 //! A job's workflow as its handler sees it: the chain it is a link of and the batch it belongs
-//! to, read from its payload when the attempt starts ([`AttemptHook`]), and the links and jobs
-//! its handler adds ([`ChainEdits`], [`BatchEdits`]), pushed in the step that settles it as
-//! done ([`WorkflowStep`]).
+//! to, which its context holds as its payload names them, and the links and jobs its handler
+//! adds ([`ChainEdits`], [`BatchEdits`]), pushed in the step that settles it as done
+//! ([`WorkflowStep`], given by the workflow's [`AttemptHook`]).
 
 use std::sync::{Arc, Mutex};
 use uuid::Uuid;
@@ -11,53 +11,42 @@ use crate::error::Result;
 use crate::job::attempt::{AttemptHook, AttemptHookRegistration};
 use crate::job::context::JobContext;
 use crate::job::Job;
-use crate::payload::Payload;
+use crate::payload::{Payload, WorkflowIds};
 use crate::queue::settle::SettleStep;
 use crate::queue::{Envelope, RedisQueue};
 use crate::workflow::link::Link;
 use crate::workflow::progress::{BatchProgress, ChainProgress};
 use crate::workflow::step::WorkflowStep;
 
-/// The workflow state of one attempt, kept in its context's extensions.
+/// What one attempt's handler added to its workflows, kept in its context's extensions from
+/// its first edit: most jobs of a workflow add nothing, and keep none. The workflows the job
+/// belongs to are its context's ([`JobContext::workflow_ids`]).
 #[derive(Debug, Default)]
-struct WorkflowAttempt {
-    /// The chain the job is a link of (its first job's uuid).
-    chain: Option<Uuid>,
-    /// The batch the job belongs to.
-    batch: Option<Uuid>,
-    /// The batch the job is a callback of.
-    callback_of: Option<Uuid>,
+struct WorkflowEdits {
     /// The links its handler added to its chain.
     chain_edits: Mutex<ChainAdditions>,
     /// The jobs its handler added to its batch.
     batch_added: Mutex<Vec<Envelope>>,
 }
 
-impl WorkflowAttempt {
-    /// The attempt's state, made now if it has none (a job of no workflow that starts a
-    /// chain).
-    fn of(ctx: &JobContext) -> Arc<WorkflowAttempt> {
-        ctx.extensions()
-            .get_or_insert_with(WorkflowAttempt::default)
+impl WorkflowEdits {
+    /// The attempt's edits, made now if it has none.
+    fn of(ctx: &JobContext) -> Arc<WorkflowEdits> {
+        ctx.extensions().get_or_insert_with(WorkflowEdits::default)
     }
 
-    /// The chain the job `job` is a link of, or that its handler started, with the links its
-    /// handler added (taken: a second call finds none); `None` for a job that is neither.
-    fn take_chain_edits(&self, job: Uuid) -> Option<(Uuid, ChainAdditions)> {
-        let edits = std::mem::take(&mut *lock(&self.chain_edits));
-        let added = !edits.prepend.is_empty() || !edits.append.is_empty();
-        match self.chain {
-            Some(chain) => Some((chain, edits)),
-            None if added => Some((job, edits)),
-            None => None,
-        }
+    /// The links the handler of `ctx` added to its chain, taken: a second call finds none.
+    fn take_chain(ctx: &JobContext) -> ChainAdditions {
+        ctx.extension::<WorkflowEdits>()
+            .map(|edits| std::mem::take(&mut *lock(&edits.chain_edits)))
+            .unwrap_or_default()
     }
 
-    /// The batch the job belongs to and the jobs its handler added to it (taken: a second
-    /// call finds none); `None` for a job of no batch.
-    fn take_batch_added(&self) -> Option<(Uuid, Vec<Envelope>)> {
-        let added = std::mem::take(&mut *lock(&self.batch_added));
-        Some((self.batch?, added))
+    /// The jobs the handler of `ctx` added to its batch, taken: a second call finds none.
+    fn take_batch(ctx: &JobContext) -> Vec<Envelope> {
+        ctx.extension::<WorkflowEdits>()
+            .map(|edits| std::mem::take(&mut *lock(&edits.batch_added)))
+            .unwrap_or_default()
     }
 }
 
@@ -83,11 +72,10 @@ impl JobContext {
     /// }
     /// ```
     pub fn batch(&self) -> Option<BatchEdits> {
-        let state = self.extension::<WorkflowAttempt>()?;
         Some(BatchEdits {
-            batch: state.batch?,
+            batch: self.workflow_ids().batch?,
             queue: self.queue().to_owned(),
-            state,
+            state: WorkflowEdits::of(self),
         })
     }
 
@@ -111,11 +99,12 @@ impl JobContext {
     /// }
     /// ```
     pub fn chain(&self) -> ChainEdits {
-        let state = WorkflowAttempt::of(self);
+        let ids = self.workflow_ids();
         ChainEdits {
-            chain: state.chain.unwrap_or(self.uuid()),
+            chain: ids.chain.unwrap_or(self.uuid()),
+            batch: ids.batch,
             queue: self.queue().to_owned(),
-            state,
+            state: WorkflowEdits::of(self),
         }
     }
 
@@ -123,26 +112,32 @@ impl JobContext {
     /// read the batch with [`RedisQueue::batch`], and its tracked jobs' results with
     /// [`RedisQueue::batch_results`].
     pub fn callback_of(&self) -> Option<Uuid> {
-        self.extension::<WorkflowAttempt>()?.callback_of
+        self.workflow_ids().callback_of
     }
 
     /// The chain this job is a link of (its first job's uuid), if it is one.
     pub fn chain_id(&self) -> Option<Uuid> {
-        self.extension::<WorkflowAttempt>()?.chain
+        self.workflow_ids().chain
     }
 }
 
 /// The chain this job is a link of, or that its handler started, with the links its handler
 /// added (taken: a second call finds none); `None` for a job that is neither.
 pub fn take_chain_edits(ctx: &JobContext) -> Option<(Uuid, ChainAdditions)> {
-    ctx.extension::<WorkflowAttempt>()?
-        .take_chain_edits(ctx.uuid())
+    let edits = WorkflowEdits::take_chain(ctx);
+    let added = !edits.prepend.is_empty() || !edits.append.is_empty();
+    match ctx.workflow_ids().chain {
+        Some(chain) => Some((chain, edits)),
+        None if added => Some((ctx.uuid(), edits)),
+        None => None,
+    }
 }
 
 /// The batch this job belongs to and the jobs its handler added to it (taken: a second call
 /// finds none); `None` for a job of no batch.
 pub fn take_batch_added(ctx: &JobContext) -> Option<(Uuid, Vec<Envelope>)> {
-    ctx.extension::<WorkflowAttempt>()?.take_batch_added()
+    let batch = ctx.workflow_ids().batch?;
+    Some((batch, WorkflowEdits::take_batch(ctx)))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -155,16 +150,9 @@ struct Workflows;
 inventory::submit!(AttemptHookRegistration(&Workflows));
 
 impl AttemptHook for Workflows {
-    fn start(&self, payload: &Payload, ctx: &JobContext) {
-        if payload.chain.is_some() || payload.batch.is_some() || payload.callback_of.is_some() {
-            ctx.extensions().insert(WorkflowAttempt {
-                chain: payload.chain,
-                batch: payload.batch,
-                callback_of: payload.callback_of,
-                ..WorkflowAttempt::default()
-            });
-        }
-    }
+    /// Nothing to attach: the workflows a job belongs to are its context's, and what its
+    /// handler adds is kept from its first edit.
+    fn start(&self, _payload: &Payload, _ctx: &JobContext) {}
 
     /// A job that is done pushes the links and jobs its handler added, sealed now. A link or
     /// job that cannot be sealed fails the job that added it.
@@ -173,11 +161,12 @@ impl AttemptHook for Workflows {
         ctx: &JobContext,
         queue: &RedisQueue,
     ) -> std::result::Result<Option<Box<dyn SettleStep>>, String> {
-        // Most jobs belong to no workflow and their handlers add nothing: no state was kept.
-        let Some(state) = ctx.extension::<WorkflowAttempt>() else {
+        // Most jobs belong to no workflow and their handlers add nothing.
+        let edited = ctx.extension::<WorkflowEdits>().is_some();
+        if ctx.workflow_ids() == WorkflowIds::default() && !edited {
             return Ok(None);
-        };
-        let step = done_step(&state, ctx.uuid(), queue)
+        }
+        let step = done_step(ctx, queue)
             .map_err(|err| format!("cannot add a job to its workflow: {err}"))?;
         Ok(step.boxed())
     }
@@ -189,21 +178,22 @@ impl AttemptHook for Workflows {
         _queue: &RedisQueue,
         _reason: &str,
     ) -> Option<Box<dyn SettleStep>> {
-        let state = ctx.extension::<WorkflowAttempt>()?;
+        let ids = ctx.workflow_ids();
         let job = ctx.uuid();
         WorkflowStep {
             job,
-            chain: state.chain.map(|chain| ChainProgress::new(chain, job)),
-            batch: state.batch.map(|batch| BatchProgress::new(batch, job)),
+            chain: ids.chain.map(|chain| ChainProgress::new(chain, job)),
+            batch: ids.batch.map(|batch| BatchProgress::new(batch, job)),
         }
         .boxed()
     }
 }
 
-/// The step of the job `job` that is done: its chain and its batch, with the links and jobs
-/// its handler added, sealed now.
-fn done_step(state: &WorkflowAttempt, job: Uuid, queue: &RedisQueue) -> Result<WorkflowStep> {
-    let chain = match state.take_chain_edits(job) {
+/// The step of the job of `ctx`, which is done: its chain and its batch, with the links and
+/// jobs its handler added, sealed now.
+fn done_step(ctx: &JobContext, queue: &RedisQueue) -> Result<WorkflowStep> {
+    let job = ctx.uuid();
+    let chain = match take_chain_edits(ctx) {
         Some((id, edits)) => Some(ChainProgress {
             id,
             link: job,
@@ -212,7 +202,7 @@ fn done_step(state: &WorkflowAttempt, job: Uuid, queue: &RedisQueue) -> Result<W
         }),
         None => None,
     };
-    let batch = match state.take_batch_added() {
+    let batch = match take_batch_added(ctx) {
         Some((id, added)) => Some(BatchProgress {
             id,
             job,
@@ -231,8 +221,10 @@ fn done_step(state: &WorkflowAttempt, job: Uuid, queue: &RedisQueue) -> Result<W
 #[derive(Debug)]
 pub struct ChainEdits {
     chain: Uuid,
+    /// The batch the chain's links belong to, which the added links join.
+    batch: Option<Uuid>,
     queue: String,
-    state: Arc<WorkflowAttempt>,
+    state: Arc<WorkflowEdits>,
 }
 
 /// What a running job's handler added to its chain.
@@ -264,8 +256,7 @@ impl ChainEdits {
     fn envelope(&self, job: &dyn AnyDispatch) -> Result<Envelope> {
         job.envelope_in(&Placement {
             chain: Some(self.chain),
-            // The batch the chain's links belong to, which the added links join.
-            batch: self.state.batch,
+            batch: self.batch,
             queue: Some(self.queue.clone()),
             ..Placement::default()
         })
@@ -283,7 +274,7 @@ impl ChainEdits {
 pub struct BatchEdits {
     batch: Uuid,
     queue: String,
-    state: Arc<WorkflowAttempt>,
+    state: Arc<WorkflowEdits>,
 }
 
 impl BatchEdits {

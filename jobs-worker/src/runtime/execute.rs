@@ -85,7 +85,8 @@ async fn decide(
             .with_redis(around.redis.clone(), around.config.retry_after)
             .with_holds(around.holds)
             .with_state(around.state, decoded.registration.state())
-            .with_log_context(payload.log_context.clone().unwrap_or_default()),
+            .with_log_context(payload.log_context.clone().unwrap_or_default())
+            .with_workflows(payload.workflow_ids()),
     );
     start_attempt(payload, &ctx);
     let unique_lock = payload.unique.as_ref().map(|unique| {
