@@ -3,6 +3,7 @@
 //! jobs of one batch acknowledged and counted together (`complete_batch.lua`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tracing::warn;
 use uuid::Uuid;
@@ -11,7 +12,7 @@ use crate::error::Result;
 use crate::queue::keys::{KeyLayout, QueueKeys};
 use crate::queue::{scripts, RedisQueue};
 use crate::workflow::link::Link;
-use crate::workflow::record::BatchKeys;
+use crate::workflow::record::{BatchKeys, PerBatch};
 
 /// What a settling script needs to count a job in its batch: the batch's keys, its callbacks'
 /// routes, and how long to keep it once finished.
@@ -42,17 +43,25 @@ impl BatchStep {
 }
 
 impl RedisQueue {
-    /// The step that counts a job of the batch `id`.
-    pub(crate) async fn batch_step(&self, id: Uuid) -> Result<BatchStep> {
+    /// The step that counts a job of the batch `id`, made once per batch: the acker takes it
+    /// for every acknowledgement of the batch's jobs.
+    pub(crate) async fn batch_step(&self, id: Uuid) -> Result<Arc<BatchStep>> {
+        let cache = self
+            .extensions()
+            .get_or_insert_with(PerBatch::<BatchStep>::default);
+        if let Some(step) = cache.get(id) {
+            return Ok(step);
+        }
         let keys = self.batch_keys(id);
         let callbacks = self.batch_callbacks(id).await?;
         let (routes, dues) = callbacks.routes(self, &keys.record);
-        Ok(BatchStep {
+        let step = BatchStep {
             keys,
             routes,
             dues,
             keep: self.batch_retention(),
-        })
+        };
+        Ok(cache.keep(id, step))
     }
 
     /// The step that starts the batch `id`, which its chain reached, on one server: its keys,
@@ -60,7 +69,7 @@ impl RedisQueue {
     pub(crate) async fn batch_start_step(
         &self,
         id: Uuid,
-    ) -> Result<(BatchStep, String, Vec<(Link, QueueKeys)>)> {
+    ) -> Result<(Arc<BatchStep>, String, Vec<(Link, QueueKeys)>)> {
         let step = self.batch_step(id).await?;
         let parked = self.keys().batch_parked(&id.to_string());
         let stored: Vec<String> = self

@@ -55,12 +55,12 @@ pub(crate) fn chain_failed(
 /// counting the links it added to its chain (`joined`) (`batch_done`).
 pub(crate) fn batch_done(
     effects: &mut Effects,
-    step: BatchStep,
+    step: &BatchStep,
     job: Uuid,
     added: Vec<StoredLink>,
     joined: &[Uuid],
 ) {
-    let (mut keys, mut args) = batch_places(&step, job);
+    let (mut keys, mut args) = batch_places(step, job);
     args.push(added.len().to_string());
     for (stored, link, queue_keys) in added {
         keys.push(link.destination(&queue_keys));
@@ -74,8 +74,8 @@ pub(crate) fn batch_done(
 
 /// Counts the job `job` failed in its batch; the links of its chain after it (`leaving`) leave
 /// the batch (`batch_failed`).
-pub(crate) fn batch_failed(effects: &mut Effects, step: BatchStep, job: Uuid, leaving: &[Uuid]) {
-    let (keys, mut args) = batch_places(&step, job);
+pub(crate) fn batch_failed(effects: &mut Effects, step: &BatchStep, job: Uuid, leaving: &[Uuid]) {
+    let (keys, mut args) = batch_places(step, job);
     args.push(leaving.len().to_string());
     args.extend(leaving.iter().map(Uuid::to_string));
     effects.add("batch", keys, args);
@@ -86,7 +86,7 @@ pub(crate) fn batch_failed(effects: &mut Effects, step: BatchStep, job: Uuid, le
 /// (`batch_start`).
 pub(crate) fn batch_start(
     effects: &mut Effects,
-    step: BatchStep,
+    step: &BatchStep,
     parked: String,
     links: Vec<(Link, QueueKeys)>,
 ) {

@@ -70,13 +70,40 @@ impl BatchKeys {
     }
 }
 
-/// Callback routes per batch, read once per batch by a worker: they never change.
-#[derive(Debug, Default)]
-pub(crate) struct CallbackCache {
-    known: Mutex<HashMap<Uuid, Arc<Callbacks>>>,
+/// What a handle keeps per batch, made once per batch: a batch's callbacks never change, nor
+/// what follows from them.
+#[derive(Debug)]
+pub(crate) struct PerBatch<T>(Mutex<HashMap<Uuid, Arc<T>>>);
+
+impl<T> Default for PerBatch<T> {
+    fn default() -> Self {
+        PerBatch(Mutex::default())
+    }
 }
 
-/// Batches whose callback routes a handle keeps at most; past it, it forgets them all.
+impl<T> PerBatch<T> {
+    /// What is kept for the batch `id`, if anything.
+    pub(crate) fn get(&self, id: Uuid) -> Option<Arc<T>> {
+        self.lock().get(&id).cloned()
+    }
+
+    /// Keeps `value` for the batch `id`, and returns it.
+    pub(crate) fn keep(&self, id: Uuid, value: T) -> Arc<T> {
+        let value = Arc::new(value);
+        let mut known = self.lock();
+        if known.len() >= CACHED_BATCHES {
+            known.clear();
+        }
+        known.insert(id, value.clone());
+        value
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Arc<T>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Batches a handle keeps anything for at most; past it, it forgets them all.
 const CACHED_BATCHES: usize = 1024;
 
 impl RedisQueue {
@@ -93,14 +120,11 @@ impl RedisQueue {
 
     /// The callback links of the batch `id`, read once and kept.
     pub(crate) async fn batch_callbacks(&self, id: Uuid) -> Result<Arc<Callbacks>> {
-        let cache = self.extensions().get_or_insert_with(CallbackCache::default);
-        if let Some(known) = cache
-            .known
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&id)
-        {
-            return Ok(known.clone());
+        let cache = self
+            .extensions()
+            .get_or_insert_with(PerBatch::<Callbacks>::default);
+        if let Some(known) = cache.get(id) {
+            return Ok(known);
         }
         let key = self.batch_keys(id).callbacks;
         let stored: HashMap<String, String> = self.query(redis::cmd("HGETALL").arg(key)).await?;
@@ -108,13 +132,7 @@ impl RedisQueue {
         for (slot, name) in callbacks.links.iter_mut().zip(CALLBACKS) {
             *slot = stored.get(name).and_then(|link| Link::decode(link));
         }
-        let callbacks = Arc::new(callbacks);
-        let mut known = cache.known.lock().unwrap_or_else(|e| e.into_inner());
-        if known.len() >= CACHED_BATCHES {
-            known.clear();
-        }
-        known.insert(id, callbacks.clone());
-        Ok(callbacks)
+        Ok(cache.keep(id, callbacks))
     }
 
     /// How long a finished batch's record is kept.

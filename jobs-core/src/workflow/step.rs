@@ -69,7 +69,7 @@ impl WorkflowStep {
                 effects::chain_done(into, step);
                 if let Some(batch) = starts {
                     let (step, parked, links) = queue.batch_start_step(batch).await?;
-                    effects::batch_start(into, step, parked, links);
+                    effects::batch_start(into, &step, parked, links);
                 }
             }
         }
@@ -81,7 +81,7 @@ impl WorkflowStep {
                 .map(|link| link.stored(queue))
                 .collect();
             let step = queue.batch_step(progress.id).await?;
-            effects::batch_done(into, step, progress.job, added, &joined);
+            effects::batch_done(into, &step, progress.job, added, &joined);
         }
         Ok(())
     }
@@ -104,7 +104,7 @@ impl WorkflowStep {
                 .leaving_batch(self.chain.as_ref(), Some(progress))
                 .await?;
             let step = queue.batch_step(progress.id).await?;
-            effects::batch_failed(into, step, progress.job, &leaving);
+            effects::batch_failed(into, &step, progress.job, &leaving);
         }
         Ok(())
     }
