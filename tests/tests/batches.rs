@@ -98,6 +98,60 @@ fn callbacks() -> Batch {
 }
 
 #[tokio::test]
+async fn a_batch_of_mixed_jobs_is_pushed_in_order_each_where_it_goes() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    // Ready jobs on two queues in turn, a delayed one and a grouped one between them: each
+    // list keeps its jobs in dispatch order, and every job is joined once.
+    let step = |label: &str, on: &str| Step::new(label).dispatch().on_queue(on);
+    let id = Batch::new()
+        .job(step("a1", "ma"))
+        .job(step("a2", "ma"))
+        .job(step("b1", "mb"))
+        .job(step("later", "ma").delay(60))
+        .job(step("a3", "ma"))
+        .job(step("grouped", "ma").group("g1"))
+        .job(step("a4", "ma"))
+        .job(step("b2", "mb"))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+
+    let mut conn = redis.conn().await;
+    let labels_in = |payloads: Vec<String>| -> Vec<String> {
+        payloads
+            .iter()
+            .map(|p| {
+                let payload = Payload::from_json(p).unwrap();
+                assert_eq!(payload.batch, Some(id));
+                let step: Step = serde_json::from_str(payload.data.get()).unwrap();
+                step.label
+            })
+            .collect()
+    };
+    let ma: Vec<String> = conn.lrange("queues:ma", 0, -1).await.unwrap();
+    let mb: Vec<String> = conn.lrange("queues:mb", 0, -1).await.unwrap();
+    let delayed: Vec<String> = conn.zrange("queues:ma:delayed", 0, -1).await.unwrap();
+    let grouped: Vec<String> = conn.lrange("queues:ma:g:g1", 0, -1).await.unwrap();
+    assert_eq!(labels_in(ma), ["a1", "a2", "a3", "a4"]);
+    assert_eq!(labels_in(mb), ["b1", "b2"]);
+    assert_eq!(labels_in(delayed), ["later"]);
+    assert_eq!(labels_in(grouped), ["grouped"]);
+    // One wake-up token per ready job, grouped ones included, and one for the delayed job,
+    // the queue's earliest, to re-arm an idle worker's timer.
+    let tokens_a: i64 = conn.llen("queues:ma:notify").await.unwrap();
+    let tokens_b: i64 = conn.llen("queues:mb:notify").await.unwrap();
+    assert_eq!((tokens_a, tokens_b), (6, 2));
+    let pending: i64 = conn
+        .scard(format!("jobs:batch:{id}:pending"))
+        .await
+        .unwrap();
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert_eq!((status.total, status.pending, pending), (8, 8, 8));
+}
+
+#[tokio::test]
 async fn every_job_is_counted_once_and_then_and_finally_are_pushed_once() {
     let redis = TestRedis::start();
     let queue = redis.queue();

@@ -60,7 +60,7 @@ script!(
 );
 script!(
     /// Create a batch or add jobs to one, pushing them (`batch.lua`).
-    BATCH, "batch.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "chain.lua", "batch.lua"
+    BATCH, "batch.lua", uses "time.lua", "due.lua", "lists.lua", "push_job.lua", "effects.lua", "chain.lua", "batch.lua"
 );
 script!(
     /// Cancel a batch (`cancel_batch.lua`).

@@ -65,29 +65,60 @@ elseif mode == 'add' then
   end
   redis.call('hincrby', batch.record, 'open', 1)
 end
+-- A part holds up to a thousand jobs, mostly ready ones of no group bound for one queue: they
+-- are joined with one SADD, then pushed with one RPUSH (and one of their wake-up tokens),
+-- not with four calls each.
+local jobs, joining = {}, {}
 at.arg = 14
 while not at.done() do
-  local target, notify, list, catch = at.next_key(), at.next_key(), at.next_key(), at.next_key()
+  local job = { target = at.next_key(), notify = at.next_key(), list = at.next_key(),
+    catch = at.next_key() }
   for _, uuid in ipairs(at.next_args(tonumber(at.next_arg()))) do
-    batch_join(batch, uuid)
+    table.insert(joining, uuid)
   end
-  local due, link = at.next_arg(), at.next_arg()
-  local links = at.next_args(tonumber(at.next_arg()))
-  local catch_link = at.next_arg()
+  job.due, job.link = at.next_arg(), at.next_arg()
+  job.links = at.next_args(tonumber(at.next_arg()))
+  job.catch_link = at.next_arg()
+  table.insert(jobs, job)
+end
+batch_join_all(batch, joining)
+-- Ready jobs of no group that go to the same list one after another, not yet pushed.
+local ready = { payloads = {} }
+local function push_ready()
+  local payloads = ready.payloads
+  if #payloads == 0 then return end
+  rpush_chunked(ready.target, payloads, 1, #payloads)
+  local tokens = {}
+  for i = 1, #payloads do tokens[i] = '1' end
+  rpush_chunked(ready.notify, tokens, 1, #tokens)
+  ready.payloads = {}
+end
+for _, job in ipairs(jobs) do
   if here then
-    if #links > 0 then
-      redis.call('rpush', list, unpack(links))
+    if #job.links > 0 then
+      redis.call('rpush', job.list, unpack(job.links))
     end
-    if catch_link ~= '' then
-      redis.call('set', catch, catch_link)
+    if job.catch_link ~= '' then
+      redis.call('set', job.catch, job.catch_link)
     end
   end
   if how == 'push' then
-    push_link(target, notify, due, link)
+    local payload, group = link_parts(job.link)
+    if job.due ~= '' or group then
+      push_ready()
+      push_job(job.target, job.notify, job.due, payload, group)
+    else
+      if job.target ~= ready.target or job.notify ~= ready.notify then
+        push_ready()
+        ready.target, ready.notify = job.target, job.notify
+      end
+      table.insert(ready.payloads, payload)
+    end
   elseif parking then
-    redis.call('rpush', parked, link)
+    redis.call('rpush', parked, job.link)
   end
 end
+push_ready()
 if last == '1' and not parking then
   redis.call('hincrby', batch.record, 'open', -1)
   batch_check(batch)

@@ -56,11 +56,20 @@ local function batch_owing_from(at)
   return batch
 end
 
+-- Adds the jobs `uuids` to the batch, each once.
+local function batch_join_all(batch, uuids)
+  local added = 0
+  for i = 1, #uuids, 1000 do
+    added = added + redis.call('sadd', batch.pending, unpack(uuids, i, math.min(i + 999, #uuids)))
+  end
+  if added > 0 then
+    redis.call('hincrby', batch.record, 'total', added)
+  end
+end
+
 -- Adds the job `uuid` to the batch, once.
 local function batch_join(batch, uuid)
-  if redis.call('sadd', batch.pending, uuid) == 1 then
-    redis.call('hincrby', batch.record, 'total', 1)
-  end
+  batch_join_all(batch, { uuid })
 end
 
 -- Takes the job `uuid` out of the batch without counting it as run (a link after a failed one

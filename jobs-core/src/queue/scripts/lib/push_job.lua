@@ -26,16 +26,22 @@ local function push_job(target, notify, due, payload, group)
   end
 end
 
--- Pushes the job the link `link` keeps, as push_job does, in its group when it has one. A link
--- is a job a workflow keeps to push later: a line of JSON saying where the job goes
--- (`["queue","due","uuid","job"]`, and its group fifth when it has one), a newline, then the
--- payload; the script reads the line only for the group.
-local function push_link(target, notify, due, link)
+-- The job a link keeps and its group (nil for none). A link is a job a workflow keeps to push
+-- later: a line of JSON saying where the job goes (`["queue","due","uuid","job"]`, and its
+-- group fifth when it has one), a newline, then the payload; the line is read only for the
+-- group.
+local function link_parts(link)
   local newline = string.find(link, '\n', 1, true)
   local header = cjson.decode(string.sub(link, 1, newline - 1))
   local group = header[5]
   if group == cjson.null then group = nil end
-  push_job(target, notify, due, string.sub(link, newline + 1), group)
+  return string.sub(link, newline + 1), group
+end
+
+-- Pushes the job the link `link` keeps, as push_job does, in its group when it has one.
+local function push_link(target, notify, due, link)
+  local payload, group = link_parts(link)
+  push_job(target, notify, due, payload, group)
 end
 
 -- Pushes a unique job as push_job does, with its lock `lock` set to `uuid` for `ms`
