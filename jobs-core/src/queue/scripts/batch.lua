@@ -85,12 +85,8 @@ batch_join_all(batch, joining)
 -- Ready jobs of no group that go to the same list one after another, not yet pushed.
 local ready = { payloads = {} }
 local function push_ready()
-  local payloads = ready.payloads
-  if #payloads == 0 then return end
-  rpush_chunked(ready.target, payloads, 1, #payloads)
-  local tokens = {}
-  for i = 1, #payloads do tokens[i] = '1' end
-  rpush_chunked(ready.notify, tokens, 1, #tokens)
+  if #ready.payloads == 0 then return end
+  push_ready_jobs(ready.target, ready.notify, ready.payloads)
   ready.payloads = {}
 end
 for _, job in ipairs(jobs) do

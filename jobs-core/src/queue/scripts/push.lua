@@ -3,8 +3,4 @@
 -- KEYS[2]  queues:<name>:notify   wake-up tokens
 -- ARGV     one or more payloads, in order
 -- Returns the ready list's length after the push.
-local len = rpush_chunked(KEYS[1], ARGV, 1, #ARGV)
-local tokens = {}
-for i = 1, #ARGV do tokens[i] = '1' end
-rpush_chunked(KEYS[2], tokens, 1, #tokens)
-return len
+return push_ready_jobs(KEYS[1], KEYS[2], ARGV)

@@ -9,3 +9,13 @@ local function rpush_chunked(key, values, first, last)
   end
   return len
 end
+
+-- Appends the ready jobs `payloads` to the list `target`, and a wake-up token for each to its
+-- queue's `notify`. Returns the list's length after.
+local function push_ready_jobs(target, notify, payloads)
+  local len = rpush_chunked(target, payloads, 1, #payloads)
+  local tokens = {}
+  for i = 1, #payloads do tokens[i] = '1' end
+  rpush_chunked(notify, tokens, 1, #tokens)
+  return len
+end
