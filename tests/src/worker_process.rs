@@ -101,6 +101,14 @@ impl WorkerProcess {
         self.lines().iter().filter_map(|l| parse_event(l)).collect()
     }
 
+    /// The DONE events logged so far, in the order the jobs' ends were logged.
+    pub fn done(&self) -> Vec<JobEvent> {
+        self.events()
+            .into_iter()
+            .filter(|e| e.status == "DONE")
+            .collect()
+    }
+
     /// Waits until a job event matching `pred` is logged and returns it.
     pub async fn wait_for_event(
         &self,

@@ -183,12 +183,7 @@ async fn a_worker_takes_queues_on_different_nodes_in_strict_priority_order() {
     ];
     let mut worker = start_worker(&cluster, &args);
     assert!(worker.wait_exit(Duration::from_secs(30)).await.success());
-    let order: Vec<String> = worker
-        .events()
-        .into_iter()
-        .filter(|e| e.status == "DONE")
-        .map(|e| e.queue)
-        .collect();
+    let order: Vec<String> = worker.done().into_iter().map(|e| e.queue).collect();
     assert_eq!(
         order,
         [vec!["high"; 5], vec!["normal"; 5], vec!["low"; 5]].concat()

@@ -150,12 +150,7 @@ async fn queues_are_taken_in_strict_priority_order() {
         Noop {}.dispatch().on_queue("high").sent_via(&queue).await;
     }
     let worker = run_until_empty(redis.url(), &["--queue", "high,low", "--concurrency", "1"]).await;
-    let order: Vec<String> = worker
-        .events()
-        .into_iter()
-        .filter(|e| e.status == "DONE")
-        .map(|e| e.queue)
-        .collect();
+    let order: Vec<String> = worker.done().into_iter().map(|e| e.queue).collect();
     assert_eq!(order, [vec!["high"; 5], vec!["low"; 5]].concat());
 }
 
@@ -267,7 +262,7 @@ async fn once_and_max_jobs_stop_after_that_many_jobs() {
 
     let mut four = start_worker(redis.url(), &["--max-jobs", "4", "--concurrency", "3"]);
     assert!(four.wait_exit(LONG).await.success());
-    let done = four.events().iter().filter(|e| e.status == "DONE").count();
+    let done = four.done().len();
     assert_eq!(done, 4);
     assert_eq!(queue.size("default").await.unwrap().ready, 5);
 }
@@ -725,14 +720,7 @@ async fn a_worker_told_to_reserve_nothing_ahead_holds_only_its_running_jobs() {
     }
     let status = worker.wait_exit(LONG).await;
     assert!(status.success(), "the worker exited with {status}");
-    assert_eq!(
-        worker
-            .events()
-            .iter()
-            .filter(|e| e.status == "DONE")
-            .count(),
-        41
-    );
+    assert_eq!(worker.done().len(), 41);
 }
 
 #[tokio::test]
@@ -757,12 +745,7 @@ async fn no_job_is_reserved_ahead_of_a_slot_while_jobs_are_long() {
     let mut conn = redis.conn().await;
     while worker.is_running() {
         let reserved: Vec<String> = conn.zrange("queues:default:reserved", 0, -1).await.unwrap();
-        let done: Vec<String> = worker
-            .events()
-            .into_iter()
-            .filter(|e| e.status == "DONE")
-            .map(|e| e.uuid)
-            .collect();
+        let done: Vec<String> = worker.done().into_iter().map(|e| e.uuid).collect();
         let unfinished: Vec<String> = reserved
             .iter()
             .map(|raw| Payload::from_json(raw).unwrap().uuid.to_string())
@@ -776,12 +759,7 @@ async fn no_job_is_reserved_ahead_of_a_slot_while_jobs_are_long() {
     }
     let status = worker.wait_exit(LONG).await;
     assert!(status.success(), "the worker exited with {status}");
-    let done: Vec<String> = worker
-        .events()
-        .into_iter()
-        .filter(|e| e.status == "DONE")
-        .map(|e| e.uuid)
-        .collect();
+    let done: Vec<String> = worker.done().into_iter().map(|e| e.uuid).collect();
     assert_eq!(done, sleeps, "every job ran, in order");
 }
 
