@@ -67,11 +67,6 @@ local function batch_join_all(batch, uuids)
   end
 end
 
--- Adds the job `uuid` to the batch, once.
-local function batch_join(batch, uuid)
-  batch_join_all(batch, { uuid })
-end
-
 -- Takes the job `uuid` out of the batch without counting it as run (a link after a failed one
 -- in a chain of the batch, which will not run).
 local function batch_leave(batch, uuid)
@@ -145,12 +140,16 @@ end
 
 -- Adds jobs to the batch, each once, pushing those to push.
 local function batch_add(batch, additions)
+  local joining = {}
   for _, job in ipairs(additions.pushed) do
-    batch_join(batch, job.uuid)
-    push_link(job.target, job.notify, job.due, job.link)
+    table.insert(joining, job.uuid)
   end
   for _, uuid in ipairs(additions.counted) do
-    batch_join(batch, uuid)
+    table.insert(joining, uuid)
+  end
+  batch_join_all(batch, joining)
+  for _, job in ipairs(additions.pushed) do
+    push_link(job.target, job.notify, job.due, job.link)
   end
 end
 
