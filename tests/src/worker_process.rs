@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,6 +13,8 @@ use crate::wait_for;
 pub struct WorkerProcess {
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
+    /// Set once the reader has read the log to its end (the process closed its stderr).
+    log_ended: Arc<AtomicBool>,
 }
 
 /// One job event from a worker's JSON log.
@@ -78,12 +81,19 @@ impl WorkerProcess {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().expect("piped stderr");
         let sink = lines.clone();
+        let log_ended = Arc::new(AtomicBool::new(false));
+        let ended = log_ended.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 sink.lock().unwrap().push(line);
             }
+            ended.store(true, Ordering::SeqCst);
         });
-        WorkerProcess { child, lines }
+        WorkerProcess {
+            child,
+            lines,
+            log_ended,
+        }
     }
 
     /// The process id.
@@ -165,8 +175,13 @@ impl WorkerProcess {
             async move { status }
         })
         .await;
-        // Let the reader thread drain what the worker wrote last.
-        std::thread::sleep(Duration::from_millis(50));
+        // What the worker wrote last may still be in the pipe: its end is where the log ends.
+        let log_ended = &self.log_ended;
+        wait_for(timeout, "the worker's log was read to its end", || {
+            let ended = log_ended.load(Ordering::SeqCst);
+            async move { ended.then_some(()) }
+        })
+        .await;
         status
     }
 
