@@ -112,6 +112,30 @@ async fn job_options_beat_worker_options() {
     assert_eq!(done.attempt, 3);
 }
 
+/// A job released while a pop was in flight must be popped again before `--stop-when-empty`
+/// calls the queues empty: that pop may have looked before the release put it back.
+#[tokio::test]
+async fn stop_when_empty_waits_for_jobs_released_while_a_pop_was_out() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut bulk = Bulk::via(&queue);
+    for _ in 0..200 {
+        bulk.add(Flaky { fail_times: 1 }.dispatch()).unwrap();
+    }
+    let uuids: Vec<String> = bulk
+        .send()
+        .await
+        .unwrap()
+        .iter()
+        .map(|job| job.uuid().to_string())
+        .collect();
+    let worker = run_until_empty(redis.url(), &["--tries", "2", "--concurrency", "4"]).await;
+    let done: std::collections::HashSet<String> =
+        worker.done().into_iter().map(|e| e.uuid).collect();
+    let missing = uuids.iter().filter(|u| !done.contains(*u)).count();
+    assert_eq!(missing, 0, "jobs not finished when the worker stopped");
+}
+
 #[tokio::test]
 async fn backoff_lists_are_honoured_and_the_last_value_repeats() {
     let redis = TestRedis::start();

@@ -11,7 +11,7 @@
 use redjob::__worker::{complete_in_batch, WorkerQueue};
 use redjob::queue::keys::QueueKeys;
 use redjob::RedisQueue;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::error::TryRecvError;
@@ -93,12 +93,11 @@ pub(crate) struct AckSender {
     unacknowledged: Arc<Unacknowledged>,
 }
 
-/// How many finished jobs the acker holds and how many it has finished with, and a wake-up
-/// for those waiting until it holds none.
+/// How many finished jobs the acker holds, and a wake-up for those waiting until it holds
+/// none.
 #[derive(Default)]
 struct Unacknowledged {
     count: AtomicUsize,
-    done: AtomicU64,
     none_left: Notify,
 }
 
@@ -112,7 +111,6 @@ impl Unacknowledged {
         if done == 0 {
             return;
         }
-        self.done.fetch_add(done as u64, Ordering::SeqCst);
         if self.count.fetch_sub(done, Ordering::SeqCst) == done {
             self.none_left.notify_waiters();
         }
@@ -167,12 +165,6 @@ impl AckSender {
     /// up on).
     pub(crate) fn unacknowledged(&self) -> usize {
         self.unacknowledged.get()
-    }
-
-    /// How many finished jobs the acker has finished with so far (acknowledged, or given up
-    /// on): it grows with every acknowledgement delivered.
-    pub(crate) fn acknowledged(&self) -> u64 {
-        self.unacknowledged.done.load(Ordering::SeqCst)
     }
 
     /// Waits until the acker has finished with every job sent to it so far: acknowledged

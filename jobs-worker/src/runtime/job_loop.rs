@@ -96,9 +96,9 @@ pub(crate) struct JobLoop<'a> {
     found_empty: Option<EmptyQueues>,
     /// Jobs taken so far, against `--once` and `--max-jobs`.
     taken: u64,
-    /// How many finished jobs the acker had acknowledged when a pop last found the queues
-    /// empty with nothing running (`--stop-when-empty`).
-    acknowledged_when_empty: u64,
+    /// How many jobs had been taken when a pop last found the queues empty with nothing
+    /// running or waiting (`--stop-when-empty`).
+    taken_when_empty: u64,
     job_limit: u64,
     started: Instant,
     fetch_pause: Pause,
@@ -128,7 +128,7 @@ impl<'a> JobLoop<'a> {
             behind: None,
             found_empty: None,
             taken: 0,
-            acknowledged_when_empty: 0,
+            taken_when_empty: 0,
             job_limit: config.job_limit(),
             started: Instant::now(),
             fetch_pause: Pause::new(Duration::from_millis(100), Duration::from_secs(5)),
@@ -351,15 +351,15 @@ impl<'a> JobLoop<'a> {
         }
     }
 
-    /// With `--stop-when-empty`, once nothing runs or waits: stops if the acker acknowledged
-    /// every finished job before the pop that found the queues empty was sent. Otherwise it
-    /// waits for the acker and has the queues popped again, since an acknowledgement may push
-    /// work of its own (that of a batch's last job pushes the batch's callbacks), and one
-    /// delivered while that pop was in flight may have pushed it after the pop looked.
+    /// With `--stop-when-empty`, once nothing runs or waits: stops if no job was taken since
+    /// the queues were last found empty this way. Otherwise it waits for the acker and has
+    /// the queues popped again, since a job that ended after the pop that found them empty was
+    /// sent may have put work back in them: released for another attempt, or pushed by its
+    /// acknowledgement (that of a batch's last job pushes the batch's callbacks). The second
+    /// pop is sent once every taken job has ended and been acknowledged, so it sees it all.
     async fn empty_once_acknowledged(&mut self) -> Option<Exit> {
         let acks = &self.services.processor.settler.acks;
-        let acknowledged = acks.acknowledged();
-        if acks.unacknowledged() == 0 && acknowledged == self.acknowledged_when_empty {
+        if self.taken == self.taken_when_empty && acks.unacknowledged() == 0 {
             return Some(Exit::Empty);
         }
         tokio::select! {
@@ -367,7 +367,7 @@ impl<'a> JobLoop<'a> {
             _ = self.stop.cancelled() => {}
             _ = self.services.control.restarted() => {}
         }
-        self.acknowledged_when_empty = acks.acknowledged();
+        self.taken_when_empty = self.taken;
         None
     }
 
