@@ -1,7 +1,7 @@
 //! Dispatching in tests: through a test server's handle, and it must succeed.
 
 use redjob::status::Tracked;
-use redjob::{Job, PendingDispatch, RedisQueue};
+use redjob::{Bulk, Job, PendingDispatch, RedisQueue};
 use std::future::Future;
 use uuid::Uuid;
 
@@ -43,4 +43,22 @@ impl<J: Job> TrackedVia<J> for PendingDispatch<J> {
             .await
             .expect("tracked dispatch through the test server")
     }
+}
+
+/// Sends `jobs` through `queue` in one bulk dispatch and returns their uuids, in order, as
+/// the workers log them; panics when the dispatch fails.
+pub async fn sent_in_bulk<J: Job>(
+    queue: &RedisQueue,
+    jobs: impl IntoIterator<Item = PendingDispatch<J>>,
+) -> Vec<String> {
+    let mut bulk = Bulk::via(queue);
+    for job in jobs {
+        bulk.add(job).expect("the job serializes");
+    }
+    bulk.send()
+        .await
+        .expect("the bulk dispatch succeeds")
+        .iter()
+        .map(|sent| sent.uuid().to_string())
+        .collect()
 }

@@ -41,7 +41,7 @@ pub mod scenarios;
 pub mod steps;
 pub mod worker_process;
 
-pub use dispatch::{SentVia, TrackedVia};
+pub use dispatch::{sent_in_bulk, SentVia, TrackedVia};
 pub use json::json_fields;
 pub use postgres_server::{kept_rows, outbox_rows, TestPostgres, POSTGRES_MISSING};
 pub use redis_server::{free_port, server_time, TestRedis, CLOSED_PORT, REDIS_SERVER_MISSING};

@@ -13,9 +13,9 @@ use redjob::{Bulk, FailedJob, QueueConfig};
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 use tests::cluster::TestCluster;
-use tests::wait_until;
 use tests::worker_process::{JobEvent, WorkerProcess};
 use tests::SentVia;
+use tests::{sent_in_bulk, wait_until};
 
 /// Three queues whose slots fall on three different nodes, highest priority first.
 const QUEUES: [&str; 3] = ["high", "normal", "low"];
@@ -48,18 +48,8 @@ async fn twenty_thousand_jobs_over_three_queues_run_exactly_once_with_two_worker
     let queue = cluster.queue();
 
     let dispatch_started = Instant::now();
-    let mut bulk = Bulk::via(&queue);
-    for i in 0..JOBS {
-        bulk.add(Noop {}.dispatch().on_queue(QUEUES[i % QUEUES.len()]))
-            .unwrap();
-    }
-    let dispatched: Vec<String> = bulk
-        .send()
-        .await
-        .unwrap()
-        .iter()
-        .map(|sent| sent.uuid().to_string())
-        .collect();
+    let jobs = (0..JOBS).map(|i| Noop {}.dispatch().on_queue(QUEUES[i % QUEUES.len()]));
+    let dispatched = sent_in_bulk(&queue, jobs).await;
     let dispatch_time = dispatch_started.elapsed();
 
     // Every key of a queue is hash-tagged and lives on one node; the three queues on three.

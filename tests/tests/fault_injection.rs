@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tests::records::{records_len, runs_by_uuid, wait_for_runs};
 use tests::worker_process::WorkerProcess;
-use tests::{wait_for, wait_until, SentVia, TestRedis};
+use tests::{sent_in_bulk, wait_for, wait_until, SentVia, TestRedis};
 
 /// The longest any one wait of these tests may take: generous, for a loaded CI machine.
 const LONG: Duration = Duration::from_secs(60);
@@ -31,13 +31,9 @@ fn start_worker(redis: &TestRedis, args: &[&str]) -> WorkerProcess {
 async fn dispatch_records(queue: &RedisQueue, queue_name: &str, count: usize) -> Vec<String> {
     let mut uuids = Vec::with_capacity(count);
     while uuids.len() < count {
-        let mut bulk = Bulk::via(queue);
-        for _ in 0..(count - uuids.len()).min(5_000) {
-            bulk.add(Record { due_ms: 0 }.dispatch().on_queue(queue_name))
-                .expect("a record job serializes");
-        }
-        let sent = bulk.send().await.expect("the bulk dispatch succeeds");
-        uuids.extend(sent.iter().map(|sent| sent.uuid().to_string()));
+        let jobs = (0..(count - uuids.len()).min(5_000))
+            .map(|_| Record { due_ms: 0 }.dispatch().on_queue(queue_name));
+        uuids.extend(sent_in_bulk(queue, jobs).await);
     }
     uuids
 }

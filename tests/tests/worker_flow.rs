@@ -9,7 +9,7 @@ use redjob::{Bulk, Payload, RedisQueue};
 use std::time::Duration;
 use tests::records::runs_in_order;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_until, SentVia, TestRedis};
+use tests::{sent_in_bulk, wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -118,17 +118,7 @@ async fn job_options_beat_worker_options() {
 async fn stop_when_empty_waits_for_jobs_released_while_a_pop_was_out() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let mut bulk = Bulk::via(&queue);
-    for _ in 0..200 {
-        bulk.add(Flaky { fail_times: 1 }.dispatch()).unwrap();
-    }
-    let uuids: Vec<String> = bulk
-        .send()
-        .await
-        .unwrap()
-        .iter()
-        .map(|job| job.uuid().to_string())
-        .collect();
+    let uuids = sent_in_bulk(&queue, (0..200).map(|_| Flaky { fail_times: 1 }.dispatch())).await;
     let worker = run_until_empty(redis.url(), &["--tries", "2", "--concurrency", "4"]).await;
     let done: std::collections::HashSet<String> =
         worker.done().into_iter().map(|e| e.uuid).collect();
@@ -793,17 +783,7 @@ async fn jobs_that_wait_go_on_in_their_slot_in_the_order_they_were_reserved() {
     // ahead (three, once the first jobs proved short).
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let mut bulk = Bulk::via(&queue);
-    for _ in 0..200 {
-        bulk.add(Record { due_ms: 0 }.dispatch()).unwrap();
-    }
-    let sent: Vec<String> = bulk
-        .send()
-        .await
-        .unwrap()
-        .iter()
-        .map(|job| job.uuid().to_string())
-        .collect();
+    let sent = sent_in_bulk(&queue, (0..200).map(|_| Record { due_ms: 0 }.dispatch())).await;
     let mut worker = start_worker(redis.url(), &["--concurrency", "1", "--stop-when-empty"]);
     let status = worker.wait_exit(LONG).await;
     assert!(status.success(), "the worker exited with {status}");
