@@ -44,13 +44,8 @@ while not at.done() do
     local joined = at.next_args(tonumber(at.next_arg()))
     owe(uuid, function()
       if redis.call('exists', batch.record) == 0 then return end
-      local joining = {}
-      for _, job in ipairs(added) do
-        table.insert(joining, job.uuid)
-        table.insert(batch.owed, job.link)
-      end
-      for _, link in ipairs(joined) do table.insert(joining, link) end
-      batch_join_all(batch, joining)
+      batch_join_added(batch, added, joined)
+      for _, job in ipairs(added) do table.insert(batch.owed, job.link) end
       batch_count_done(batch, uuid)
       batch_check(batch)
     end)

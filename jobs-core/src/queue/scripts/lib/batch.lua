@@ -67,6 +67,15 @@ local function batch_join_all(batch, uuids)
   end
 end
 
+-- Adds the jobs `jobs` (each with its uuid) and the jobs `uuids` to the batch, each once:
+-- the jobs a handler added, to push and only to count.
+local function batch_join_added(batch, jobs, uuids)
+  local joining = {}
+  for _, job in ipairs(jobs) do table.insert(joining, job.uuid) end
+  for _, uuid in ipairs(uuids) do table.insert(joining, uuid) end
+  batch_join_all(batch, joining)
+end
+
 -- Takes the job `uuid` out of the batch without counting it as run (a link after a failed one
 -- in a chain of the batch, which will not run).
 local function batch_leave(batch, uuid)
@@ -140,14 +149,7 @@ end
 
 -- Adds jobs to the batch, each once, pushing those to push.
 local function batch_add(batch, additions)
-  local joining = {}
-  for _, job in ipairs(additions.pushed) do
-    table.insert(joining, job.uuid)
-  end
-  for _, uuid in ipairs(additions.counted) do
-    table.insert(joining, uuid)
-  end
-  batch_join_all(batch, joining)
+  batch_join_added(batch, additions.pushed, additions.counted)
   for _, job in ipairs(additions.pushed) do
     push_link(job.target, job.notify, job.due, job.link)
   end
