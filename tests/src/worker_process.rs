@@ -3,8 +3,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::wait_for;
@@ -13,8 +13,9 @@ use crate::wait_for;
 pub struct WorkerProcess {
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
-    /// Set once the reader has read the log to its end (the process closed its stderr).
-    log_ended: Arc<AtomicBool>,
+    /// The thread reading the log, which ends at the log's end (the process closed its
+    /// stderr).
+    reader: JoinHandle<()>,
 }
 
 /// One job event from a worker's JSON log.
@@ -81,18 +82,15 @@ impl WorkerProcess {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().expect("piped stderr");
         let sink = lines.clone();
-        let log_ended = Arc::new(AtomicBool::new(false));
-        let ended = log_ended.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 sink.lock().unwrap().push(line);
             }
-            ended.store(true, Ordering::SeqCst);
         });
         WorkerProcess {
             child,
             lines,
-            log_ended,
+            reader,
         }
     }
 
@@ -176,9 +174,9 @@ impl WorkerProcess {
         })
         .await;
         // What the worker wrote last may still be in the pipe: its end is where the log ends.
-        let log_ended = &self.log_ended;
+        let reader = &self.reader;
         wait_for(timeout, "the worker's log was read to its end", || {
-            let ended = log_ended.load(Ordering::SeqCst);
+            let ended = reader.is_finished();
             async move { ended.then_some(()) }
         })
         .await;

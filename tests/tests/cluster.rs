@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tests::cluster::TestCluster;
 use tests::worker_process::{JobEvent, WorkerProcess};
 use tests::SentVia;
-use tests::{sent_in_bulk, wait_until};
+use tests::{sent_in_bulk, wait_for_empty_queue, wait_until};
 
 /// Three queues whose slots fall on three different nodes, highest priority first.
 const QUEUES: [&str; 3] = ["high", "normal", "low"];
@@ -988,12 +988,7 @@ async fn a_chain_and_a_batch_of_grouped_jobs_run_in_their_groups_across_slots() 
     assert!(status.finished() && status.pending == 0, "{status:?}");
     // On a cluster a job is counted before its acknowledgement, so the batch can be finished
     // while its last job's reservation is still being deleted.
-    wait_until(Duration::from_secs(30), "both queues are empty", || async {
-        let mut total = 0;
-        for queue_name in ["high", "low"] {
-            total += queue.size(queue_name).await.unwrap().total();
-        }
-        total == 0
-    })
-    .await;
+    for queue_name in ["high", "low"] {
+        wait_for_empty_queue(&queue, queue_name, Duration::from_secs(30)).await;
+    }
 }
