@@ -5,9 +5,9 @@
 use chrono::Utc;
 use examples::{Noop, RebuildIndex, RefreshCache};
 use redis::AsyncCommands;
-use redjob::admin::{Admin, BatchFilter, BatchState, RecentFilter, UniqueFilter};
+use redjob::admin::{Admin, BatchFilter, BatchState, HeldLock, RecentFilter, UniqueFilter};
 use redjob::admin::{AttemptOutcome, RecentJob};
-use redjob::workflow::Batch;
+use redjob::workflow::{Batch, BatchStatus};
 use std::collections::HashSet;
 use tests::dashboard::Dashboard;
 use tests::jobs_command::JobsCommand;
@@ -24,6 +24,66 @@ fn cursor_in(stderr: &str, what: &str) -> Option<String> {
         .lines()
         .find_map(|line| line.strip_prefix(&prefix))
         .map(str::to_owned)
+}
+
+/// Every item `jobsctl --json <args>` lists, page after page, by the cursor it prints on
+/// stderr for the next page of `what`. A filtered page may stop early (after about 30 ms of
+/// searching) with fewer items and a cursor, so a test that wants every match follows it.
+fn every_cli_page(jobs: &JobsCommand, args: &[&str], what: &str) -> Vec<serde_json::Value> {
+    let mut items = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut line = vec!["--json"];
+        line.extend_from_slice(args);
+        if let Some(cursor) = &after {
+            line.extend(["--after", cursor.as_str()]);
+        }
+        let ran = jobs.run(&line);
+        assert_eq!(ran.code(), Some(0), "{line:?}: {}", ran.stderr);
+        let page: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+        items.extend(page.as_array().unwrap().iter().cloned());
+        match cursor_in(&ran.stderr, what) {
+            Some(cursor) => after = Some(cursor),
+            None => return items,
+        }
+    }
+}
+
+/// Every batch `filter` matches, newest first, in pages of at most `limit`.
+async fn every_batch(admin: &Admin, filter: &BatchFilter, limit: usize) -> Vec<BatchStatus> {
+    let mut batches = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = admin
+            .batches_page(filter, after.as_deref(), limit)
+            .await
+            .unwrap();
+        assert!(page.batches.len() <= limit);
+        batches.extend(page.batches);
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return batches,
+        }
+    }
+}
+
+/// Every unique lock `filter` matches, page after page, with the number of pages it took.
+async fn every_lock(admin: &Admin, filter: &UniqueFilter, limit: usize) -> (Vec<HeldLock>, usize) {
+    let mut locks = Vec::new();
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = admin
+            .unique_locks_page(filter, after.as_deref(), limit)
+            .await
+            .unwrap();
+        pages += 1;
+        locks.extend(page.locks);
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return (locks, pages),
+        }
+    }
 }
 
 /// Every item of an API listing that answers a JSON array, page after page, by the cursor in
@@ -67,20 +127,11 @@ async fn batches_page_newest_first_filtered_by_name_and_state(redis: Server) {
     }
 
     // Batches made within one millisecond share a score: the cursor keeps them apart.
-    let mut listed = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let page = admin
-            .batches_page(&BatchFilter::default(), after.as_deref(), 20)
-            .await
-            .unwrap();
-        assert!(page.batches.len() <= 20);
-        listed.extend(page.batches.iter().map(|b| b.id.to_string()));
-        match page.next {
-            Some(next) => after = Some(next),
-            None => break,
-        }
-    }
+    let listed: Vec<String> = every_batch(&admin, &BatchFilter::default(), 20)
+        .await
+        .iter()
+        .map(|b| b.id.to_string())
+        .collect();
     assert_eq!(listed.len(), 65, "each batch once");
     assert_eq!(listed.iter().collect::<HashSet<_>>().len(), 65);
     let newest = admin.batches(65).await.unwrap();
@@ -103,25 +154,35 @@ async fn batches_page_newest_first_filtered_by_name_and_state(redis: Server) {
         name: Some("EXPORT".into()),
         ..Default::default()
     };
-    let page = admin.batches_page(&exports, None, 500).await.unwrap();
-    assert_eq!(page.batches.len(), 32);
-    assert!(page.batches.iter().all(|b| b.name.starts_with("export-")));
+    let found = every_batch(&admin, &exports, 500).await;
+    assert_eq!(found.len(), 32);
+    assert!(found.iter().all(|b| b.name.starts_with("export-")));
     let cancelling = BatchFilter {
         state: Some(BatchState::Cancelling),
         ..Default::default()
     };
-    let page = admin.batches_page(&cancelling, None, 500).await.unwrap();
-    let found: HashSet<String> = page.batches.iter().map(|b| b.id.to_string()).collect();
+    let found: HashSet<String> = every_batch(&admin, &cancelling, 500)
+        .await
+        .iter()
+        .map(|b| b.id.to_string())
+        .collect();
     assert_eq!(found, cancelled.iter().cloned().collect());
 
     let jobs = jobsctl(&redis);
     let first = jobs.run(&["--json", "batches", "--limit", "30"]);
     assert_eq!(first.code(), Some(0), "{}", first.stderr);
+    let shown = serde_json::from_str::<serde_json::Value>(&first.stdout).unwrap();
+    let shown = shown.as_array().unwrap().len();
+    assert!((1..=30).contains(&shown), "{}", first.stdout);
     let cursor = cursor_in(&first.stderr, "batches").expect("a cursor on stderr");
     let second = jobs.json(&["batches", "--limit", "30", "--after", &cursor]);
-    assert_eq!(second[0]["id"], listed[30].as_str());
-    let by_state = jobs.json(&["batches", "--state", "cancelling"]);
-    assert_eq!(by_state.as_array().unwrap().len(), cancelled.len());
+    assert_eq!(second[0]["id"], listed[shown].as_str());
+    let by_state: HashSet<String> =
+        every_cli_page(&jobs, &["batches", "--state", "cancelling"], "batches")
+            .iter()
+            .map(|b| b["id"].as_str().unwrap().to_owned())
+            .collect();
+    assert_eq!(by_state, cancelled.iter().cloned().collect());
     let bad = jobs.run(&["batches", "--state", "sleeping"]);
     assert_eq!(bad.code(), Some(2));
     assert!(
@@ -170,21 +231,8 @@ async fn unique_locks_page_by_scan_steps_and_filter_by_job(redis: Server) {
             .await;
     }
 
-    let mut keys = Vec::new();
-    let mut after: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let page = admin
-            .unique_locks_page(&UniqueFilter::default(), after.as_deref(), 60)
-            .await
-            .unwrap();
-        pages += 1;
-        keys.extend(page.locks.iter().map(|lock| lock.key.clone()));
-        match page.next {
-            Some(next) => after = Some(next),
-            None => break,
-        }
-    }
+    let (locks, pages) = every_lock(&admin, &UniqueFilter::default(), 60).await;
+    let keys: Vec<String> = locks.into_iter().map(|lock| lock.key).collect();
     let distinct: HashSet<&String> = keys.iter().collect();
     assert_eq!(distinct.len(), 250, "every lock over {pages} pages");
     assert!(pages >= 2, "pages of about 60: {pages}");
@@ -200,21 +248,25 @@ async fn unique_locks_page_by_scan_steps_and_filter_by_job(redis: Server) {
     let refresh = UniqueFilter {
         job: Some("refresh-cache".into()),
     };
-    let page = admin.unique_locks_page(&refresh, None, 1000).await.unwrap();
-    assert_eq!(page.locks.len(), 20);
-    assert!(page
-        .locks
+    let (found, _) = every_lock(&admin, &refresh, 1000).await;
+    let refresh_keys: HashSet<String> = found.into_iter().map(|lock| lock.key).collect();
+    assert_eq!(refresh_keys.len(), 20);
+    assert!(refresh_keys
         .iter()
-        .all(|lock| lock.key.contains("refresh-cache:")));
+        .all(|key| key.contains("refresh-cache:")));
     let no_glob = UniqueFilter {
         job: Some("refresh-*".into()),
     };
-    let page = admin.unique_locks_page(&no_glob, None, 1000).await.unwrap();
-    assert!(page.locks.is_empty(), "a job name is not a pattern");
+    let (found, _) = every_lock(&admin, &no_glob, 1000).await;
+    assert!(found.is_empty(), "a job name is not a pattern");
 
     let jobs = jobsctl(&redis);
-    let listed = jobs.json(&["unique", "--job", "refresh-cache"]);
-    assert_eq!(listed.as_array().unwrap().len(), 20);
+    let listed: HashSet<String> =
+        every_cli_page(&jobs, &["unique", "--job", "refresh-cache"], "unique locks")
+            .iter()
+            .map(|lock| lock["key"].as_str().unwrap().to_owned())
+            .collect();
+    assert_eq!(listed, refresh_keys);
     let first = jobs.run(&["unique", "--limit", "50"]);
     assert_eq!(first.code(), Some(0), "{}", first.stderr);
     assert!(
