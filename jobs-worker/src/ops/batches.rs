@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::args::BatchCommand;
 use super::error::CliError;
 use super::failed::print_retried;
-use super::render::{ago, more, print, table};
+use super::render::{ago, more, none_found, print, table};
 
 /// Runs `jobsctl batches` or one of its subcommands.
 pub(super) async fn run(
@@ -42,7 +42,7 @@ async fn list(
     let batches = page.batches;
     print(json, &batches, |batches: &Vec<BatchStatus>| {
         if batches.is_empty() {
-            return "No batches.\n".to_owned();
+            return none_found("batches", page.next.as_deref());
         }
         let now = Utc::now();
         let rows = batches

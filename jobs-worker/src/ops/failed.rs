@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::args::{FailedArgs, FailedShow, ForgetArgs, RetryArgs};
 use super::error::CliError;
-use super::render::{first_line, more, print, table};
+use super::render::{first_line, more, none_found, print, table};
 
 /// Lists failed jobs, newest first, or shows one.
 pub(super) async fn list(admin: &Admin, json: bool, args: FailedArgs) -> Result<u8, CliError> {
@@ -18,7 +18,9 @@ pub(super) async fn list(admin: &Admin, json: bool, args: FailedArgs) -> Result<
         None => {
             let filter = args.filter.filter(args.queue, args.limit);
             let page = admin.failed_page(&filter, args.after.as_deref()).await?;
-            print(json, &page.entries, |e| failed_table(e))?;
+            print(json, &page.entries, |e| {
+                failed_table(e, page.next.as_deref())
+            })?;
             more("failed jobs", page.next.as_deref());
         }
     }
@@ -186,9 +188,9 @@ fn print_deleted(json: bool, deleted: u64, hours: Option<f64>) -> Result<(), Cli
     })
 }
 
-fn failed_table(entries: &[FailedEntry]) -> String {
+fn failed_table(entries: &[FailedEntry], next: Option<&str>) -> String {
     if entries.is_empty() {
-        return "No failed jobs.\n".to_owned();
+        return none_found("failed jobs", next);
     }
     let rows = entries
         .iter()

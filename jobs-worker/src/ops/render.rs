@@ -26,6 +26,15 @@ pub(super) fn print<T: Serialize>(
     Ok(())
 }
 
+/// What an empty page of `what` prints. A page that stopped searching (after about 30 ms) with
+/// a cursor may be empty while later pages are not, so it does not say there are none.
+pub(super) fn none_found(what: &str, next: Option<&str>) -> String {
+    match next {
+        None => format!("No {what}.\n"),
+        Some(_) => format!("No {what} in the part searched so far.\n"),
+    }
+}
+
 /// Says on stderr how to list the next page, when there is one: `More <what>: add --after
 /// <cursor>`. Stdout keeps the page alone, a table or a JSON document.
 pub(super) fn more(what: &str, next: Option<&str>) {
@@ -115,5 +124,14 @@ mod tests {
             ],
         );
         assert_eq!(out, "A    LONGER\nxyz  1\nq    22\n");
+    }
+
+    #[test]
+    fn an_empty_page_with_a_cursor_does_not_say_there_are_none() {
+        assert_eq!(none_found("batches", None), "No batches.\n");
+        assert_eq!(
+            none_found("batches", Some("1795612592.0001371/d39695e7")),
+            "No batches in the part searched so far.\n"
+        );
     }
 }

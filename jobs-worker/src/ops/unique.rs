@@ -4,7 +4,7 @@ use redjob::admin::{Admin, AdminError, HeldLock, UniqueFilter};
 use serde::Serialize;
 
 use super::error::CliError;
-use super::render::{more, print, table};
+use super::render::{more, none_found, print, table};
 
 /// Lists a page of the unique locks and their holders.
 pub(super) async fn list(
@@ -20,7 +20,7 @@ pub(super) async fn list(
     let locks = page.locks;
     print(json, &locks, |locks: &Vec<HeldLock>| {
         if locks.is_empty() {
-            return "No unique locks.\n".to_owned();
+            return none_found("unique locks", page.next.as_deref());
         }
         let rows = locks
             .iter()
