@@ -78,8 +78,10 @@ function runtime(us) {
   return `${(us / 1e6).toFixed(2)} s`;
 }
 
-function fill(tbody, rows, columns) {
-  tbody.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { class: "empty", colspan: columns }, "none"))]));
+// A page that stopped searching with a cursor (`more`) may be empty while a later one is not.
+function fill(tbody, rows, columns, more = false) {
+  const none = more ? "none in the part searched so far" : "none";
+  tbody.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { class: "empty", colspan: columns }, none))]));
 }
 
 function renderOverview(overview) {
@@ -224,7 +226,7 @@ function renderFailed(list) {
       el("button", { type: "button", class: "forget danger", onclick: () => act(post(`/api/failed/${encodeURIComponent(job.uuid)}/forget`), forgotten) }, "Forget"),
     ),
   ));
-  fill($("#failed tbody"), rows, 6);
+  fill($("#failed tbody"), rows, 6, Boolean(lists.failed.next));
 }
 
 function batchState(b) {
@@ -259,7 +261,7 @@ function renderBatches(batches) {
       ...b.failed_jobs.flatMap((uuid, i) => [i ? ", " : "", el("a", { href: "#", onclick: (event) => { event.preventDefault(); openDetail(uuid); } }, uuid)])));
     return [row, failed];
   });
-  fill($("#batches tbody"), rows, 8);
+  fill($("#batches tbody"), rows, 8, Boolean(lists.batches.next));
   renderPager("batches");
 }
 
@@ -358,7 +360,7 @@ function renderUnique(locks) {
     el("td", {}, lock.key), el("td", {}, lock.holder),
     el("td", {}, lock.ttl_ms == null ? "never" : `${Math.round(lock.ttl_ms / 1000)} s`),
   ));
-  fill($("#unique tbody"), rows, 3);
+  fill($("#unique tbody"), rows, 3, Boolean(lists.unique.next));
   renderPager("unique");
 }
 
