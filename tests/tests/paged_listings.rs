@@ -5,10 +5,13 @@
 use chrono::Utc;
 use examples::{Noop, RebuildIndex, RefreshCache};
 use redis::AsyncCommands;
-use redjob::admin::{Admin, BatchFilter, BatchState, HeldLock, RecentFilter, UniqueFilter};
+use redjob::admin::{
+    Admin, BatchFilter, BatchPage, BatchState, HeldLock, RecentFilter, UniqueFilter,
+};
 use redjob::admin::{AttemptOutcome, RecentJob};
 use redjob::workflow::{Batch, BatchStatus};
 use std::collections::HashSet;
+use std::time::Duration;
 use tests::dashboard::Dashboard;
 use tests::jobs_command::JobsCommand;
 use tests::{on_both_layouts, SentVia, Server};
@@ -24,29 +27,6 @@ fn cursor_in(stderr: &str, what: &str) -> Option<String> {
         .lines()
         .find_map(|line| line.strip_prefix(&prefix))
         .map(str::to_owned)
-}
-
-/// Every item `jobsctl --json <args>` lists, page after page, by the cursor it prints on
-/// stderr for the next page of `what`. A filtered page may stop early (after about 30 ms of
-/// searching) with fewer items and a cursor, so a test that wants every match follows it.
-fn every_cli_page(jobs: &JobsCommand, args: &[&str], what: &str) -> Vec<serde_json::Value> {
-    let mut items = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let mut line = vec!["--json"];
-        line.extend_from_slice(args);
-        if let Some(cursor) = &after {
-            line.extend(["--after", cursor.as_str()]);
-        }
-        let ran = jobs.run(&line);
-        assert_eq!(ran.code(), Some(0), "{line:?}: {}", ran.stderr);
-        let page: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
-        items.extend(page.as_array().unwrap().iter().cloned());
-        match cursor_in(&ran.stderr, what) {
-            Some(cursor) => after = Some(cursor),
-            None => return items,
-        }
-    }
 }
 
 /// Every batch `filter` matches, newest first, in pages of at most `limit`.
@@ -106,9 +86,15 @@ fn every_page(dash: &Dashboard, path: &str) -> Vec<serde_json::Value> {
     }
 }
 
+/// The library's listings given no time to search: every page takes one step and, unless the
+/// listing ended, returns a cursor, so the tests follow cursors through short and empty pages.
+fn hurried(queue: &redjob::RedisQueue) -> Admin {
+    Admin::new(queue.clone()).with_page_budget(Duration::ZERO)
+}
+
 async fn batches_page_newest_first_filtered_by_name_and_state(redis: Server) {
     let queue = redis.queue();
-    let admin = Admin::new(queue.clone());
+    let admin = hurried(&queue);
     let mut ids = Vec::new();
     for n in 0..65 {
         let name = if n % 2 == 0 { "import" } else { "export" };
@@ -167,6 +153,20 @@ async fn batches_page_newest_first_filtered_by_name_and_state(redis: Server) {
         .map(|b| b.id.to_string())
         .collect();
     assert_eq!(found, cancelled.iter().cloned().collect());
+    // One step reads the 50 newest batches: the page holds the cancelled ones among them, and
+    // a cursor to the rest.
+    let first = admin.batches_page(&cancelling, None, 500).await.unwrap();
+    let ids_of = |page: &BatchPage| -> HashSet<String> {
+        page.batches.iter().map(|b| b.id.to_string()).collect()
+    };
+    let newest: HashSet<String> = listed[..50].iter().cloned().collect();
+    assert_eq!(ids_of(&first), &found & &newest);
+    let rest = admin
+        .batches_page(&cancelling, first.next.as_deref(), 500)
+        .await
+        .unwrap();
+    assert_eq!(ids_of(&rest), &found - &newest);
+    assert!(rest.next.is_none());
 
     let jobs = jobsctl(&redis);
     let first = jobs.run(&["--json", "batches", "--limit", "30"]);
@@ -177,12 +177,17 @@ async fn batches_page_newest_first_filtered_by_name_and_state(redis: Server) {
     let cursor = cursor_in(&first.stderr, "batches").expect("a cursor on stderr");
     let second = jobs.json(&["batches", "--limit", "30", "--after", &cursor]);
     assert_eq!(second[0]["id"], listed[shown].as_str());
-    let by_state: HashSet<String> =
-        every_cli_page(&jobs, &["batches", "--state", "cancelling"], "batches")
-            .iter()
-            .map(|b| b["id"].as_str().unwrap().to_owned())
-            .collect();
-    assert_eq!(by_state, cancelled.iter().cloned().collect());
+    // At a terminal a page may search for a second: the whole search, in one page.
+    let by_state = jobs.run(&["--json", "batches", "--state", "cancelling"]);
+    assert_eq!(cursor_in(&by_state.stderr, "batches"), None);
+    let by_state: HashSet<String> = serde_json::from_str::<serde_json::Value>(&by_state.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(by_state, found);
     let bad = jobs.run(&["batches", "--state", "sleeping"]);
     assert_eq!(bad.code(), Some(2));
     assert!(
@@ -212,7 +217,7 @@ on_both_layouts!(batches_page_newest_first_filtered_by_name_and_state);
 
 async fn unique_locks_page_by_scan_steps_and_filter_by_job(redis: Server) {
     let queue = redis.queue();
-    let admin = Admin::new(queue.clone());
+    let admin = hurried(&queue);
     for shop in 0..230 {
         RebuildIndex {
             shop,
@@ -261,11 +266,15 @@ async fn unique_locks_page_by_scan_steps_and_filter_by_job(redis: Server) {
     assert!(found.is_empty(), "a job name is not a pattern");
 
     let jobs = jobsctl(&redis);
-    let listed: HashSet<String> =
-        every_cli_page(&jobs, &["unique", "--job", "refresh-cache"], "unique locks")
-            .iter()
-            .map(|lock| lock["key"].as_str().unwrap().to_owned())
-            .collect();
+    let listed = jobs.run(&["--json", "unique", "--job", "refresh-cache"]);
+    assert_eq!(cursor_in(&listed.stderr, "unique locks"), None);
+    let listed: HashSet<String> = serde_json::from_str::<serde_json::Value>(&listed.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|lock| lock["key"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(listed, refresh_keys);
     let first = jobs.run(&["unique", "--limit", "50"]);
     assert_eq!(first.code(), Some(0), "{}", first.stderr);

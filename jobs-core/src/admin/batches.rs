@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::cursor::Cursor;
-use super::{Admin, AdminError, FailedSelection, RetryReport, PAGE_BUDGET};
+use super::{Admin, AdminError, FailedSelection, RetryReport};
 use crate::workflow::BatchStatus;
 
 /// Batch ids read from the index per call while listing or pruning.
@@ -151,8 +151,8 @@ impl Admin {
 
     /// One page of the batches `filter` matches, newest first, at most `limit` (at most 500),
     /// after the cursor `after` (a page's [`BatchPage::next`]). The index is read 50 batches
-    /// per step, each step's records in one round trip; a page stops after about 30 ms with
-    /// what it found and a cursor. A batch whose record expired or was pruned is dropped from
+    /// per step, each step's records in one round trip; a page stops after its budget
+    /// ([`Admin::with_page_budget`], 30 ms unless set) with what it found and a cursor. A batch whose record expired or was pruned is dropped from
     /// the index.
     pub async fn batches_page(
         &self,
@@ -216,7 +216,7 @@ impl Admin {
             if at_end {
                 return Ok(page);
             }
-            if page.batches.len() == limit || started.elapsed() >= PAGE_BUDGET {
+            if page.batches.len() == limit || started.elapsed() >= self.page_budget {
                 page.next = cursor.map(|c| c.to_string());
                 return Ok(page);
             }

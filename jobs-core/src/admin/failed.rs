@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::cursor::Cursor;
-use super::{Admin, AdminError, Summary, CHUNK, PAGE_BUDGET};
+use super::{Admin, AdminError, Summary, CHUNK};
 use crate::error::Result;
 use crate::payload::failed::FailedJob;
 use crate::queue::scripts;
@@ -147,8 +147,8 @@ impl Admin {
     /// One page of the failed jobs matching `filter`, newest first, after the cursor `after`
     /// (a page's [`FailedPage::next`]; `None`: from the newest). The search runs on the Redis
     /// side, in script calls that each read at most a few thousand records for a few
-    /// milliseconds; a page stops searching after about 30 ms and returns what it found with a
-    /// cursor, so every request answers promptly however large the store and however rare the
+    /// milliseconds; a page stops searching after its budget ([`Admin::with_page_budget`], 30
+    /// ms unless set) and returns what it found with a cursor, so every request answers promptly however large the store and however rare the
     /// matches. A cursor stays valid while records are added and removed.
     pub async fn failed_page(
         &self,
@@ -179,7 +179,7 @@ impl Admin {
             if step.done {
                 return Ok(page);
             }
-            if page.entries.len() >= wanted || started.elapsed() >= PAGE_BUDGET {
+            if page.entries.len() >= wanted || started.elapsed() >= self.page_budget {
                 page.next = cursor.map(|c| c.to_string());
                 return Ok(page);
             }

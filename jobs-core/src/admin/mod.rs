@@ -50,6 +50,7 @@ pub use waits::WaitThreshold;
 pub use workers::{MinuteMetrics, RecentFilter, RecentPage};
 
 use chrono::{DateTime, TimeZone, Utc};
+use std::time::Duration;
 
 use crate::payload::RawFields;
 use crate::queue::RedisQueue;
@@ -57,20 +58,36 @@ use crate::queue::RedisQueue;
 /// Most script calls or keys sent in one pipeline.
 const CHUNK: usize = 500;
 
-/// How long one page of a listing searches before it returns what it found, with a cursor to
-/// go on from: a page answers promptly however large the listing and however rare its matches.
-const PAGE_BUDGET: std::time::Duration = std::time::Duration::from_millis(30);
+/// How long one page of a searched listing (failed jobs, batches, unique locks) searches, unless
+/// [`Admin::with_page_budget`] says otherwise, before it returns what it found with a cursor
+/// to go on from: short enough for a dashboard that refreshes every few seconds.
+pub const PAGE_BUDGET: Duration = Duration::from_millis(30);
 
 /// Operations on the queues of one Redis server or of a Redis Cluster. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Admin {
     queue: RedisQueue,
+    page_budget: Duration,
 }
 
 impl Admin {
     /// Operations through an existing handle.
     pub fn new(queue: RedisQueue) -> Self {
-        Admin { queue }
+        Admin {
+            queue,
+            page_budget: PAGE_BUDGET,
+        }
+    }
+
+    /// How long one page of a searched listing ([`Admin::failed_page`],
+    /// [`Admin::batches_page`], [`Admin::unique_locks_page`]) may search, in steps, before it
+    /// returns what it found with a cursor ([`PAGE_BUDGET`] unless set). A page always takes
+    /// at least one step, so even a zero budget makes progress; a page may then be empty and
+    /// still have a cursor. `jobsctl` gives a person at a terminal one second, the dashboard
+    /// keeps the default.
+    pub fn with_page_budget(mut self, budget: Duration) -> Self {
+        self.page_budget = budget;
+        self
     }
 
     /// Operations on the Redis at `url`. Call it inside a Tokio runtime.

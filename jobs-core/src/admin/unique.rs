@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::queue::spread::KeyScan;
 
-use super::{Admin, AdminError, PAGE_BUDGET};
+use super::{Admin, AdminError};
 
 /// A unique lock held in Redis.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,7 +38,8 @@ impl Admin {
     /// One page of the unique locks `filter` matches: about `limit` of them (a `SCAN` step can
     /// give a few more), after the cursor `after` (a page's [`UniquePage::next`]). The keys are
     /// found by `SCAN` steps with a `MATCH` pattern on the Redis side (on a cluster, node after
-    /// node); a page stops after about 30 ms with what it found and a cursor. As with `SCAN`,
+    /// node); a page stops after its budget ([`Admin::with_page_budget`], 30 ms unless set)
+    /// with what it found and a cursor. As with `SCAN`,
     /// a lock taken during the listing may or may not be listed, and no lock held throughout
     /// is missed.
     pub async fn unique_locks_page(
@@ -57,7 +58,7 @@ impl Admin {
         let pattern = self.unique_match(filter);
         let (mut keys, next) = self
             .queue
-            .scan_from(&pattern, Some("string"), at, limit, Some(PAGE_BUDGET))
+            .scan_from(&pattern, Some("string"), at, limit, Some(self.page_budget))
             .await?;
         keys.sort();
         keys.dedup();

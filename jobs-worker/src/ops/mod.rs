@@ -40,6 +40,11 @@ use std::process::ExitCode;
 use args::{Cli, Command, UniqueForget};
 use error::CliError;
 
+/// How long a page of `jobsctl failed`, `batches` or `unique` may search: a person at a
+/// terminal would rather wait a second for a whole search than follow cursors through empty
+/// pages.
+const TERMINAL_PAGE_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Parses the command line, runs the command and returns its exit status: 0 on success, 1
 /// on any error (printed to stderr as `jobsctl: ...`) and when `jobsctl monitor` finds a queue over
 /// its maximum or its wait threshold, 2 when the command line does not parse.
@@ -72,7 +77,11 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         ..QueueConfig::default()
     };
     let queue = RedisQueue::with_config(&cli.redis, config).map_err(AdminError::from)?;
-    let admin = Admin::new(queue);
+    let admin = match &cli.command {
+        // Its pages refresh every few seconds: each answers within the default budget.
+        Command::Dashboard(_) => Admin::new(queue),
+        _ => Admin::new(queue).with_page_budget(TERMINAL_PAGE_BUDGET),
+    };
     let json = cli.json;
     match cli.command {
         Command::Dashboard(args) => {

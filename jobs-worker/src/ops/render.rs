@@ -26,7 +26,7 @@ pub(super) fn print<T: Serialize>(
     Ok(())
 }
 
-/// What an empty page of `what` prints. A page that stopped searching (after about 30 ms) with
+/// What an empty page of `what` prints. A page that stopped searching (after its budget) with
 /// a cursor may be empty while later pages are not, so it does not say there are none.
 pub(super) fn none_found(what: &str, next: Option<&str>) -> String {
     match next {
