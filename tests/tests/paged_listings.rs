@@ -29,6 +29,20 @@ fn cursor_in(stderr: &str, what: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The `field` of each item `jobsctl --json <args>` lists, which must be the whole search in
+/// one page (no cursor for more `what`): at a terminal a page may search for a second.
+fn whole_search(jobs: &JobsCommand, args: &[&str], what: &str, field: &str) -> HashSet<String> {
+    let ran = jobs.run(&[&["--json"], args].concat());
+    assert_eq!(ran.code(), Some(0), "{args:?}: {}", ran.stderr);
+    assert_eq!(cursor_in(&ran.stderr, what), None, "{args:?}: one page");
+    let page: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    page.as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item[field].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// Every batch `filter` matches, newest first, in pages of at most `limit`.
 async fn every_batch(admin: &Admin, filter: &BatchFilter, limit: usize) -> Vec<BatchStatus> {
     let mut batches = Vec::new();
@@ -177,16 +191,12 @@ async fn batches_page_newest_first_filtered_by_name_and_state(redis: Server) {
     let cursor = cursor_in(&first.stderr, "batches").expect("a cursor on stderr");
     let second = jobs.json(&["batches", "--limit", "30", "--after", &cursor]);
     assert_eq!(second[0]["id"], listed[shown].as_str());
-    // At a terminal a page may search for a second: the whole search, in one page.
-    let by_state = jobs.run(&["--json", "batches", "--state", "cancelling"]);
-    assert_eq!(cursor_in(&by_state.stderr, "batches"), None);
-    let by_state: HashSet<String> = serde_json::from_str::<serde_json::Value>(&by_state.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["id"].as_str().unwrap().to_owned())
-        .collect();
+    let by_state = whole_search(
+        &jobs,
+        &["batches", "--state", "cancelling"],
+        "batches",
+        "id",
+    );
     assert_eq!(by_state, found);
     let bad = jobs.run(&["batches", "--state", "sleeping"]);
     assert_eq!(bad.code(), Some(2));
@@ -266,16 +276,11 @@ async fn unique_locks_page_by_scan_steps_and_filter_by_job(redis: Server) {
     assert!(found.is_empty(), "a job name is not a pattern");
 
     let jobs = jobsctl(&redis);
-    let listed = jobs.run(&["--json", "unique", "--job", "refresh-cache"]);
-    assert_eq!(cursor_in(&listed.stderr, "unique locks"), None);
-    let listed: HashSet<String> = serde_json::from_str::<serde_json::Value>(&listed.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|lock| lock["key"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(listed, refresh_keys);
+    let args = ["unique", "--job", "refresh-cache"];
+    assert_eq!(
+        whole_search(&jobs, &args, "unique locks", "key"),
+        refresh_keys
+    );
     let first = jobs.run(&["unique", "--limit", "50"]);
     assert_eq!(first.code(), Some(0), "{}", first.stderr);
     assert!(
