@@ -149,11 +149,11 @@ impl Admin {
         Ok(found)
     }
 
-    /// One page of the batches `filter` matches, newest first, at most `limit` (at most 500),
-    /// after the cursor `after` (a page's [`BatchPage::next`]). The index is read 50 batches
-    /// per step, each step's records in one round trip; a page stops after its budget
-    /// ([`Admin::with_page_budget`], 30 ms unless set) with what it found and a cursor. A batch whose record expired or was pruned is dropped from
-    /// the index.
+    /// One page of the batches `filter` matches, newest first, at most `limit` (at most 500), after
+    /// the cursor `after` (a page's [`BatchPage::next`]). The index is read 50 batches per step,
+    /// each step's records in one round trip; a page stops after its budget
+    /// ([`Admin::with_page_budget`], 30 ms unless set) with what it found and a cursor. A batch
+    /// whose record expired or was pruned is dropped from the index.
     pub async fn batches_page(
         &self,
         filter: &BatchFilter,

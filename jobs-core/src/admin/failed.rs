@@ -144,12 +144,12 @@ impl Admin {
         Ok(entries)
     }
 
-    /// One page of the failed jobs matching `filter`, newest first, after the cursor `after`
-    /// (a page's [`FailedPage::next`]; `None`: from the newest). The search runs on the Redis
-    /// side, in script calls that each read at most a few thousand records for a few
-    /// milliseconds; a page stops searching after its budget ([`Admin::with_page_budget`], 30
-    /// ms unless set) and returns what it found with a cursor, so every request answers promptly however large the store and however rare the
-    /// matches. A cursor stays valid while records are added and removed.
+    /// One page of the failed jobs matching `filter`, newest first, after the cursor `after` (a
+    /// page's [`FailedPage::next`]; `None`: from the newest). The search runs on the Redis side, in
+    /// script calls that each read at most a few thousand records for a few milliseconds; a page
+    /// stops searching after its budget ([`Admin::with_page_budget`], 30 ms unless set) and returns
+    /// what it found with a cursor, so every request answers promptly however large the store and
+    /// however rare the matches. A cursor stays valid while records are added and removed.
     pub async fn failed_page(
         &self,
         filter: &FailedFilter,

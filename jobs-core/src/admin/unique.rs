@@ -35,13 +35,12 @@ pub struct UniquePage {
 }
 
 impl Admin {
-    /// One page of the unique locks `filter` matches: about `limit` of them (a `SCAN` step can
-    /// give a few more), after the cursor `after` (a page's [`UniquePage::next`]). The keys are
-    /// found by `SCAN` steps with a `MATCH` pattern on the Redis side (on a cluster, node after
-    /// node); a page stops after its budget ([`Admin::with_page_budget`], 30 ms unless set)
-    /// with what it found and a cursor. As with `SCAN`,
-    /// a lock taken during the listing may or may not be listed, and no lock held throughout
-    /// is missed.
+    /// One page of the unique locks `filter` matches: about `limit` of them (a `SCAN` step can give
+    /// a few more), after the cursor `after` (a page's [`UniquePage::next`]). The keys are found by
+    /// `SCAN` steps with a `MATCH` pattern on the Redis side (on a cluster, node after node); a
+    /// page stops after its budget ([`Admin::with_page_budget`], 30 ms unless set) with what it
+    /// found and a cursor. As with `SCAN`, a lock taken during the listing may or may not be
+    /// listed, and no lock held throughout is missed.
     pub async fn unique_locks_page(
         &self,
         filter: &UniqueFilter,
