@@ -33,9 +33,10 @@ mod waits;
 mod workers;
 
 use clap::Parser;
-use redjob::admin::{Admin, AdminError, BatchFilter, RecentFilter, UniqueFilter};
+use redjob::admin::{Admin, AdminError, BatchFilter, RecentFilter, UniqueFilter, PAGE_BUDGET};
 use redjob::{QueueConfig, RedisQueue};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use args::{Cli, Command, UniqueForget};
 use error::CliError;
@@ -43,7 +44,7 @@ use error::CliError;
 /// How long a page of `jobsctl failed`, `batches` or `unique` may search: a person at a
 /// terminal would rather wait a second for a whole search than follow cursors through empty
 /// pages.
-const TERMINAL_PAGE_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+const TERMINAL_PAGE_BUDGET: Duration = Duration::from_secs(1);
 
 /// Parses the command line, runs the command and returns its exit status: 0 on success, 1
 /// on any error (printed to stderr as `jobsctl: ...`) and when `jobsctl monitor` finds a queue over
@@ -77,15 +78,12 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         ..QueueConfig::default()
     };
     let queue = RedisQueue::with_config(&cli.redis, config).map_err(AdminError::from)?;
-    let admin = match &cli.command {
-        // Its pages refresh every few seconds: each answers within the default budget.
-        Command::Dashboard(_) => Admin::new(queue),
-        _ => Admin::new(queue).with_page_budget(TERMINAL_PAGE_BUDGET),
-    };
+    let admin = Admin::new(queue).with_page_budget(TERMINAL_PAGE_BUDGET);
     let json = cli.json;
     match cli.command {
         Command::Dashboard(args) => {
-            dashboard::serve(admin, args).await?;
+            // Its pages refresh every few seconds: each answers within the default budget.
+            dashboard::serve(admin.with_page_budget(PAGE_BUDGET), args).await?;
             Ok(0)
         }
         Command::Failed(args) => failed::list(&admin, json, args).await,
