@@ -535,6 +535,66 @@ async fn jobs_acknowledged_together_are_counted_once_each() {
     assert_eq!((size.ready, size.reserved), (1, 0), "then is pushed once");
 }
 
+/// An acknowledgement that leaves jobs pending counts its jobs, as every reader of the batch
+/// sees at once, and pushes no callback: the batch's step ends early while any job is pending.
+#[tokio::test]
+async fn an_acknowledgement_that_leaves_jobs_pending_counts_them_and_calls_nothing_back() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let id = callbacks()
+        .name("partial")
+        .jobs(["a", "b", "c"].map(|label| Step::new(label).dispatch()))
+        .via(&queue)
+        .dispatch()
+        .await
+        .unwrap();
+    let keys = queue.queue_keys("default");
+    let a = pop_one(&queue, &keys).await;
+    let b = pop_one(&queue, &keys).await;
+    let held = complete_in_batch(
+        &queue,
+        &keys,
+        id,
+        &[(a.0.as_str(), a.1), (b.0.as_str(), b.1)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(held, 2);
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert_eq!((status.total, status.pending, status.failed), (3, 1, 0));
+    assert!(!status.finished(), "{status:?}");
+    let admin = redjob::admin::Admin::new(queue.clone());
+    let listed = admin
+        .batches_page(&Default::default(), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.batches,
+        std::slice::from_ref(&status),
+        "the listing reads the same counts"
+    );
+    let running = admin.pending_batches().await.unwrap();
+    assert_eq!((running.batches, running.jobs), (1, 1));
+    let size = queue.size("default").await.unwrap();
+    assert_eq!(
+        (size.ready, size.reserved),
+        (1, 0),
+        "c alone: no callback yet"
+    );
+
+    let c = pop_one(&queue, &keys).await;
+    complete_in_batch(&queue, &keys, id, &[(c.0.as_str(), c.1)])
+        .await
+        .unwrap();
+    let status = queue.batch(id).await.unwrap().unwrap();
+    assert_eq!((status.pending, status.failed), (0, 0));
+    assert!(status.finished(), "{status:?}");
+    let running = admin.pending_batches().await.unwrap();
+    assert_eq!((running.batches, running.jobs), (0, 0));
+    let size = queue.size("default").await.unwrap();
+    assert_eq!((size.ready, size.reserved), (2, 0), "then and finally");
+}
+
 /// A server that lost its scripts (a restart with its data kept, or `SCRIPT FLUSH`) between
 /// two acknowledgements of a batch's jobs: the jobs are counted, and the batch's step is taken
 /// all the same, its callbacks pushed once.

@@ -171,28 +171,22 @@ impl Admin {
             if entries.is_empty() {
                 return Ok(page);
             }
-            let reads: Vec<redis::Cmd> = entries
-                .iter()
-                .map(|(id, _)| {
-                    redis::cmd("HGETALL")
-                        .arg(self.queue.keys().batch(id))
-                        .clone()
-                })
-                .collect();
-            let records: Vec<std::collections::HashMap<String, String>> =
-                self.queue.query_each(&reads).await?;
+            let ids: Vec<Option<Uuid>> = entries.iter().map(|(id, _)| id.parse().ok()).collect();
+            let mut statuses = self
+                .queue
+                .batch_statuses(&ids.iter().flatten().copied().collect::<Vec<_>>())
+                .await?
+                .into_iter();
             let mut expired = Vec::new();
             let mut read = 0;
-            for ((id, score), record) in entries.iter().zip(records) {
+            for ((id, score), uuid) in entries.iter().zip(&ids) {
                 read += 1;
                 cursor = Some(Cursor {
                     score: score.clone(),
                     member: id.clone(),
                 });
-                let status = id
-                    .parse::<Uuid>()
-                    .ok()
-                    .and_then(|uuid| BatchStatus::from_record(uuid, &record));
+                // A member that is no uuid has no record: it is dropped as an expired one.
+                let status = uuid.and_then(|_| statuses.next().flatten());
                 match status {
                     None => expired.push(id.clone()),
                     Some(status) if filter.matches(&status) => {
@@ -327,21 +321,27 @@ impl Admin {
                 return Ok(pending);
             }
             start += PAGE;
+            // Lighter than whole statuses: this runs every few seconds over every batch kept.
             let reads: Vec<redis::Cmd> = ids
                 .iter()
-                .map(|id| {
-                    redis::cmd("HMGET")
-                        .arg(self.queue.keys().batch(id))
-                        .arg(&["created_at", "pending", "finished_at"][..])
-                        .clone()
+                .flat_map(|id| {
+                    let keys = self.queue.keys();
+                    [
+                        redis::cmd("HMGET")
+                            .arg(keys.batch(id))
+                            .arg(&["created_at", "finished_at"][..])
+                            .clone(),
+                        redis::cmd("SCARD").arg(keys.batch_pending(id)).clone(),
+                    ]
                 })
                 .collect();
-            let states: Vec<(Option<String>, Option<u64>, Option<String>)> =
-                self.queue.query_each(&reads).await?;
-            for (created, jobs, finished) in states {
+            // Per batch: its record's created_at and finished_at, and its pending set's size.
+            type State = ((Option<String>, Option<String>), u64);
+            let states: Vec<State> = self.queue.query_each(&reads).await?;
+            for ((created, finished), jobs) in states {
                 if created.is_some() && finished.is_none() {
                     pending.batches += 1;
-                    pending.jobs += jobs.unwrap_or(0);
+                    pending.jobs += jobs;
                 }
             }
         }

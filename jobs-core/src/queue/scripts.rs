@@ -12,6 +12,10 @@
 //! events), `fields.lua` (a payload's attempts, uuid and job name, read without decoding it) and
 //! `groups.lua` (a queue's groups and their rotation). `redis::Script` sends `EVALSHA` and
 //! loads the script on a `NOSCRIPT` reply.
+//!
+//! Every call of a script defines its libraries' functions again, which costs several µs. A
+//! script that can often answer without them marks the line below its first part with
+//! `-- @libraries`: the libraries go there instead of in front (`complete_batch.lua`).
 
 use redis::Script;
 use std::sync::LazyLock;
@@ -20,12 +24,21 @@ macro_rules! script {
     ($(#[$doc:meta])* $name:ident, $file:literal $(, uses $($lib:literal),+)?) => {
         $(#[$doc])*
         pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
-            Script::new(concat!(
-                $($(include_str!(concat!("scripts/lib/", $lib)), "\n",)+)?
-                include_str!(concat!("scripts/", $file))
+            Script::new(&assemble(
+                include_str!(concat!("scripts/", $file)),
+                concat!($($(include_str!(concat!("scripts/lib/", $lib)), "\n",)+)?),
             ))
         });
     };
+}
+
+/// The line where a script wants its libraries, when not in front of it.
+const LIBRARIES_MARK: &str = "-- @libraries\n";
+
+/// The script `body` with its `libraries`: at its `-- @libraries` line, or in front.
+fn assemble(body: &str, libraries: &str) -> String {
+    let (first, rest) = body.split_once(LIBRARIES_MARK).unwrap_or(("", body));
+    [first, libraries, rest].concat()
 }
 
 script!(

@@ -1,4 +1,4 @@
-//! A batch's state as its record says, for operators and for the jobs that ask, and cancelling
+//! A batch's state as its record and sets say, for operators and for the jobs that ask, and cancelling
 //! one.
 
 use chrono::{DateTime, Utc};
@@ -8,7 +8,7 @@ use uuid::Uuid;
 use crate::error::Result;
 use crate::queue::{scripts, RedisQueue};
 
-/// A batch as its record says, for operators and for the jobs that ask.
+/// A batch as its record and sets say, for operators and for the jobs that ask.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct BatchStatus {
     /// The batch's id.
@@ -17,9 +17,9 @@ pub struct BatchStatus {
     pub name: String,
     /// Jobs added to it.
     pub total: u64,
-    /// Jobs not settled yet.
+    /// Jobs not settled yet (the size of its pending set).
     pub pending: u64,
-    /// Jobs that failed for good (and were not retried since).
+    /// Jobs that failed for good and were not retried since (the size of its failed set).
     pub failed: u64,
     /// Whether a failure leaves it running.
     pub allow_failures: bool,
@@ -56,12 +56,35 @@ impl BatchStatus {
 }
 
 impl RedisQueue {
-    /// The batch `id` as its record says, or `None` when there is no such batch (or it was
+    /// The batch `id` as its record and sets say, or `None` when there is no such batch (or it was
     /// pruned).
     pub async fn batch(&self, id: Uuid) -> Result<Option<BatchStatus>> {
-        let record = self.batch_keys(id).record;
-        let fields: HashMap<String, String> = self.query(redis::cmd("HGETALL").arg(record)).await?;
-        Ok(BatchStatus::from_record(id, &fields))
+        Ok(self.batch_statuses(&[id]).await?.pop().flatten())
+    }
+
+    /// The batches `ids` as their records and sets say, in order (`None` for one whose record
+    /// is gone), in one round trip: each one's record, and the sizes of its pending and failed
+    /// sets, which are its counts.
+    pub(crate) async fn batch_statuses(&self, ids: &[Uuid]) -> Result<Vec<Option<BatchStatus>>> {
+        let reads: Vec<redis::Cmd> = ids
+            .iter()
+            .flat_map(|&id| {
+                let keys = self.batch_keys(id);
+                [
+                    redis::cmd("HGETALL").arg(keys.record).clone(),
+                    redis::cmd("SCARD").arg(keys.pending).clone(),
+                    redis::cmd("ZCARD").arg(keys.failed).clone(),
+                ]
+            })
+            .collect();
+        let replies: Vec<redis::Value> = self.query_each(&reads).await?;
+        let statuses = ids.iter().zip(replies.chunks_exact(3)).map(|(&id, reply)| {
+            let (record, pending, failed): (HashMap<String, String>, u64, u64) =
+                redis::from_redis_value(redis::Value::Array(reply.to_vec()))
+                    .map_err(redis::RedisError::from)?;
+            Ok(BatchStatus::from_record(id, &record, pending, failed))
+        });
+        statuses.collect()
     }
 
     /// Cancels the batch `id`: its jobs that have not started are skipped. Returns `false`
@@ -85,9 +108,14 @@ impl RedisQueue {
 }
 
 impl BatchStatus {
-    /// A batch's status from its record's fields (`HGETALL jobs:batch:<id>`); `None` for a
-    /// record that does not exist.
-    pub(crate) fn from_record(id: Uuid, fields: &HashMap<String, String>) -> Option<BatchStatus> {
+    /// A batch's status from its record's fields (`HGETALL jobs:batch:<id>`) and the sizes of
+    /// its pending and failed sets; `None` for a record that does not exist.
+    fn from_record(
+        id: Uuid,
+        fields: &HashMap<String, String>,
+        pending: u64,
+        failed: u64,
+    ) -> Option<BatchStatus> {
         let number = |name: &str| fields.get(name).and_then(|v| v.parse::<i64>().ok());
         let time = |name: &str| number(name).and_then(DateTime::from_timestamp_millis);
         let count = |name: &str| number(name).map_or(0, |n| n.max(0) as u64);
@@ -96,8 +124,8 @@ impl BatchStatus {
             id,
             name: fields.get("name").cloned().unwrap_or_default(),
             total: count("total"),
-            pending: count("pending"),
-            failed: count("failed"),
+            pending,
+            failed,
             allow_failures: fields.get("allow_failures").is_some_and(|v| v == "1"),
             created_at: time("created_at"),
             cancelled_at: time("cancelled_at"),

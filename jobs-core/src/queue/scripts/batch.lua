@@ -118,8 +118,6 @@ push_ready()
 if last == '1' and not parking then
   redis.call('hincrby', batch.record, 'open', -1)
   batch_check(batch)
-else
-  batch_recount(batch)
 end
 local reply = { 1 }
 for _, link in ipairs(batch.owed or {}) do

@@ -1,9 +1,8 @@
 -- Batches. A batch's record is the hash jobs:batch:<id> (name, allow_failures, created_at, and
--- the counters total, pending, failed and open), with the set of its jobs still pending, the
--- sorted set of its failed jobs and the hash of its callback links (then, catch, finally).
--- `pending` and `failed` are the sizes of the two sets, written only by batch_recount: the
--- functions below change the sets, and every script that calls them ends with a check of the
--- batch or a recount.
+-- the counters total and open), with the set of its jobs still pending, the sorted set of its
+-- failed jobs and the hash of its callback links (then, catch, finally). How many jobs are
+-- pending and how many failed are the sizes of the two sets, read from them when asked: no
+-- copy in the record can fall behind them.
 -- Every count keys on a job's uuid (SREM, ZADD NX), so a job that runs twice counts once, and
 -- each callback is pushed once, guarded by the time it was pushed (HSETNX then_at, ...).
 -- `open` counts the dispatches adding jobs still under way: the batch cannot finish before
@@ -84,15 +83,9 @@ local function batch_leave(batch, uuid)
   end
 end
 
--- Sets the record's counts of pending and failed jobs to the sizes of their sets. The sets are
--- what counts: the acker counts jobs with native commands on the sets alone, in the MULTI
--- whose last step is complete_batch.lua's batch_check, and any later check of the batch
--- mends counts a lost step left behind.
-local function batch_recount(batch)
-  local pending = redis.call('scard', batch.pending)
-  local failed = redis.call('zcard', batch.failed)
-  redis.call('hset', batch.record, 'pending', pending, 'failed', failed)
-  return pending, failed
+-- How many jobs of the batch are pending, and how many failed.
+local function batch_counts(batch)
+  return redis.call('scard', batch.pending), redis.call('zcard', batch.failed)
 end
 
 -- Once no job is pending and no dispatch is adding jobs: marks the batch finished, lets `then`
@@ -103,7 +96,7 @@ local function batch_check(batch)
   if not state[1] then
     return
   end
-  local pending, failed = batch_recount(batch)
+  local pending, failed = batch_counts(batch)
   if pending > 0 or tonumber(state[2] or '0') > 0 then
     return
   end
