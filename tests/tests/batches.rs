@@ -75,6 +75,12 @@ async fn deliver_again(redis: &TestRedis, reserved: &str) {
         .unwrap();
 }
 
+/// Dispatches `batch` with a [`Step`] job per label, on `default`; returns its id.
+async fn steps_in(queue: &RedisQueue, batch: Batch, labels: &[&str]) -> Uuid {
+    let jobs = labels.iter().map(|label| Step::new(*label).dispatch());
+    batch.jobs(jobs).via(queue).dispatch().await.unwrap()
+}
+
 fn callbacks() -> Batch {
     Batch::new()
         .then(
@@ -461,19 +467,17 @@ async fn a_job_that_runs_twice_is_counted_once() {
 async fn jobs_acknowledged_together_are_counted_once_each() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let id = Batch::new()
-        .allow_failures()
-        .then(
+    let id = steps_in(
+        &queue,
+        Batch::new().allow_failures().then(
             Caught {
                 label: "then".into(),
             }
             .dispatch(),
-        )
-        .jobs(["a", "b", "c"].map(|label| Step::new(label).dispatch()))
-        .via(&queue)
-        .dispatch()
-        .await
-        .unwrap();
+        ),
+        &["a", "b", "c"],
+    )
+    .await;
     let keys = queue.queue_keys("default");
     let a = pop_one(&queue, &keys).await;
     let b = pop_one(&queue, &keys).await;
@@ -541,13 +545,7 @@ async fn jobs_acknowledged_together_are_counted_once_each() {
 async fn an_acknowledgement_that_leaves_jobs_pending_counts_them_and_calls_nothing_back() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let id = callbacks()
-        .name("partial")
-        .jobs(["a", "b", "c"].map(|label| Step::new(label).dispatch()))
-        .via(&queue)
-        .dispatch()
-        .await
-        .unwrap();
+    let id = steps_in(&queue, callbacks().name("partial"), &["a", "b", "c"]).await;
     let keys = queue.queue_keys("default");
     let a = pop_one(&queue, &keys).await;
     let b = pop_one(&queue, &keys).await;
@@ -602,12 +600,7 @@ async fn an_acknowledgement_that_leaves_jobs_pending_counts_them_and_calls_nothi
 async fn a_batch_acknowledgement_after_the_server_lost_its_scripts_still_finishes_the_batch() {
     let redis = TestRedis::start();
     let queue = redis.queue();
-    let id = callbacks()
-        .jobs(["a", "b"].map(|label| Step::new(label).dispatch()))
-        .via(&queue)
-        .dispatch()
-        .await
-        .unwrap();
+    let id = steps_in(&queue, callbacks(), &["a", "b"]).await;
     let keys = queue.queue_keys("default");
     let a = pop_one(&queue, &keys).await;
     let b = pop_one(&queue, &keys).await;

@@ -1,5 +1,5 @@
-//! A batch's state as its record and sets say, for operators and for the jobs that ask, and cancelling
-//! one.
+//! A batch's state as its record and sets say, for operators and for the jobs that ask, and
+//! cancelling one.
 
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -56,8 +56,8 @@ impl BatchStatus {
 }
 
 impl RedisQueue {
-    /// The batch `id` as its record and sets say, or `None` when there is no such batch (or it was
-    /// pruned).
+    /// The batch `id` as its record and sets say, or `None` when there is no such batch (or it
+    /// was pruned).
     pub async fn batch(&self, id: Uuid) -> Result<Option<BatchStatus>> {
         Ok(self.batch_statuses(&[id]).await?.pop().flatten())
     }
