@@ -113,7 +113,7 @@ pub struct BatchPage {
 /// A batch with the uuids of its failed jobs, oldest failure first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BatchDetail {
-    /// The batch as its record says.
+    /// The batch as its record and sets say.
     #[serde(flatten)]
     pub status: BatchStatus,
     /// The uuids of its jobs that failed for good (and were not retried since).
