@@ -171,22 +171,16 @@ impl Admin {
             if entries.is_empty() {
                 return Ok(page);
             }
-            let ids: Vec<Option<Uuid>> = entries.iter().map(|(id, _)| id.parse().ok()).collect();
-            let mut statuses = self
-                .queue
-                .batch_statuses(&ids.iter().flatten().copied().collect::<Vec<_>>())
-                .await?
-                .into_iter();
+            let ids: Vec<String> = entries.iter().map(|(id, _)| id.clone()).collect();
+            let statuses = self.statuses_by_text(&ids).await?;
             let mut expired = Vec::new();
             let mut read = 0;
-            for ((id, score), uuid) in entries.iter().zip(&ids) {
+            for ((id, score), status) in entries.iter().zip(statuses) {
                 read += 1;
                 cursor = Some(Cursor {
                     score: score.clone(),
                     member: id.clone(),
                 });
-                // A member that is no uuid has no record: it is dropped as an expired one.
-                let status = uuid.and_then(|_| statuses.next().flatten());
                 match status {
                     None => expired.push(id.clone()),
                     Some(status) if filter.matches(&status) => {
@@ -244,8 +238,10 @@ impl Admin {
     /// such batch.
     pub async fn batch(&self, id: &str) -> Result<BatchDetail, AdminError> {
         let status = self
-            .batch_by_text(id)
+            .statuses_by_text(&[id.to_owned()])
             .await?
+            .pop()
+            .flatten()
             .ok_or_else(|| AdminError::BatchNotFound(id.to_owned()))?;
         let mut detail = self.with_failed_jobs(vec![status]).await?;
         Ok(detail.remove(0))
@@ -286,8 +282,9 @@ impl Admin {
                 return Ok(pruned);
             }
             start += PAGE;
-            for id in ids {
-                let status = self.batch_by_text(&id).await?;
+            let statuses = self.statuses_by_text(&ids).await?;
+            let mut removals = Vec::new();
+            for (id, status) in ids.into_iter().zip(statuses) {
                 let old = match &status {
                     Some(status) => status.finished_at.is_some_and(|at| at < cutoff),
                     None => true,
@@ -295,17 +292,20 @@ impl Admin {
                 if !old {
                     continue;
                 }
-                let removals = [
+                removals.push(
                     redis::cmd("DEL")
                         .arg(&self.queue.keys().batch_family(&id))
                         .clone(),
-                    redis::cmd("ZREM").arg(&index).arg(&id).clone(),
-                ];
-                let _: () = self.queue.query_each(&removals).await?;
+                );
+                removals.push(redis::cmd("ZREM").arg(&index).arg(&id).clone());
+                // The index's later members move up by one.
                 start -= 1;
                 if status.is_some() {
                     pruned.push(id);
                 }
+            }
+            if !removals.is_empty() {
+                let _: () = self.queue.query_each(&removals).await?;
             }
         }
     }
@@ -373,11 +373,19 @@ impl Admin {
         Ok(page)
     }
 
-    async fn batch_by_text(&self, id: &str) -> Result<Option<BatchStatus>, AdminError> {
-        match id.parse::<Uuid>() {
-            Ok(uuid) => Ok(self.queue.batch(uuid).await?),
-            Err(_) => Ok(None),
-        }
+    /// The batches `ids`, as the index keeps them, in order and in one round trip; `None` for
+    /// one whose record is gone, or an id that is no uuid (which has no record).
+    async fn statuses_by_text(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<Option<BatchStatus>>, AdminError> {
+        let uuids: Vec<Option<Uuid>> = ids.iter().map(|id| id.parse().ok()).collect();
+        let known: Vec<Uuid> = uuids.iter().flatten().copied().collect();
+        let mut read = self.queue.batch_statuses(&known).await?.into_iter();
+        Ok(uuids
+            .iter()
+            .map(|uuid| uuid.and_then(|_| read.next().flatten()))
+            .collect())
     }
 }
 

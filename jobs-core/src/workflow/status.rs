@@ -77,14 +77,14 @@ impl RedisQueue {
                 ]
             })
             .collect();
-        let replies: Vec<redis::Value> = self.query_each(&reads).await?;
-        let statuses = ids.iter().zip(replies.chunks_exact(3)).map(|(&id, reply)| {
-            let (record, pending, failed): (HashMap<String, String>, u64, u64) =
-                redis::from_redis_value(redis::Value::Array(reply.to_vec()))
-                    .map_err(redis::RedisError::from)?;
-            Ok(BatchStatus::from_record(id, &record, pending, failed))
-        });
-        statuses.collect()
+        let replies: Vec<(HashMap<String, String>, u64, u64)> = self.query_each(&reads).await?;
+        Ok(ids
+            .iter()
+            .zip(replies)
+            .map(|(&id, (record, pending, failed))| {
+                BatchStatus::from_record(id, &record, pending, failed)
+            })
+            .collect())
     }
 
     /// Cancels the batch `id`: its jobs that have not started are skipped. Returns `false`

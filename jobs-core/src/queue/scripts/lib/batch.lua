@@ -83,11 +83,6 @@ local function batch_leave(batch, uuid)
   end
 end
 
--- How many jobs of the batch are pending, and how many failed.
-local function batch_counts(batch)
-  return redis.call('scard', batch.pending), redis.call('zcard', batch.failed)
-end
-
 -- Once no job is pending and no dispatch is adding jobs: marks the batch finished, lets `then`
 -- fall due if none failed and it was not cancelled, and `finally`, each once, and lets the
 -- batch's keys expire.
@@ -96,14 +91,13 @@ local function batch_check(batch)
   if not state[1] then
     return
   end
-  local pending, failed = batch_counts(batch)
-  if pending > 0 or tonumber(state[2] or '0') > 0 then
+  if redis.call('scard', batch.pending) > 0 or tonumber(state[2] or '0') > 0 then
     return
   end
   if not state[4] then
     redis.call('hset', batch.record, 'finished_at', now_millis())
   end
-  if failed == 0 and not state[3]
+  if redis.call('zcard', batch.failed) == 0 and not state[3]
       and redis.call('hsetnx', batch.record, 'then_at', now_millis()) == 1 then
     batch.falls_due('then')
   end
