@@ -593,6 +593,55 @@ async fn an_acknowledgement_that_leaves_jobs_pending_counts_them_and_calls_nothi
     assert_eq!((size.ready, size.reserved), (2, 0), "then and finally");
 }
 
+/// The pending-batch gauges read the index of running batches, not every batch kept: a batch
+/// that finished leaves it at the next read, as does one whose record is gone; the running
+/// batches of a store no version indexed yet (an earlier version's) are added to it once.
+#[tokio::test]
+async fn the_pending_batch_gauges_read_the_running_batches_alone() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let admin = redjob::admin::Admin::new(queue.clone());
+    let mut conn = redis.conn().await;
+    let (running, indexed) = ("jobs:batches:running", "jobs:batches:running:indexed");
+    let keys = queue.queue_keys("default");
+    let done = steps_in(&queue, Batch::new(), &["a"]).await;
+    let a = pop_one(&queue, &keys).await;
+    complete_in_batch(&queue, &keys, done, &[(a.0.as_str(), a.1)])
+        .await
+        .unwrap();
+    let gone = steps_in(&queue, Batch::new(), &["b"]).await;
+    let _: () = conn.del(format!("jobs:batch:{gone}")).await.unwrap();
+    let open = steps_in(&queue, Batch::new(), &["c", "d"]).await;
+    let members: Vec<String> = conn.zrange(running, 0, -1).await.unwrap();
+    assert_eq!(
+        members.len(),
+        3,
+        "every batch is indexed as running when created"
+    );
+
+    let pending = admin.pending_batches().await.unwrap();
+    assert_eq!((pending.batches, pending.jobs), (1, 2));
+    let members: Vec<String> = conn.zrange(running, 0, -1).await.unwrap();
+    assert_eq!(
+        members,
+        [open.to_string()],
+        "the finished and the gone left it"
+    );
+
+    // A store an earlier version wrote: batches, but no index of running ones.
+    let _: () = conn.del(&[running, indexed]).await.unwrap();
+    let pending = admin.pending_batches().await.unwrap();
+    assert_eq!((pending.batches, pending.jobs), (1, 2));
+    let members: Vec<String> = conn.zrange(running, 0, -1).await.unwrap();
+    assert_eq!(members, [open.to_string()]);
+    assert!(conn.exists::<_, bool>(indexed).await.unwrap());
+
+    // Indexed once: a batch missing from the index is not looked for among all kept.
+    let _: () = conn.del(running).await.unwrap();
+    let pending = admin.pending_batches().await.unwrap();
+    assert_eq!((pending.batches, pending.jobs), (0, 0));
+}
+
 /// A server that lost its scripts (a restart with its data kept, or `SCRIPT FLUSH`) between
 /// two acknowledgements of a batch's jobs: the jobs are counted, and the batch's step is taken
 /// all the same, its callbacks pushed once.
@@ -706,6 +755,10 @@ async fn operators_list_show_cancel_retry_and_prune_batches() {
     let mut conn = redis.conn().await;
     let left: Vec<String> = conn.keys(format!("jobs:batch:{done}*")).await.unwrap();
     assert!(left.is_empty(), "{left:?}");
+    for index in ["jobs:batches", "jobs:batches:running"] {
+        let rank: Option<usize> = conn.zrank(index, done.to_string()).await.unwrap();
+        assert_eq!(rank, None, "{index} still names the pruned batch");
+    }
     assert_eq!(jobsctl.json(&["batches"]).as_array().unwrap().len(), 1);
 }
 

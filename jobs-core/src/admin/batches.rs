@@ -129,6 +129,14 @@ pub struct PendingBatches {
     pub jobs: u64,
 }
 
+/// A batch not finished yet, as the gauges read it.
+struct Progress {
+    /// When it was created (Unix ms), its score in the indexes.
+    created_at: i64,
+    /// How many of its jobs are pending.
+    pending: u64,
+}
+
 impl Admin {
     /// Batches, newest first, at most `limit`. A batch whose record expired or was pruned is
     /// left out (and dropped from the index).
@@ -193,11 +201,10 @@ impl Admin {
                 }
             }
             if !expired.is_empty() {
-                let mut conn = self.queue.connection();
-                let _: () = self
-                    .queue
-                    .timed(redis::AsyncCommands::zrem(&mut conn, &index, &expired))
-                    .await?;
+                let running = self.queue.keys().running_batches();
+                let removals =
+                    [&index, &running].map(|key| redis::cmd("ZREM").arg(key).arg(&expired).clone());
+                let _: () = self.queue.query_each(&removals).await?;
             }
             // A short step read the index to its end.
             let at_end = entries.len() < STEP && read == entries.len();
@@ -273,11 +280,14 @@ impl Admin {
     /// their ids.
     pub async fn prune_batches(&self, hours: u64) -> Result<Vec<String>, AdminError> {
         let cutoff = Utc::now() - chrono::Duration::hours(hours.min(1_000_000) as i64);
-        let index = self.queue.keys().batches();
+        let (index, running) = (
+            self.queue.keys().batches(),
+            self.queue.keys().running_batches(),
+        );
         let mut pruned = Vec::new();
         let mut start = 0;
         loop {
-            let ids = self.index_page(false, start).await?;
+            let ids = self.index_page(&index, start).await?;
             if ids.is_empty() {
                 return Ok(pruned);
             }
@@ -298,6 +308,7 @@ impl Admin {
                         .clone(),
                 );
                 removals.push(redis::cmd("ZREM").arg(&index).arg(&id).clone());
+                removals.push(redis::cmd("ZREM").arg(&running).arg(&id).clone());
                 // The index's later members move up by one.
                 start -= 1;
                 if status.is_some() {
@@ -310,67 +321,127 @@ impl Admin {
         }
     }
 
-    /// The batches not finished yet, and the jobs pending in them: one pipelined read of every
-    /// batch's counters per page of the index.
+    /// The batches not finished yet, and the jobs pending in them, read a page at a time from
+    /// the index of running batches ([`Keys::running_batches`]): a read costs what the batches
+    /// running cost, not every batch kept. A batch found finished or gone leaves that index.
+    ///
+    /// [`Keys::running_batches`]: crate::queue::keys::Keys::running_batches
     pub async fn pending_batches(&self) -> Result<PendingBatches, AdminError> {
+        self.index_earlier_running_batches().await?;
+        let running = self.queue.keys().running_batches();
         let mut pending = PendingBatches::default();
         let mut start = 0;
         loop {
-            let ids = self.index_page(false, start).await?;
+            let ids = self.index_page(&running, start).await?;
             if ids.is_empty() {
                 return Ok(pending);
             }
             start += PAGE;
-            // Lighter than whole statuses: this runs every few seconds over every batch kept.
-            let reads: Vec<redis::Cmd> = ids
-                .iter()
-                .flat_map(|id| {
-                    let keys = self.queue.keys();
-                    [
-                        redis::cmd("HMGET")
-                            .arg(keys.batch(id))
-                            .arg(&["created_at", "finished_at"][..])
-                            .clone(),
-                        redis::cmd("SCARD").arg(keys.batch_pending(id)).clone(),
-                    ]
-                })
-                .collect();
-            // Per batch: its record's created_at and finished_at, and its pending set's size.
-            type State = ((Option<String>, Option<String>), u64);
-            let states: Vec<State> = self.queue.query_each(&reads).await?;
-            for ((created, finished), jobs) in states {
-                if created.is_some() && finished.is_none() {
-                    pending.batches += 1;
-                    pending.jobs += jobs;
+            let mut ended = Vec::new();
+            for (id, progress) in ids.iter().zip(self.progress(&ids).await?) {
+                match progress {
+                    Some(Progress { pending: jobs, .. }) => {
+                        pending.batches += 1;
+                        pending.jobs += jobs;
+                    }
+                    None => ended.push(id),
                 }
+            }
+            if !ended.is_empty() {
+                let mut conn = self.queue.connection();
+                let _: () = self
+                    .queue
+                    .timed(redis::AsyncCommands::zrem(&mut conn, &running, &ended))
+                    .await?;
+                // The index's later members move up.
+                start -= ended.len() as isize;
             }
         }
     }
 
-    /// One page of batch ids from the index, from position `start`, newest or oldest first.
-    async fn index_page(
-        &self,
-        newest_first: bool,
-        start: isize,
-    ) -> Result<Vec<String>, AdminError> {
-        let index = self.queue.keys().batches();
+    /// Adds the running batches of every batch kept to the index of running batches, once:
+    /// an earlier version created batches without indexing them as running.
+    async fn index_earlier_running_batches(&self) -> Result<(), AdminError> {
+        let keys = self.queue.keys();
+        let indexed = keys.running_batches_indexed();
+        let mut conn = self.queue.connection();
+        let done: bool = self
+            .queue
+            .timed(redis::AsyncCommands::exists(&mut conn, &indexed))
+            .await?;
+        if done {
+            return Ok(());
+        }
+        let (all, running) = (keys.batches(), keys.running_batches());
+        let mut start = 0;
+        loop {
+            let ids = self.index_page(&all, start).await?;
+            if ids.is_empty() {
+                break;
+            }
+            start += PAGE;
+            let adds: Vec<(i64, &String)> = ids
+                .iter()
+                .zip(self.progress(&ids).await?)
+                .filter_map(|(id, progress)| Some((progress?.created_at, id)))
+                .collect();
+            if !adds.is_empty() {
+                let _: () = self
+                    .queue
+                    .timed(redis::AsyncCommands::zadd_multiple(
+                        &mut conn, &running, &adds,
+                    ))
+                    .await?;
+            }
+        }
+        let now = Utc::now().timestamp_millis();
+        let _: () = self
+            .queue
+            .timed(redis::AsyncCommands::set(&mut conn, &indexed, now))
+            .await?;
+        Ok(())
+    }
+
+    /// For each of the batches `ids`, in one round trip: when it was created and how many of
+    /// its jobs are pending, or `None` when it finished or is gone. Lighter than whole
+    /// statuses: the gauges read it every few seconds.
+    async fn progress(&self, ids: &[String]) -> Result<Vec<Option<Progress>>, AdminError> {
+        let keys = self.queue.keys();
+        let reads: Vec<redis::Cmd> = ids
+            .iter()
+            .flat_map(|id| {
+                [
+                    redis::cmd("HMGET")
+                        .arg(keys.batch(id))
+                        .arg(&["created_at", "finished_at"][..])
+                        .clone(),
+                    redis::cmd("SCARD").arg(keys.batch_pending(id)).clone(),
+                ]
+            })
+            .collect();
+        type State = ((Option<String>, Option<String>), u64);
+        let states: Vec<State> = self.queue.query_each(&reads).await?;
+        Ok(states
+            .into_iter()
+            .map(|((created, finished), pending)| match (created, finished) {
+                (Some(created), None) => Some(Progress {
+                    created_at: created.parse().unwrap_or_default(),
+                    pending,
+                }),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// One page of batch ids from the index `index` (of every batch, or of running ones), from
+    /// position `start`, oldest first.
+    async fn index_page(&self, index: &str, start: isize) -> Result<Vec<String>, AdminError> {
         let mut conn = self.queue.connection();
         let (first, last) = (start, start + PAGE - 1);
-        let page = match newest_first {
-            true => {
-                self.queue
-                    .timed(redis::AsyncCommands::zrevrange(
-                        &mut conn, &index, first, last,
-                    ))
-                    .await?
-            }
-            false => {
-                self.queue
-                    .timed(redis::AsyncCommands::zrange(&mut conn, &index, first, last))
-                    .await?
-            }
-        };
-        Ok(page)
+        Ok(self
+            .queue
+            .timed(redis::AsyncCommands::zrange(&mut conn, index, first, last))
+            .await?)
     }
 
     /// The batches `ids`, as the index keeps them, in order and in one round trip; `None` for

@@ -812,6 +812,25 @@ impl Keys {
         self.prefixed(&format!("{OPS_PREFIX}batches"))
     }
 
+    /// The batches not known to have finished (`jobs:batches:running`, a ZSET: id -> created at,
+    /// Unix ms), so that the pending-batch gauges read those alone rather than every batch kept.
+    /// Added with the batch; a member found finished or gone is dropped by the reader.
+    ///
+    /// ```
+    /// use redjob::queue::keys::Keys;
+    /// assert_eq!(Keys::default().running_batches(), "jobs:batches:running");
+    /// ```
+    pub fn running_batches(&self) -> String {
+        self.prefixed(&format!("{OPS_PREFIX}batches:running"))
+    }
+
+    /// When [`Keys::running_batches`] was first filled from [`Keys::batches`]
+    /// (`jobs:batches:running:indexed`, a STRING of Unix ms): the batches an earlier version
+    /// created, which it did not index as running, are added once.
+    pub fn running_batches_indexed(&self) -> String {
+        self.prefixed(&format!("{OPS_PREFIX}batches:running:indexed"))
+    }
+
     /// A job's status (`jobs:status:<uuid>`, a HASH: its state, attempt, progress, worker,
     /// result or error), kept while it is open and for a while after it settles; on a
     /// cluster the uuid is the hash tag.

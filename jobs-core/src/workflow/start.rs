@@ -166,14 +166,18 @@ impl RedisQueue {
         Ok(())
     }
 
-    /// Adds the batch `id` to the index of batches, on a cluster (where it is in a slot of its
-    /// own).
+    /// Adds the batch `id` to the index of batches and to that of running ones, on a cluster
+    /// (where each is in a slot of its own).
     async fn index_batch(&self, id: Uuid) -> Result<()> {
-        let mut zadd = redis::cmd("ZADD");
-        zadd.arg(self.keys().batches())
-            .arg(chrono::Utc::now().timestamp_millis())
-            .arg(id.to_string());
-        self.query(&zadd).await
+        let created = chrono::Utc::now().timestamp_millis();
+        let adds = [self.keys().batches(), self.keys().running_batches()].map(|index| {
+            redis::cmd("ZADD")
+                .arg(index)
+                .arg(created)
+                .arg(id.to_string())
+                .clone()
+        });
+        self.query_each(&adds).await
     }
 
     /// Sends a dispatch of `members` to the batch `id` in parts of [`PART`] jobs. Returns
@@ -242,10 +246,11 @@ impl RedisQueue {
         for key in header.routes {
             call.key(key);
         }
-        call.key(match here {
-            true => self.keys().batches(),
-            false => header.keys.record.clone(),
-        });
+        let (index, running) = match here {
+            true => (self.keys().batches(), self.keys().running_batches()),
+            false => (header.keys.record.clone(), header.keys.record.clone()),
+        };
+        call.key(index).key(running);
         call.key(self.keys().batch_parked(&header.id.to_string()));
         for due in header.dues {
             call.arg(due);

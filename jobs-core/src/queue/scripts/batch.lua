@@ -4,9 +4,10 @@
 -- that finish early cannot fire its callbacks before the last part is in.
 -- KEYS[1..10] the batch's keys and its callbacks' routes (batch_from in lib/batch.lua)
 -- KEYS[11]    jobs:batches   zset: batch id -> created_at
--- KEYS[12]    jobs:batch:<id>:parked   list: the first links of a batch that is a link of a chain,
+-- KEYS[12]    jobs:batches:running   zset: the same, for batches not known to have finished
+-- KEYS[13]    jobs:batch:<id>:parked   list: the first links of a batch that is a link of a chain,
 --             kept until the chain reaches it (batch_start in lib/batch.lua)
--- KEYS[13..]  for each job: its ready list (or delayed set when it has a due time), its
+-- KEYS[14..]  for each job: its ready list (or delayed set when it has a due time), its
 --             queue's notify, and for the first link of a chain its chain's list and catch keys
 --             (for any other job, two keys of the batch that are not used)
 -- ARGV[1..4]  batch_from's: the callbacks' due times, how long to keep the finished batch
@@ -22,7 +23,7 @@
 --             pushing them, for a batch that is a link of a chain (the dispatch stays open
 --             until the chain starts it); on a Redis Cluster, where the queues, the chains and
 --             the index are in other slots, 'count' only counts the jobs and 'park-count' parks
---             them too, and the caller does the rest (KEYS[5..11] and each job's keys are then
+--             them too, and the caller does the rest (KEYS[5..12] and each job's keys are then
 --             keys of the batch, unused)
 -- ARGV[14..]  for each job: how many uuids it adds (1, or its chain's links), those uuids, its
 --             due time ('' ready), its link (lib/push_job.lua), how many links its
@@ -34,6 +35,7 @@
 local at = effects_from(1, 1)
 local batch = batch_from(at)
 local batches = at.next_key()
+local running = at.next_key()
 local parked = at.next_key()
 local mode, last, id = ARGV[5], ARGV[6], ARGV[7]
 local how = ARGV[13]
@@ -57,6 +59,7 @@ if mode == 'create' then
   end
   if here then
     redis.call('zadd', batches, now, id)
+    redis.call('zadd', running, now, id)
   end
 elseif mode == 'add' then
   local state = redis.call('hmget', batch.record, 'created_at', 'cancelled_at', 'finished_at')
