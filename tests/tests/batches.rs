@@ -642,6 +642,49 @@ async fn the_pending_batch_gauges_read_the_running_batches_alone() {
     assert_eq!((pending.batches, pending.jobs), (0, 0));
 }
 
+/// A listing of running batches reads the index of those, and drops the finished batches it
+/// meets there: once a listing has passed them, the one running batch, older than a hundred
+/// finished ones, is on the first page even with no time budget, where a walk through every
+/// batch kept stops after its first 50.
+#[tokio::test]
+async fn a_listing_of_running_batches_skips_the_finished_ones() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let open = steps_in(&queue, Batch::new().name("open"), &["a"]).await;
+    for _ in 0..120 {
+        Batch::new().via(&queue).dispatch().await.unwrap();
+    }
+    let running = redjob::admin::BatchFilter {
+        state: Some(redjob::admin::BatchState::Running),
+        ..Default::default()
+    };
+    let admin = redjob::admin::Admin::new(queue.clone());
+    let listed = admin.batches_page(&running, None, 10).await.unwrap();
+    let ids: Vec<Uuid> = listed.batches.iter().map(|b| b.id).collect();
+    assert_eq!((ids, listed.next), (vec![open], None));
+    let indexed: usize = redis
+        .conn()
+        .await
+        .zcard("jobs:batches:running")
+        .await
+        .unwrap();
+    assert_eq!(
+        indexed, 1,
+        "the finished batches left the index of running ones"
+    );
+
+    let hurried = admin.with_page_budget(Duration::ZERO);
+    let listed = hurried.batches_page(&running, None, 10).await.unwrap();
+    let ids: Vec<Uuid> = listed.batches.iter().map(|b| b.id).collect();
+    assert_eq!((ids, listed.next), (vec![open], None));
+    let everything = hurried
+        .batches_page(&Default::default(), None, 500)
+        .await
+        .unwrap();
+    assert_eq!(everything.batches.len(), 50, "one step of the walk");
+    assert!(everything.next.is_some());
+}
+
 /// A server that lost its scripts (a restart with its data kept, or `SCRIPT FLUSH`) between
 /// two acknowledgements of a batch's jobs: the jobs are counted, and the batch's step is taken
 /// all the same, its callbacks pushed once.

@@ -161,7 +161,12 @@ impl Admin {
     /// the cursor `after` (a page's [`BatchPage::next`]). The index is read 50 batches per step,
     /// each step's records in one round trip; a page stops after its budget
     /// ([`Admin::with_page_budget`], 30 ms unless set) with what it found and a cursor. A batch
-    /// whose record expired or was pruned is dropped from the index.
+    /// whose record expired or was pruned is dropped from the index. A filter on a state of a
+    /// batch not finished (running, cancelling) reads the index of those
+    /// ([`Keys::running_batches`]) instead of every batch kept, and drops from it the batches
+    /// it finds finished: each is read there once more after it finished, then no longer.
+    ///
+    /// [`Keys::running_batches`]: crate::queue::keys::Keys::running_batches
     pub async fn batches_page(
         &self,
         filter: &BatchFilter,
@@ -170,7 +175,18 @@ impl Admin {
     ) -> Result<BatchPage, AdminError> {
         const STEP: usize = 50;
         let limit = limit.clamp(1, 500);
-        let index = self.queue.keys().batches();
+        let keys = self.queue.keys();
+        let unfinished = matches!(
+            filter.state,
+            Some(BatchState::Running | BatchState::Cancelling)
+        );
+        let index = match unfinished {
+            true => {
+                self.index_earlier_running_batches().await?;
+                keys.running_batches()
+            }
+            false => keys.batches(),
+        };
         let mut cursor = after.map(Cursor::parse).transpose()?;
         let started = tokio::time::Instant::now();
         let mut page = BatchPage::default();
@@ -181,7 +197,7 @@ impl Admin {
             }
             let ids: Vec<String> = entries.iter().map(|(id, _)| id.clone()).collect();
             let statuses = self.statuses_by_text(&ids).await?;
-            let mut expired = Vec::new();
+            let (mut expired, mut finished) = (Vec::new(), Vec::new());
             let mut read = 0;
             for ((id, score), status) in entries.iter().zip(statuses) {
                 read += 1;
@@ -191,6 +207,7 @@ impl Admin {
                 });
                 match status {
                     None => expired.push(id.clone()),
+                    Some(status) if unfinished && status.finished() => finished.push(id.clone()),
                     Some(status) if filter.matches(&status) => {
                         page.batches.push(status);
                         if page.batches.len() == limit {
@@ -200,10 +217,17 @@ impl Admin {
                     Some(_) => {}
                 }
             }
-            if !expired.is_empty() {
-                let running = self.queue.keys().running_batches();
-                let removals =
-                    [&index, &running].map(|key| redis::cmd("ZREM").arg(key).arg(&expired).clone());
+            // The expired leave both indexes; the finished, read from the running ones, that one.
+            let removals: Vec<redis::Cmd> = [
+                (keys.batches(), &expired),
+                (keys.running_batches(), &expired),
+                (keys.running_batches(), &finished),
+            ]
+            .into_iter()
+            .filter(|(_, ids)| !ids.is_empty())
+            .map(|(key, ids)| redis::cmd("ZREM").arg(key).arg(ids).clone())
+            .collect();
+            if !removals.is_empty() {
                 let _: () = self.queue.query_each(&removals).await?;
             }
             // A short step read the index to its end.
