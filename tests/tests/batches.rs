@@ -788,6 +788,9 @@ async fn operators_list_show_cancel_retry_and_prune_batches() {
     let missing = jobsctl.run(&["batches", "show", "0e0e0e0e-0000-0000-0000-000000000000"]);
     assert_eq!(missing.code(), Some(1));
     assert!(missing.stderr.contains("no batch"), "{}", missing.stderr);
+    let missing = jobsctl.run(&["batches", "cancel", "0e0e0e0e-0000-0000-0000-000000000000"]);
+    assert_eq!(missing.code(), Some(1));
+    assert!(missing.stderr.contains("no batch"), "{}", missing.stderr);
 
     // Pruning deletes finished batches older than the cutoff, and leaves running ones.
     let kept = jobsctl.json(&["batches", "prune", "--hours", "1"]);

@@ -283,7 +283,13 @@ impl Admin {
     /// batch.
     pub async fn cancel_batch(&self, id: &str) -> Result<bool, AdminError> {
         let uuid = parse_id(id)?;
-        if self.queue.batch(uuid).await?.is_none() {
+        let mut conn = self.queue.connection();
+        let record = self.queue.keys().batch(&uuid.to_string());
+        let exists: bool = self
+            .queue
+            .timed(redis::AsyncCommands::exists(&mut conn, &record))
+            .await?;
+        if !exists {
             return Err(AdminError::BatchNotFound(id.to_owned()));
         }
         Ok(self.queue.cancel_batch(uuid).await?)
@@ -318,6 +324,7 @@ impl Admin {
             start += PAGE;
             let statuses = self.statuses_by_text(&ids).await?;
             let mut removals = Vec::new();
+            let mut removed = Vec::new();
             for (id, status) in ids.into_iter().zip(statuses) {
                 let old = match &status {
                     Some(status) => status.finished_at.is_some_and(|at| at < cutoff),
@@ -331,16 +338,18 @@ impl Admin {
                         .arg(&self.queue.keys().batch_family(&id))
                         .clone(),
                 );
-                removals.push(redis::cmd("ZREM").arg(&index).arg(&id).clone());
-                removals.push(redis::cmd("ZREM").arg(&running).arg(&id).clone());
-                // The index's later members move up by one.
-                start -= 1;
                 if status.is_some() {
-                    pruned.push(id);
+                    pruned.push(id.clone());
                 }
+                removed.push(id);
             }
-            if !removals.is_empty() {
+            if !removed.is_empty() {
+                for key in [&index, &running] {
+                    removals.push(redis::cmd("ZREM").arg(key).arg(&removed).clone());
+                }
                 let _: () = self.queue.query_each(&removals).await?;
+                // The index's later members move up.
+                start -= removed.len() as isize;
             }
         }
     }
