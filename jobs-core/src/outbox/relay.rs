@@ -7,7 +7,7 @@ use sqlx::postgres::PgListener;
 use sqlx::PgPool;
 
 use crate::queue::keys::KeyLayout;
-use crate::queue::{scripts, RedisQueue};
+use crate::queue::{delay_from_due, scripts, RedisQueue, StatusStart};
 use crate::workflow::Link;
 
 use super::report::Reporter;
@@ -197,10 +197,14 @@ impl Relay {
 
     /// Pushes the claimed rows' jobs, each unless it was pushed before: one pipeline per queue
     /// on a cluster (the rows sorted by queue first, keeping their order within each), one
-    /// in all on a single server. What became of each, in the rows' order.
+    /// in all on a single server. A tracked job's status record starts as it is pushed: in the
+    /// same script call on one server; on a cluster, where the record is in a slot of its own,
+    /// in a call that follows the pushes, for the jobs pushed now. What became of each row, in
+    /// the rows' order.
     async fn push(&self, claimed: &mut [Claimed]) -> Result<Vec<Pushed>, OutboxError> {
         let mut outcomes = Vec::with_capacity(claimed.len());
-        let runs: Vec<&[Claimed]> = match self.queue.layout() {
+        let layout = self.queue.layout();
+        let runs: Vec<&[Claimed]> = match layout {
             KeyLayout::Standalone => vec![claimed],
             KeyLayout::Cluster => {
                 claimed.sort_by(|a, b| a.row.link.queue.cmp(&b.row.link.queue));
@@ -209,8 +213,17 @@ impl Relay {
                     .collect()
             }
         };
+        let mut records = Vec::new();
         for run in runs {
-            let calls: Vec<_> = run.iter().map(|claimed| self.call(&claimed.row)).collect();
+            let starts: Vec<Option<StatusStart>> = run
+                .iter()
+                .map(|claimed| self.status_start(&claimed.row.link))
+                .collect();
+            let mut calls = Vec::with_capacity(run.len());
+            for (claimed, start) in run.iter().zip(&starts) {
+                let with_push = start.as_ref().filter(|_| layout == KeyLayout::Standalone);
+                calls.push(self.call(&claimed.row, with_push));
+            }
             let uses = |unique: bool| run.iter().any(|c| c.row.unique.is_some() == unique);
             let scripts: Vec<&redis::Script> = [
                 (&*scripts::PUSH_ONCE, uses(false)),
@@ -220,7 +233,21 @@ impl Relay {
             .filter_map(|(script, used)| used.then_some(script))
             .collect();
             let replies = self.queue.invoke_each(&scripts, &calls).await?;
-            outcomes.extend(replies.into_iter().map(Pushed::from_reply));
+            let pushed: Vec<Pushed> = replies.into_iter().map(Pushed::from_reply).collect();
+            if layout == KeyLayout::Cluster {
+                for (start, pushed) in starts.iter().zip(&pushed) {
+                    if let (Some(start), Pushed::Now) = (start, pushed) {
+                        let mut call = scripts::TRACK.key(&start.record);
+                        start.add_args(&mut call);
+                        records.push(call);
+                    }
+                }
+            }
+            outcomes.extend(pushed);
+        }
+        // Each record in its own slot: a call each, as a direct push makes them.
+        for record in &records {
+            self.queue.invoke::<u64>(record).await?;
         }
         let before = outcomes
             .iter()
@@ -235,15 +262,40 @@ impl Relay {
         Ok(outcomes)
     }
 
-    /// The script call that pushes a row's job once, taking a unique job's lock with it.
-    fn call(&self, row: &Row) -> redis::ScriptInvocation<'static> {
-        match &row.unique {
+    /// The status record a row's job starts with as it is pushed, when it is tracked.
+    fn status_start(&self, link: &Link) -> Option<StatusStart> {
+        #[derive(serde::Deserialize)]
+        struct Tracking {
+            track: Option<u64>,
+        }
+        // Most jobs are not tracked: their payloads are not read.
+        if !link.payload.contains("\"track\":") {
+            return None;
+        }
+        let tracking: Tracking = serde_json::from_str(&link.payload).ok()?;
+        tracking.track?;
+        let delay = delay_from_due(&link.due);
+        Some(
+            self.queue
+                .status_start(&link.uuid, &link.queue, &link.job, delay),
+        )
+    }
+
+    /// The script call that pushes a row's job once, taking a unique job's lock with it, and
+    /// starting its status record with it when `record` is given.
+    fn call(&self, row: &Row, record: Option<&StatusStart>) -> redis::ScriptInvocation<'static> {
+        let mut call = match &row.unique {
             None => self.queue.push_once_call(&row.link, self.guard),
             Some(lock) => {
                 self.queue
                     .push_unique_once_call(&row.link, &lock.key, lock.lasts_ms, self.guard)
             }
+        };
+        if let Some(record) = record {
+            call.key(&record.record);
+            record.add_args(&mut call);
         }
+        call
     }
 
     /// Relays until `stop` completes: a pass whenever a transaction that wrote rows commits

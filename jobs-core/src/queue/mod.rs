@@ -42,7 +42,7 @@ pub use extensions::Extensions;
 pub use group::{GroupLimits, GroupRate, InvalidGroupRate};
 pub use handle::RedisQueue;
 #[cfg(feature = "postgres")]
-pub(crate) use push::UniquePush;
+pub(crate) use push::{StatusStart, UniquePush};
 pub use push::{DebounceDispatch, Envelope, UniqueDispatch};
 pub use queued::Queued;
 pub use reserve::Popped;

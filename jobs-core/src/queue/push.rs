@@ -45,6 +45,29 @@ pub struct Envelope {
     pub group: Option<String>,
 }
 
+/// A tracked job's status record as its push starts it ([`RedisQueue::status_start`]): its
+/// key, and the arguments `track.lua` takes, which the scripts that push and start a record
+/// in one step take too.
+#[derive(Debug, Clone)]
+pub(crate) struct StatusStart {
+    /// `jobs:status:<uuid>`.
+    pub(crate) record: String,
+    state: &'static str,
+    queue: String,
+    job: String,
+    keep_ms: u64,
+}
+
+impl StatusStart {
+    /// Adds the record's state, queue, job and lifetime to `call`, in `track.lua`'s order.
+    pub(crate) fn add_args(&self, call: &mut ScriptInvocation<'static>) {
+        call.arg(self.state)
+            .arg(&self.queue)
+            .arg(&self.job)
+            .arg(self.keep_ms);
+    }
+}
+
 /// The debounce window of a debounced job's push (see [`crate::Job::debounce_id`]).
 #[derive(Debug, Clone)]
 pub struct DebounceDispatch {
@@ -272,20 +295,41 @@ impl RedisQueue {
     }
 
     /// The call that starts a tracked job's status record as it is pushed, unless a worker
-    /// made it first (`track.lua`). It follows the push in the same pipeline. The record
-    /// lasts until the job is due, and a day more: a job that has not run by then is lost.
+    /// made it first (`track.lua`). It follows the push in the same pipeline.
     fn track_call(&self, envelope: &Envelope) -> ScriptInvocation<'static> {
-        let (state, delay) = match envelope.delay {
+        let start = self.status_start(
+            &envelope.uuid,
+            &envelope.queue,
+            &envelope.job,
+            envelope.delay,
+        );
+        let mut call = scripts::TRACK.key(&start.record);
+        start.add_args(&mut call);
+        call
+    }
+
+    /// The status record a tracked job starts with as it is pushed: `queued`, or `delayed`
+    /// when it is due later. The record lasts until the job is due, and a day more: a job that
+    /// has not run by then is lost.
+    pub(crate) fn status_start(
+        &self,
+        uuid: &uuid::Uuid,
+        queue: &str,
+        job: &str,
+        delay: Option<Delay>,
+    ) -> StatusStart {
+        let (state, delay) = match delay {
             Some(delay) => ("delayed", delay.duration_from_now()),
             None => ("queued", Duration::ZERO),
         };
         let keep = delay + crate::queue::keys::OPEN_STATUS_TTL;
-        let mut call = scripts::TRACK.key(self.keys().status(&envelope.uuid.to_string()));
-        call.arg(state)
-            .arg(&envelope.queue)
-            .arg(envelope.job.as_ref())
-            .arg(keep.as_millis() as u64);
-        call
+        StatusStart {
+            record: self.keys().status(&uuid.to_string()),
+            state,
+            queue: queue.to_owned(),
+            job: job.to_owned(),
+            keep_ms: keep.as_millis() as u64,
+        }
     }
 
     /// The call of `script` that pushes a unique job and takes its lock in one step, with

@@ -126,7 +126,7 @@ script!(
 );
 script!(
     /// Start a tracked job's status record as it is pushed (`track.lua`).
-    TRACK, "track.lua", uses "time.lua"
+    TRACK, "track.lua", uses "time.lua", "due.lua", "push_job.lua"
 );
 script!(
     /// Record that an attempt of a tracked job started (`running.lua`).

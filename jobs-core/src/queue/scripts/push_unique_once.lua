@@ -11,6 +11,9 @@
 -- ARGV[4]  '' to push the job ready, else its due time as later.lua takes it
 -- ARGV[5]  how long the guard lasts, in seconds
 -- ARGV[6]  the job's group ('' none): KEYS[2] is then the group's list or delayed set
+-- KEYS[5]  for a tracked job whose status record starts with its push (on one server):
+--          jobs:status:<uuid>; else absent
+-- ARGV[7..10]  then the record's state, queue, job and lifetime in ms, as track.lua takes them
 -- Returns '' when pushed now or before, else the uuid of the job that holds the lock.
 if redis.call('exists', KEYS[4]) == 1 then
   return ''
@@ -23,4 +26,7 @@ if holder and holder ~= ARGV[1] then
 end
 -- Pushed now, or held by this very job: pushed before, by a pass whose guard has lapsed.
 redis.call('set', KEYS[4], '1', 'ex', tonumber(ARGV[5]))
+if KEYS[5] then
+  start_status(KEYS[5], ARGV[7], ARGV[8], ARGV[9], ARGV[10])
+end
 return ''

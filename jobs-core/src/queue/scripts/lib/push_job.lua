@@ -1,5 +1,6 @@
 -- Pushing one job onto a queue, shared by the scripts that push a payload they were given or
--- kept (push_unique.lua, a chain's next link, a catch job, a batch's jobs and callbacks).
+-- kept (push_unique.lua, a chain's next link, a catch job, a batch's jobs and callbacks), and
+-- starting a tracked job's status record as it is pushed (track.lua, an outbox relay's push).
 
 -- Pushes `payload` onto the ready list `target` with a wake-up token on `notify` when `due`
 -- is '', else into the delayed set `target` at the time due_at reads from `due`. A job that
@@ -56,4 +57,17 @@ local function push_unique_job(lock, uuid, ms, target, notify, due, payload, gro
   push_job(target, notify, due, payload, group)
   redis.call('set', lock, uuid, 'px', tonumber(ms))
   return nil
+end
+
+-- Starts the status record `record` (jobs:status:<uuid>) of a tracked job as it is pushed, in
+-- `state` ('queued' or 'delayed'), kept `keep_ms` milliseconds, unless it has one already (a
+-- worker may have reserved the job first). Returns 1 when the record was made, else 0.
+local function start_status(record, state, queue, job, keep_ms)
+  if redis.call('exists', record) == 1 then
+    return 0
+  end
+  redis.call('hset', record, 'state', state, 'queue', queue, 'job', job,
+    'attempt', '0', 'updated_ms', now_millis())
+  redis.call('pexpire', record, keep_ms)
+  return 1
 end
