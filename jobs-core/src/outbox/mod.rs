@@ -44,6 +44,7 @@
 //! [`OutboxError::Unsupported`] rather than push them outside it, and chains and batches,
 //! refused with [`OutboxError::Workflow`].
 
+pub(crate) mod offline;
 mod relay;
 mod report;
 mod status;
@@ -92,6 +93,14 @@ pub enum OutboxError {
         /// What PostgreSQL said.
         reason: String,
     },
+    /// A handle that talks to no Redis and keeps no record of transactions was given a
+    /// dispatch in a transaction: nothing was written.
+    #[error("this handle talks to no Redis and records no dispatch in a transaction; nothing was written")]
+    Offline,
+    /// A fake queue was given a dispatch in a transaction before it could see transactions
+    /// end: nothing was written.
+    #[error("a fake queue records a dispatch in a transaction when the transaction commits, and needs the database to see that: call fake.transactions_in(&pool) first; nothing was written")]
+    FakeWithoutDatabase,
     /// The outbox's table name is not a plain SQL name.
     #[error(
         "invalid outbox table name {0:?}: use letters, digits and _, as table or schema.table"

@@ -7,8 +7,10 @@ use crate::dispatch::{Bulk, PendingDispatch};
 use crate::job::Job;
 use crate::payload::delay::Delay;
 use crate::queue::{Envelope, RedisQueue};
+use crate::status::{Tracked, TrackedDispatch};
 use crate::workflow::{Batch, Chain, Link};
 
+use super::offline::OfflineOutboxes;
 use super::{Outbox, OutboxError};
 
 impl<J: Job> PendingDispatch<J> {
@@ -20,6 +22,9 @@ impl<J: Job> PendingDispatch<J> {
     /// The payload is built and signed now, by the handle the dispatch names (`.via`) or the
     /// default one, which is not reached: Redis may be down. A delay counts from now, not from
     /// the relay.
+    ///
+    /// Through a fake queue's handle ([`crate::testing`]) nothing is written into the table:
+    /// the fake records the job once the transaction commits.
     pub async fn in_transaction(self, conn: &mut PgConnection) -> Result<Uuid, OutboxError> {
         self.in_outbox(&Outbox::default(), conn).await
     }
@@ -31,11 +36,56 @@ impl<J: Job> PendingDispatch<J> {
         outbox: &Outbox,
         conn: &mut PgConnection,
     ) -> Result<Uuid, OutboxError> {
+        Ok(self.written(outbox, conn).await?.0)
+    }
+
+    /// Writes the job into `outbox`; returns its uuid and the handle that built it.
+    async fn written(
+        self,
+        outbox: &Outbox,
+        conn: &mut PgConnection,
+    ) -> Result<(Uuid, RedisQueue), OutboxError> {
         let (queue, envelope) = self.prepare()?;
-        let row = row(&queue, envelope)?;
-        let uuid = row.link.uuid;
-        outbox.insert(conn, &[row]).await?;
-        Ok(uuid)
+        let uuid = envelope.uuid;
+        outbox.write(&queue, conn, vec![envelope]).await?;
+        Ok((uuid, queue))
+    }
+}
+
+impl<J: Job> TrackedDispatch<J> {
+    /// Writes the tracked job into the default outbox through `conn`, as
+    /// [`PendingDispatch::in_transaction`] does, and returns its typed handle: its status
+    /// reads `queued` (or `delayed`) from the moment a relay pushes it, and
+    /// [`Tracked::wait`] gives its output once it is done.
+    ///
+    /// ```no_run
+    /// # use redjob::{job, Job, JobContext, JobResult};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize)] struct Export { report: i64 }
+    /// # #[job] impl Job for Export {
+    /// #     type Output = String;
+    /// #     async fn handle(&self, _: &JobContext) -> JobResult<String> { Ok(String::new()) }
+    /// # }
+    /// # async fn demo(pool: sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut tx = pool.begin().await?;
+    /// let export = Export { report: 7 }.dispatch().track().in_transaction(&mut tx).await?;
+    /// tx.commit().await?;
+    /// let path: String = export.wait(std::time::Duration::from_secs(60)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn in_transaction(self, conn: &mut PgConnection) -> Result<Tracked<J>, OutboxError> {
+        self.in_outbox(&Outbox::default(), conn).await
+    }
+
+    /// Writes the tracked job into `outbox` through `conn`, as
+    /// [`in_transaction`](Self::in_transaction) does into the default one.
+    pub async fn in_outbox(
+        self,
+        outbox: &Outbox,
+        conn: &mut PgConnection,
+    ) -> Result<Tracked<J>, OutboxError> {
+        let (uuid, queue) = self.into_dispatch().written(outbox, conn).await?;
+        Ok(queue.tracked(uuid))
     }
 }
 
@@ -53,12 +103,9 @@ impl Bulk {
         conn: &mut PgConnection,
     ) -> Result<Vec<Uuid>, OutboxError> {
         let (queue, envelopes) = self.prepare()?;
-        let rows = envelopes
-            .into_iter()
-            .map(|envelope| row(&queue, envelope))
-            .collect::<Result<Vec<Row>, OutboxError>>()?;
-        outbox.insert(conn, &rows).await?;
-        Ok(rows.iter().map(|row| row.link.uuid).collect())
+        let uuids = envelopes.iter().map(|envelope| envelope.uuid).collect();
+        outbox.write(&queue, conn, envelopes).await?;
+        Ok(uuids)
     }
 }
 
@@ -97,14 +144,20 @@ pub(super) struct UniqueLockRow {
     pub(super) lasts_ms: i64,
 }
 
-/// The row of a job: sealed by `queue`, due at a point in time.
-fn row(queue: &RedisQueue, mut envelope: Envelope) -> Result<Row, OutboxError> {
-    if envelope.debounce.is_some() {
-        return Err(OutboxError::Unsupported {
+/// Refuses what the outbox does not carry: a debounced job's window lives in Redis at the
+/// push, which a transaction cannot hold.
+fn carried(envelope: &Envelope) -> Result<(), OutboxError> {
+    match envelope.debounce {
+        Some(_) => Err(OutboxError::Unsupported {
             job: envelope.job.to_string(),
             what: "a debounced job",
-        });
+        }),
+        None => Ok(()),
     }
+}
+
+/// The row of a job: sealed by `queue`, due at a point in time.
+fn row(queue: &RedisQueue, mut envelope: Envelope) -> Result<Row, OutboxError> {
     let unique = envelope.unique.take().map(|unique| UniqueLockRow {
         key: unique.lock.key,
         // At most ten years (the dispatch's bound), well within an i64.
@@ -125,6 +178,30 @@ fn row(queue: &RedisQueue, mut envelope: Envelope) -> Result<Row, OutboxError> {
 }
 
 impl Outbox {
+    /// Writes the jobs of `envelopes`, built by `queue`, through `conn`: into this table, or
+    /// to the offline counterpart of a handle that talks to no Redis (a fake records them when
+    /// the transaction commits). Nothing is written unless every job can be carried.
+    async fn write(
+        &self,
+        queue: &RedisQueue,
+        conn: &mut PgConnection,
+        envelopes: Vec<Envelope>,
+    ) -> Result<(), OutboxError> {
+        envelopes.iter().try_for_each(carried)?;
+        if queue.is_offline() {
+            // An offline handle's jobs never reach a table a relay could move.
+            let offline = queue
+                .offline_part::<OfflineOutboxes>()
+                .ok_or(OutboxError::Offline)?;
+            return offline.0.write(queue, conn, envelopes).await;
+        }
+        let rows = envelopes
+            .into_iter()
+            .map(|envelope| row(queue, envelope))
+            .collect::<Result<Vec<Row>, OutboxError>>()?;
+        self.insert(conn, &rows).await
+    }
+
     /// Inserts `rows` and notifies the relays, in one statement; the notification is
     /// delivered when the transaction commits, and not at all if it rolls back.
     async fn insert(&self, conn: &mut PgConnection, rows: &[Row]) -> Result<(), OutboxError> {

@@ -51,9 +51,18 @@ impl<J: Job> PendingDispatch<J> {
     }
 }
 
-/// A dispatch that tracks its job ([`PendingDispatch::track`]); await it to push the job.
+/// A dispatch that tracks its job ([`PendingDispatch::track`]); await it to push the job, or
+/// write it in a transaction with `in_transaction` (feature `postgres`).
 #[must_use = "a dispatch does nothing until it is awaited"]
 pub struct TrackedDispatch<J: Job>(PendingDispatch<J>);
+
+impl<J: Job> TrackedDispatch<J> {
+    /// The dispatch, tracking its job, for the capabilities that send it their own way.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn into_dispatch(self) -> PendingDispatch<J> {
+        self.0
+    }
+}
 
 impl<J: Job> IntoFuture for TrackedDispatch<J> {
     type Output = Result<Tracked<J>>;
@@ -63,12 +72,36 @@ impl<J: Job> IntoFuture for TrackedDispatch<J> {
         let sent = self.0.send_through();
         Box::pin(async move {
             let (uuid, queue) = sent.await?;
-            Ok(Tracked {
-                uuid,
-                queue,
-                job: PhantomData,
-            })
+            Ok(queue.tracked(uuid))
         })
+    }
+}
+
+impl RedisQueue {
+    /// The typed handle of the tracked job `uuid`, a `J`, as its dispatch returned it: for a
+    /// later request that has only the uuid (a receipt page, a cancel button). Nothing is
+    /// read until it is asked; a uuid that names no tracked job reads as
+    /// [`JobState::Unknown`](crate::status::JobState::Unknown).
+    ///
+    /// ```no_run
+    /// # use redjob::{job, Job, JobContext, JobResult, RedisQueue};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize)] struct Resize { image: u64 }
+    /// # #[job] impl Job for Resize {
+    /// #     type Output = String;
+    /// #     async fn handle(&self, _: &JobContext) -> JobResult<String> { Ok(String::new()) }
+    /// # }
+    /// # async fn demo(queue: RedisQueue, uuid: uuid::Uuid) -> Result<(), Box<dyn std::error::Error>> {
+    /// let resize = queue.tracked::<Resize>(uuid);
+    /// let path: String = resize.wait(std::time::Duration::from_secs(5)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn tracked<J: Job>(&self, uuid: Uuid) -> Tracked<J> {
+        Tracked {
+            uuid,
+            queue: self.clone(),
+            job: PhantomData,
+        }
     }
 }
 

@@ -9,6 +9,31 @@ use crate::job::Job;
 use crate::payload::delay::Delay;
 
 impl Fake {
+    /// Asserts that the current transaction of `conn` holds a job of type `J`, dispatched
+    /// through this fake in it (River's `RequireInsertedTx`); see
+    /// [`transactions_in`](Fake::transactions_in).
+    #[cfg(feature = "postgres")]
+    #[track_caller]
+    pub fn assert_transaction_holds<'a, J: Job>(
+        &'a self,
+        conn: &'a mut sqlx::PgConnection,
+    ) -> impl std::future::Future<Output = ()> + 'a {
+        let caller = std::panic::Location::caller();
+        async move {
+            let held = self.transaction_holds(conn).await;
+            if !held.iter().any(|job| job.is::<J>()) {
+                let mut listed = format!("; it holds {} job(s)", held.len());
+                for (at, job) in held.iter().enumerate() {
+                    let _ = write!(listed, "\n  {}. {job}", at + 1);
+                }
+                panic!(
+                    "expected the transaction to hold a {} (at {caller}){listed}",
+                    J::NAME
+                );
+            }
+        }
+    }
+
     /// Asserts that a job of type `J` was pushed.
     #[track_caller]
     pub fn assert_pushed<J: Job>(&self) {
@@ -53,7 +78,7 @@ impl Fake {
             panic!(
                 "expected {} pushed {times} time(s), found {found}{}",
                 J::NAME,
-                listing(&pushed)
+                self.listing(&pushed)
             );
         }
     }
@@ -69,7 +94,7 @@ impl Fake {
     pub fn assert_nothing_pushed(&self) {
         let pushed = self.pushed();
         if !pushed.is_empty() {
-            panic!("expected nothing pushed{}", listing(&pushed));
+            panic!("expected nothing pushed{}", self.listing(&pushed));
         }
     }
 
@@ -151,21 +176,38 @@ impl Fake {
                 .is_some_and(|job| check(&job, recorded))
         });
         if !found {
-            panic!("expected {} pushed{wanted}{}", J::NAME, listing(&pushed));
+            panic!(
+                "expected {} pushed{wanted}{}",
+                J::NAME,
+                self.listing(&pushed)
+            );
         }
     }
 }
 
 /// What was pushed, one job a line, for a failure message.
-fn listing(pushed: &[Recorded]) -> String {
-    if pushed.is_empty() {
-        return "; nothing was pushed".to_owned();
+impl Fake {
+    /// What was pushed, one a line, and how many jobs still wait for their transactions.
+    fn listing(&self, pushed: &[Recorded]) -> String {
+        let mut listed = match pushed.len() {
+            0 => "; nothing was pushed".to_owned(),
+            n => format!("; {n} job(s) pushed:"),
+        };
+        for (at, job) in pushed.iter().enumerate() {
+            let _ = write!(listed, "\n  {}. {job}", at + 1);
+        }
+        #[cfg(feature = "postgres")]
+        match self.waiting_for_commit() {
+            0 => {}
+            n => {
+                let _ = write!(
+                    listed,
+                    "\n  ({n} job(s) dispatched in transactions not committed yet)"
+                );
+            }
+        }
+        listed
     }
-    let mut listed = format!("; {} job(s) pushed:", pushed.len());
-    for (at, job) in pushed.iter().enumerate() {
-        let _ = write!(listed, "\n  {}. {job}", at + 1);
-    }
-    listed
 }
 
 /// What chains were dispatched, one a line.

@@ -44,6 +44,8 @@ mod assertions;
 mod inline;
 mod recorded;
 mod recorder;
+#[cfg(feature = "postgres")]
+mod transactions;
 
 pub use inline::{BoxFuture, RunInline, Work};
 pub use recorded::{ChainLink, Origin, Recorded, RecordedBatch, RecordedChain};
@@ -99,6 +101,8 @@ impl Fake {
         extensions.insert(OfflineSink(recorder.clone()));
         extensions.insert(OfflineWorkflows(recorder.clone()));
         extensions.insert(OfflineSchedules(recorder.clone()));
+        #[cfg(feature = "postgres")]
+        extensions.insert(crate::outbox::offline::OfflineOutboxes(recorder.clone()));
         extensions.insert(recorder);
         Fake {
             handle: RedisQueue::offline(extensions),
@@ -136,15 +140,24 @@ impl Fake {
         recorder_of(&self.handle).expect("a fake's handle records")
     }
 
+    /// The records, with the jobs whose transactions have committed since the last look.
+    fn records(&self) -> Arc<Recorder> {
+        let recorder = self.recorder();
+        #[cfg(feature = "postgres")]
+        recorder.record_committed(&self.handle);
+        recorder
+    }
+
     /// Every job pushed, in order: jobs dispatched alone or in bulk, each chain's first link,
-    /// each batch's jobs, each schedule tick's job.
+    /// each batch's jobs, each schedule tick's job, and each job dispatched in a transaction
+    /// that has committed.
     pub fn pushed(&self) -> Vec<Recorded> {
-        self.recorder().state().pushed.clone()
+        self.records().state().pushed.clone()
     }
 
     /// The jobs of type `J` pushed, with their values, in order.
     pub fn pushed_of<J: Job>(&self) -> Vec<(J, Recorded)> {
-        self.recorder()
+        self.records()
             .state()
             .pushed
             .iter()
@@ -154,17 +167,90 @@ impl Fake {
 
     /// The chains dispatched, in order.
     pub fn chains(&self) -> Vec<RecordedChain> {
-        self.recorder().state().chains.clone()
+        self.records().state().chains.clone()
     }
 
     /// The batches dispatched, in order (a batch that is a link of a chain, too).
     pub fn batches(&self) -> Vec<RecordedBatch> {
-        self.recorder().state().batches.clone()
+        self.records().state().batches.clone()
     }
 
-    /// Forgets everything recorded, and every lock, debounce window and fired tick.
+    /// Forgets everything recorded, and every lock, debounce window and fired tick, and the
+    /// jobs waiting for their transactions.
     pub fn clear(&self) {
-        *self.recorder().state() = recorder::State::default();
+        let recorder = self.recorder();
+        *recorder.state() = recorder::State::default();
+        #[cfg(feature = "postgres")]
+        recorder.transactions.clear();
+    }
+
+    /// Lets the fake take dispatches made in transactions of `pool`'s database
+    /// ([`in_transaction`](crate::PendingDispatch::in_transaction), feature `postgres`).
+    /// Such a dispatch writes nothing into an outbox table, where a relay could move it into
+    /// a real queue: the fake records its jobs once their transaction commits, as a relay would
+    /// push them, and never if the transaction, or the savepoint they were made in, rolls back.
+    /// Without it, a dispatch in a transaction through the fake fails with
+    /// [`OutboxError::FakeWithoutDatabase`](crate::outbox::OutboxError::FakeWithoutDatabase).
+    ///
+    /// The fake asks PostgreSQL what became of the transactions when its records are read
+    /// (every assertion reads them), on a connection of its own made with `pool`'s options.
+    /// A fake that runs dispatches inline runs such jobs when it is [settled](Self::settle).
+    ///
+    /// ```no_run
+    /// # use redjob::{job, testing, Job, JobContext, JobResult};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Serialize, Deserialize)] struct SendReceipt { order: i64 }
+    /// # #[job] impl Job for SendReceipt { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+    /// # async fn demo(pool: sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
+    /// let fake = testing::fake();
+    /// fake.transactions_in(&pool);
+    ///
+    /// let mut tx = pool.begin().await?;
+    /// SendReceipt { order: 7 }.dispatch().in_transaction(&mut tx).await?;
+    /// fake.assert_transaction_holds::<SendReceipt>(&mut tx).await;
+    /// fake.assert_nothing_pushed(); // not before the commit
+    /// tx.commit().await?;
+    /// fake.assert_pushed_with::<SendReceipt>(|receipt| receipt.order == 7);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "postgres")]
+    pub fn transactions_in(&self, pool: &sqlx::PgPool) -> &Fake {
+        self.recorder().transactions.watch(pool);
+        self
+    }
+
+    /// Records the jobs whose transactions have committed and, in a fake that runs dispatches
+    /// inline, runs them, and what they dispatch in turn, until none is left to run: the
+    /// moment a worker would have taken them. Reading the records does the first part alone.
+    #[cfg(feature = "postgres")]
+    pub async fn settle(&self) {
+        self.recorder().settle(&self.handle).await;
+    }
+
+    /// The jobs that the current transaction of `conn` holds: dispatched through this fake in
+    /// it, to be recorded when it commits (River's `RequireInsertedTx`).
+    ///
+    /// # Panics
+    ///
+    /// When PostgreSQL fails the query.
+    #[cfg(feature = "postgres")]
+    pub async fn transaction_holds(&self, conn: &mut sqlx::PgConnection) -> Vec<Recorded> {
+        let uuids = transactions::Transactions::held_by(conn)
+            .await
+            .unwrap_or_else(|err| panic!("cannot read the transaction's dispatches: {err}"));
+        self.recorder()
+            .transactions
+            .waiting(&uuids)
+            .iter()
+            .filter_map(|envelope| Recorded::from_envelope(envelope, Origin::Dispatch))
+            .collect()
+    }
+
+    /// How many jobs dispatched in transactions wait for them to end, as far as the fake
+    /// last asked PostgreSQL.
+    #[cfg(feature = "postgres")]
+    pub fn waiting_for_commit(&self) -> usize {
+        self.recorder().transactions.waiting_count()
     }
 
     /// Fires the defined schedule `name` ([`crate::schedule::define`]) for its tick `tick`,

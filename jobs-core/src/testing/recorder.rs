@@ -29,6 +29,9 @@ use crate::workflow::Link;
 pub(crate) struct Recorder {
     state: Mutex<State>,
     inline: Option<Arc<dyn RunInline>>,
+    /// Dispatches made in transactions, until their transactions end.
+    #[cfg(feature = "postgres")]
+    pub(crate) transactions: super::transactions::Transactions,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -51,6 +54,10 @@ pub(crate) struct State {
     debounced: HashMap<String, (Uuid, Instant, Instant)>,
     /// Each schedule's last tick fired.
     ticks: HashMap<String, DateTime<Utc>>,
+    /// What an inline fake recorded without running it yet: jobs whose transactions were
+    /// found committed by a read of the records, which cannot run them.
+    #[cfg(feature = "postgres")]
+    unrun: Vec<Work>,
 }
 
 impl Recorder {
@@ -58,6 +65,8 @@ impl Recorder {
         Recorder {
             state: Mutex::default(),
             inline,
+            #[cfg(feature = "postgres")]
+            transactions: Default::default(),
         }
     }
 
@@ -135,11 +144,11 @@ fn record_link(link: Option<&Link>) -> Option<Recorded> {
     Recorded::from_link(link?, Origin::Dispatch)
 }
 
-#[async_trait]
-impl Offline for Recorder {
+impl Recorder {
     /// Records pushes: a unique job whose lock is held is refused, as Redis would refuse it;
-    /// a debounced job replaces the one still waiting in its window.
-    async fn push(&self, queue: &RedisQueue, envelopes: &[Envelope]) -> Vec<Dispatched> {
+    /// a debounced job replaces the one still waiting in its window. Returns what became of
+    /// each, and the work an inline fake runs.
+    fn record(&self, queue: &RedisQueue, envelopes: &[Envelope]) -> (Vec<Dispatched>, Vec<Work>) {
         let now = Instant::now();
         let mut outcomes = Vec::with_capacity(envelopes.len());
         let mut run = Vec::new();
@@ -177,6 +186,42 @@ impl Offline for Recorder {
                 }
             }
         }
+        (outcomes, run)
+    }
+
+    /// Records the jobs whose transactions have committed, as pushed then; an inline fake
+    /// runs them at its next [`settle`](Self::settle).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn record_committed(&self, queue: &RedisQueue) {
+        let committed = self.transactions.take_committed();
+        if committed.is_empty() {
+            return;
+        }
+        let (_, work) = self.record(queue, &committed);
+        if self.inline.is_some() {
+            self.state().unrun.extend(work);
+        }
+    }
+
+    /// Records the jobs whose transactions have committed and, in an inline fake, runs them
+    /// and what they dispatch, until no committed job is left to run.
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn settle(&self, queue: &RedisQueue) {
+        loop {
+            self.record_committed(queue);
+            let work = std::mem::take(&mut self.state().unrun);
+            if work.is_empty() {
+                return;
+            }
+            self.run_inline(queue, work).await;
+        }
+    }
+}
+
+#[async_trait]
+impl Offline for Recorder {
+    async fn push(&self, queue: &RedisQueue, envelopes: &[Envelope]) -> Vec<Dispatched> {
+        let (outcomes, run) = self.record(queue, envelopes);
         self.run_inline(queue, run).await;
         outcomes
     }
@@ -285,5 +330,20 @@ impl OfflineSchedule for Recorder {
         };
         self.run_inline(queue, vec![Work::Job(recorded)]).await;
         Fired::Pushed(envelope.uuid)
+    }
+}
+
+#[cfg(feature = "postgres")]
+#[async_trait]
+impl crate::outbox::offline::OfflineOutbox for Recorder {
+    /// Keeps the jobs until their transaction ends: recorded if it commits, dropped if it,
+    /// or the savepoint they were written in, rolls back.
+    async fn write(
+        &self,
+        _queue: &RedisQueue,
+        conn: &mut sqlx::PgConnection,
+        envelopes: Vec<Envelope>,
+    ) -> Result<(), crate::outbox::OutboxError> {
+        self.transactions.write(conn, envelopes).await
     }
 }
