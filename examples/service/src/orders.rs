@@ -1,10 +1,6 @@
 //! The orders table: read and written by the HTTP handlers and by the jobs, through one
 //! [`Orders`] handle that the service shares with its workers as state.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-
-use async_trait::async_trait;
 use redjob::RedisQueue;
 use serde::Serialize;
 use sqlx::PgPool;
@@ -84,21 +80,6 @@ pub enum PlaceError {
     Outbox(#[from] redjob::outbox::OutboxError),
 }
 
-/// The operations the service needs on its orders. [`Orders::postgres`] keeps them in
-/// PostgreSQL; [`Orders::in_memory`] in the process, for tests without a database.
-#[async_trait]
-trait OrderStore: Send + Sync {
-    async fn place(
-        &self,
-        item: &str,
-        quantity: i32,
-        jobs: &RedisQueue,
-    ) -> Result<Order, PlaceError>;
-    async fn get(&self, id: i64) -> Result<Option<Order>, sqlx::Error>;
-    async fn update(&self, id: i64, change: Change) -> Result<(), sqlx::Error>;
-    async fn confirm(&self, id: i64) -> Result<(), PlaceError>;
-}
-
 /// A change to one order.
 #[derive(Debug, Clone)]
 enum Change {
@@ -106,65 +87,10 @@ enum Change {
     ShippingFailed { problem: String },
 }
 
-/// The service's orders: a handle shared by the HTTP handlers and, as worker state, by the
-/// jobs (`ctx.state::<Orders>()`). Cloning it shares the pool behind it.
+/// The service's orders, in PostgreSQL: a handle shared by the HTTP handlers and, as worker
+/// state, by the jobs (`ctx.state::<Orders>()`). Cloning it shares the pool behind it.
 #[derive(Clone)]
-pub struct Orders(Arc<dyn OrderStore>);
-
-impl Orders {
-    /// Orders in PostgreSQL, through `pool`.
-    pub fn postgres(pool: PgPool) -> Orders {
-        Orders(Arc::new(Postgres(pool)))
-    }
-
-    /// Orders kept in this process: for tests that run without PostgreSQL.
-    pub fn in_memory() -> Orders {
-        Orders(Arc::new(Memory::default()))
-    }
-
-    /// Takes a new order, `placed`, and queues its [`ConfirmOrder`] through `jobs`: both
-    /// or neither. In PostgreSQL the job is written into the outbox in the order's own
-    /// transaction, so it exists once the order does and runs only after the order is
-    /// visible.
-    ///
-    /// [`ConfirmOrder`]: crate::jobs::ConfirmOrder
-    pub async fn place(
-        &self,
-        item: &str,
-        quantity: i32,
-        jobs: &RedisQueue,
-    ) -> Result<Order, PlaceError> {
-        self.0.place(item, quantity, jobs).await
-    }
-
-    /// The order `id`, if there is one.
-    pub async fn get(&self, id: i64) -> Result<Option<Order>, sqlx::Error> {
-        self.0.get(id).await
-    }
-
-    /// Marks a placed order confirmed and queues its [`ShipOrder`], in one transaction in
-    /// PostgreSQL; an order that is not `placed` is left as it is. Called by a job, it
-    /// dispatches through the worker's handle.
-    ///
-    /// [`ShipOrder`]: crate::jobs::ShipOrder
-    pub async fn confirm(&self, id: i64) -> Result<(), PlaceError> {
-        self.0.confirm(id).await
-    }
-
-    /// Marks the order shipped, with its tracking number.
-    pub async fn ship(&self, id: i64, tracking: &str) -> Result<(), sqlx::Error> {
-        let tracking = tracking.to_owned();
-        self.0.update(id, Change::Shipped { tracking }).await
-    }
-
-    /// Marks the order as failed to ship, saying why.
-    pub async fn shipping_failed(&self, id: i64, problem: &str) -> Result<(), sqlx::Error> {
-        let problem = problem.to_owned();
-        self.0.update(id, Change::ShippingFailed { problem }).await
-    }
-}
-
-struct Postgres(PgPool);
+pub struct Orders(PgPool);
 
 type Row = (i64, String, i32, String, Option<String>, Option<String>);
 
@@ -179,9 +105,16 @@ fn order((id, item, quantity, status, tracking, problem): Row) -> Result<Order, 
     })
 }
 
-#[async_trait]
-impl OrderStore for Postgres {
-    async fn place(
+impl Orders {
+    /// Orders in PostgreSQL, through `pool`.
+    pub fn postgres(pool: PgPool) -> Orders {
+        Orders(pool)
+    }
+
+    /// Takes a new order, `placed`, and queues its [`ConfirmOrder`] through `jobs`: both
+    /// or neither. The job is written into the outbox in the order's own transaction, so it
+    /// exists once the order does and runs only after the order is visible.
+    pub async fn place(
         &self,
         item: &str,
         quantity: i32,
@@ -206,7 +139,10 @@ impl OrderStore for Postgres {
         Ok(order)
     }
 
-    async fn confirm(&self, id: i64) -> Result<(), PlaceError> {
+    /// Marks a placed order confirmed and queues its [`ShipOrder`], in one transaction; an
+    /// order that is not `placed` is left as it is. Called by a job, it dispatches through
+    /// the worker's handle.
+    pub async fn confirm(&self, id: i64) -> Result<(), PlaceError> {
         let mut tx = self.0.begin().await?;
         let confirmed = sqlx::query(
             "UPDATE orders SET status = 'confirmed', updated_at = now() \
@@ -225,7 +161,8 @@ impl OrderStore for Postgres {
         Ok(())
     }
 
-    async fn get(&self, id: i64) -> Result<Option<Order>, sqlx::Error> {
+    /// The order `id`, if there is one.
+    pub async fn get(&self, id: i64) -> Result<Option<Order>, sqlx::Error> {
         let row: Option<Row> = sqlx::query_as(
             "SELECT id, item, quantity, status, tracking, problem FROM orders WHERE id = $1",
         )
@@ -233,6 +170,18 @@ impl OrderStore for Postgres {
         .fetch_optional(&self.0)
         .await?;
         row.map(order).transpose()
+    }
+
+    /// Marks the order shipped, with its tracking number.
+    pub async fn ship(&self, id: i64, tracking: &str) -> Result<(), sqlx::Error> {
+        let tracking = tracking.to_owned();
+        self.update(id, Change::Shipped { tracking }).await
+    }
+
+    /// Marks the order as failed to ship, saying why.
+    pub async fn shipping_failed(&self, id: i64, problem: &str) -> Result<(), sqlx::Error> {
+        let problem = problem.to_owned();
+        self.update(id, Change::ShippingFailed { problem }).await
     }
 
     async fn update(&self, id: i64, change: Change) -> Result<(), sqlx::Error> {
@@ -250,85 +199,6 @@ impl OrderStore for Postgres {
         .bind(problem)
         .execute(&self.0)
         .await?;
-        Ok(())
-    }
-}
-
-#[derive(Default)]
-struct Memory(Mutex<BTreeMap<i64, Order>>);
-
-#[async_trait]
-impl OrderStore for Memory {
-    async fn place(
-        &self,
-        item: &str,
-        quantity: i32,
-        jobs: &RedisQueue,
-    ) -> Result<Order, PlaceError> {
-        let order = {
-            let mut orders = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            let id = orders.keys().next_back().map_or(1, |last| last + 1);
-            let order = Order {
-                id,
-                item: item.to_owned(),
-                quantity,
-                status: Status::Placed,
-                tracking: None,
-                problem: None,
-            };
-            orders.insert(id, order.clone());
-            order
-        };
-        let dispatched = ConfirmOrder { order_id: order.id }
-            .dispatch()
-            .via(jobs)
-            .await;
-        if let Err(err) = dispatched {
-            // Both or neither, as in PostgreSQL.
-            let mut orders = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            orders.remove(&order.id);
-            return Err(err.into());
-        }
-        Ok(order)
-    }
-
-    async fn confirm(&self, id: i64) -> Result<(), PlaceError> {
-        let placed = {
-            let mut orders = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            match orders.get_mut(&id) {
-                Some(order) if order.status == Status::Placed => {
-                    order.status = Status::Confirmed;
-                    true
-                }
-                _ => false,
-            }
-        };
-        if placed {
-            ShipOrder { order_id: id }.dispatch().await?;
-        }
-        Ok(())
-    }
-
-    async fn get(&self, id: i64) -> Result<Option<Order>, sqlx::Error> {
-        let orders = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(orders.get(&id).cloned())
-    }
-
-    async fn update(&self, id: i64, change: Change) -> Result<(), sqlx::Error> {
-        let mut orders = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(order) = orders.get_mut(&id) {
-            match change {
-                Change::Shipped { tracking } => {
-                    order.status = Status::Shipped;
-                    order.tracking = Some(tracking);
-                    order.problem = None;
-                }
-                Change::ShippingFailed { problem } => {
-                    order.status = Status::ShippingFailed;
-                    order.problem = Some(problem);
-                }
-            }
-        }
         Ok(())
     }
 }

@@ -1,6 +1,8 @@
-//! The service's API and jobs through the inline fake: no PostgreSQL, no Redis. The orders are
-//! kept in memory, the jobs run inside the request that dispatches them, and the carrier is a
-//! local HTTP server.
+//! The service's API and jobs through the inline fake: no Redis and no worker. The orders are
+//! in a private PostgreSQL, and each job is dispatched in its order's transaction as in
+//! production; the fake records it when that transaction commits, nothing reaches the outbox
+//! table, and the fake runs the job when the test settles it. The carrier is a local HTTP
+//! server.
 
 mod support;
 
@@ -13,6 +15,7 @@ use orders_service::orders::{Order, Orders, Status};
 use redjob::Job;
 use redjob_worker::testing::{self, Inline, Outcome};
 use support::{FakeCarrier, REFUSED_ITEM};
+use tests::{outbox_rows, TestPostgres};
 use tower::ServiceExt;
 
 async fn place(app: &axum::Router, body: &str) -> (StatusCode, serde_json::Value) {
@@ -28,24 +31,38 @@ async fn place(app: &axum::Router, body: &str) -> (StatusCode, serde_json::Value
     (status, serde_json::from_slice(&bytes).unwrap())
 }
 
-/// The service as the tests run it: orders in memory, jobs run inline, the carrier given.
+/// The service as the tests run it: orders in PostgreSQL, jobs run inline once their
+/// transactions commit, the carrier given.
 struct Service {
+    _postgres: TestPostgres,
+    pool: sqlx::PgPool,
     orders: Orders,
     flow: Inline,
     app: axum::Router,
 }
 
 impl Service {
-    fn new(carrier: &FakeCarrier) -> Service {
-        let orders = Orders::in_memory();
+    async fn start(carrier: &FakeCarrier) -> Service {
+        let postgres = TestPostgres::start();
+        let pool = orders_service::connect_database(&postgres.url())
+            .await
+            .unwrap();
+        let orders = Orders::postgres(pool.clone());
         let flow = testing::inline()
             .state(orders.clone())
             .state(Carrier::new(carrier.url()));
+        flow.transactions_in(&pool);
         let app = api::router(Api {
             orders: orders.clone(),
             queue: flow.handle(),
         });
-        Service { orders, flow, app }
+        Service {
+            _postgres: postgres,
+            pool,
+            orders,
+            flow,
+            app,
+        }
     }
 }
 
@@ -56,13 +73,32 @@ async fn order(orders: &Orders, id: i64) -> Order {
 #[tokio::test]
 async fn an_order_is_confirmed_and_shipped_through_the_fake_the_carrier_retried_until_it_answers() {
     let carrier = FakeCarrier::start(2).await;
-    let Service { orders, flow, app } = Service::new(&carrier);
+    let service = Service::start(&carrier).await;
+    let Service {
+        pool,
+        orders,
+        flow,
+        app,
+        ..
+    } = &service;
 
-    let (status, placed) = place(&app, r#"{"item": "teapot", "quantity": 2}"#).await;
+    let (status, placed) = place(app, r#"{"item": "teapot", "quantity": 2}"#).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{placed}");
     let id = placed["id"].as_i64().unwrap();
+    // Committed with the order, recorded as pushed; not run until the fake is settled.
+    flow.assert_pushed_on::<ConfirmOrder>("orders");
+    assert!(flow.ran().is_empty());
+    assert_eq!(order(orders, id).await.status, Status::Placed);
 
-    let shipped = order(&orders, id).await;
+    // Runs ConfirmOrder, then the ShipOrder it committed with the confirmation.
+    flow.settle().await;
+    flow.assert_pushed_on::<ShipOrder>("shipping");
+    assert_eq!(
+        outbox_rows(pool).await,
+        0,
+        "nothing reached the outbox table"
+    );
+    let shipped = order(orders, id).await;
     assert_eq!(shipped.status, Status::Shipped);
     assert_eq!(shipped.tracking.as_deref(), Some("TRK-1"));
     flow.assert_ran::<ConfirmOrder>();
@@ -87,12 +123,16 @@ async fn an_order_is_confirmed_and_shipped_through_the_fake_the_carrier_retried_
 #[tokio::test]
 async fn a_refused_shipment_fails_at_once_and_its_failed_hook_marks_the_order() {
     let carrier = FakeCarrier::start(0).await;
-    let Service { orders, flow, app } = Service::new(&carrier);
+    let service = Service::start(&carrier).await;
+    let Service {
+        orders, flow, app, ..
+    } = &service;
 
     let body = format!(r#"{{"item": "{REFUSED_ITEM}", "quantity": 1}}"#);
-    let (status, placed) = place(&app, &body).await;
+    let (status, placed) = place(app, &body).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{placed}");
-    let failed = order(&orders, placed["id"].as_i64().unwrap()).await;
+    flow.settle().await;
+    let failed = order(orders, placed["id"].as_i64().unwrap()).await;
     assert_eq!(failed.status, Status::ShippingFailed);
     let problem = failed.problem.unwrap_or_default();
     assert!(
@@ -102,8 +142,9 @@ async fn a_refused_shipment_fails_at_once_and_its_failed_hook_marks_the_order() 
     assert_eq!(carrier.calls().len(), 1, "a refusal is not retried");
 
     // A bad request queues nothing.
-    let (status, error) = place(&app, r#"{"item": "teapot", "quantity": 0}"#).await;
+    let (status, error) = place(app, r#"{"item": "teapot", "quantity": 0}"#).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    flow.settle().await;
     assert!(
         error["error"].as_str().unwrap().contains("quantity"),
         "{error}"
