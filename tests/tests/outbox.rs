@@ -641,6 +641,103 @@ async fn a_worker_given_a_relay_without_its_table_refuses_to_start() {
     );
 }
 
+/// The relay's start says what it relays and what wakes it, and its stop what it did: the
+/// only lines of a relay that finds nothing wrong.
+#[tokio::test]
+async fn a_relay_logs_its_table_batch_and_wake_up_at_its_start_and_its_rows_at_its_stop() {
+    let (postgres, redis, pool, queue) = setup().await;
+    let mut worker = WorkerProcess::start_with_env(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--queue", "relay-only"],
+        &[("TEST_OUTBOX_DATABASE_URL", &postgres.url())],
+    );
+    let line = |worker: &WorkerProcess, message: &str| {
+        worker
+            .lines()
+            .iter()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .find(|line| line["message"] == message)
+    };
+    let started = wait_for(LONG, "the relay logged its start", || {
+        let started = line(&worker, "outbox relay started");
+        async move { started }
+    })
+    .await;
+    assert_eq!(started["table"], "redjob_outbox", "{started}");
+    assert_eq!(started["batch"], 500, "{started}");
+    assert_eq!(started["poll_ms"], 1000, "{started}");
+    assert_eq!(started["listening"], true, "{started}");
+    assert_eq!(
+        started["woken"], "LISTEN redjob_outbox, and a poll every 1000 ms",
+        "{started}"
+    );
+
+    committed(&pool, Noop {}.dispatch().via(&queue)).await;
+    wait_until(LONG, "the job is relayed", || async {
+        queue.size("default").await.unwrap().ready == 1
+    })
+    .await;
+    worker.signal("TERM");
+    assert_eq!(worker.wait_exit(LONG).await.code(), Some(0));
+    let stopped = line(&worker, "outbox relay stopped").expect("the relay logged its stop");
+    assert_eq!(stopped["table"], "redjob_outbox", "{stopped}");
+    assert_eq!(stopped["relayed"], 1, "{stopped}");
+    assert_eq!(stopped["kept"], 0, "{stopped}");
+}
+
+/// An API and its workers starting together each call `create_table`: PostgreSQL's
+/// `CREATE TABLE IF NOT EXISTS` alone lets several find no table, and all but one then fail
+/// (`duplicate key value violates unique constraint "pg_type_typname_nsp_index"`, or the
+/// relation already exists); without the lock, 7 of the 8 calls of the first round failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_table_called_by_many_processes_at_once_succeeds_in_each() {
+    const CALLERS: usize = 8;
+    const ROUNDS: usize = 5;
+    let postgres = TestPostgres::start();
+    // Connected before the start, so that the calls, not the connections, race.
+    let mut conns = Vec::with_capacity(CALLERS);
+    for _ in 0..CALLERS {
+        conns.push(PgConnection::connect(&postgres.url()).await.unwrap());
+    }
+    for round in 0..ROUNDS {
+        let outbox = Outbox::table(&format!("started_together_{round}")).unwrap();
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(CALLERS));
+        let calls: Vec<_> = conns
+            .drain(..)
+            .map(|mut conn| {
+                let (outbox, start) = (outbox.clone(), start.clone());
+                tokio::spawn(async move {
+                    start.wait().await;
+                    let created = outbox.create_table(&mut conn).await;
+                    (conn, created)
+                })
+            })
+            .collect();
+        let mut failures = Vec::new();
+        for call in calls {
+            let (conn, created) = call.await.unwrap();
+            if let Err(err) = created {
+                failures.push(err.to_string());
+            }
+            conns.push(conn);
+        }
+        assert!(
+            failures.is_empty(),
+            "round {round}: {} of {CALLERS} calls failed: {failures:?}",
+            failures.len()
+        );
+        let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT count(*) FROM {}",
+            outbox.name()
+        )))
+        .fetch_one(&mut conns[0])
+        .await
+        .unwrap();
+        assert_eq!(rows, 0, "round {round}: the table is there, empty");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_committed_row_arrives_once_across_restarts_of_postgres_and_redis() {
     const JOBS: usize = 1500;

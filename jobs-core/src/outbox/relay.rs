@@ -309,16 +309,29 @@ impl Relay {
     /// ([`Outbox::status`]), for `jobsctl outbox`, the dashboard and the Prometheus gauges
     /// ([`Admin::outbox_relays`](crate::admin::Admin::outbox_relays)); it removes the record
     /// when it stops.
+    ///
+    /// It logs one line at info level when it starts (`outbox relay started`: the table, the
+    /// batch, and what wakes it) and one when it stops (`outbox relay stopped`, with the rows
+    /// it relayed and kept); a worker's log output shows them, a program of its own installs
+    /// a `tracing` subscriber for them.
     pub async fn run_until(self, stop: impl Future<Output = ()>) {
         let mut reporter = Reporter::new(&self.queue, self.outbox.name());
         self.relay_until(stop, &mut reporter).await;
         reporter.remove().await;
+        let (relayed, kept) = reporter.counted();
+        tracing::info!(
+            table = self.outbox.name(),
+            relayed,
+            kept,
+            "outbox relay stopped"
+        );
     }
 
     async fn relay_until(&self, stop: impl Future<Output = ()>, reporter: &mut Reporter) {
         tokio::pin!(stop);
         let mut listener: Option<PgListener> = None;
         let mut pause = Duration::from_millis(100);
+        let mut announced = false;
         loop {
             if listener.is_none() {
                 match self.listen().await {
@@ -327,6 +340,11 @@ impl Relay {
                         tracing::warn!(error = %err, "cannot listen for the outbox's commits; polling")
                     }
                 }
+            }
+            // After the first attempt to listen, so that the line says what wakes the relay.
+            if !announced {
+                announced = true;
+                self.announce(listener.is_some());
             }
             let passed = self.pass().await;
             if let Ok(pass) = &passed {
@@ -375,6 +393,26 @@ impl Relay {
                 },
             }
         }
+    }
+
+    /// Logs the start: the table, the batch, and what wakes the relay (`listening`: whether
+    /// it listens on the table's channel yet, besides its poll).
+    fn announce(&self, listening: bool) {
+        let channel = self.outbox.channel();
+        let poll_ms = u64::try_from(self.poll.as_millis()).unwrap_or(u64::MAX);
+        let woken = if listening {
+            format!("LISTEN {channel}, and a poll every {poll_ms} ms")
+        } else {
+            format!("a poll every {poll_ms} ms (LISTEN {channel} tried again after each pass)")
+        };
+        tracing::info!(
+            table = self.outbox.name(),
+            batch = self.batch,
+            listening,
+            poll_ms,
+            woken = %woken,
+            "outbox relay started"
+        );
     }
 
     /// A listener on the outbox's channel.

@@ -48,6 +48,11 @@ impl Reporter {
         self.info.kept += kept as u64;
     }
 
+    /// The rows relayed and kept since the relay started.
+    pub(super) fn counted(&self) -> (u64, u64) {
+        (self.info.relayed, self.info.kept)
+    }
+
     /// How long until the next refresh is due.
     pub(super) fn due_in(&self) -> Duration {
         self.next.saturating_duration_since(Instant::now())

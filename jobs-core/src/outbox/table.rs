@@ -82,14 +82,44 @@ impl Outbox {
     /// Creates the table through `executor` (a pool, a connection or a transaction) unless it
     /// exists: for a program that runs no migrations of its own. Otherwise put
     /// [`schema`](Self::schema) in a migration.
+    ///
+    /// Any number of processes may call it at once (an API and its workers starting
+    /// together): each takes a transaction-level advisory lock on a key derived from the
+    /// table's name (`pg_advisory_xact_lock`) before the schema, so one creates the table and
+    /// the others, waiting behind it, find it. Through a transaction of the caller's, the lock
+    /// is held until that transaction ends.
     pub async fn create_table<'e>(
         &self,
         executor: impl sqlx::PgExecutor<'e>,
     ) -> Result<(), OutboxError> {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(self.schema()))
+        // `IF NOT EXISTS` alone races: two sessions both find no table, and the second fails
+        // on the catalog's unique index. The statements go as one simple query, which
+        // PostgreSQL runs as one transaction (or inside the caller's), so the lock is held
+        // until the schema is committed.
+        let locked = format!(
+            "SELECT pg_advisory_xact_lock({});\n{}",
+            self.lock_key(),
+            self.schema()
+        );
+        sqlx::raw_sql(sqlx::AssertSqlSafe(locked))
             .execute(executor)
             .await?;
         Ok(())
+    }
+
+    /// The advisory lock key [`create_table`](Self::create_table) takes: FNV-1a of the
+    /// table's name without its schema, lowercased as PostgreSQL folds it, so that `outbox`
+    /// and `public.outbox` share it (tables of one name in two schemas only wait for each
+    /// other); fixed, so every version of every process takes the same one.
+    fn lock_key(&self) -> i64 {
+        let name = self.table.rsplit('.').next().unwrap_or(&self.table);
+        let hash = format!("redjob outbox {}", name.to_ascii_lowercase())
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+            });
+        // PostgreSQL's keys are bigints: the same 64 bits, read as signed.
+        hash as i64
     }
 
     /// The channel a commit notifies and relays listen on: the table's name.
