@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use examples::{Noop, Sum};
 use redjob::outbox::{Outbox, OutboxError, Relay};
-use redjob::status::{Cancelled, JobState};
+use redjob::status::{Cancelled, JobState, Tracked};
 use redjob::testing::{self, Fake};
-use redjob::{Bulk, Job, RedisQueue};
-use sqlx::{Acquire, PgPool};
+use redjob::{Bulk, Job, PendingDispatch, RedisQueue};
+use sqlx::{Acquire, PgConnection, PgPool};
 use tests::cluster::TestCluster;
 use tests::worker_process::WorkerProcess;
 use tests::{outbox_rows, TestPostgres, TestRedis};
@@ -167,32 +167,18 @@ async fn a_fake_of_its_own_handle_keeps_its_transactions_apart_from_the_installe
     assert_eq!(outbox_rows(&pool).await, 0);
 }
 
+/// Writes `dispatch`, tracked, in the transaction `tx`; its typed handle.
+async fn tracked_in(tx: &mut PgConnection, dispatch: PendingDispatch<Sum>) -> Tracked<Sum> {
+    dispatch.track().in_transaction(tx).await.unwrap()
+}
+
 /// Commits a tracked `Sum` in the outbox, relays it, and checks what its status says before a
 /// worker takes it: `queued`, or `delayed` for one due later.
 async fn relay_tracked(pool: &PgPool, queue: &RedisQueue) -> [uuid::Uuid; 3] {
     let mut tx = pool.begin().await.unwrap();
-    let ready = sum(&[1, 2, 3])
-        .dispatch()
-        .via(queue)
-        .track()
-        .in_transaction(&mut tx)
-        .await
-        .unwrap();
-    let delayed = sum(&[4])
-        .dispatch()
-        .via(queue)
-        .delay(600)
-        .track()
-        .in_transaction(&mut tx)
-        .await
-        .unwrap();
-    let to_cancel = sum(&[5])
-        .dispatch()
-        .via(queue)
-        .track()
-        .in_transaction(&mut tx)
-        .await
-        .unwrap();
+    let ready = tracked_in(&mut tx, sum(&[1, 2, 3]).dispatch().via(queue)).await;
+    let delayed = tracked_in(&mut tx, sum(&[4]).dispatch().via(queue).delay(600)).await;
+    let to_cancel = tracked_in(&mut tx, sum(&[5]).dispatch().via(queue)).await;
     // An untracked job beside them keeps no record.
     let untracked = Noop {}
         .dispatch()
