@@ -7,18 +7,17 @@ use async_trait::async_trait;
 use sqlx::PgConnection;
 use std::sync::Arc;
 
-use crate::queue::{Envelope, RedisQueue};
+use crate::queue::Envelope;
 
 use super::OutboxError;
 
 /// Where an offline handle's dispatches in a transaction go.
 #[async_trait]
 pub(crate) trait OfflineOutbox: Send + Sync + 'static {
-    /// Takes `envelopes`, dispatched through `queue` in the transaction (or on the connection)
-    /// `conn`: they count as pushed once it commits, and not at all if it rolls back.
+    /// Takes `envelopes`, dispatched in the transaction (or on the connection) `conn`: they
+    /// count as pushed once it commits, and not at all if it rolls back.
     async fn write(
         &self,
-        queue: &RedisQueue,
         conn: &mut PgConnection,
         envelopes: Vec<Envelope>,
     ) -> Result<(), OutboxError>;

@@ -193,7 +193,7 @@ impl Outbox {
             let offline = queue
                 .offline_part::<OfflineOutboxes>()
                 .ok_or(OutboxError::Offline)?;
-            return offline.0.write(queue, conn, envelopes).await;
+            return offline.0.write(conn, envelopes).await;
         }
         let rows = envelopes
             .into_iter()

@@ -340,7 +340,6 @@ impl crate::outbox::offline::OfflineOutbox for Recorder {
     /// or the savepoint they were written in, rolls back.
     async fn write(
         &self,
-        _queue: &RedisQueue,
         conn: &mut sqlx::PgConnection,
         envelopes: Vec<Envelope>,
     ) -> Result<(), crate::outbox::OutboxError> {
