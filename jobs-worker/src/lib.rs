@@ -14,9 +14,16 @@
 //! `docs/worker.md`; a program that runs a worker itself builds a [`Worker`] from them.
 //!
 //! The runtime's parts are private, one file per step of a job's path (`src/runtime/`: see
-//! `docs/architecture.md`). With the `ops` feature, on by default, [`ops`] holds the
-//! operators' tools: the `jobsctl` command and its web dashboard. An application that links
-//! the worker and wants none of that depends on `redjob-worker` with
+//! `docs/architecture.md`). With the `ops` feature, on by default, the module
+#![cfg_attr(feature = "ops", doc = "[`ops`](crate::ops)")]
+// Built without the feature (as the README has applications do), the module is not there to
+// link to: the name points at the published docs, built with every feature.
+#![cfg_attr(
+    not(feature = "ops"),
+    doc = "[`ops`](https://docs.rs/redjob-worker/latest/redjob_worker/ops/index.html)"
+)]
+//! holds the operators' tools: the `jobsctl` command and its web dashboard. An application
+//! that links the worker and wants none of that depends on `redjob-worker` with
 //! `default-features = false`.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -43,7 +50,14 @@ pub use runtime::watchdog::EXIT_CODE as WATCHDOG_EXIT_CODE;
 pub use runtime::worker::{Worker, WorkerError, CONFIG_EXIT_CODE};
 pub use stats::Stats;
 
-use clap::Parser;
+/// The command-line parser the worker's options are built with, for a program's own flags
+/// beside them ([`Command::from_args_with`], or [`WorkerOptions`] flattened into a parser of
+/// the program's): derived through this path, they are parsed by the very version the
+/// worker's options are, with no dependency of the program's own to keep in step. Bring it in
+/// with `use redjob_worker::clap;`, as clap's derives name the crate `clap`.
+pub use clap;
+
+use clap::{CommandFactory, FromArgMatches, Parser};
 use redjob::middleware::Layer;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
@@ -107,8 +121,9 @@ pub fn async_runtime(
 }
 
 /// A worker program: the command line of [`main`], parsed, with the state, middleware and
-/// listeners the program adds. For a binary whose state is built asynchronously (a database
-/// pool needs a runtime), in its own `#[tokio::main]`, without a dependency on clap:
+/// listeners the program adds, and its own default queues ([`Command::default_queues`]). For
+/// a binary whose state is built asynchronously (a database pool needs a runtime), in its own
+/// `#[tokio::main]`, without a dependency on clap:
 ///
 /// ```no_run
 /// # struct PgPool;
@@ -126,6 +141,9 @@ pub fn async_runtime(
 ///     command.state(pool).run().await
 /// }
 /// ```
+///
+/// A binary with flags of its own beside the worker's parses them with
+/// [`Command::from_args_with`].
 #[must_use = "a command does nothing until it is run"]
 pub struct Command {
     options: WorkerOptions,
@@ -140,7 +158,67 @@ impl Command {
         Command::new(WorkerOptions::parse())
     }
 
-    /// A worker program run with `options`.
+    /// The process's command line parsed as [`Command::from_args`] does, with the program's
+    /// own flags `A` beside the worker's: `--help` lists both, and a bad flag of either kind
+    /// exits as the binary does. `A` derives [`clap::Args`] through [`clap`] as this crate
+    /// re-exports it, so that one version of clap parses both, and the program needs no
+    /// dependency on clap. Its flags must not share a name with the worker's (clap panics at
+    /// the parse when they do); a doc comment on `A` is the program's description in `--help`.
+    ///
+    /// ```no_run
+    /// use redjob_worker::clap;
+    ///
+    /// /// Runs the shop's jobs.
+    /// #[derive(clap::Args)]
+    /// struct Flags {
+    ///     /// The carrier's API, which the shipping jobs call.
+    ///     #[arg(long, env = "CARRIER_URL")]
+    ///     carrier_url: String,
+    /// }
+    ///
+    /// /// The state the shipping jobs read.
+    /// struct Carrier {
+    ///     url: String,
+    /// }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> std::process::ExitCode {
+    ///     // --help, a bad option and a missing --carrier-url exit here.
+    ///     let (command, flags) = redjob_worker::Command::from_args_with::<Flags>();
+    ///     let carrier = Carrier { url: flags.carrier_url };
+    ///     command.state(carrier).run().await
+    /// }
+    /// ```
+    pub fn from_args_with<A: clap::Args>() -> (Command, A) {
+        parse_with(std::env::args_os()).unwrap_or_else(|err| err.exit())
+    }
+
+    /// A worker program run with `options`: the worker's options parsed by a parser of the
+    /// program's own (one with subcommands, say), into which [`WorkerOptions`] flattens.
+    ///
+    /// ```no_run
+    /// use redjob_worker::clap::{self, Parser};
+    ///
+    /// /// The shop's command line.
+    /// #[derive(Parser)]
+    /// #[command(version)]
+    /// struct Cli {
+    ///     #[command(flatten)]
+    ///     worker: redjob_worker::WorkerOptions,
+    ///     /// Check the settings and exit.
+    ///     #[arg(long)]
+    ///     check: bool,
+    /// }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> std::process::ExitCode {
+    ///     let cli = Cli::parse();
+    ///     if cli.check {
+    ///         return std::process::ExitCode::SUCCESS;
+    ///     }
+    ///     redjob_worker::Command::new(cli.worker).run().await
+    /// }
+    /// ```
     pub fn new(options: WorkerOptions) -> Command {
         Command {
             options,
@@ -151,6 +229,27 @@ impl Command {
     /// The options it runs with.
     pub fn options(&self) -> &WorkerOptions {
         &self.options
+    }
+
+    /// Takes jobs from `queues` unless the command line names its own with `--queue`
+    /// ([`WorkerOptions::default_queues`]): the default of a binary whose jobs declare queues
+    /// of their own (`#[job(queue = ...)]`), in place of `default`.
+    ///
+    /// ```no_run
+    /// #[tokio::main]
+    /// async fn main() -> std::process::ExitCode {
+    ///     redjob_worker::Command::from_args()
+    ///         .default_queues(["payments", "default"])
+    ///         .run()
+    ///         .await
+    /// }
+    /// ```
+    pub fn default_queues<Q: Into<String>>(
+        mut self,
+        queues: impl IntoIterator<Item = Q>,
+    ) -> Command {
+        self.options = self.options.default_queues(queues);
+        self
     }
 
     /// Gives the worker `value` as application state ([`Worker::state`]).
@@ -245,6 +344,19 @@ impl Command {
     }
 }
 
+/// The worker's options and a program's own flags `A`, parsed from one command line `args`
+/// (the program's name first).
+fn parse_with<A: clap::Args>(
+    args: impl IntoIterator<Item = impl Into<std::ffi::OsString> + Clone>,
+) -> Result<(Command, A), clap::Error> {
+    let mut parser = A::augment_args(WorkerOptions::command());
+    let mut matches = parser.try_get_matches_from_mut(args)?;
+    let options =
+        WorkerOptions::from_arg_matches_mut(&mut matches).map_err(|err| err.format(&mut parser))?;
+    let own = A::from_arg_matches_mut(&mut matches).map_err(|err| err.format(&mut parser))?;
+    Ok((Command::new(options), own))
+}
+
 /// Runs a worker with `options` until it stops, stopping gracefully on SIGTERM, SIGINT or
 /// SIGQUIT. A second signal exits the process at once (status 130); its running jobs come
 /// back after retry_after.
@@ -313,4 +425,86 @@ pub async fn stop_on_signals(stop: CancellationToken) {
     tokio::select! { _ = term.recv() => {}, _ = int.recv() => {}, _ = quit.recv() => {} }
     tracing::warn!("second stop signal; exiting at once");
     std::process::exit(130);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program's own flags, as `Command::from_args_with`'s example has them.
+    #[derive(Debug, clap::Args)]
+    struct Flags {
+        #[arg(long)]
+        carrier_url: String,
+        #[arg(long)]
+        dry_run: bool,
+    }
+
+    #[test]
+    fn a_programs_own_flags_are_parsed_beside_the_workers() {
+        let (command, flags) = parse_with::<Flags>([
+            "orders-worker",
+            "--queue",
+            "high",
+            "--carrier-url",
+            "http://carrier",
+            "--concurrency",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(flags.carrier_url, "http://carrier");
+        assert!(!flags.dry_run);
+        let config = command.options().config();
+        assert_eq!(
+            (config.queues, config.concurrency),
+            (vec!["high".to_owned()], 3)
+        );
+    }
+
+    /// What the parse of `args` stops at; panics when it does not stop.
+    fn stopped(args: &[&str]) -> clap::Error {
+        match parse_with::<Flags>(args) {
+            Ok(_) => panic!("{args:?} parsed"),
+            Err(err) => err,
+        }
+    }
+
+    #[test]
+    fn one_help_lists_both_and_a_bad_flag_of_either_kind_is_refused() {
+        let help = stopped(&["orders-worker", "--help"]);
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+        let help = help.to_string();
+        assert!(
+            help.contains("--carrier-url") && help.contains("--retry-after"),
+            "{help}"
+        );
+
+        let missing = stopped(&["orders-worker"]);
+        assert_eq!(
+            missing.kind(),
+            clap::error::ErrorKind::MissingRequiredArgument
+        );
+        let bad = stopped(&[
+            "orders-worker",
+            "--carrier-url",
+            "x",
+            "--concurrency",
+            "many",
+        ]);
+        assert_eq!(bad.kind(), clap::error::ErrorKind::ValueValidation);
+    }
+
+    #[test]
+    fn a_programs_default_queues_give_way_to_the_command_lines() {
+        let defaulted = Command::new(WorkerOptions::parse_from(["worker"]))
+            .default_queues(["payments", "default"]);
+        assert_eq!(defaulted.options().config().queues, ["payments", "default"]);
+
+        let given = Command::new(WorkerOptions::parse_from(["worker", "--queue", "high"]))
+            .default_queues(["payments"]);
+        assert_eq!(given.options().config().queues, ["high"]);
+
+        let plain = Command::new(WorkerOptions::parse_from(["worker"]));
+        assert_eq!(plain.options().config().queues, [redjob::DEFAULT_QUEUE]);
+    }
 }

@@ -15,9 +15,13 @@ use crate::config::WorkerConfig;
     version
 )]
 pub struct WorkerOptions {
-    /// Queues to take jobs from, in strict priority order (comma-separated).
-    #[arg(long, default_value = "default", value_delimiter = ',')]
-    pub queue: Vec<String>,
+    /// Queues to take jobs from, in strict priority order (comma-separated; default: the
+    /// program's own default queues, else default).
+    ///
+    /// `None` when the command line names none: [`WorkerOptions::config`] then takes the
+    /// queues [`WorkerOptions::default_queues`] gave, else `default`.
+    #[arg(long, value_delimiter = ',', value_name = "QUEUES")]
+    pub queue: Option<Vec<String>>,
 
     /// Attempts allowed per job, unless the job sets its own (0: unlimited).
     #[arg(long, default_value_t = 1)]
@@ -158,6 +162,28 @@ pub struct WorkerOptions {
 }
 
 impl WorkerOptions {
+    /// Takes jobs from `queues` unless the command line names its own with `--queue`: the
+    /// default of a program whose jobs declare queues of their own (`#[job(queue = ...)]`),
+    /// in place of `default`. [`Command::default_queues`](crate::Command::default_queues)
+    /// does the same for a worker program.
+    ///
+    /// ```
+    /// use redjob_worker::clap::Parser;
+    /// use redjob_worker::WorkerOptions;
+    ///
+    /// let options = WorkerOptions::parse_from(["worker"]).default_queues(["payments", "default"]);
+    /// assert_eq!(options.config().queues, ["payments", "default"]);
+    ///
+    /// let options = WorkerOptions::parse_from(["worker", "--queue", "high"]).default_queues(["payments"]);
+    /// assert_eq!(options.config().queues, ["high"]);
+    /// ```
+    pub fn default_queues<Q: Into<String>>(mut self, queues: impl IntoIterator<Item = Q>) -> Self {
+        if self.queue.is_none() {
+            self.queue = Some(queues.into_iter().map(Into::into).collect());
+        }
+        self
+    }
+
     /// The worker configuration these options describe: seconds become durations, `0`
     /// limits become `None`, and the backoff is the larger of --backoff and --delay, as in
     /// Laravel. What the watchdog does about a blocked handler is left at the default,
@@ -165,7 +191,10 @@ impl WorkerOptions {
     /// ([`Command`](crate::Command)) sets `ExitProcess`.
     pub fn config(&self) -> WorkerConfig {
         WorkerConfig {
-            queues: self.queue.clone(),
+            queues: self
+                .queue
+                .clone()
+                .unwrap_or_else(|| vec![redjob::DEFAULT_QUEUE.to_owned()]),
             tries: self.tries,
             backoff: self.backoff.max(&self.delay),
             timeout: (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
@@ -211,7 +240,7 @@ mod tests {
     #[test]
     fn defaults_are_laravels() {
         let o = WorkerOptions::parse_from(["worker"]);
-        assert_eq!(o.queue, ["default"]);
+        assert_eq!(o.queue, None);
         assert_eq!((o.tries, o.timeout, o.memory, o.max_jobs), (1, 60, 128, 0));
         let config = o.config();
         assert_eq!(config.sleep, Duration::from_secs(3));
@@ -231,7 +260,7 @@ mod tests {
             "--delay",
             "3",
         ]);
-        assert_eq!(o.queue, ["high", "default"]);
+        assert_eq!(o.config().queues, ["high", "default"]);
         assert_eq!(o.config().backoff.seconds(), [3, 5, 10]);
     }
 

@@ -3,6 +3,7 @@
 use crate::events::{Listener, Listeners};
 use redjob::middleware::Layer;
 use redjob::{DuplicateState, MissingState, RedisQueue};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -279,6 +280,7 @@ impl Worker {
             jobs = %redjob::job::registry::all().iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
             "worker started"
         );
+        warn_of_unserved_queues(&config.queues);
         if config
             .timeout
             .is_none_or(|timeout| timeout >= config.retry_after)
@@ -292,6 +294,38 @@ impl Worker {
         }
         warn_unless_noeviction(&self.queue).await;
     }
+}
+
+/// Warns when job types linked into the program declare queues (`#[job(queue = ...)]`, else
+/// `default`) that this worker does not take jobs from: their dispatches wait there for
+/// another worker, and a deployment that has none never runs them, with nothing said.
+fn warn_of_unserved_queues(served: &[String]) {
+    let mut unserved: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for registration in redjob::job::registry::all() {
+        let declared = registration
+            .options()
+            .queue
+            .unwrap_or(redjob::DEFAULT_QUEUE);
+        if !served.iter().any(|queue| queue == declared) {
+            unserved
+                .entry(declared)
+                .or_default()
+                .push(registration.name());
+        }
+    }
+    if unserved.is_empty() {
+        return;
+    }
+    let listed: Vec<String> = unserved
+        .iter()
+        .map(|(queue, jobs)| format!("{queue} ({})", jobs.join(",")))
+        .collect();
+    warn!(
+        queues = %served.join(","),
+        unserved = %listed.join("; "),
+        "job types linked into this worker declare queues it does not take jobs from: their \
+         jobs wait there for a worker that does (--queue names the queues to take)"
+    );
 }
 
 /// Warns when Redis may evict keys: any `maxmemory-policy` but `noeviction` can silently

@@ -3,7 +3,9 @@
 //! `Step` job labelled `<name>` on queue `sched` (for `--schedule`): `every` is a number of
 //! seconds or a cron expression, `missed` is `skip`, `last` or `all-N`;
 //! `TEST_SCHEDULE_OVERLAP=1` makes it `without_overlapping`. `TEST_OUTBOX_DATABASE_URL` makes
-//! it relay the default outbox of that database beside its jobs.
+//! it relay the default outbox of that database beside its jobs. `TEST_DEFAULT_QUEUES=a,b`
+//! stands for a binary's own default queues (`Command::default_queues`), which `--queue`
+//! overrides.
 
 use redjob::schedule::{Missed, Schedule};
 use std::time::Duration;
@@ -13,10 +15,20 @@ fn main() -> std::process::ExitCode {
     if let Ok(spec) = std::env::var("TEST_SCHEDULE") {
         define(&spec);
     }
+    if let Ok(queues) = std::env::var("TEST_DEFAULT_QUEUES") {
+        return with_default_queues(&queues);
+    }
     match std::env::var("TEST_OUTBOX_DATABASE_URL") {
         Ok(url) => relaying(&url),
         Err(_) => redjob_worker::main(),
     }
+}
+
+/// The worker of a binary that takes jobs from `queues` unless told otherwise.
+fn with_default_queues(queues: &str) -> std::process::ExitCode {
+    let command = redjob_worker::Command::from_args().default_queues(queues.split(','));
+    let runtime = redjob_worker::async_runtime(command.options().threads).expect("a Tokio runtime");
+    runtime.block_on(command.run())
 }
 
 /// The worker with an outbox relay: a program built on `redjob_worker::Command`.

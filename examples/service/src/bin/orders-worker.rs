@@ -1,21 +1,22 @@
 //! The order service's worker binary: every option of the queue's worker, with the state the
-//! service's jobs read, built at run time.
+//! service's jobs read, built at run time. It takes jobs from the service's queues unless
+//! `--queue` names others.
 //!
 //! ```text
-//! DATABASE_URL=postgres://... CARRIER_URL=http://... cargo run -p orders-service --bin orders-worker -- --queue orders,shipping
+//! DATABASE_URL=postgres://... CARRIER_URL=http://... cargo run -p orders-service --bin orders-worker
 //! ```
 
 use std::process::ExitCode;
 
 use orders_service::carrier::Carrier;
 use orders_service::orders::Orders;
-use orders_service::{connect_database, Settings};
+use orders_service::{connect_database, jobs, Settings};
 use redjob_worker::CONFIG_EXIT_CODE;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     // Parsed first: --help and a bad option end here, before any connection.
-    let command = redjob_worker::Command::from_args();
+    let command = redjob_worker::Command::from_args().default_queues(jobs::QUEUES);
     let settings = match Settings::from_env() {
         Ok(settings) => settings,
         Err(err) => return refuse(err),
