@@ -222,7 +222,7 @@ async fn a_relayed_tracked_job_is_queued_from_its_push_and_a_handle_from_its_uui
     let queue = redis.queue();
     let [ready, delayed, cancelled] = relay_tracked(&pool, &queue).await;
 
-    let _worker = WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), &redis.url(), &[]);
+    let _worker = WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis.url(), &[]);
     // A later request has only the uuid: the typed handle waits for the typed output.
     let total: u64 = queue.tracked::<Sum>(ready).wait(LONG).await.unwrap();
     assert_eq!(total, 6);

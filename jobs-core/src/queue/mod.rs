@@ -41,9 +41,9 @@ pub use config::{QueueConfig, TLS_CA_FILE_ENV};
 pub use extensions::Extensions;
 pub use group::{GroupLimits, GroupRate, InvalidGroupRate};
 pub use handle::RedisQueue;
+pub use push::{DebounceDispatch, Envelope, UniqueDispatch};
 #[cfg(feature = "postgres")]
 pub(crate) use push::{StatusStart, UniquePush};
-pub use push::{DebounceDispatch, Envelope, UniqueDispatch};
 pub use queued::Queued;
 pub use reserve::Popped;
 pub use size::{QueueSize, GROUPS_READ};
