@@ -88,10 +88,12 @@ async fn an_order_is_confirmed_and_shipped_through_the_fake_the_carrier_retried_
     // Committed with the order, recorded as pushed; not run until the fake is settled.
     flow.assert_pushed_on::<ConfirmOrder>("orders");
     assert!(flow.ran().is_empty());
+    assert_eq!(flow.unsettled(), 1);
     assert_eq!(order(orders, id).await.status, Status::Placed);
 
     // Runs ConfirmOrder, then the ShipOrder it committed with the confirmation.
     flow.settle().await;
+    assert_eq!(flow.unsettled(), 0);
     flow.assert_pushed_on::<ShipOrder>("shipping");
     assert_eq!(
         outbox_rows(pool).await,

@@ -253,6 +253,16 @@ impl Fake {
         self.recorder().transactions.waiting_count()
     }
 
+    /// How many jobs dispatched in transactions a fake that runs dispatches inline has not run
+    /// yet: committed and waiting for [`settle`](Self::settle), or waiting for their
+    /// transactions to end.
+    #[cfg(feature = "postgres")]
+    pub fn unsettled(&self) -> usize {
+        let recorder = self.records();
+        let unrun = recorder.unrun();
+        unrun + recorder.transactions.waiting_count()
+    }
+
     /// Fires the defined schedule `name` ([`crate::schedule::define`]) for its tick `tick`,
     /// as a worker keeping it would: its job is recorded unless a tick as late was fired
     /// ([`Fired::Taken`]) or, without overlapping, an earlier tick's job still holds its lock

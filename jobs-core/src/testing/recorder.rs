@@ -203,6 +203,12 @@ impl Recorder {
         }
     }
 
+    /// How many committed jobs an inline fake has recorded and not run yet.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn unrun(&self) -> usize {
+        self.state().unrun.len()
+    }
+
     /// Records the jobs whose transactions have committed and, in an inline fake, runs them
     /// and what they dispatch, until no committed job is left to run.
     #[cfg(feature = "postgres")]

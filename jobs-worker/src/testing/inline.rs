@@ -94,7 +94,12 @@ impl Inline {
     pub fn assert_ran<J: Job>(&self) {
         let ran = self.ran();
         if !ran.iter().any(|r| r.job.is::<J>() && r.runs.succeeded()) {
-            panic!("expected {} run to its end{}", J::NAME, listing(&ran));
+            panic!(
+                "expected {} run to its end{}{}",
+                J::NAME,
+                listing(&ran),
+                self.unsettled_note()
+            );
         }
     }
 
@@ -105,6 +110,20 @@ impl Inline {
         if ran.iter().any(|r| !r.runs.succeeded()) {
             panic!("expected every job to succeed{}", listing(&ran));
         }
+    }
+}
+
+impl Inline {
+    /// A line on the jobs dispatched in transactions that have not run yet, if any.
+    fn unsettled_note(&self) -> String {
+        #[cfg(feature = "postgres")]
+        if let n @ 1.. = self.installed.unsettled() {
+            return format!(
+                "\n  ({n} job(s) dispatched in transactions have not run: they run once their \
+                 transactions commit and the fake is settled, `flow.settle().await`)"
+            );
+        }
+        String::new()
     }
 }
 
