@@ -79,6 +79,33 @@ pub use workflow::{Batch, Chain};
 /// result (see [`status`]), and `state = Type`, once per type (application state the handler
 /// reads with [`JobContext::state`]; a worker without it refuses to start). The block may say
 /// `type Output = T;`, what `handle` returns (`()` otherwise). See [`Job`] for an example.
+///
+/// `crate = "path"` is the path through which the generated code names this crate, as
+/// serde's `#[serde(crate = "...")]` is: `::redjob` unless given. Give it where `redjob` is
+/// not a dependency under that name: a program that renamed it in its `Cargo.toml`
+/// (`jobs = { package = "redjob", version = "0.1" }`, then `#[job(crate = "jobs")]`), or
+/// code that reaches it through another crate's re-export (`#[job(crate = "my_sdk::redjob")]`).
+/// Without it such code does not compile: the generated code finds no crate `redjob`.
+///
+/// ```no_run
+/// // Stands for a crate of the application's own that re-exports redjob as `jobs`.
+/// mod platform {
+///     pub(crate) use ::redjob as jobs;
+/// }
+///
+/// use platform::jobs::{job, Job, JobContext, JobResult};
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Ping;
+///
+/// #[job(crate = "platform::jobs", queue = "health")]
+/// impl Job for Ping {
+///     async fn handle(&self, _ctx: &JobContext) -> JobResult {
+///         Ok(())
+///     }
+/// }
+/// # fn main() {}
+/// ```
 pub use redjob_macros::job;
 
 /// The attribute that makes a trait impl's `async fn`s object-safe; use it on

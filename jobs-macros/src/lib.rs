@@ -10,7 +10,10 @@ use quote::quote;
 use syn::parse::Parser;
 use syn::{parse_macro_input, Expr, ExprArray, ImplItem, ItemImpl, Lit, LitInt, LitStr, Path};
 
-/// Marks `impl Job for T` as a job. See `redjob::job` for the options.
+/// Marks `impl Job for T` as a job. See `redjob::job` for the options, among them
+/// `crate = "path"`: the path the generated code names `redjob` by (`::redjob` unless given),
+/// for a dependency renamed in `Cargo.toml` or reached through another crate's re-export, as
+/// serde's `#[serde(crate = "...")]`.
 #[proc_macro_attribute]
 pub fn job(args: TokenStream, input: TokenStream) -> TokenStream {
     let item = parse_macro_input!(input as ItemImpl);

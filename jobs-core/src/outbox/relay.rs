@@ -41,6 +41,29 @@ const MAX_PAUSE: Duration = Duration::from_secs(5);
 /// pushed again, and its job run twice, only if its pass's commit fails and the rows stay
 /// unclaimed longer than the guard: PostgreSQL ends a pass's transaction that sits idle for a
 /// minute (a relay whose host vanished), so its rows come back well within it.
+///
+/// A worker given a relay checks its table before its first job and logs through its own
+/// output. A program that runs a relay itself does both: it calls [`check`](Self::check)
+/// first, since [`run_until`](Self::run_until) does not ask and a relay without its table only
+/// logs each failed pass, forever; and it installs a `tracing` subscriber (the worker's is
+/// `redjob_worker::logging::init`), without which none of the relay's lines is shown.
+///
+/// ```no_run
+/// use redjob::outbox::{OutboxError, Relay};
+///
+/// # async fn demo(pool: sqlx::PgPool, queue: redjob::RedisQueue) -> Result<(), OutboxError> {
+/// // A tracing subscriber is installed first, for the relay's lines.
+/// let relay = Relay::new(pool, queue);
+/// match relay.check().await {
+///     Ok(()) => {}
+///     // The migration has not run: a setting to fix, not something to wait out.
+///     Err(missing @ OutboxError::TableMissing { .. }) => return Err(missing),
+///     // PostgreSQL not reachable yet: the relay's passes retry.
+///     Err(err) => tracing::warn!(error = %err, "cannot check the outbox table; relaying anyway"),
+/// }
+/// relay.run_until(std::future::pending::<()>()).await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Relay {
     pool: PgPool,

@@ -73,7 +73,29 @@ impl RedisQueue {
         Ok(())
     }
 
-    /// Sends one pipeline of one's own, as [`RedisQueue::query`] sends a command.
+    /// Sends a pipeline of one's own through this handle's connection, its commands in one
+    /// round trip, as [`RedisQueue::query`] sends a command: under the command timeout, and
+    /// once more on a fresh connection when the first met a refused one (which it was never
+    /// sent on). The reply holds each command's reply in order, as a tuple or a `Vec` (a
+    /// command marked `.ignore()` gives none); a command Redis refuses fails the whole call,
+    /// and the others are carried out nonetheless. `.atomic()` sends the commands as one
+    /// `MULTI`/`EXEC` transaction.
+    ///
+    /// On a Redis Cluster a pipeline goes to one node, so its keys must all be in one slot:
+    /// the keys of one queue are ([`RedisQueue::queue_keys`]), and keys of one's own share a
+    /// slot when they share a hash tag (`{tenant:7}:seen`, `{tenant:7}:last`). One that
+    /// crosses slots fails (`CROSSSLOT`); commands over keys of many slots go through
+    /// [`RedisQueue::query_each`].
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: redjob::RedisQueue) -> Result<(), redjob::Error> {
+    /// use redjob::redis;
+    /// let keys = queue.queue_keys("emails");
+    /// let mut pipe = redis::pipe();
+    /// pipe.llen(&keys.ready).zcard(&keys.delayed);
+    /// let (ready, delayed): (u64, u64) = queue.query_pipe(&pipe).await?;
+    /// # let _ = (ready, delayed); Ok(()) }
+    /// ```
     pub async fn query_pipe<T: FromRedisValue>(&self, pipe: &Pipeline) -> Result<T> {
         self.call(|mut conn| async move { pipe.query_async(&mut conn).await })
             .await
