@@ -34,7 +34,7 @@ use std::time::Duration;
 use tracing::warn;
 use uuid::Uuid;
 
-use crate::runtime::exit::Exit;
+use crate::exit::Exit;
 
 /// The longest one listener call may take before the worker goes on without it.
 pub const LISTENER_TIMEOUT: Duration = Duration::from_secs(5);

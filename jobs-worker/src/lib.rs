@@ -30,6 +30,7 @@
 
 mod config;
 pub mod events;
+mod exit;
 pub mod logging;
 #[cfg(feature = "ops")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ops")))]
@@ -43,9 +44,9 @@ mod stats;
 pub mod testing;
 
 pub use config::{OnBlocked, WorkerConfig};
+pub use exit::Exit;
 pub use options::WorkerOptions;
 pub use prometheus::MetricsError;
-pub use runtime::exit::Exit;
 pub use runtime::watchdog::EXIT_CODE as WATCHDOG_EXIT_CODE;
 pub use runtime::worker::{Worker, WorkerError, CONFIG_EXIT_CODE};
 pub use stats::Stats;

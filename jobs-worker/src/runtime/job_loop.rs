@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use crate::config::WorkerConfig;
+use crate::exit::Exit;
 use crate::runtime::ahead::Ahead;
-use crate::runtime::exit::Exit;
 use crate::runtime::lease::Held;
 use crate::runtime::outage::Pause;
 use crate::runtime::processor::Processor;

@@ -18,8 +18,9 @@
 //!   operators, and obeys their pause and restart requests; [`waits`] writes its `--wait`
 //!   thresholds at start; [`outbox`] runs an outbox relay beside the jobs when given one.
 //! - Shared by the steps above: [`reserved`] (the reserved job), [`deadline`] (a running
-//!   handler's deadline), [`exit`] (why a worker stopped), [`time`] (optional sleeps) and
-//!   [`outage`] (riding out Redis outages).
+//!   handler's deadline), [`time`] (optional sleeps) and [`outage`] (riding out Redis
+//!   outages). Why a worker stopped, [`Exit`](crate::Exit), is public, and lives at the
+//!   crate's root.
 //!
 //! No two modules import each other, directly or through others: the imports form a tree
 //! with [`worker`] at its root and the shared types at its leaves.
@@ -32,7 +33,6 @@ pub(crate) mod control;
 pub(crate) mod deadline;
 pub(crate) mod decode;
 pub(crate) mod execute;
-pub(crate) mod exit;
 pub(crate) mod hooks;
 pub(crate) mod job_loop;
 pub(crate) mod lease;

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::config::WorkerConfig;
-use crate::runtime::exit::Exit;
+use crate::exit::Exit;
 use crate::runtime::job_loop::JobLoop;
 use crate::runtime::outbox;
 use crate::runtime::services::Services;
