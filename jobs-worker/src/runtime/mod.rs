@@ -4,8 +4,9 @@
 //!   concurrency slots busy and decides when to stop), and stops the services.
 //! - [`reserve`] reserves jobs from the queues in priority order (`pop.lua`); [`waker`] is
 //!   the idle worker's blocking wait for a push or a due job.
-//! - [`ahead`] holds the jobs reserved ahead of a free slot, which the slots' tasks take as
-//!   their jobs end.
+//! - [`slot`] is one concurrency slot's task: it runs its job, then goes on with the jobs
+//!   reserved ahead while its jobs have to wait; [`ahead`] holds those jobs, which the
+//!   slots' tasks take as their jobs end.
 //! - [`processor`] takes one reserved job through its steps: [`decode`] its payload,
 //!   [`execute`] its handler under the attempt rules of [`rules`] (the one place a job's code
 //!   runs), [`settle`] the outcome in Redis; [`acker`] deletes finished jobs' reservations in
@@ -44,6 +45,7 @@ pub(crate) mod reserved;
 pub(crate) mod rules;
 pub(crate) mod scheduler;
 pub(crate) mod services;
+pub(crate) mod slot;
 pub(crate) mod settle;
 pub(crate) mod startup;
 pub(crate) mod time;

@@ -152,8 +152,8 @@ impl Processor {
             cancels: Some(&self.cancels),
             worker: &self.worker,
         };
-        // Not boxed apart: the job's task boxes its whole processing once (job_loop's
-        // `run_slot`), and every job runs its attempt.
+        // Not boxed apart: the job's task boxes its whole processing once (`slot::run`), and
+        // every job runs its attempt.
         let (verdict, error, ctx) =
             execute::run(around, decoded, &job.queue.name, Some(held), interrupt).await;
         if held.taken_over() {
