@@ -29,8 +29,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;
-pub mod events;
 mod exit;
+pub mod listeners;
 pub mod logging;
 #[cfg(feature = "ops")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ops")))]
@@ -268,7 +268,7 @@ impl Command {
     }
 
     /// Reports what the worker does to `listener` ([`Worker::listen`]).
-    pub fn listen(mut self, listener: impl events::Listener) -> Command {
+    pub fn listen(mut self, listener: impl listeners::Listener) -> Command {
         self.setup
             .push(Box::new(move |worker| worker.listen(listener)));
         self

@@ -3,7 +3,7 @@
 
 use examples::{Flaky, Guarded, Noop, Panic, RebuildIndex};
 use redjob::Bulk;
-use redjob_worker::events::{Cause, JobEvent, Listener};
+use redjob_worker::listeners::{Cause, JobEvent, Listener};
 use redjob_worker::{Exit, Worker, WorkerConfig};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::config::WorkerConfig;
-use crate::events::{Cause, JobEvent, Listeners};
+use crate::listeners::{Cause, JobEvent, Listeners};
 use crate::runtime::cancelled::CancelledBatches;
 use crate::runtime::cancels::CancelRequests;
 use crate::runtime::decode::{decode, Decoded, Undecodable};

@@ -1,7 +1,7 @@
 //! The tasks that run beside a worker's job loop: started together before its first fetch,
 //! stopped in order after its last job settled.
 
-use crate::events::Listeners;
+use crate::listeners::Listeners;
 use redjob::middleware::Layer;
 use redjob::queue::keys::QueueKeys;
 use redjob::{RedisQueue, State};

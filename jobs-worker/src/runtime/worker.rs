@@ -1,6 +1,6 @@
 //! The worker: a job loop with its services around it, from start to stop.
 
-use crate::events::{Listener, Listeners};
+use crate::listeners::{Listener, Listeners};
 use redjob::middleware::Layer;
 use redjob::{DuplicateState, MissingState, RedisQueue};
 use std::collections::BTreeMap;
@@ -132,7 +132,7 @@ impl Worker {
         self
     }
 
-    /// Reports what this worker does to `listener` (see [`crate::events`]); listeners added
+    /// Reports what this worker does to `listener` (see [`crate::listeners`]); listeners added
     /// first are called first.
     pub fn listen(mut self, listener: impl Listener) -> Self {
         self.listeners.push(Arc::new(listener));

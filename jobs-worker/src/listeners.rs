@@ -12,7 +12,7 @@
 //! reported on the dispatching side by [`RedisQueue::on_queued`](redjob::RedisQueue::on_queued).
 //!
 //! ```
-//! use redjob_worker::events::{JobEvent, Listener};
+//! use redjob_worker::listeners::{JobEvent, Listener};
 //!
 //! struct Alerts;
 //!
