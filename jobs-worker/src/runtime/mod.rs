@@ -2,15 +2,15 @@
 //!
 //! - [`worker`] makes the [`startup`] checks, starts a worker's [`services`], runs its [`job_loop`] (which keeps the
 //!   concurrency slots busy and decides when to stop), and stops the services.
-//! - [`reserve`] reserves jobs from the queues in priority order (`pop.lua`); [`waker`] is
+//! - [`fetcher`] reserves jobs from the queues in priority order (`pop.lua`); [`waker`] is
 //!   the idle worker's blocking wait for a push or a due job.
 //! - [`slot`] is one concurrency slot's task: it runs its job, then goes on with the jobs
 //!   reserved ahead while its jobs have to wait; [`ahead`] holds those jobs, which the
 //!   slots' tasks take as their jobs end.
 //! - [`processor`] takes one reserved job through its steps: [`decode`] its payload,
 //!   [`execute`] its handler under the attempt rules of [`rules`] (the one place a job's code
-//!   runs), [`settle`] the outcome in Redis; [`acker`] deletes finished jobs' reservations in
-//!   batches; [`hooks`] runs failed jobs' `failed()` hooks, and those owed by dead workers.
+//!   runs), and has the [`settler`] settle the outcome in Redis; [`acker`] deletes finished
+//!   jobs' reservations in batches; [`hooks`] runs failed jobs' `failed()` hooks, and those owed by dead workers.
 //! - [`lease`] keeps the registry of reserved jobs (running, or waiting for a slot) and
 //!   extends their reservations while it holds them; [`watchdog`] acts on a handler that
 //!   blocks its thread past its timeout or its cancel grace; [`cancels`] follows cancel
@@ -34,19 +34,19 @@ pub(crate) mod control;
 pub(crate) mod deadline;
 pub(crate) mod decode;
 pub(crate) mod execute;
+pub(crate) mod fetcher;
 pub(crate) mod hooks;
 pub(crate) mod job_loop;
 pub(crate) mod lease;
 pub(crate) mod outage;
 pub(crate) mod outbox;
 pub(crate) mod processor;
-pub(crate) mod reserve;
 pub(crate) mod reserved;
 pub(crate) mod rules;
 pub(crate) mod scheduler;
 pub(crate) mod services;
+pub(crate) mod settler;
 pub(crate) mod slot;
-pub(crate) mod settle;
 pub(crate) mod startup;
 pub(crate) mod time;
 pub(crate) mod waits;

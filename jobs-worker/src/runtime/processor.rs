@@ -3,7 +3,7 @@
 //!
 //! `Processor::process` is the single path every job takes: [`decode`](super::decode) the
 //! payload -> check attempts and [`execute`](super::execute) the handler -> verdict ->
-//! [`settle`](super::settle) -> tell the listeners -> run a failed job's `failed()` hook
+//! [`settle`](super::settler) -> tell the listeners -> run a failed job's `failed()` hook
 //! ([`hooks`](super::hooks)).
 
 use redjob::__worker::{done_steps, failed_steps, released_steps, SettleSteps};
@@ -25,7 +25,7 @@ use crate::runtime::hooks;
 use crate::runtime::lease::{Held, Running};
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::Verdict;
-use crate::runtime::settle::{AttemptEffects, Settled, Settler};
+use crate::runtime::settler::{AttemptEffects, Settled, Settler};
 
 /// Runs jobs and settles them. One processor serves every job task of a worker.
 pub(crate) struct Processor {

@@ -36,8 +36,8 @@ use tokio::sync::Notify;
 use tracing::{debug, warn};
 
 use crate::runtime::control::Control;
+use crate::runtime::fetcher::{Fetched, PopBehind};
 use crate::runtime::outage::Pause;
-use crate::runtime::reserve::{Fetched, PopBehind};
 
 /// How long [`Waker::hurry_pop`] first waits for the pop before it asks Redis again to end
 /// the BLPOP, in case its request reached the server before the BLPOP did; each wait doubles,

@@ -40,7 +40,7 @@ use crate::runtime::execute::{job_span, verdict};
 use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::{AttemptError, Verdict};
-use crate::runtime::settle::{AttemptEffects, Settler};
+use crate::runtime::settler::{AttemptEffects, Settler};
 
 /// The process exit status after the watchdog ended a worker: 1, as Laravel's worker exits
 /// when a job times out.

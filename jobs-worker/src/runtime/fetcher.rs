@@ -1,4 +1,5 @@
-//! Where a job is reserved: the fetcher pops jobs from the worker's queues in strict priority order.
+//! The worker's side of reserving jobs: the fetcher pops jobs from the worker's queues in
+//! strict priority order, each pop one `pop.lua` call of jobs-core's queue layer.
 
 use redjob::__worker::{PopArgs, WorkerQueue};
 use redjob::queue::keys::QueueKeys;

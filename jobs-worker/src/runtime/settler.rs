@@ -1,5 +1,6 @@
-//! Settling an attempt in Redis: a finished job goes to the acker, a released one back to
-//! `:delayed`, a failed one to the failed-job store, each counted for the operators.
+//! The worker's side of settling an attempt: a finished job goes to the acker, a released one
+//! back to `:delayed`, a failed one to the failed-job store, each counted for the operators;
+//! the scripts that settle it are jobs-core's queue layer.
 
 use redjob::__worker::{SettleSteps, Settlement, WorkerQueue};
 use redjob::admin::AttemptOutcome;
