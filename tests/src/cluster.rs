@@ -152,9 +152,9 @@ const EXAMPLES_PREFIX: &str = "examples:";
 /// jobs.
 fn published_by_workers(key: &str) -> bool {
     let unprefixed = keys::Keys::default();
-    key == keys::WORKERS
+    key == unprefixed.workers()
         || [
-            keys::METRICS_PREFIX,
+            unprefixed.metrics_pattern().trim_end_matches('*'),
             &unprefixed.worker(""),
             &unprefixed.recent(""),
         ]

@@ -22,7 +22,7 @@ impl Dashboard {
             .args(["--redis", redis_url, "dashboard", "--listen", &addr])
             .args(args)
             .env_remove("REDIS_URL")
-            .env_remove(redjob::queue::keys::PREFIX_ENV)
+            .env_remove(redjob::queue::PREFIX_ENV)
             .env_remove(redjob_worker::ops::dashboard::AUTH_ENV)
             .envs(envs.iter().copied())
             .stdin(Stdio::null())

@@ -49,7 +49,7 @@ impl JobsCommand {
             .args(["--redis", &self.redis_url])
             .args(args)
             .env_remove("REDIS_URL")
-            .env_remove(redjob::queue::keys::PREFIX_ENV)
+            .env_remove(redjob::queue::PREFIX_ENV)
             .stdin(if input.is_some() {
                 Stdio::piped()
             } else {
@@ -83,7 +83,7 @@ impl JobsCommand {
         let mut child = Command::new("script")
             .args(["-qec", &command.join(" "), "/dev/null"])
             .env_remove("REDIS_URL")
-            .env_remove(redjob::queue::keys::PREFIX_ENV)
+            .env_remove(redjob::queue::PREFIX_ENV)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -61,7 +61,7 @@ impl WorkerProcess {
             .args(args)
             .env_remove(redjob::payload::signing::SIGNING_KEY_ENV)
             .env_remove(redjob::queue::TLS_CA_FILE_ENV)
-            .env_remove(redjob::queue::keys::PREFIX_ENV)
+            .env_remove(redjob::queue::PREFIX_ENV)
             .env_remove(redjob::payload::encrypted::APP_KEY_ENV)
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")

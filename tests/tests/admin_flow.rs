@@ -6,7 +6,7 @@ use examples::{Flaky, Noop, Panic};
 use redis::AsyncCommands;
 use redjob::__worker::WorkerQueue;
 use redjob::admin::{Admin, AdminError, FailedFilter, FailedSelection, Section};
-use redjob::queue::keys::{self, QueueKeys};
+use redjob::queue::keys::{KeyLayout, Keys, QueueKeys};
 use redjob::Payload;
 use std::time::Duration;
 use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};
@@ -104,7 +104,10 @@ async fn a_retried_job_goes_back_to_its_queue_with_attempts_0_and_runs_again() {
         admin.failed_job(&uuids[0]).await,
         Err(AdminError::FailedJobNotFound(_))
     ));
-    let index: Vec<String> = conn.zrange(keys::FAILED_JOBS_INDEX, 0, -1).await.unwrap();
+    let index: Vec<String> = conn
+        .zrange(KeyLayout::Standalone.failed_jobs_index(), 0, -1)
+        .await
+        .unwrap();
     assert_eq!(index, [uuids[1].clone()]);
 
     // A second run fails it again, on attempt 1: the count started from 0.
@@ -162,7 +165,11 @@ async fn flush_deletes_all_or_only_records_older_than_the_age() {
     let mut conn = redis.conn().await;
     let two_hours_ago = redis.server_time().await - 7200.0;
     let _: () = conn
-        .zadd(keys::FAILED_JOBS_INDEX, &uuids[0], two_hours_ago)
+        .zadd(
+            KeyLayout::Standalone.failed_jobs_index(),
+            &uuids[0],
+            two_hours_ago,
+        )
         .await
         .unwrap();
 
@@ -175,7 +182,10 @@ async fn flush_deletes_all_or_only_records_older_than_the_age() {
     assert_eq!(admin.failed_count().await.unwrap(), 2);
 
     assert_eq!(admin.flush_failed(None).await.unwrap(), 2);
-    let left: u64 = conn.hlen(keys::FAILED_JOBS).await.unwrap();
+    let left: u64 = conn
+        .hlen(KeyLayout::Standalone.failed_jobs())
+        .await
+        .unwrap();
     assert_eq!(left, 0);
     assert_eq!(admin.failed_count().await.unwrap(), 0);
 }
@@ -302,10 +312,7 @@ async fn a_live_worker_publishes_its_record_and_per_minute_metrics() {
     let flaky = sum(&|m| m.bucket.jobs.get("flaky").copied());
     assert_eq!((flaky.processed, flaky.released, flaky.done()), (2, 1, 1));
     assert_eq!(sum(&|m| m.bucket.jobs.get("noop").copied()).processed, 3);
-    let keys_with_ttl: Vec<String> = conn
-        .keys(format!("{}*", keys::METRICS_PREFIX))
-        .await
-        .unwrap();
+    let keys_with_ttl: Vec<String> = conn.keys(Keys::default().metrics_pattern()).await.unwrap();
     assert!(!keys_with_ttl.is_empty());
     for key in keys_with_ttl {
         let ttl: i64 = conn.ttl(&key).await.unwrap();

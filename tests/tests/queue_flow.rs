@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
-use redjob::queue::keys::{QueueKeys, FAILED_JOBS, FAILED_JOBS_INDEX};
+use redjob::queue::keys::{KeyLayout, QueueKeys};
 use redjob::queue::Envelope;
 use redjob::{
     job, Bulk, Error, FailedJob, Job, JobContext, JobResult, QueueConfig, QueueSize, RedisQueue,
@@ -93,11 +93,14 @@ async fn snapshot(conn: &mut Conn, keys: &QueueKeys) -> Vec<String> {
         format!("notify {:?}", lrange(conn, &keys.notify).await),
         format!(
             "failed {:?}",
-            conn.hgetall::<_, HashMap<String, String>>(FAILED_JOBS)
+            conn.hgetall::<_, HashMap<String, String>>(KeyLayout::Standalone.failed_jobs())
                 .await
                 .expect("HGETALL")
         ),
-        format!("failed index {:?}", zrange(conn, FAILED_JOBS_INDEX).await),
+        format!(
+            "failed index {:?}",
+            zrange(conn, KeyLayout::Standalone.failed_jobs_index()).await
+        ),
     ]
 }
 
@@ -817,7 +820,10 @@ async fn fail_records_the_job_and_removes_the_reservation() {
     let now = redis.server_time().await;
 
     assert!(!exists(&mut conn, "queues:q:reserved").await);
-    let stored: String = conn.hget(FAILED_JOBS, &uuid).await.unwrap();
+    let stored: String = conn
+        .hget(KeyLayout::Standalone.failed_jobs(), &uuid)
+        .await
+        .unwrap();
     let fields = json_fields(&stored);
     assert_eq!(
         field_names(&fields),
@@ -837,7 +843,7 @@ async fn fail_records_the_job_and_removes_the_reservation() {
     assert_eq!(fields["payload"], json!(payload));
     assert_eq!(fields["exception"], json!("RuntimeError: boom"));
     assert_eq!(fields["failed_at"], json!(record.failed_at));
-    let index = zrange(&mut conn, FAILED_JOBS_INDEX).await;
+    let index = zrange(&mut conn, KeyLayout::Standalone.failed_jobs_index()).await;
     assert_eq!(index.len(), 1);
     assert_eq!(index[0].0, uuid);
     assert_close(index[0].1, now, CLOCK_SLACK, "failed_jobs:index score");
@@ -849,7 +855,12 @@ async fn fail_records_the_job_and_removes_the_reservation() {
     // A job that was never reserved (reserved = None) is recorded too.
     let other = FailedJob::new("other", "redis", "q", "{}", "bad payload");
     assert!(queue.fail(&keys, None, &other).await.unwrap());
-    assert_eq!(conn.hlen::<_, u64>(FAILED_JOBS).await.unwrap(), 2);
+    assert_eq!(
+        conn.hlen::<_, u64>(KeyLayout::Standalone.failed_jobs())
+            .await
+            .unwrap(),
+        2
+    );
     assert_eq!(
         queue.failed_jobs(10).await.unwrap()[0],
         other,
@@ -872,15 +883,21 @@ async fn failed_store_keeps_the_newest_max_jobs() {
     for uuid in &uuids {
         let record = FailedJob::new(uuid, "redis", "q", "{}", "boom");
         assert!(queue.fail(&keys, None, &record).await.unwrap());
-        let kept: u64 = conn.zcard(FAILED_JOBS_INDEX).await.unwrap();
+        let kept: u64 = conn
+            .zcard(KeyLayout::Standalone.failed_jobs_index())
+            .await
+            .unwrap();
         assert!(kept <= 5, "at most 5 kept, found {kept}");
     }
-    let mut kept_index: Vec<String> = zrange(&mut conn, FAILED_JOBS_INDEX)
+    let mut kept_index: Vec<String> = zrange(&mut conn, KeyLayout::Standalone.failed_jobs_index())
         .await
         .into_iter()
         .map(|(uuid, _)| uuid)
         .collect();
-    let mut kept_hash: Vec<String> = conn.hkeys(FAILED_JOBS).await.unwrap();
+    let mut kept_hash: Vec<String> = conn
+        .hkeys(KeyLayout::Standalone.failed_jobs())
+        .await
+        .unwrap();
     let mut newest: Vec<String> = uuids[3..].to_vec();
     kept_index.sort();
     kept_hash.sort();
@@ -911,20 +928,29 @@ async fn failed_store_drops_records_older_than_max_age() {
     let now = redis.server_time().await;
     for (uuid, age) in [("old", 7200.0), ("older", 90_000.0), ("recent", 60.0)] {
         let record = FailedJob::new(uuid, "redis", "q", "{}", "boom").to_json();
-        let _: () = conn.hset(FAILED_JOBS, uuid, record).await.unwrap();
-        let _: () = conn.zadd(FAILED_JOBS_INDEX, uuid, now - age).await.unwrap();
+        let _: () = conn
+            .hset(KeyLayout::Standalone.failed_jobs(), uuid, record)
+            .await
+            .unwrap();
+        let _: () = conn
+            .zadd(KeyLayout::Standalone.failed_jobs_index(), uuid, now - age)
+            .await
+            .unwrap();
     }
     let record = FailedJob::new("new", "redis", "q", "{}", "boom");
     assert!(queue.fail(&keys, None, &record).await.unwrap());
 
-    let mut kept: Vec<String> = zrange(&mut conn, FAILED_JOBS_INDEX)
+    let mut kept: Vec<String> = zrange(&mut conn, KeyLayout::Standalone.failed_jobs_index())
         .await
         .into_iter()
         .map(|(uuid, _)| uuid)
         .collect();
     kept.sort();
     assert_eq!(kept, ["new", "recent"]);
-    let mut hash: Vec<String> = conn.hkeys(FAILED_JOBS).await.unwrap();
+    let mut hash: Vec<String> = conn
+        .hkeys(KeyLayout::Standalone.failed_jobs())
+        .await
+        .unwrap();
     hash.sort();
     assert_eq!(hash, ["new", "recent"]);
 }

@@ -43,7 +43,7 @@ pub use queues::{QueueStats, QueuedJob, Section, UnknownSection};
 pub use schedules::{ScheduleInfo, STALE_AFTER};
 pub use telemetry::{
     AttemptOutcome, Bucket, OutcomeCounts, RecentJob, RunningJob, WorkerInfo,
-    DEFAULT_METRICS_RETENTION, RUNNING_LISTED,
+    DEFAULT_METRICS_RETENTION, RECENT_LIMIT, RUNNING_LISTED,
 };
 pub use unique::{HeldLock, UniqueFilter, UniquePage};
 pub use waits::WaitThreshold;

@@ -102,6 +102,9 @@ impl std::str::FromStr for AttemptOutcome {
     }
 }
 
+/// How many finished attempts a queue's recent-jobs list (`jobs:recent:<queue>`) keeps.
+pub const RECENT_LIMIT: usize = 100;
+
 /// One finished attempt, as a queue's recent-jobs list (`jobs:recent:<queue>`) holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecentJob {

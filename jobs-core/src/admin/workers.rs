@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-use super::telemetry::{AttemptOutcome, Bucket, RecentJob, WorkerInfo};
+use super::telemetry::{AttemptOutcome, Bucket, RecentJob, WorkerInfo, RECENT_LIMIT};
 use super::{Admin, AdminError, CHUNK};
 use crate::error::Result;
 use crate::queue::scripts;
@@ -112,8 +112,8 @@ impl Admin {
     }
 
     /// The last attempts workers finished on a queue, newest first, at most `limit` (workers
-    /// keep the last [`RECENT_LIMIT`](crate::queue::keys::RECENT_LIMIT); they send them about once a second). Entries
-    /// that do not parse are left out.
+    /// keep the last [`RECENT_LIMIT`]; they send them about once a second). Entries that do
+    /// not parse are left out.
     pub async fn recent(&self, queue: &str, limit: usize) -> Result<Vec<RecentJob>, AdminError> {
         if limit == 0 {
             return Ok(Vec::new());
@@ -131,9 +131,9 @@ impl Admin {
 
     /// One page of a queue's recent attempts that `filter` matches, newest first, at most
     /// `limit`, after the cursor `after` (a page's [`RecentPage::next`]). The list holds at most
-    /// [`RECENT_LIMIT`](crate::queue::keys::RECENT_LIMIT) entries, so one `LRANGE` reads it
-    /// whole; a cursor names the last attempt shown, and the next page starts after it
-    /// wherever newer attempts pushed it (at the end once it dropped off the list).
+    /// [`RECENT_LIMIT`] entries, so one `LRANGE` reads it whole; a cursor names the last
+    /// attempt shown, and the next page starts after it wherever newer attempts pushed it (at
+    /// the end once it dropped off the list).
     pub async fn recent_page(
         &self,
         queue: &str,
@@ -141,7 +141,7 @@ impl Admin {
         after: Option<&str>,
         limit: usize,
     ) -> Result<RecentPage, AdminError> {
-        let all = self.recent(queue, crate::queue::keys::RECENT_LIMIT).await?;
+        let all = self.recent(queue, RECENT_LIMIT).await?;
         let start = match after {
             None => 0,
             Some(cursor) => match all.iter().position(|job| recent_cursor(job) == cursor) {

@@ -1,7 +1,9 @@
-//! A relay's record for operators ([`Keys::outbox_relay`](crate::queue::keys::Keys::outbox_relay),
-//! listed in [`OUTBOX_RELAYS`](crate::queue::keys::OUTBOX_RELAYS)), as a worker keeps its
-//! heartbeat: refreshed every [`RELAY_REPORT_EVERY`] with a measure of its table, expiring
-//! after [`RELAY_TTL`] unless refreshed, removed when the relay stops.
+//! A relay's record for operators ([`Keys::outbox_relay`], listed in [`Keys::outbox_relays`]),
+//! as a worker keeps its heartbeat: refreshed every [`RELAY_REPORT_EVERY`] with a measure of
+//! its table, expiring after [`RELAY_TTL`] unless refreshed, removed when the relay stops.
+//!
+//! [`Keys::outbox_relay`]: crate::queue::keys::Keys::outbox_relay
+//! [`Keys::outbox_relays`]: crate::queue::keys::Keys::outbox_relays
 
 use chrono::Utc;
 use sqlx::PgPool;

@@ -5,10 +5,13 @@ use std::time::Duration;
 
 use crate::payload::encrypted::LaravelKey;
 use crate::payload::signing::SigningKey;
-use crate::queue::keys;
 
 /// The environment variable [`QueueConfig::default`] reads the TLS CA certificate file from.
 pub const TLS_CA_FILE_ENV: &str = "REDIS_TLS_CA_FILE";
+
+/// The environment variable [`QueueConfig::default`] reads the key prefix from, as Laravel's
+/// `REDIS_PREFIX`.
+pub const PREFIX_ENV: &str = "REDIS_PREFIX";
 
 /// Settings of a [`RedisQueue`](crate::RedisQueue).
 ///
@@ -43,7 +46,7 @@ pub struct QueueConfig {
     /// The prefix put before every key this handle reads or writes, to share queues with a
     /// Laravel app whose Redis connection has one (`database.redis.options.prefix`, by
     /// default `<app>_database_`). Default: the value of `REDIS_PREFIX`
-    /// ([`keys::PREFIX_ENV`]), or none.
+    /// ([`PREFIX_ENV`]), or none.
     pub prefix: String,
     /// The Laravel app's key, with which a worker reads the job classes the app queues
     /// encrypted (`ShouldBeEncrypted`). Default: the key in `APP_KEY`
@@ -68,7 +71,7 @@ impl Default for QueueConfig {
             tls_ca_file: std::env::var_os(TLS_CA_FILE_ENV)
                 .filter(|path| !path.is_empty())
                 .map(PathBuf::from),
-            prefix: std::env::var(keys::PREFIX_ENV).unwrap_or_default(),
+            prefix: std::env::var(PREFIX_ENV).unwrap_or_default(),
             laravel_key: LaravelKey::from_env(),
             batch_retention: Duration::from_secs(7 * 24 * 3600),
         }

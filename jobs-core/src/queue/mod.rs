@@ -37,10 +37,11 @@ mod size;
 pub(crate) mod spread;
 mod url;
 
-pub use config::{QueueConfig, TLS_CA_FILE_ENV};
+pub use config::{QueueConfig, PREFIX_ENV, TLS_CA_FILE_ENV};
 pub use extensions::Extensions;
 pub use group::{GroupLimits, GroupRate, InvalidGroupRate};
 pub use handle::RedisQueue;
+pub(crate) use push::OPEN_STATUS_TTL;
 pub use push::{DebounceDispatch, Envelope, UniqueDispatch};
 #[cfg(feature = "postgres")]
 pub(crate) use push::{StatusStart, UniquePush};

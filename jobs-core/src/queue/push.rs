@@ -45,6 +45,11 @@ pub struct Envelope {
     pub group: Option<String>,
 }
 
+/// How long a tracked job's status record is kept while the job has not settled for good,
+/// from its last change: a day. Its push starts the record with it ([`StatusStart`]), and each
+/// change to the record while the job is open keeps it that long again.
+pub(crate) const OPEN_STATUS_TTL: Duration = Duration::from_secs(24 * 3600);
+
 /// A tracked job's status record as its push starts it ([`RedisQueue::status_start`]): its
 /// key, and the arguments `track.lua` takes, which the scripts that push and start a record
 /// in one step take too.
@@ -322,7 +327,7 @@ impl RedisQueue {
             Some(delay) => ("delayed", delay.duration_from_now()),
             None => ("queued", Duration::ZERO),
         };
-        let keep = delay + crate::queue::keys::OPEN_STATUS_TTL;
+        let keep = delay + OPEN_STATUS_TTL;
         StatusStart {
             record: self.keys().status(&uuid.to_string()),
             state,

@@ -10,8 +10,7 @@
 
 use chrono::{DateTime, Utc};
 use redjob::__worker::telemetry;
-use redjob::admin::{AttemptOutcome, Bucket, RecentJob, WorkerInfo};
-use redjob::queue::keys;
+use redjob::admin::{AttemptOutcome, Bucket, RecentJob, WorkerInfo, RECENT_LIMIT};
 use redjob::RedisQueue;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};
@@ -42,7 +41,7 @@ pub(crate) struct Control {
 struct Pending {
     /// Counters by minute.
     counts: BTreeMap<i64, Bucket>,
-    /// Finished attempts by queue, oldest first, at most [`keys::RECENT_LIMIT`] each.
+    /// Finished attempts by queue, oldest first, at most [`RECENT_LIMIT`] each.
     recent: HashMap<String, VecDeque<RecentJob>>,
 }
 
@@ -122,7 +121,7 @@ impl Control {
         // A busy queue fills its list within the second between two publishes, and then each
         // attempt takes the place of the oldest: it is written into that entry's buffers,
         // which saves every attempt its allocations.
-        let mut recent = if list.len() == keys::RECENT_LIMIT {
+        let mut recent = if list.len() == RECENT_LIMIT {
             list.pop_front()
         } else {
             None
@@ -181,7 +180,7 @@ impl Control {
         for (queue, mut older) in unsent.recent {
             let newer = pending.recent.remove(&queue).unwrap_or_default();
             older.extend(newer);
-            while older.len() > keys::RECENT_LIMIT {
+            while older.len() > RECENT_LIMIT {
                 older.pop_front();
             }
             pending.recent.insert(queue, older);
@@ -319,7 +318,7 @@ impl Publisher {
                 .collect();
             // LPUSH puts the last entry, the newest, at the head.
             commands.push(redis::cmd("LPUSH").arg(&key).arg(entries).clone());
-            let last_kept = keys::RECENT_LIMIT as isize - 1;
+            let last_kept = RECENT_LIMIT as isize - 1;
             commands.push(redis::cmd("LTRIM").arg(&key).arg(0).arg(last_kept).clone());
             commands.push(redis::cmd("EXPIRE").arg(&key).arg(keep).clone());
         }
@@ -392,7 +391,7 @@ mod tests {
     #[test]
     fn recent_jobs_keep_the_last_ones_of_each_queue_with_their_own_fields_in_reused_entries() {
         let control = Control::new("billing");
-        let attempts = 2 * (keys::RECENT_LIMIT + 25);
+        let attempts = 2 * (RECENT_LIMIT + 25);
         for n in 0..attempts {
             let uuid = format!("u{n}");
             let failed = n % 3 == 0;
@@ -414,7 +413,7 @@ mod tests {
         }
         let pending = control.take_pending();
         let even = &pending.recent["even"];
-        assert_eq!(even.len(), keys::RECENT_LIMIT);
+        assert_eq!(even.len(), RECENT_LIMIT);
         let uuids: Vec<&str> = even.iter().map(|job| job.uuid.as_str()).collect();
         let expected: Vec<String> = (0..attempts)
             .filter(|n| n % 2 == 0)
@@ -422,7 +421,7 @@ mod tests {
             .map(|n| format!("u{n}"))
             .collect();
         assert_eq!(uuids, expected);
-        assert_eq!(pending.recent["odd"].len(), keys::RECENT_LIMIT);
+        assert_eq!(pending.recent["odd"].len(), RECENT_LIMIT);
         for job in even.iter().chain(&pending.recent["odd"]) {
             let n: usize = job.uuid[1..].parse().unwrap();
             let failed = n % 3 == 0;

@@ -13,8 +13,7 @@ use redjob::admin::{
     Admin, AdminError, BatchFilter, BatchState, FailedEntry, FailedFilter, FailedSelection,
     QueueStats, RecentFilter, UniqueFilter,
 };
-use redjob::admin::{AttemptOutcome, WorkerInfo};
-use redjob::queue::keys::RECENT_LIMIT;
+use redjob::admin::{AttemptOutcome, WorkerInfo, RECENT_LIMIT};
 use serde::{Deserialize, Serialize};
 
 /// Minutes the overview's chart covers.
