@@ -7,10 +7,12 @@
 //! store is read (`failed.rs`), and a queue is sized or cleared (`size.rs`). A queue's groups
 //! are sub-queues of it, served in turn (`group.rs`).
 //!
-//! Capabilities above this layer attach through its extension points and this layer names
+//! Capabilities above this layer attach through its extension points and this layer imports
 //! none of them: typed [`Extensions`] on the handle, settle steps that add effects to the
 //! settling call (`settle.rs`), and an offline sink that a handle talking to no Redis hands
-//! its pushes to (`offline.rs`).
+//! its pushes to (`offline.rs`). Their keys are spelled here all the same, each family in its
+//! own file of [`keys`], so that every key name, and the prefix and hash tag it takes, has one
+//! place.
 
 mod call;
 mod config;
