@@ -36,6 +36,7 @@ pub mod logging;
 #[cfg_attr(docsrs, doc(cfg(feature = "ops")))]
 pub mod ops;
 mod options;
+mod plugin;
 #[cfg(feature = "otel")]
 mod otlp;
 mod prometheus;
@@ -46,6 +47,7 @@ pub mod testing;
 pub use config::{OnBlocked, WorkerConfig};
 pub use exit::Exit;
 pub use options::WorkerOptions;
+pub use plugin::Plugin;
 pub use prometheus::MetricsError;
 pub use runtime::watchdog::EXIT_CODE as WATCHDOG_EXIT_CODE;
 pub use runtime::worker::{Worker, WorkerError, CONFIG_EXIT_CODE};
@@ -271,6 +273,12 @@ impl Command {
     pub fn listen(mut self, listener: impl listeners::Listener) -> Command {
         self.setup
             .push(Box::new(move |worker| worker.listen(listener)));
+        self
+    }
+
+    /// Runs `plugin` beside the jobs ([`Worker::plugin`]).
+    pub fn plugin(mut self, plugin: impl Plugin) -> Command {
+        self.setup.push(Box::new(move |worker| worker.plugin(plugin)));
         self
     }
 

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tracing::warn;
 use uuid::Uuid;
 
+use crate::runtime::lifecycle::{Service, Stopping};
 use crate::runtime::outage::Pause;
 use crate::runtime::reserved::Reserved;
 
@@ -63,6 +64,13 @@ impl Acker {
         if let Err(err) = self.task.await {
             warn!(error = %err, "the acker ended abnormally; unacknowledged jobs come back after retry_after");
         }
+    }
+}
+
+impl Service for Acker {
+    /// [`Acker::close`]: once every sender is gone, which the services started after it hold.
+    fn stop(self: Box<Self>) -> Stopping {
+        Box::pin(self.close())
     }
 }
 

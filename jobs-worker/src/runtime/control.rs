@@ -22,6 +22,7 @@ use tracing::{info, warn};
 
 use crate::config::WorkerConfig;
 use crate::runtime::lease::Running;
+use crate::runtime::lifecycle::{Service, Stopping};
 use crate::stats::Stats;
 
 /// How often the worker publishes and reads its operators' requests.
@@ -267,6 +268,14 @@ impl Publishing {
             Ok(mut publisher) => publisher.tick(true).await,
             Err(err) => warn!(error = %err, "the publishing task ended abnormally"),
         }
+    }
+}
+
+impl Service for Publishing {
+    /// [`Publishing::close`]: last, after every other service, so that its last counts hold
+    /// everything the worker did.
+    fn stop(self: Box<Self>) -> Stopping {
+        Box::pin(self.close())
     }
 }
 

@@ -1,7 +1,8 @@
 //! The worker runtime: the path of a job, one file per step.
 //!
-//! - [`worker`] makes the [`startup`] checks, starts a worker's [`services`], runs its [`job_loop`] (which keeps the
-//!   concurrency slots busy and decides when to stop), and stops the services.
+//! - [`worker`] makes the [`startup`] checks, starts a worker's [`services`] in one order,
+//!   runs its [`job_loop`] (which keeps the concurrency slots busy and decides when to stop),
+//!   and stops the services in the reverse order, each through the one [`lifecycle`].
 //! - [`fetcher`] reserves jobs from the queues in priority order (`pop.lua`); [`waker`] is
 //!   the idle worker's blocking wait for a push or a due job.
 //! - [`slot`] is one concurrency slot's task: it runs its job, then goes on with the jobs
@@ -17,7 +18,7 @@
 //!   requests, firing running jobs' cancellations and keeping the requests for starting ones.
 //! - [`control`] publishes the worker's heartbeat record and per-minute counters for
 //!   operators, and obeys their pause and restart requests; [`waits`] writes its `--wait`
-//!   thresholds at start; [`outbox`] runs an outbox relay beside the jobs when given one.
+//!   thresholds at start; `outbox` makes the outbox relay a plugin (feature `postgres`).
 //! - Shared by the steps above: [`reserved`] (the reserved job), [`deadline`] (a running
 //!   handler's deadline), [`time`] (optional sleeps) and [`outage`] (riding out Redis
 //!   outages). Why a worker stopped, [`Exit`](crate::Exit), is public, and lives at the
@@ -38,7 +39,9 @@ pub(crate) mod fetcher;
 pub(crate) mod hooks;
 pub(crate) mod job_loop;
 pub(crate) mod lease;
+pub(crate) mod lifecycle;
 pub(crate) mod outage;
+#[cfg(feature = "postgres")]
 pub(crate) mod outbox;
 pub(crate) mod processor;
 pub(crate) mod reserved;

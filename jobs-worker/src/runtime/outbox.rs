@@ -1,64 +1,33 @@
-//! An outbox relay run beside a worker's jobs (feature `postgres`): started with the jobs,
-//! stopped when they stop.
+//! The outbox relay as a plugin of the worker (feature `postgres`): checked before the first
+//! job, run beside the jobs, stopped with them.
 
-use tokio::task::JoinHandle;
+use redjob::async_trait;
+use redjob::outbox::{OutboxError, Relay};
 use tokio_util::sync::CancellationToken;
 
-/// The relay a worker may be given.
-#[cfg(feature = "postgres")]
-pub(crate) type Relay = redjob::outbox::Relay;
-/// Without the feature a worker is given none.
-#[cfg(not(feature = "postgres"))]
-pub(crate) type Relay = std::convert::Infallible;
+use crate::plugin::Plugin;
 
-/// The relay a worker was given, before it starts.
-pub(crate) type Given = Option<Relay>;
+#[async_trait]
+impl Plugin for Relay {
+    fn name(&self) -> String {
+        "outbox relay".into()
+    }
 
-/// Checks the outbox a worker was given, before it starts: a missing or outdated table
-/// refuses the start (the reason is the error); a PostgreSQL that cannot be reached now is
-/// left to the relay's passes, which retry.
-pub(crate) async fn check(given: Option<&Relay>) -> Result<(), String> {
-    #[cfg(feature = "postgres")]
-    if let Some(relay) = given {
-        match relay.check().await {
-            Ok(()) => {}
-            Err(err @ redjob::outbox::OutboxError::TableMissing { .. }) => {
-                return Err(err.to_string())
-            }
+    /// A missing or outdated table refuses the start; a PostgreSQL that cannot be reached
+    /// now is left to the relay's passes, which retry.
+    async fn check(&self) -> Result<(), String> {
+        match Relay::check(self).await {
+            Ok(()) => Ok(()),
+            Err(err @ OutboxError::TableMissing { .. }) => Err(err.to_string()),
             Err(err) => {
-                tracing::warn!(error = %err, "cannot check the outbox table; relaying anyway")
+                tracing::warn!(error = %err, "cannot check the outbox table; relaying anyway");
+                Ok(())
             }
         }
     }
-    #[cfg(not(feature = "postgres"))]
-    if let Some(never) = given {
-        match *never {}
-    }
-    Ok(())
-}
 
-/// A relay running beside the jobs.
-pub(crate) struct Running {
-    task: Option<JoinHandle<()>>,
-    stop: CancellationToken,
-}
-
-impl Running {
-    /// Starts `given`, if any, until [`Running::stop`].
-    pub(crate) fn start(given: Given) -> Running {
-        let stop = CancellationToken::new();
-        #[cfg(feature = "postgres")]
-        let task = given.map(|relay| tokio::spawn(relay.run_until(stop.clone().cancelled_owned())));
-        #[cfg(not(feature = "postgres"))]
-        let task = given.map(|never| match never {});
-        Running { task, stop }
-    }
-
-    /// Stops the relay after its pass in progress.
-    pub(crate) async fn stop(self) {
-        self.stop.cancel();
-        if let Some(task) = self.task {
-            let _ = task.await;
-        }
+    /// Relays until stopped, after its pass in progress.
+    async fn run(self: Box<Self>, stop: CancellationToken) {
+        (*self).run_until(stop.cancelled_owned()).await;
     }
 }

@@ -1,27 +1,47 @@
-//! The tasks that run beside a worker's job loop: started together before its first fetch,
-//! stopped in order after its last job settled.
+//! The services that run beside a worker's job loop: [`Services::start`] starts them in one
+//! order, before the first fetch, and [`Services::stop`] stops them in the reverse, after the
+//! last job settled ([`lifecycle`](crate::runtime::lifecycle)).
 
 use crate::listeners::Listeners;
+use redjob::admin::WaitThreshold;
 use redjob::middleware::Layer;
 use redjob::queue::keys::QueueKeys;
 use redjob::{RedisQueue, State};
 use std::sync::Arc;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::WorkerConfig;
 use crate::runtime::acker::Acker;
 use crate::runtime::cancels::{self, CancelRequests};
-use crate::runtime::control::{self, Control, Publishing};
+use crate::runtime::control::{self, Control};
+use crate::plugin::Plugin;
 use crate::runtime::fetcher::Fetcher;
 use crate::runtime::hooks;
 use crate::runtime::lease::{self, Running};
+use crate::runtime::lifecycle::{Aborted, Cancelled, Dropped, Started};
 use crate::runtime::processor::Processor;
 use crate::runtime::scheduler;
 use crate::runtime::settler::Settler;
+use crate::runtime::waits;
 use crate::runtime::waker::Waker;
 use crate::runtime::watchdog::{Guarded, Watchdog};
 use crate::stats::Stats;
+
+/// What a worker starts its services with.
+pub(crate) struct Start<'a> {
+    pub(crate) queue: &'a RedisQueue,
+    pub(crate) config: &'a Arc<WorkerConfig>,
+    pub(crate) middleware: &'a [Layer],
+    pub(crate) state: &'a State,
+    pub(crate) listeners: &'a Listeners,
+    pub(crate) stats: &'a Arc<Stats>,
+    /// The worker's stop token, which the watchdog cancels when it takes over.
+    pub(crate) stop: &'a CancellationToken,
+    /// The `--wait` thresholds to write.
+    pub(crate) waits: &'a [WaitThreshold],
+    /// The application's plugins (the outbox relay among them).
+    pub(crate) plugins: Vec<Box<dyn Plugin>>,
+}
 
 /// A worker's running services, and what its job loop uses of them.
 pub(crate) struct Services {
@@ -35,31 +55,30 @@ pub(crate) struct Services {
     pub(crate) processor: Arc<Processor>,
     /// Interrupts running handlers, which puts their jobs back on their queues.
     pub(crate) interrupt: CancellationToken,
-    acker: Acker,
-    lease: JoinHandle<()>,
-    /// Looks for `failed()` hooks owed by dead workers.
-    hooks: JoinHandle<()>,
-    /// Follows cancel requests.
-    cancels: cancels::Follower,
-    watchdog: Watchdog,
-    publishing: Publishing,
-    queue_sizes: Option<JoinHandle<()>>,
-    /// Fires the schedules' ticks, with --schedule.
-    scheduler: Option<JoinHandle<()>>,
+    /// Everything that runs beside the job loop, in the order it started.
+    started: Started,
 }
 
 impl Services {
-    /// Starts every service of a worker with `config` on `queue`. `stop` is the worker's stop
-    /// token, which the watchdog cancels when it takes over.
-    pub(crate) async fn start(
-        queue: &RedisQueue,
-        config: &Arc<WorkerConfig>,
-        middleware: &[Layer],
-        state: &State,
-        listeners: &Listeners,
-        stats: &Arc<Stats>,
-        stop: &CancellationToken,
-    ) -> Services {
+    /// Starts every service of a worker, in this order: publishing (the heartbeat, counters
+    /// and operators' requests, read once before the first fetch), the `--wait` thresholds'
+    /// writer, the plugins, the queue-size gauges, the acker, lease renewal, `failed()` hooks
+    /// owed by dead workers, cancel requests, the watchdog, and the scheduler (`--schedule`).
+    /// They stop in the reverse order: the publishing's last counts come after the acker's
+    /// last acknowledgements, which come after every service that acknowledges.
+    pub(crate) async fn start(start: Start<'_>) -> Services {
+        let Start {
+            queue,
+            config,
+            middleware,
+            state,
+            listeners,
+            stats,
+            stop,
+            waits,
+            plugins,
+        } = start;
+        let mut started = Started::default();
         let queues: Vec<Arc<QueueKeys>> = config
             .queues
             .iter()
@@ -75,8 +94,52 @@ impl Services {
             config.clone(),
         )
         .await;
+        started.add("publishing", publishing);
+        let waits = waits::write(queue, waits, stop).await;
+        started.add_if("wait thresholds", waits.map(Aborted));
+        for plugin in plugins {
+            let name = plugin.name();
+            let stop = CancellationToken::new();
+            let task = tokio::spawn(plugin.run(stop.clone()));
+            started.add(name, Cancelled { task, stop });
+        }
         let queue_sizes =
             crate::prometheus::refresh_queue_sizes(queue.clone(), config.queues.clone());
+        started.add_if("queue sizes", queue_sizes.map(Aborted));
+        let acker = Acker::start(queue.clone(), config.retry_after);
+        let acks = acker.sender();
+        started.add("acker", acker);
+        let lease = lease::start(queue.clone(), running.clone(), config.retry_after);
+        started.add("lease renewal", Aborted(lease));
+        let hooks = hooks::start(queue.clone(), config.clone(), state.clone());
+        started.add("hooks", Aborted(hooks));
+        let cancel_requests = Arc::new(CancelRequests::default());
+        let cancels = cancels::start(queue, cancel_requests.clone(), running.clone()).await;
+        started.add("cancel requests", Dropped(cancels));
+        let settler = Settler {
+            queue: queue.clone(),
+            acks: acks.clone(),
+            retry_after: config.retry_after,
+            stats: stats.clone(),
+            control: control.clone(),
+        };
+        let interrupt = CancellationToken::new();
+        let watchdog = Watchdog::start(Guarded {
+            running: running.clone(),
+            settler: settler.clone(),
+            queue: queue.clone(),
+            acks,
+            stop: stop.clone(),
+            interrupt: interrupt.clone(),
+            on_blocked: config.on_blocked,
+            cancel_grace: config.cancel_grace,
+        });
+        started.add("watchdog", Dropped(watchdog));
+        let scheduler = match config.schedule {
+            true => scheduler::start(queue.clone(), redjob::schedule::defined(), stop.clone()),
+            false => None,
+        };
+        started.add_if("scheduler", scheduler.map(Aborted));
         let fetcher = Arc::new(Fetcher::new(
             queue.clone(),
             queues.clone(),
@@ -85,21 +148,9 @@ impl Services {
             control.clone(),
         ));
         let waker = Waker::start(queue, &queues, config.sleep, control.clone());
-        let acker = Acker::start(queue.clone(), config.retry_after);
-        let lease = lease::start(queue.clone(), running.clone(), config.retry_after);
-        let hooks = hooks::start(queue.clone(), config.clone(), state.clone());
-        let cancel_requests = Arc::new(CancelRequests::default());
-        let cancels = cancels::start(queue, cancel_requests.clone(), running.clone()).await;
-        let settler = Settler {
-            queue: queue.clone(),
-            acks: acker.sender(),
-            retry_after: config.retry_after,
-            stats: stats.clone(),
-            control: control.clone(),
-        };
         let processor = Arc::new(Processor {
-            settler: settler.clone(),
-            running: running.clone(),
+            settler,
+            running,
             config: config.clone(),
             middleware: middleware.into(),
             listeners: listeners.clone(),
@@ -113,55 +164,28 @@ impl Services {
                 gethostname::gethostname().to_string_lossy()
             ),
         });
-        let interrupt = CancellationToken::new();
-        let watchdog = Watchdog::start(Guarded {
-            running,
-            settler,
-            queue: queue.clone(),
-            acks: acker.sender(),
-            stop: stop.clone(),
-            interrupt: interrupt.clone(),
-            on_blocked: config.on_blocked,
-            cancel_grace: config.cancel_grace,
-        });
-        let scheduler = match config.schedule {
-            true => scheduler::start(queue.clone(), redjob::schedule::defined(), stop.clone()),
-            false => None,
-        };
         Services {
-            scheduler,
             control,
             fetcher,
             waker,
             processor,
             interrupt,
-            acker,
-            lease,
-            hooks,
-            cancels,
-            watchdog,
-            publishing,
-            queue_sizes,
+            started,
         }
     }
 
-    /// Stops the services once no job runs any more: the last acknowledgements are sent,
-    /// then the last counts are published and the heartbeat record removed.
+    /// Stops the services once no job runs any more, the last started first.
     pub(crate) async fn stop(self) {
-        self.lease.abort();
-        self.hooks.abort();
-        drop(self.cancels);
-        if let Some(scheduler) = self.scheduler {
-            scheduler.abort();
-        }
-        if let Some(queue_sizes) = self.queue_sizes {
-            queue_sizes.abort();
-        }
-        // The acker closes once every sender is gone: the watchdog and the processor's settler
-        // hold one.
-        drop(self.watchdog);
-        drop(self.processor);
-        self.acker.close().await;
-        self.publishing.close().await;
+        // The job loop's parts go first: the processor's settler holds an acknowledgement
+        // sender, and the acker stops once every sender is gone.
+        let Services {
+            processor,
+            waker,
+            started,
+            ..
+        } = self;
+        drop(processor);
+        drop(waker);
+        started.stop().await;
     }
 }

@@ -11,11 +11,10 @@ use tracing::{info, warn};
 
 use crate::config::WorkerConfig;
 use crate::exit::Exit;
+use crate::plugin::Plugin;
 use crate::runtime::job_loop::JobLoop;
-use crate::runtime::outbox;
-use crate::runtime::services::Services;
+use crate::runtime::services::{Services, Start};
 use crate::runtime::startup::{self, GivenState};
-use crate::runtime::waits;
 use crate::stats::Stats;
 
 /// A worker that cannot start.
@@ -40,9 +39,15 @@ pub enum WorkerError {
     /// A type of state was given twice.
     #[error(transparent)]
     DuplicateState(#[from] DuplicateState),
-    /// The outbox relay given to the worker cannot run: its table is missing or out of date.
-    #[error("outbox relay: {0}")]
-    Outbox(String),
+    /// A plugin given to the worker cannot run ([`Plugin::check`]): the outbox relay's table
+    /// is missing or out of date, say.
+    #[error("{plugin}: {reason}")]
+    Plugin {
+        /// The plugin's name.
+        plugin: String,
+        /// Why it cannot run.
+        reason: String,
+    },
 }
 
 impl WorkerError {
@@ -94,7 +99,7 @@ pub struct Worker {
     stop: CancellationToken,
     stats: Arc<Stats>,
     state: GivenState,
-    relay: outbox::Given,
+    plugins: Vec<Box<dyn Plugin>>,
 }
 
 impl Worker {
@@ -121,7 +126,7 @@ impl Worker {
             stop: CancellationToken::new(),
             stats: Arc::new(Stats::default()),
             state: GivenState::default(),
-            relay: None,
+            plugins: Vec::new(),
         })
     }
 
@@ -153,8 +158,15 @@ impl Worker {
     /// an outbox into Redis, from the worker's start until it stops. Any number of workers,
     /// on any hosts, may run one. See [`redjob::outbox`].
     #[cfg(feature = "postgres")]
-    pub fn relay(mut self, relay: redjob::outbox::Relay) -> Self {
-        self.relay = Some(relay);
+    pub fn relay(self, relay: redjob::outbox::Relay) -> Self {
+        self.plugin(relay)
+    }
+
+    /// Runs `plugin` beside the jobs: checked before the first job (a failed check refuses
+    /// the start), started with the worker's own services, and stopped with them after the
+    /// last job settled. Plugins start in the order given and stop in the reverse.
+    pub fn plugin(mut self, plugin: impl Plugin) -> Self {
+        self.plugins.push(Box::new(plugin));
         self
     }
 
@@ -195,34 +207,33 @@ impl Worker {
     async fn run_scoped(self) -> Result<Exit, WorkerError> {
         let state = self.state.checked()?;
         redjob::job::registry::check_state(state).map_err(WorkerError::MissingState)?;
-        outbox::check(self.relay.as_ref())
-            .await
-            .map_err(WorkerError::Outbox)?;
+        for plugin in &self.plugins {
+            plugin.check().await.map_err(|reason| WorkerError::Plugin {
+                plugin: plugin.name(),
+                reason,
+            })?;
+        }
         if !startup::wait_for_redis(&self.queue, &self.stop).await? {
             return Ok(Exit::Stopped);
         }
         self.announce().await;
-        let waits = waits::write(&self.queue, &self.config.waits, &self.stop).await;
-        let relay = outbox::Running::start(self.relay);
         let listeners = Listeners::new(self.listeners.clone());
-        let services = Services::start(
-            &self.queue,
-            &self.config,
-            &self.middleware,
+        let services = Services::start(Start {
+            queue: &self.queue,
+            config: &self.config,
+            middleware: &self.middleware,
             state,
-            &listeners,
-            &self.stats,
-            &self.stop,
-        )
+            listeners: &listeners,
+            stats: &self.stats,
+            stop: &self.stop,
+            waits: &self.config.waits,
+            plugins: self.plugins,
+        })
         .await;
         let exit = JobLoop::new(&self.config, &services, &self.stats, &self.stop)
             .run()
             .await;
         services.stop().await;
-        relay.stop().await;
-        if let Some(waits) = waits {
-            waits.abort();
-        }
         listeners.emit("stopping", |l| l.stopping(&exit)).await;
         info!(
             worker = %self.config.name,
