@@ -104,6 +104,15 @@ impl WorkerProcess {
         self.lines.lock().unwrap().clone()
     }
 
+    /// Its JSON log lines (`--json`) whose message contains `text`.
+    pub fn json_lines_with(&self, text: &str) -> Vec<serde_json::Value> {
+        self.lines()
+            .iter()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|line| line["message"].as_str().is_some_and(|m| m.contains(text)))
+            .collect()
+    }
+
     /// The job events logged so far, in order.
     pub fn events(&self) -> Vec<JobEvent> {
         self.lines().iter().filter_map(|l| parse_event(l)).collect()

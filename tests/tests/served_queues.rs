@@ -15,19 +15,9 @@ const LONG: Duration = Duration::from_secs(30);
 /// What the start-up warning says, before its fields.
 const UNSERVED: &str = "declare queues it does not take jobs from";
 
-/// The JSON log lines of `worker` whose message contains `text`.
-fn log_lines(worker: &WorkerProcess, text: &str) -> Vec<serde_json::Value> {
-    worker
-        .lines()
-        .iter()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|line| line["message"].as_str().is_some_and(|m| m.contains(text)))
-        .collect()
-}
-
 /// The queues the worker's `worker started` line says it takes jobs from.
 fn started_queues(worker: &WorkerProcess) -> String {
-    let started = log_lines(worker, "worker started");
+    let started = worker.json_lines_with("worker started");
     assert_eq!(started.len(), 1, "{:?}", worker.lines());
     started[0]["queues"]
         .as_str()
@@ -59,7 +49,7 @@ async fn a_worker_warns_once_at_start_of_the_queues_its_job_types_declare_and_it
     let worker = WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis.url(), &[]);
     run_one_on(&redis, &worker, "default").await;
 
-    let warned = log_lines(&worker, UNSERVED);
+    let warned = worker.json_lines_with(UNSERVED);
     assert_eq!(warned.len(), 1, "one warning: {:#?}", worker.lines());
     let warning = &warned[0];
     assert_eq!(warning["level"], "WARN");
@@ -86,7 +76,7 @@ async fn a_worker_that_serves_every_declared_queue_does_not_warn() {
     );
     run_one_on(&redis, &worker, "mail").await;
     assert_eq!(
-        log_lines(&worker, UNSERVED),
+        worker.json_lines_with(UNSERVED),
         Vec::<serde_json::Value>::new(),
         "no warning"
     );
@@ -104,7 +94,7 @@ async fn a_binarys_own_default_queues_serve_when_no_queue_is_given() {
     run_one_on(&redis, &worker, "mail").await;
     assert_eq!(started_queues(&worker), "payments,mail");
     // Now the job types without a queue of their own are the ones left unserved.
-    let warned = log_lines(&worker, UNSERVED);
+    let warned = worker.json_lines_with(UNSERVED);
     assert_eq!(warned.len(), 1, "{:#?}", worker.lines());
     let unserved = warned[0]["unserved"].as_str().expect("an unserved field");
     assert!(unserved.starts_with("default ("), "{unserved}");

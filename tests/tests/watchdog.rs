@@ -19,16 +19,6 @@ fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
     WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), redis_url, args)
 }
 
-/// The JSON log lines of `worker` whose message contains `text`.
-fn log_lines(worker: &WorkerProcess, text: &str) -> Vec<serde_json::Value> {
-    worker
-        .lines()
-        .iter()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|line| line["message"].as_str().is_some_and(|m| m.contains(text)))
-        .collect()
-}
-
 /// A log line's time, in ms since the epoch.
 fn at_ms(line: &serde_json::Value) -> f64 {
     let text = line["timestamp"].as_str().expect("a timestamp");
@@ -48,11 +38,11 @@ async fn wait_ended_by_watchdog(worker: &mut WorkerProcess, uuid: &str) -> f64 {
         .into_iter()
         .find(|e| e.uuid == uuid && e.status == "RUNNING")
         .expect("the blocking job ran");
-    let blamed = log_lines(worker, "a timeout cannot interrupt");
+    let blamed = worker.json_lines_with("a timeout cannot interrupt");
     assert_eq!(blamed.len(), 1, "{blamed:?}");
     assert_eq!(blamed[0]["level"], "ERROR");
     assert_eq!(blamed[0]["span"]["uuid"], uuid, "the line names the job");
-    let ended = log_lines(worker, "worker ended");
+    let ended = worker.json_lines_with("worker ended");
     assert_eq!(ended.len(), 1, "{:?}", worker.lines());
     assert_eq!(ended[0]["exit_code"], WATCHDOG_EXIT);
     at_ms(&ended[0]) - running.at_ms
@@ -145,7 +135,7 @@ async fn a_blocking_handler_with_tries_left_comes_back_after_retry_after_and_run
     // Not failed: still reserved, its attempt counted, and no longer extended by the
     // heartbeat, so it expires within retry_after.
     assert!(queue.failed_job(&uuid).await.unwrap().is_none());
-    assert!(log_lines(&first, "stays reserved").len() == 1);
+    assert!(first.json_lines_with("stays reserved").len() == 1);
     let mut conn = redis.conn().await;
     let reserved: Vec<(String, f64)> = conn
         .zrange_withscores("queues:default:reserved", 0, -1)
@@ -266,6 +256,8 @@ async fn an_async_handler_past_its_timeout_fails_through_the_timeout_and_the_wor
         .find(|e| e.uuid == slow.to_string() && e.status == "DONE")
         .expect("the other job finished in the same worker");
     assert!(done.at_ms - running.at_ms > 2000.0);
-    assert!(log_lines(&worker, "a timeout cannot interrupt").is_empty());
+    assert!(worker
+        .json_lines_with("a timeout cannot interrupt")
+        .is_empty());
     assert_eq!(queue.size("default").await.unwrap().total(), 0);
 }
