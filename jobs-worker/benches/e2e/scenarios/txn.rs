@@ -25,8 +25,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use sqlx::{Connection, PgConnection};
 
-use super::{latency_fields, run_until_done, stopped, tracker, worker, Args, Running, QUEUE};
 use crate::common::{round2, wall_us};
+use crate::jobs::tracker;
+use crate::measure::{latency_fields, throughput};
+use crate::run::{run_until_done, stopped, worker, Running};
+use crate::{Args, QUEUE};
 
 const MAX_TRANSACTIONS: usize = 5000;
 const PROBES: usize = 200;
@@ -128,7 +131,7 @@ async fn relayed(
     run_until_done(args, worker, jobs).await
 }
 
-pub(super) async fn relay(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+pub(crate) async fn relay(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
     let url = args.pg.as_deref().ok_or("relay needs --pg URL")?;
     let mut conn = PgConnection::connect(url).await.map_err(pg_error)?;
     empty_outbox(&mut conn).await?;
@@ -151,12 +154,12 @@ pub(super) async fn relay(args: &Args, queue: &RedisQueue) -> Result<Map<String,
     let (secs, (stop, running)) = relayed(args, queue, url, args.jobs).await?;
     stop.cancel();
     stopped(running).await?;
-    let mut out = super::throughput(args.jobs, secs);
+    let mut out = throughput(args.jobs, secs);
     out.insert("concurrency".into(), json!(args.concurrency));
     Ok(out)
 }
 
-pub(super) async fn txn(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
+pub(crate) async fn txn(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
     let url = args.pg.as_deref().ok_or("txn needs --pg URL")?;
     let n = args.jobs.min(MAX_TRANSACTIONS);
     let mut conn = PgConnection::connect(url).await.map_err(pg_error)?;
