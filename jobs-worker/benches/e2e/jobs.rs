@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use crate::common::wall_us;
 use crate::io_device::{io_device, record_us, IO_AWAITED_US};
-use crate::measure::wall_ms;
 
 /// How long a wait for the end of a run sleeps at most before it looks at its bound and the
 /// worker's failures again.
@@ -236,6 +235,11 @@ impl Job for BatchDone {
         CALLBACK_STARTED.mark();
         Ok(())
     }
+}
+
+/// Milliseconds since the Unix epoch, with a fraction.
+pub(crate) fn wall_ms() -> f64 {
+    wall_us() as f64 / 1000.0
 }
 
 /// A job that records its lateness: handler start minus `due_ms` (wall clock, ms).

@@ -5,13 +5,8 @@ use redjob::RedisQueue;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
-use crate::common::{nearest_rank, own_cpu_seconds, round2, wall_us};
+use crate::common::{nearest_rank, own_cpu_seconds, round2};
 use crate::run::error_text;
-
-/// Milliseconds since the Unix epoch, with a fraction.
-pub(crate) fn wall_ms() -> f64 {
-    wall_us() as f64 / 1000.0
-}
 
 pub(crate) fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

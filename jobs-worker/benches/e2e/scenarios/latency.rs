@@ -6,8 +6,8 @@ use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 
 use crate::common::round2;
-use crate::jobs::{tracker, Answer, Timed};
-use crate::measure::{latency_fields, wall_ms};
+use crate::jobs::{tracker, wall_ms, Answer, Timed};
+use crate::measure::latency_fields;
 use crate::run::{error_text, stopped, worker};
 use crate::{Args, BOUND, DELAYED_JOBS, IDLE, PICKUP_JOBS, QUEUE};
 
