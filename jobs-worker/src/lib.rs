@@ -36,9 +36,9 @@ pub mod logging;
 #[cfg_attr(docsrs, doc(cfg(feature = "ops")))]
 pub mod ops;
 mod options;
-mod plugin;
 #[cfg(feature = "otel")]
 mod otlp;
+mod plugin;
 mod prometheus;
 mod runtime;
 mod stats;
@@ -278,7 +278,8 @@ impl Command {
 
     /// Runs `plugin` beside the jobs ([`Worker::plugin`]).
     pub fn plugin(mut self, plugin: impl Plugin) -> Command {
-        self.setup.push(Box::new(move |worker| worker.plugin(plugin)));
+        self.setup
+            .push(Box::new(move |worker| worker.plugin(plugin)));
         self
     }
 

@@ -131,6 +131,10 @@ async fn a_plugin_whose_check_fails_refuses_the_start_with_its_name_and_reason()
     assert!(matches!(err, WorkerError::Plugin { .. }), "{err:?}");
     assert_eq!(err.exit_code(), CONFIG_EXIT_CODE);
     assert_eq!(err.to_string(), "archiver: its table is missing");
-    assert_eq!(log.lines(), ["archiver checked"], "nothing started, no job ran");
+    assert_eq!(
+        log.lines(),
+        ["archiver checked"],
+        "nothing started, no job ran"
+    );
     assert_eq!(queue.size("default").await.unwrap().total(), 1);
 }

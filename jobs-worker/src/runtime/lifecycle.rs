@@ -26,7 +26,11 @@ pub(crate) struct Started(Vec<(Cow<'static, str>, Box<dyn Service>)>);
 
 impl Started {
     /// Adds `service`, started now, under `name` (for the logs of the stop).
-    pub(crate) fn add(&mut self, name: impl Into<Cow<'static, str>>, service: impl Service + 'static) {
+    pub(crate) fn add(
+        &mut self,
+        name: impl Into<Cow<'static, str>>,
+        service: impl Service + 'static,
+    ) {
         self.0.push((name.into(), Box::new(service)));
     }
 

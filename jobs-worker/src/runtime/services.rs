@@ -11,10 +11,10 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::WorkerConfig;
+use crate::plugin::Plugin;
 use crate::runtime::acker::Acker;
 use crate::runtime::cancels::{self, CancelRequests};
 use crate::runtime::control::{self, Control};
-use crate::plugin::Plugin;
 use crate::runtime::fetcher::Fetcher;
 use crate::runtime::hooks;
 use crate::runtime::lease::{self, Running};
