@@ -50,9 +50,15 @@ pub(crate) fn tls_certificates(
 ) -> Result<Option<redis::TlsCertificates>> {
     if tls {
         // rustls needs a process-wide crypto provider; an application may have installed
-        // its own already, which is then kept.
+        // its own already, which is then kept. rustls 0.23.48 deprecates its *ring* provider
+        // (*ring* has no post-quantum key exchange) and offers no other way to make one, and a
+        // library that names it warns in every build of an application that compiles it from
+        // a path. *ring* stays: leaving the choice to rustls's features would panic at the
+        // first TLS connection of any application whose build also enables `aws-lc-rs`
+        // (rustls's default) without installing a provider.
         if rustls::crypto::CryptoProvider::get_default().is_none() {
-            let _ = ring_provider().install_default();
+            #[allow(deprecated)]
+            let _ = rustls::crypto::ring::default_provider().install_default();
         }
     }
     let Some(path) = &config.tls_ca_file else {
@@ -81,112 +87,6 @@ pub(crate) fn tls_certificates(
         client_tls: None,
         root_cert: Some(root_cert),
     }))
-}
-
-/// rustls's *ring* provider, the one a TLS handle installs when the application installed
-/// none. rustls 0.23.48 deprecates its `crypto::ring::default_provider()` (*ring* has no
-/// post-quantum key exchange) and offers no other way to make one: a library that names the
-/// deprecated function warns in every build of an application that compiles it. So it is
-/// assembled here from the same parts: rustls's *ring* cipher suites and key exchange
-/// groups, webpki's *ring* signature algorithms as rustls maps them, and *ring*'s random
-/// numbers and key loading. Leaving the choice to rustls's crate features instead would
-/// panic at the first TLS connection of any application whose build also enables
-/// `aws-lc-rs` (rustls's default) without installing a provider.
-fn ring_provider() -> rustls::crypto::CryptoProvider {
-    use rustls::crypto::ring::{DEFAULT_CIPHER_SUITES, DEFAULT_KX_GROUPS};
-    use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
-    use rustls::SignatureScheme;
-    use webpki::ring as alg;
-
-    /// The algorithms a certificate chain or a handshake signature is verified with, and the
-    /// TLS signature schemes they serve, as rustls's *ring* provider lists them.
-    static SIGNATURE_ALGORITHMS: WebPkiSupportedAlgorithms = WebPkiSupportedAlgorithms {
-        all: &[
-            alg::ECDSA_P256_SHA256,
-            alg::ECDSA_P256_SHA384,
-            alg::ECDSA_P384_SHA256,
-            alg::ECDSA_P384_SHA384,
-            alg::ED25519,
-            alg::RSA_PSS_2048_8192_SHA256_LEGACY_KEY,
-            alg::RSA_PSS_2048_8192_SHA384_LEGACY_KEY,
-            alg::RSA_PSS_2048_8192_SHA512_LEGACY_KEY,
-            alg::RSA_PKCS1_2048_8192_SHA256,
-            alg::RSA_PKCS1_2048_8192_SHA384,
-            alg::RSA_PKCS1_2048_8192_SHA512,
-            alg::RSA_PKCS1_2048_8192_SHA256_ABSENT_PARAMS,
-            alg::RSA_PKCS1_2048_8192_SHA384_ABSENT_PARAMS,
-            alg::RSA_PKCS1_2048_8192_SHA512_ABSENT_PARAMS,
-        ],
-        mapping: &[
-            // For TLS 1.2 a scheme does not fix the curve; for TLS 1.3 it does.
-            (
-                SignatureScheme::ECDSA_NISTP384_SHA384,
-                &[alg::ECDSA_P384_SHA384, alg::ECDSA_P256_SHA384],
-            ),
-            (
-                SignatureScheme::ECDSA_NISTP256_SHA256,
-                &[alg::ECDSA_P256_SHA256, alg::ECDSA_P384_SHA256],
-            ),
-            (SignatureScheme::ED25519, &[alg::ED25519]),
-            (
-                SignatureScheme::RSA_PSS_SHA512,
-                &[alg::RSA_PSS_2048_8192_SHA512_LEGACY_KEY],
-            ),
-            (
-                SignatureScheme::RSA_PSS_SHA384,
-                &[alg::RSA_PSS_2048_8192_SHA384_LEGACY_KEY],
-            ),
-            (
-                SignatureScheme::RSA_PSS_SHA256,
-                &[alg::RSA_PSS_2048_8192_SHA256_LEGACY_KEY],
-            ),
-            (
-                SignatureScheme::RSA_PKCS1_SHA512,
-                &[alg::RSA_PKCS1_2048_8192_SHA512],
-            ),
-            (
-                SignatureScheme::RSA_PKCS1_SHA384,
-                &[alg::RSA_PKCS1_2048_8192_SHA384],
-            ),
-            (
-                SignatureScheme::RSA_PKCS1_SHA256,
-                &[alg::RSA_PKCS1_2048_8192_SHA256],
-            ),
-        ],
-    };
-
-    CryptoProvider {
-        cipher_suites: DEFAULT_CIPHER_SUITES.to_vec(),
-        kx_groups: DEFAULT_KX_GROUPS.to_vec(),
-        signature_verification_algorithms: SIGNATURE_ALGORITHMS,
-        secure_random: &Ring,
-        key_provider: &Ring,
-    }
-}
-
-/// *ring*'s random numbers and key loading, for [`ring_provider`]. The provider becomes the
-/// process's default, which an application may also serve TLS with, so it loads keys as
-/// rustls's own does.
-#[derive(Debug)]
-struct Ring;
-
-impl rustls::crypto::SecureRandom for Ring {
-    fn fill(&self, buf: &mut [u8]) -> std::result::Result<(), rustls::crypto::GetRandomFailed> {
-        use ring::rand::SecureRandom;
-        ring::rand::SystemRandom::new()
-            .fill(buf)
-            .map_err(|_| rustls::crypto::GetRandomFailed)
-    }
-}
-
-impl rustls::crypto::KeyProvider for Ring {
-    fn load_private_key(
-        &self,
-        key_der: rustls::pki_types::PrivateKeyDer<'static>,
-    ) -> std::result::Result<std::sync::Arc<dyn rustls::sign::SigningKey>, rustls::Error> {
-        // The key's bytes are wiped once it is parsed, as rustls's own provider does.
-        rustls::crypto::ring::sign::any_supported_type(&zeroize::Zeroizing::new(key_der))
-    }
 }
 
 /// The error for a CA certificate file that cannot be used, and why.
@@ -233,39 +133,4 @@ pub fn redact_url(url: &str) -> String {
         &url[..scheme_end],
         &url[scheme_end + at..]
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The provider assembled here is rustls's own *ring* provider, part for part: a rustls
-    /// release that changes its provider fails this, rather than leave the copy behind.
-    #[test]
-    #[allow(deprecated)]
-    fn the_ring_provider_is_rustls_own() {
-        let ours = ring_provider();
-        let theirs = rustls::crypto::ring::default_provider();
-        let suites = |p: &rustls::crypto::CryptoProvider| -> Vec<_> {
-            p.cipher_suites.iter().map(|s| s.suite()).collect()
-        };
-        let groups = |p: &rustls::crypto::CryptoProvider| -> Vec<_> {
-            p.kx_groups.iter().map(|g| g.name()).collect()
-        };
-        let algorithms = |p: &rustls::crypto::CryptoProvider| {
-            let verify = &p.signature_verification_algorithms;
-            let mapping: Vec<String> = verify
-                .mapping
-                .iter()
-                .map(|(scheme, algs)| format!("{scheme:?} {algs:?}"))
-                .collect();
-            (format!("{:?}", verify.all), mapping)
-        };
-        assert_eq!(suites(&ours), suites(&theirs));
-        assert_eq!(groups(&ours), groups(&theirs));
-        assert_eq!(algorithms(&ours), algorithms(&theirs));
-        let mut random = [0u8; 32];
-        rustls::crypto::SecureRandom::fill(ours.secure_random, &mut random).unwrap();
-        assert_ne!(random, [0u8; 32]);
-    }
 }
