@@ -3,7 +3,6 @@
 //! last job settled ([`lifecycle`](crate::runtime::lifecycle)).
 
 use crate::listeners::Listeners;
-use redjob::admin::WaitThreshold;
 use redjob::middleware::Layer;
 use redjob::queue::keys::QueueKeys;
 use redjob::{RedisQueue, State};
@@ -37,8 +36,6 @@ pub(crate) struct Start<'a> {
     pub(crate) stats: &'a Arc<Stats>,
     /// The worker's stop token, which the watchdog cancels when it takes over.
     pub(crate) stop: &'a CancellationToken,
-    /// The `--wait` thresholds to write.
-    pub(crate) waits: &'a [WaitThreshold],
     /// The application's plugins (the outbox relay among them).
     pub(crate) plugins: Vec<Box<dyn Plugin>>,
 }
@@ -75,7 +72,6 @@ impl Services {
             listeners,
             stats,
             stop,
-            waits,
             plugins,
         } = start;
         let mut started = Started::default();
@@ -95,7 +91,7 @@ impl Services {
         )
         .await;
         started.add("publishing", publishing);
-        let waits = waits::write(queue, waits, stop).await;
+        let waits = waits::write(queue, &config.waits, stop).await;
         started.add_if("wait thresholds", waits.map(Aborted));
         for plugin in plugins {
             let name = plugin.name();

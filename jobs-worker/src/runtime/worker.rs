@@ -226,7 +226,6 @@ impl Worker {
             listeners: &listeners,
             stats: &self.stats,
             stop: &self.stop,
-            waits: &self.config.waits,
             plugins: self.plugins,
         })
         .await;
