@@ -31,6 +31,8 @@ mod workflow;
 pub use names::{
     check_group_name, check_queue_name, InvalidGroupName, InvalidQueueName, MAX_GROUP_NAME,
 };
+#[cfg(feature = "otel")]
+pub(crate) use queue::ready_list;
 pub use queue::{GroupsKeys, QueueKeys};
 
 /// How key names are laid out: Laravel's names on one server, hash-tagged names on a cluster.

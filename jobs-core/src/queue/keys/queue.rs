@@ -6,6 +6,12 @@ use super::{has_hash_tag, KeyLayout, Keys};
 /// Prefix of every queue key, as in Laravel.
 const QUEUE_PREFIX: &str = "queues:";
 
+/// The ready list of the queue `name` on one Redis server, without a prefix: Laravel's
+/// `queues:<name>`, the name its package gives the queue in traces too.
+pub(crate) fn ready_list(name: &str) -> String {
+    format!("{QUEUE_PREFIX}{name}")
+}
+
 /// The keys of one queue, or of one group of a queue.
 ///
 /// ```
@@ -43,7 +49,7 @@ impl QueueKeys {
     /// The keys of the queue called `name` on one Redis server: Laravel's names. On a cluster,
     /// use [`KeyLayout::queue`] (or `RedisQueue::queue_keys`).
     pub fn new(name: &str) -> Self {
-        Self::with_base(name, format!("{QUEUE_PREFIX}{name}"))
+        Self::with_base(name, ready_list(name))
     }
 
     fn with_base(name: &str, ready: String) -> Self {
