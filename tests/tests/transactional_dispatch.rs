@@ -71,13 +71,13 @@ async fn the_fake_records_a_dispatch_in_a_transaction_when_it_commits_and_never_
     fake.assert_transaction_holds::<Sum>(&mut tx).await;
     assert_eq!(fake.transaction_holds(&mut tx).await.len(), 1);
     fake.assert_nothing_pushed();
-    assert_eq!(fake.waiting_for_commit(), 1);
+    assert_eq!(fake.unsettled(), 1);
     tx.commit().await.unwrap();
     fake.assert_pushed_times::<Sum>(1);
     fake.assert_pushed_with_delay::<Sum>(30);
     fake.assert_pushed_with::<Sum>(|job| job.numbers == [1, 2]);
     assert_eq!(fake.pushed()[0].uuid, committed);
-    assert_eq!(fake.waiting_for_commit(), 0);
+    assert_eq!(fake.unsettled(), 0);
 
     // Rolled back: never recorded.
     let mut tx = pool.begin().await.unwrap();

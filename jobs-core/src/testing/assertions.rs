@@ -22,10 +22,7 @@ impl Fake {
         async move {
             let held = self.transaction_holds(conn).await;
             if !held.iter().any(|job| job.is::<J>()) {
-                let mut listed = format!("; it holds {} job(s)", held.len());
-                for (at, job) in held.iter().enumerate() {
-                    let _ = write!(listed, "\n  {}. {job}", at + 1);
-                }
+                let listed = numbered(format!("; it holds {} job(s)", held.len()), &held);
                 panic!(
                     "expected the transaction to hold a {} (at {caller}){listed}",
                     J::NAME
@@ -189,15 +186,14 @@ impl Fake {
 impl Fake {
     /// What was pushed, one a line, and how many jobs still wait for their transactions.
     fn listing(&self, pushed: &[Recorded]) -> String {
-        let mut listed = match pushed.len() {
+        let heading = match pushed.len() {
             0 => "; nothing was pushed".to_owned(),
             n => format!("; {n} job(s) pushed:"),
         };
-        for (at, job) in pushed.iter().enumerate() {
-            let _ = write!(listed, "\n  {}. {job}", at + 1);
-        }
+        #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
+        let mut listed = numbered(heading, pushed);
         #[cfg(feature = "postgres")]
-        match self.waiting_for_commit() {
+        match self.recorder().transactions.waiting_count() {
             0 => {}
             n => {
                 let _ = write!(
@@ -208,6 +204,14 @@ impl Fake {
         }
         listed
     }
+}
+
+/// `heading`, then `jobs`, one a numbered line.
+fn numbered(mut heading: String, jobs: &[Recorded]) -> String {
+    for (at, job) in jobs.iter().enumerate() {
+        let _ = write!(heading, "\n  {}. {job}", at + 1);
+    }
+    heading
 }
 
 /// What chains were dispatched, one a line.

@@ -246,16 +246,9 @@ impl Fake {
             .collect()
     }
 
-    /// How many jobs dispatched in transactions wait for them to end, as far as the fake
-    /// last asked PostgreSQL.
-    #[cfg(feature = "postgres")]
-    pub fn waiting_for_commit(&self) -> usize {
-        self.recorder().transactions.waiting_count()
-    }
-
-    /// How many jobs dispatched in transactions a fake that runs dispatches inline has not run
-    /// yet: committed and waiting for [`settle`](Self::settle), or waiting for their
-    /// transactions to end.
+    /// How many jobs dispatched in transactions are not settled: waiting for their
+    /// transactions to end, or, in a fake that runs dispatches inline, committed and not run
+    /// yet (they run at [`settle`](Self::settle)).
     #[cfg(feature = "postgres")]
     pub fn unsettled(&self) -> usize {
         let recorder = self.records();
