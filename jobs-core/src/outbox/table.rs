@@ -56,7 +56,7 @@ impl Outbox {
     /// assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS redjob_outbox"));
     /// ```
     pub fn schema(&self) -> String {
-        let index = self.table.rsplit('.').next().unwrap_or(&self.table);
+        let index = self.unqualified();
         format!(
             "CREATE TABLE IF NOT EXISTS {table} (\n\
              \x20   -- The claim order: relays take the oldest rows first.\n\
@@ -85,7 +85,7 @@ impl Outbox {
     ///
     /// Any number of processes may call it at once (an API and its workers starting
     /// together): each takes a transaction-level advisory lock on a key derived from the
-    /// table's name (`pg_advisory_xact_lock`) before the schema, so one creates the table and
+    /// table's name (`pg_advisory_xact_lock(hashtext(...))`) before the schema, so one creates the table and
     /// the others, waiting behind it, find it. Through a transaction of the caller's, the lock
     /// is held until that transaction ends.
     pub async fn create_table<'e>(
@@ -95,10 +95,12 @@ impl Outbox {
         // `IF NOT EXISTS` alone races: two sessions both find no table, and the second fails
         // on the catalog's unique index. The statements go as one simple query, which
         // PostgreSQL runs as one transaction (or inside the caller's), so the lock is held
-        // until the schema is committed.
+        // until the schema is committed. The key is the server's hash of the table's name
+        // without its schema (a plain name, checked by `Outbox::table`), lowercased as
+        // PostgreSQL folds it: every process on that server takes the same one.
         let locked = format!(
-            "SELECT pg_advisory_xact_lock({});\n{}",
-            self.lock_key(),
+            "SELECT pg_advisory_xact_lock(hashtext('redjob outbox {}'));\n{}",
+            self.unqualified().to_ascii_lowercase(),
             self.schema()
         );
         sqlx::raw_sql(sqlx::AssertSqlSafe(locked))
@@ -107,19 +109,9 @@ impl Outbox {
         Ok(())
     }
 
-    /// The advisory lock key [`create_table`](Self::create_table) takes: FNV-1a of the
-    /// table's name without its schema, lowercased as PostgreSQL folds it, so that `outbox`
-    /// and `public.outbox` share it (tables of one name in two schemas only wait for each
-    /// other); fixed, so every version of every process takes the same one.
-    fn lock_key(&self) -> i64 {
-        let name = self.table.rsplit('.').next().unwrap_or(&self.table);
-        let hash = format!("redjob outbox {}", name.to_ascii_lowercase())
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-            });
-        // PostgreSQL's keys are bigints: the same 64 bits, read as signed.
-        hash as i64
+    /// The table's name without its schema.
+    fn unqualified(&self) -> &str {
+        self.table.rsplit('.').next().unwrap_or(&self.table)
     }
 
     /// The channel a commit notifies and relays listen on: the table's name.
