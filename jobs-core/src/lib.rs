@@ -122,16 +122,18 @@ pub use redis;
 /// follows the worker's needs.
 #[doc(hidden)]
 pub mod __worker {
-    pub use crate::job::attempt::{
-        done_steps, failed_steps, released_steps, start as start_attempt,
-        started as attempt_started,
-    };
+    pub use crate::job::attempt::{AttemptEnd, AttemptHooks};
     pub use crate::job::context::AttemptSetup;
     pub use crate::job::state::StateSetup;
+    pub use crate::queue::failed::ClaimArgs;
+    pub use crate::queue::hold::RenewArgs;
     pub use crate::queue::protocol::WorkerQueue;
-    pub use crate::queue::reserve::{PopArgs, Woken};
-    pub use crate::queue::settle::{SettleStep, SettleSteps, Settlement};
+    pub use crate::queue::reserve::{DeleteArgs, ExtendArgs, PopArgs, WaitArgs, Woken};
+    pub use crate::queue::settle::{
+        CompleteArgs, FailArgs, ReleaseArgs, SettleStep, SettleSteps, Settlement,
+    };
     pub use crate::workflow::attempt::{take_batch_added, take_chain_edits};
+    pub use crate::workflow::count::BatchCompleteArgs;
 
     /// An attempt's span in the trace its payload carries.
     pub mod trace {
@@ -143,18 +145,6 @@ pub mod __worker {
     pub mod telemetry {
         pub use crate::admin::telemetry::{minute_of, WORKER_TTL};
         pub use crate::queue::live::{record_commands, removal_commands};
-    }
-
-    /// Acknowledges finished jobs of the batch `batch` taken from `queue`, each given as its
-    /// reserved copy and uuid, and counts them in the batch, each once by its uuid, in one
-    /// step; returns how many reservations were still held.
-    pub async fn complete_in_batch(
-        handle: &crate::RedisQueue,
-        queue: &crate::queue::keys::QueueKeys,
-        batch: uuid::Uuid,
-        finished: &[(&str, uuid::Uuid)],
-    ) -> crate::Result<u64> {
-        handle.complete_in_batch(queue, batch, finished).await
     }
 }
 

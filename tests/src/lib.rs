@@ -36,6 +36,7 @@ pub mod http;
 pub mod jobs_command;
 pub mod monitor;
 pub mod otlp;
+pub mod protocol;
 pub mod records;
 pub mod scenarios;
 pub mod steps;

@@ -4,11 +4,11 @@
 
 use examples::{Flaky, Noop, Panic};
 use redis::AsyncCommands;
-use redjob::__worker::WorkerQueue;
 use redjob::admin::{Admin, AdminError, FailedFilter, FailedSelection, Section};
 use redjob::queue::keys::{KeyLayout, Keys, QueueKeys};
 use redjob::Payload;
 use std::time::Duration;
+use tests::protocol::WorkerCalls;
 use tests::scenarios::{billing_worker_with_four_jobs, failed_jobs_on};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, SentVia, TestRedis};

@@ -4,12 +4,12 @@
 
 use examples::{Caught, Step};
 use redis::AsyncCommands;
-use redjob::__worker::WorkerQueue;
-use redjob::__worker::{complete_in_batch, Settlement};
+use redjob::__worker::Settlement;
 use redjob::queue::keys::QueueKeys;
 use redjob::workflow::{Batch, BatchStatus, Chain};
 use redjob::{FailedJob, Payload, RedisQueue};
 use std::time::Duration;
+use tests::protocol::WorkerCalls;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, wait_until, TestRedis};
 use uuid::Uuid;
@@ -486,7 +486,7 @@ async fn jobs_acknowledged_together_are_counted_once_each() {
     // c fails for good, then is retried by hand.
     let record = FailedJob::new(c.1.to_string(), "redis", "default", c.0.clone(), "boom");
     assert!(queue
-        .fail_with(&keys, c.0.as_bytes(), &record, &in_batch(id, c.1), None)
+        .fail_with(&keys, c.0.as_bytes(), &record, &in_batch(id, c.1))
         .await
         .unwrap());
     let status = queue.batch(id).await.unwrap().unwrap();
@@ -512,9 +512,7 @@ async fn jobs_acknowledged_together_are_counted_once_each() {
         (c_again.0.as_str(), c_again.1),
         (b.0.as_str(), b.1),
     ];
-    let held = complete_in_batch(&queue, &keys, id, &finished)
-        .await
-        .unwrap();
+    let held = queue.complete_in_batch(&keys, id, &finished).await.unwrap();
     assert_eq!(
         held, 2,
         "b and the retried c were held; a was not, and b counts once"
@@ -529,7 +527,8 @@ async fn jobs_acknowledged_together_are_counted_once_each() {
     assert_eq!(queue.size("default").await.unwrap().ready, 1, "then");
 
     // a's other run finishes too: nothing more is counted or pushed.
-    let held = complete_in_batch(&queue, &keys, id, &[(a_again.0.as_str(), a_again.1)])
+    let held = queue
+        .complete_in_batch(&keys, id, &[(a_again.0.as_str(), a_again.1)])
         .await
         .unwrap();
     assert_eq!(held, 1);
@@ -549,14 +548,10 @@ async fn an_acknowledgement_that_leaves_jobs_pending_counts_them_and_calls_nothi
     let keys = queue.queue_keys("default");
     let a = pop_one(&queue, &keys).await;
     let b = pop_one(&queue, &keys).await;
-    let held = complete_in_batch(
-        &queue,
-        &keys,
-        id,
-        &[(a.0.as_str(), a.1), (b.0.as_str(), b.1)],
-    )
-    .await
-    .unwrap();
+    let held = queue
+        .complete_in_batch(&keys, id, &[(a.0.as_str(), a.1), (b.0.as_str(), b.1)])
+        .await
+        .unwrap();
     assert_eq!(held, 2);
     let status = queue.batch(id).await.unwrap().unwrap();
     assert_eq!((status.total, status.pending, status.failed), (3, 1, 0));
@@ -581,7 +576,8 @@ async fn an_acknowledgement_that_leaves_jobs_pending_counts_them_and_calls_nothi
     );
 
     let c = pop_one(&queue, &keys).await;
-    complete_in_batch(&queue, &keys, id, &[(c.0.as_str(), c.1)])
+    queue
+        .complete_in_batch(&keys, id, &[(c.0.as_str(), c.1)])
         .await
         .unwrap();
     let status = queue.batch(id).await.unwrap().unwrap();
@@ -606,7 +602,8 @@ async fn the_pending_batch_gauges_read_the_running_batches_alone() {
     let keys = queue.queue_keys("default");
     let done = steps_in(&queue, Batch::new(), &["a"]).await;
     let a = pop_one(&queue, &keys).await;
-    complete_in_batch(&queue, &keys, done, &[(a.0.as_str(), a.1)])
+    queue
+        .complete_in_batch(&keys, done, &[(a.0.as_str(), a.1)])
         .await
         .unwrap();
     let gone = steps_in(&queue, Batch::new(), &["b"]).await;
@@ -696,7 +693,8 @@ async fn a_batch_acknowledgement_after_the_server_lost_its_scripts_still_finishe
     let keys = queue.queue_keys("default");
     let a = pop_one(&queue, &keys).await;
     let b = pop_one(&queue, &keys).await;
-    let held = complete_in_batch(&queue, &keys, id, &[(a.0.as_str(), a.1)])
+    let held = queue
+        .complete_in_batch(&keys, id, &[(a.0.as_str(), a.1)])
         .await
         .unwrap();
     assert_eq!(held, 1);
@@ -705,7 +703,8 @@ async fn a_batch_acknowledgement_after_the_server_lost_its_scripts_still_finishe
         .query_async(&mut redis.conn().await)
         .await
         .unwrap();
-    let held = complete_in_batch(&queue, &keys, id, &[(b.0.as_str(), b.1)])
+    let held = queue
+        .complete_in_batch(&keys, id, &[(b.0.as_str(), b.1)])
         .await
         .unwrap();
     assert_eq!(held, 1);

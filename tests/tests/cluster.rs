@@ -7,12 +7,12 @@
 
 use examples::{Flaky, Guarded, Noop, Panic, RebuildIndex};
 use redis::AsyncCommands;
-use redjob::__worker::WorkerQueue;
 use redjob::queue::keys::KeyLayout;
 use redjob::{Bulk, FailedJob, QueueConfig};
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 use tests::cluster::TestCluster;
+use tests::protocol::WorkerCalls;
 use tests::worker_process::{JobEvent, WorkerProcess};
 use tests::SentVia;
 use tests::{sent_in_bulk, wait_for_empty_queue, wait_until};

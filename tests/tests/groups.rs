@@ -6,7 +6,6 @@
 
 use examples::{Guarded, RebuildIndex, GUARDED_FINISHED_KEY, GUARDED_KEY, UNIQUE_KEY};
 use redis::AsyncCommands;
-use redjob::__worker::WorkerQueue;
 use redjob::queue::keys::QueueKeys;
 use redjob::workflow::{Batch, Chain, Link};
 use redjob::{Bulk, RedisQueue};
@@ -14,6 +13,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::time::Duration;
 use tests::jobs_command::JobsCommand;
+use tests::protocol::WorkerCalls;
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for_empty_queue, wait_until};
 use tests::{SentVia, TestRedis};

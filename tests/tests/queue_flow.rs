@@ -1,9 +1,10 @@
 //! The queue flow of `RedisQueue`, without a worker, against a real redis-server: each test
 //! starts its own server and checks the exact Redis state Laravel's flow leaves behind.
 
-use redjob::__worker::WorkerQueue;
+use redjob::__worker::{ExtendArgs, WorkerQueue};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
+use tests::protocol::WorkerCalls;
 
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
@@ -1288,12 +1289,12 @@ async fn extend_pushes_back_held_reservations_only() {
         .unwrap()
         .jobs
         .remove(0);
-    let extended = queue
-        .extend(
-            &keys,
-            Duration::from_secs(1000),
-            &[held.as_str(), "not reserved"],
-        )
+    let extended = WorkerQueue::of(&queue)
+        .extend(ExtendArgs {
+            queue: &keys,
+            retry_after: Duration::from_secs(1000),
+            reserved: &[held.as_str(), "not reserved"],
+        })
         .await
         .unwrap();
     assert_eq!(extended, 1);

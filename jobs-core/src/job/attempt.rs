@@ -71,52 +71,78 @@ pub struct AttemptHookRegistration(pub &'static dyn AttemptHook);
 
 inventory::collect!(AttemptHookRegistration);
 
-/// Lets every registered hook attach its state to the context of an attempt of `payload`.
-pub fn start(payload: &Payload, ctx: &JobContext) {
-    for hook in inventory::iter::<AttemptHookRegistration> {
-        hook.0.start(payload, ctx);
-    }
+/// Every registered hook's part in one attempt, held by the worker from the attempt's start to
+/// its settlement: made as the attempt starts ([`AttemptHooks::start`]), told when the attempt
+/// is set to run ([`AttemptHooks::started`]), and asked for the steps that settle it
+/// ([`AttemptHooks::settle_steps`]).
+#[derive(Clone)]
+pub struct AttemptHooks {
+    ctx: Arc<JobContext>,
 }
 
-/// Lets every registered hook record that the attempt of `ctx` starts on the worker `worker`.
-pub async fn started(ctx: &Arc<JobContext>, queue: &RedisQueue, worker: &str) {
-    for hook in inventory::iter::<AttemptHookRegistration> {
-        if let Some(recording) = hook.0.started(ctx, queue, worker) {
-            recording.await;
+/// How an attempt ended, for the steps its hooks add to settling it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptEnd<'a> {
+    /// The job is done.
+    Done,
+    /// The job failed for good, for this reason.
+    Failed(&'a str),
+    /// The job goes back to its queue, for this reason.
+    Released(&'a str),
+}
+
+impl AttemptHooks {
+    /// Lets every registered hook attach its state to `ctx`, the context of an attempt of
+    /// `payload`.
+    pub fn start(payload: &Payload, ctx: Arc<JobContext>) -> Self {
+        for hook in inventory::iter::<AttemptHookRegistration> {
+            hook.0.start(payload, &ctx);
         }
+        Self { ctx }
     }
-}
 
-/// The steps every registered hook adds to settling the attempt of `ctx` as done. When a hook
-/// cannot settle it as done, the job fails instead: `Err` gives why, with the steps of that
-/// failure.
-#[allow(clippy::type_complexity)]
-pub fn done_steps(
-    ctx: &JobContext,
-    queue: &RedisQueue,
-) -> Result<SettleSteps, (String, SettleSteps)> {
-    let mut steps = SettleSteps::new();
-    for hook in inventory::iter::<AttemptHookRegistration> {
-        match hook.0.done(ctx, queue) {
-            Ok(step) => steps.extend(step),
-            Err(reason) => {
-                let steps = failed_steps(ctx, queue, &reason);
-                return Err((reason, steps));
+    /// The attempt's context.
+    pub fn context(&self) -> &Arc<JobContext> {
+        &self.ctx
+    }
+
+    /// Lets every registered hook record that the attempt starts on the worker `worker`.
+    pub async fn started(&self, queue: &RedisQueue, worker: &str) {
+        for hook in inventory::iter::<AttemptHookRegistration> {
+            if let Some(recording) = hook.0.started(&self.ctx, queue, worker) {
+                recording.await;
             }
         }
     }
-    Ok(steps)
-}
 
-/// The steps every registered hook adds to settling the attempt of `ctx` as failed for good,
-/// for `reason`.
-pub fn failed_steps(ctx: &JobContext, queue: &RedisQueue, reason: &str) -> SettleSteps {
-    each_step(|hook| hook.failed(ctx, queue, reason))
-}
-
-/// The steps every registered hook adds to releasing the attempt of `ctx`, for `reason`.
-pub fn released_steps(ctx: &JobContext, queue: &RedisQueue, reason: &str) -> SettleSteps {
-    each_step(|hook| hook.released(ctx, queue, reason))
+    /// The steps every registered hook adds to settling the attempt as it ended. When a hook
+    /// cannot settle a done attempt as done, the job fails instead: `Err` gives why, with the
+    /// steps of that failure.
+    #[allow(clippy::type_complexity)]
+    pub fn settle_steps(
+        &self,
+        queue: &RedisQueue,
+        end: AttemptEnd<'_>,
+    ) -> Result<SettleSteps, (String, SettleSteps)> {
+        let ctx = &*self.ctx;
+        match end {
+            AttemptEnd::Done => {
+                let mut steps = SettleSteps::new();
+                for hook in inventory::iter::<AttemptHookRegistration> {
+                    match hook.0.done(ctx, queue) {
+                        Ok(step) => steps.extend(step),
+                        Err(reason) => {
+                            let steps = each_step(|hook| hook.failed(ctx, queue, &reason));
+                            return Err((reason, steps));
+                        }
+                    }
+                }
+                Ok(steps)
+            }
+            AttemptEnd::Failed(reason) => Ok(each_step(|hook| hook.failed(ctx, queue, reason))),
+            AttemptEnd::Released(reason) => Ok(each_step(|hook| hook.released(ctx, queue, reason))),
+        }
+    }
 }
 
 /// The step each registered hook gives, as `step` asks it.

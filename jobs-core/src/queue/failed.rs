@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::payload::failed::FailedJob;
 use crate::queue::due::seconds_arg;
 use crate::queue::handle::RedisQueue;
+use crate::queue::protocol::WorkerQueue;
 use crate::queue::scripts;
 
 /// Failed-job records read per call: no Redis call grows with the store.
@@ -55,33 +56,46 @@ impl RedisQueue {
         }
         Ok(records)
     }
+}
 
+/// Which owed hooks to take: up to `limit`, each for `claim`.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimArgs {
+    /// How long the worker taking a hook has to run it before another one may.
+    pub claim: Duration,
+    /// The most hooks to take.
+    pub limit: usize,
+}
+
+impl WorkerQueue<'_> {
     /// Reports the `failed()` hook of the failed job `uuid` done: no worker runs it again.
-    pub(crate) async fn hook_done(&self, uuid: &str) -> Result<()> {
-        let key = &self.keys().failed_hooks();
-        self.call(|mut conn| async move { conn.zrem::<_, _, ()>(key, uuid).await })
+    pub async fn hook_done(&self, uuid: &str) -> Result<()> {
+        let key = &self.handle.keys().failed_hooks();
+        self.handle
+            .call(|mut conn| async move { conn.zrem::<_, _, ()>(key, uuid).await })
             .await
     }
 
     /// Whether any owed `failed()` hook's time has come, by Redis's clock: the earliest entry
     /// and the server's time, read in one round trip.
-    pub(crate) async fn hooks_due(&self) -> Result<bool> {
+    pub async fn hooks_due(&self) -> Result<bool> {
         let mut pipe = redis::pipe();
-        pipe.zrange_withscores(self.keys().failed_hooks(), 0, 0)
+        pipe.zrange_withscores(self.handle.keys().failed_hooks(), 0, 0)
             .cmd("TIME");
         let (first, (seconds, micros)): (Vec<(String, f64)>, (u64, u64)) =
-            self.query_pipe(&pipe).await?;
+            self.handle.query_pipe(&pipe).await?;
         Ok(first
             .first()
             .is_some_and(|(_, due)| *due <= seconds as f64 + micros as f64 / 1e6))
     }
 
-    /// Takes up to `limit` `failed()` hooks that were owed and not reported done in time (their
-    /// worker died), each for `claim` before another worker may take it; returns the uuids of
+    /// Takes up to `claim.limit` `failed()` hooks that were owed and not reported done in time (their
+    /// worker died), each for `claim.claim` before another worker may take it; returns the uuids of
     /// their failed jobs.
-    pub(crate) async fn claim_hooks(&self, claim: Duration, limit: usize) -> Result<Vec<String>> {
-        let mut call = scripts::CLAIM_HOOKS.key(self.keys().failed_hooks());
+    pub async fn claim_hooks(&self, claim: ClaimArgs) -> Result<Vec<String>> {
+        let ClaimArgs { claim, limit } = claim;
+        let mut call = scripts::CLAIM_HOOKS.key(self.handle.keys().failed_hooks());
         call.arg(seconds_arg(claim)).arg(limit.max(1));
-        self.invoke(&call).await
+        self.handle.invoke(&call).await
     }
 }

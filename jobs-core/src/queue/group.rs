@@ -17,6 +17,7 @@ use crate::queue::effects::Effects;
 use crate::queue::events::JobsEntry;
 use crate::queue::handle::RedisQueue;
 use crate::queue::keys::QueueKeys;
+use crate::queue::protocol::WorkerQueue;
 use crate::queue::scripts;
 
 /// The limits of a group: at most `concurrency` of its jobs running at once, across every
@@ -133,64 +134,6 @@ impl RedisQueue {
         call
     }
 
-    /// Deletes finished jobs' reservations in the groups of `queue` (the keys of the queue or
-    /// of any of its groups), each given as its group and reserved copy; returns how many
-    /// were still held. `completed`, for a queue whose events are on, names each job (uuid,
-    /// name, attempt) for their `completed` event, appended in the same transaction.
-    ///
-    /// Each group of them that was blocked is then brought back into the rotation
-    /// (`group_ended.lua`), so that a group at its concurrency limit runs its next job as
-    /// soon as one ends. A transaction of `ZREM`s rather than one script: a script would be
-    /// given every reserved copy again, which costs Redis more than the removal itself. The
-    /// groups' return is a second step, taken only for groups that were blocked: it changes
-    /// only when a group is looked at again, and a group whose return is missed (its worker
-    /// killed in between) is looked at again when its earliest reservation would expire.
-    pub(crate) async fn delete_in_groups(
-        &self,
-        queue: &QueueKeys,
-        jobs: &[(&str, &str)],
-        completed: Option<&[(&str, &str, u32)]>,
-    ) -> Result<u64> {
-        if jobs.is_empty() {
-            return Ok(0);
-        }
-        let mut by_group: Vec<(&str, Vec<&str>)> = Vec::new();
-        for (group, reserved) in jobs {
-            match by_group.iter_mut().find(|(name, _)| name == group) {
-                Some((_, copies)) => copies.push(reserved),
-                None => by_group.push((group, vec![reserved])),
-            }
-        }
-        let keys = queue.groups();
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        for (group, copies) in &by_group {
-            pipe.zrem(queue.for_group(group).reserved, copies);
-        }
-        if let (Some(completed), Some(maxlen)) = (completed, self.events_maxlen(&queue.name)) {
-            let events = self.keys().events(&queue.name);
-            pipe.add_command(JobsEntry::of(completed).xadd(&events, maxlen, "completed"))
-                .ignore();
-        }
-        pipe.cmd("ZMSCORE")
-            .arg(&keys.blocked)
-            .arg(by_group.iter().map(|(group, _)| *group).collect::<Vec<_>>());
-        let mut replies: Vec<redis::Value> = self.query_pipe(&pipe).await?;
-        let blocked: Vec<Option<f64>> =
-            redis::from_redis_value(replies.pop().unwrap_or(redis::Value::Nil))
-                .map_err(redis::RedisError::from)?;
-        let removed: Vec<u64> = redis::from_redis_value(redis::Value::Array(replies))
-            .map_err(redis::RedisError::from)?;
-        let ended: Vec<&str> = by_group
-            .iter()
-            .zip(removed.iter().zip(&blocked))
-            .filter(|(_, (held, blocked))| **held > 0 && blocked.is_some_and(f64::is_finite))
-            .map(|((group, _), _)| *group)
-            .collect();
-        self.bring_back(queue, &ended).await;
-        Ok(removed.iter().sum())
-    }
-
     /// Brings the `groups` of `queue` whose jobs just ended back into the rotation, each that
     /// is blocked and not paused (`group_ended.lua`). Their jobs are acknowledged by then: a
     /// group this fails to bring back comes back by itself when its earliest reservation would
@@ -237,4 +180,65 @@ fn rotation_call(script: &'static redis::Script, queue: &QueueKeys) -> ScriptInv
     }
     call.arg(prefix);
     call
+}
+
+impl WorkerQueue<'_> {
+    /// Deletes finished jobs' reservations in the groups of `queue` (the keys of the queue or
+    /// of any of its groups), each given as its group and reserved copy; returns how many
+    /// were still held. `completed`, for a queue whose events are on, names each job (uuid,
+    /// name, attempt) for their `completed` event, appended in the same transaction.
+    ///
+    /// Each group of them that was blocked is then brought back into the rotation
+    /// (`group_ended.lua`), so that a group at its concurrency limit runs its next job as
+    /// soon as one ends. A transaction of `ZREM`s rather than one script: a script would be
+    /// given every reserved copy again, which costs Redis more than the removal itself. The
+    /// groups' return is a second step, taken only for groups that were blocked: it changes
+    /// only when a group is looked at again, and a group whose return is missed (its worker
+    /// killed in between) is looked at again when its earliest reservation would expire.
+    pub(crate) async fn delete_in_groups(
+        &self,
+        queue: &QueueKeys,
+        jobs: &[(&str, &str)],
+        completed: Option<&[(&str, &str, u32)]>,
+    ) -> Result<u64> {
+        if jobs.is_empty() {
+            return Ok(0);
+        }
+        let handle = self.handle;
+        let mut by_group: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (group, reserved) in jobs {
+            match by_group.iter_mut().find(|(name, _)| name == group) {
+                Some((_, copies)) => copies.push(reserved),
+                None => by_group.push((group, vec![reserved])),
+            }
+        }
+        let keys = queue.groups();
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for (group, copies) in &by_group {
+            pipe.zrem(queue.for_group(group).reserved, copies);
+        }
+        if let (Some(completed), Some(maxlen)) = (completed, handle.events_maxlen(&queue.name)) {
+            let events = handle.keys().events(&queue.name);
+            pipe.add_command(JobsEntry::of(completed).xadd(&events, maxlen, "completed"))
+                .ignore();
+        }
+        pipe.cmd("ZMSCORE")
+            .arg(&keys.blocked)
+            .arg(by_group.iter().map(|(group, _)| *group).collect::<Vec<_>>());
+        let mut replies: Vec<redis::Value> = handle.query_pipe(&pipe).await?;
+        let blocked: Vec<Option<f64>> =
+            redis::from_redis_value(replies.pop().unwrap_or(redis::Value::Nil))
+                .map_err(redis::RedisError::from)?;
+        let removed: Vec<u64> = redis::from_redis_value(redis::Value::Array(replies))
+            .map_err(redis::RedisError::from)?;
+        let ended: Vec<&str> = by_group
+            .iter()
+            .zip(removed.iter().zip(&blocked))
+            .filter(|(_, (held, blocked))| **held > 0 && blocked.is_some_and(f64::is_finite))
+            .map(|((group, _), _)| *group)
+            .collect();
+        handle.bring_back(queue, &ended).await;
+        Ok(removed.iter().sum())
+    }
 }

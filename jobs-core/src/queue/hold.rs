@@ -12,8 +12,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::queue::handle::RedisQueue;
 use crate::queue::keys::KeyLayout;
+use crate::queue::protocol::WorkerQueue;
 use crate::queue::scripts;
 
 /// One key held by one owner.
@@ -85,30 +85,39 @@ impl Holds {
     }
 }
 
-impl RedisQueue {
-    /// Renews the holds of running jobs for `lease` from now (Redis's clock); returns how many
-    /// were still held.
-    pub(crate) async fn renew_holds(&self, holds: &[Hold], lease: Duration) -> Result<u64> {
+/// Which holds to renew: `holds`, for `lease` from now.
+#[derive(Debug, Clone, Copy)]
+pub struct RenewArgs<'a> {
+    /// The holds of running jobs.
+    pub holds: &'a [Hold],
+    /// How long they hold from now (Redis's clock).
+    pub lease: Duration,
+}
+
+impl WorkerQueue<'_> {
+    /// Renews the holds of running jobs for `renew.lease` from now (Redis's clock); returns
+    /// how many were still held.
+    pub async fn renew_holds(&self, renew: RenewArgs<'_>) -> Result<u64> {
         let mut renewed = 0;
-        for group in self.hold_groups(holds) {
+        for group in self.hold_groups(renew.holds) {
             let mut call = scripts::LEASES.prepare_invoke();
-            call.arg("renew").arg(lease.as_millis() as u64);
+            call.arg("renew").arg(renew.lease.as_millis() as u64);
             add_holds(&mut call, group);
-            renewed += self.invoke::<u64>(&call).await?;
+            renewed += self.handle.invoke::<u64>(&call).await?;
         }
         Ok(renewed)
     }
 
     /// Frees holds, each only if its owner still holds it.
     pub async fn free_holds(&self, holds: &[Hold]) -> Result<()> {
-        if self.free_offline(holds) {
+        if self.handle.free_offline(holds) {
             return Ok(());
         }
         for group in self.hold_groups(holds) {
             let mut call = scripts::LEASES.prepare_invoke();
             call.arg("free").arg(0);
             add_holds(&mut call, group);
-            self.invoke::<u64>(&call).await?;
+            self.handle.invoke::<u64>(&call).await?;
         }
         Ok(())
     }
@@ -116,7 +125,7 @@ impl RedisQueue {
     /// Holds in calls that each touch one slot: all of them together on one server, one by
     /// one on a cluster.
     fn hold_groups<'h>(&self, holds: &'h [Hold]) -> Vec<&'h [Hold]> {
-        match (holds.is_empty(), self.layout()) {
+        match (holds.is_empty(), self.handle.layout()) {
             (true, _) => Vec::new(),
             (false, KeyLayout::Standalone) => vec![holds],
             (false, KeyLayout::Cluster) => holds.chunks(1).collect(),
@@ -126,7 +135,7 @@ impl RedisQueue {
     /// On a cluster, frees `holds` in calls of their own and returns none left for the settling
     /// script; on one server returns them all for it.
     pub(crate) async fn free_on_cluster<'h>(&self, holds: &'h [Hold]) -> Result<&'h [Hold]> {
-        match self.layout() {
+        match self.handle.layout() {
             KeyLayout::Standalone => Ok(holds),
             KeyLayout::Cluster => {
                 self.free_holds(holds).await?;

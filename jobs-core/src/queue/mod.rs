@@ -22,7 +22,7 @@ mod due;
 pub(crate) mod effects;
 pub(crate) mod events;
 mod extensions;
-mod failed;
+pub(crate) mod failed;
 mod group;
 mod handle;
 pub mod hold;
@@ -54,3 +54,4 @@ pub use url::{redact_url, redis_client, redis_url_from_env, DEFAULT_REDIS_URL};
 
 pub(crate) use default::{local_default, ThreadDefault};
 pub(crate) use due::{delay_from_due, due_arg};
+pub(crate) use protocol::WorkerQueue;

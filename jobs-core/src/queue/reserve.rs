@@ -9,8 +9,8 @@ use crate::queue::connection::Connection;
 use crate::queue::due::seconds_arg;
 use crate::queue::events::JobsEntry;
 use crate::queue::group::GroupLimits;
-use crate::queue::handle::RedisQueue;
 use crate::queue::keys::QueueKeys;
+use crate::queue::protocol::WorkerQueue;
 use crate::queue::scripts;
 
 /// What one pop returned.
@@ -77,7 +77,7 @@ pub struct PopArgs<'a> {
     pub groups: &'a GroupLimits,
 }
 
-/// What a wait, with a pop behind it or not (`WorkerQueue::wait_then_pop`), found.
+/// What a wait, with a pop behind it or not ([`WorkerQueue::wait_then_pop`]), found.
 #[derive(Debug)]
 pub struct Woken {
     /// The token the wait took, with its notify list (`None`: the wait timed out).
@@ -87,30 +87,81 @@ pub struct Woken {
     pub popped: Option<Popped>,
 }
 
-impl RedisQueue {
+/// What a wait takes: a token of the notify lists `wait_on`, waiting at most `block_for` on
+/// `conn`, with the pop `pop`, if any, pipelined behind it.
+pub struct WaitArgs<'a> {
+    /// A connection of its own (a blocked connection answers nothing else), to a single server
+    /// when a pop goes behind the wait: a cluster may not serve both from one node.
+    pub conn: &'a mut Connection,
+    /// The notify lists to take a token of.
+    pub wait_on: &'a [&'a str],
+    /// How long to wait at most.
+    pub block_for: Duration,
+    /// The pop to run the moment the wait ends.
+    pub pop: Option<PopArgs<'a>>,
+}
+
+/// Which finished jobs' reservations to delete: `reserved`, of `queue` (the keys of the queue,
+/// or of one of its groups).
+#[derive(Debug, Clone, Copy)]
+pub struct DeleteArgs<'a> {
+    /// The queue, or one of its groups, the jobs were reserved from.
+    pub queue: &'a QueueKeys,
+    /// The reserved copies.
+    pub reserved: &'a [&'a str],
+    /// The group each of `reserved` was reserved from, in order, when they are jobs of
+    /// `queue`'s groups, of one group or several.
+    pub groups: Option<&'a [&'a str]>,
+    /// For jobs whose handlers completed, each one's uuid, name and attempt, in the order of
+    /// `reserved`: their `completed` event (one entry for them all) is appended in the same
+    /// transaction when the queue's events are on.
+    pub completed: Option<&'a [(&'a str, &'a str, u32)]>,
+}
+
+impl<'a> DeleteArgs<'a> {
+    /// Deletes `reserved`, of `queue`, and nothing else.
+    pub fn new(queue: &'a QueueKeys, reserved: &'a [&'a str]) -> Self {
+        Self {
+            queue,
+            reserved,
+            groups: None,
+            completed: None,
+        }
+    }
+}
+
+/// Which reservations to extend: `reserved`, of `queue`, to `retry_after` from now.
+#[derive(Debug, Clone, Copy)]
+pub struct ExtendArgs<'a> {
+    /// The queue the jobs were reserved from.
+    pub queue: &'a QueueKeys,
+    /// The new expiry, from now.
+    pub retry_after: Duration,
+    /// The reserved copies.
+    pub reserved: &'a [&'a str],
+}
+
+impl WorkerQueue<'_> {
     /// Makes the pop `pop`: reserves up to `pop.count` jobs of its queue, its own and its
     /// groups' in turn, after migrating due delayed jobs and expired reservations (at most
     /// `pop.migrate_limit` of each in this call). Each reservation expires `pop.retry_after`
     /// from now, by the server's clock.
-    pub(crate) async fn pop(&self, pop: PopArgs<'_>) -> Result<Popped> {
-        Ok(Popped::from_reply(self.invoke(&self.pop_call(pop)).await?))
+    pub async fn pop(&self, pop: PopArgs<'_>) -> Result<Popped> {
+        let call = self.pop_call(pop);
+        Ok(Popped::from_reply(self.handle.invoke(&call).await?))
     }
 
-    /// Waits on `conn` for a token of the notify lists `wait_on` (`BLPOP`, at most
-    /// `block_for`), then makes the pop `pop`, if any, as [`RedisQueue::pop`] does. Both go
-    /// out in one pipeline: Redis runs the pop the moment the wait ends, without a round trip
-    /// between them, whether a token came or the wait timed out.
-    ///
-    /// `conn` must be a connection of its own (a blocked connection answers nothing else),
-    /// to a single server when a pop goes behind the wait: a cluster may not serve both from
-    /// one node.
-    pub(crate) async fn wait_then_pop(
-        &self,
-        conn: &mut Connection,
-        wait_on: &[&str],
-        block_for: Duration,
-        pop: Option<PopArgs<'_>>,
-    ) -> Result<Woken> {
+    /// Waits on `wait.conn` for a token of the notify lists `wait.wait_on` (`BLPOP`, at most
+    /// `wait.block_for`), then makes the pop `wait.pop`, if any, as [`WorkerQueue::pop`]
+    /// does. Both go out in one pipeline: Redis runs the pop the moment the wait ends, without
+    /// a round trip between them, whether a token came or the wait timed out.
+    pub async fn wait_then_pop(&self, wait: WaitArgs<'_>) -> Result<Woken> {
+        let WaitArgs {
+            conn,
+            wait_on,
+            block_for,
+            pop,
+        } = wait;
         let mut wait = redis::cmd("BLPOP");
         wait.arg(wait_on).arg(block_for.as_secs_f64().max(0.01));
         let Some(pop) = pop else {
@@ -156,7 +207,7 @@ impl RedisQueue {
         call.key(&queue.delayed)
             .key(&queue.reserved)
             .key(&queue.notify)
-            .key(self.keys().events(&queue.name))
+            .key(self.handle.keys().events(&queue.name))
             .key(&group_keys.rotation)
             .key(&group_keys.rotating)
             .key(&group_keys.blocked)
@@ -166,77 +217,70 @@ impl RedisQueue {
             .arg(seconds_arg(retry_after))
             .arg(count.max(1))
             .arg(migrate_limit.max(1))
-            .arg(self.events_maxlen(&queue.name).unwrap_or(0))
+            .arg(self.handle.events_maxlen(&queue.name).unwrap_or(0))
             .arg(&group_keys.group_prefix)
             .arg(groups.concurrency.unwrap_or(0))
             .arg(groups.rate.map_or(String::new(), |rate| rate.to_string()));
         call
     }
 
-    /// Deletes finished jobs' reservations of one queue, or of one group of it, in one call;
-    /// returns how many were still held.
-    pub(crate) async fn delete_many(&self, queue: &QueueKeys, reserved: &[&str]) -> Result<u64> {
-        if reserved.is_empty() {
-            return Ok(0);
-        }
-        if let Some(group) = &queue.group {
-            return self
-                .delete_in_groups(queue, &in_group(group, reserved), None)
-                .await;
-        }
-        self.call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
-            .await
-    }
-
-    /// Deletes the reservations of jobs whose handlers completed, of one queue whose events
-    /// are on, and appends their `completed` event (one entry for them all) in the same
-    /// transaction; returns how many reservations were still held. `completed` gives each
-    /// job's uuid, name and attempt, in the order of `reserved`.
+    /// Deletes finished jobs' reservations, of one queue or of its groups, in one call, with
+    /// their `completed` event when `delete.completed` names them; returns how many were
+    /// still held.
     ///
     /// The event reports the attempts that completed, so it names each of them, held or not:
     /// an attempt whose reservation had expired (its worker stalled past retry_after) did
     /// complete, and its job, handed out again, reports its next attempt too. A transaction
     /// rather than a script: a script would be given every reserved copy again, which costs
     /// Redis more than the removal itself.
-    pub async fn delete_completed(
-        &self,
-        queue: &QueueKeys,
-        reserved: &[&str],
-        completed: &[(&str, &str, u32)],
-    ) -> Result<u64> {
+    pub async fn delete(&self, delete: DeleteArgs<'_>) -> Result<u64> {
+        let DeleteArgs {
+            queue,
+            reserved,
+            groups,
+            completed,
+        } = delete;
         if reserved.is_empty() {
             return Ok(0);
         }
-        if let Some(group) = &queue.group {
-            return self
-                .delete_in_groups(queue, &in_group(group, reserved), Some(completed))
-                .await;
+        let groups: Option<Vec<&str>> = match (groups, &queue.group) {
+            (Some(groups), _) => Some(groups.to_vec()),
+            (None, Some(group)) => Some(vec![group.as_str(); reserved.len()]),
+            (None, None) => None,
+        };
+        if let Some(groups) = groups {
+            let jobs: Vec<(&str, &str)> =
+                groups.into_iter().zip(reserved.iter().copied()).collect();
+            return self.delete_in_groups(queue, &jobs, completed).await;
         }
-        let Some(maxlen) = self.events_maxlen(&queue.name) else {
-            return self.delete_many(queue, reserved).await;
+        let handle = self.handle;
+        let (Some(completed), Some(maxlen)) = (completed, handle.events_maxlen(&queue.name)) else {
+            return handle
+                .call(|mut conn| async move { conn.zrem(&queue.reserved, reserved).await })
+                .await;
         };
         let mut pipe = redis::pipe();
         pipe.atomic()
             .zrem(&queue.reserved, reserved)
             .add_command(JobsEntry::of(completed).xadd(
-                &self.keys().events(&queue.name),
+                &handle.keys().events(&queue.name),
                 maxlen,
                 "completed",
             ));
         pipe.ignore();
-        let (held,): (u64,) = self.query_pipe(&pipe).await?;
+        let (held,): (u64,) = handle.query_pipe(&pipe).await?;
         Ok(held)
     }
 
-    /// Pushes the expiry of reservations still held to `retry_after` from now (server time);
-    /// returns how many were still held. A live worker calls this for its running jobs, so a
-    /// long job is never handed to a second worker.
-    pub(crate) async fn extend(
-        &self,
-        queue: &QueueKeys,
-        retry_after: Duration,
-        reserved: &[&str],
-    ) -> Result<u64> {
+    /// Pushes the expiry of reservations still held to `extend.retry_after` from now (server
+    /// time); returns how many were still held. A live worker calls this for its running
+    /// jobs, so a long job is never handed to a second worker.
+    pub async fn extend(&self, extend: ExtendArgs<'_>) -> Result<u64> {
+        let ExtendArgs {
+            queue,
+            retry_after,
+            reserved,
+        } = extend;
         if reserved.is_empty() {
             return Ok(0);
         }
@@ -245,12 +289,6 @@ impl RedisQueue {
         for member in reserved {
             call.arg(*member);
         }
-        self.invoke(&call).await
+        self.handle.invoke(&call).await
     }
-}
-
-/// Reserved copies of one group's jobs, each with its group, as
-/// [`RedisQueue::delete_in_groups`] takes them.
-fn in_group<'a>(group: &'a str, reserved: &[&'a str]) -> Vec<(&'a str, &'a str)> {
-    reserved.iter().map(|job| (group, *job)).collect()
 }

@@ -20,6 +20,8 @@ use crate::queue::effects::Effects;
 use crate::queue::handle::RedisQueue;
 use crate::queue::hold::Hold;
 use crate::queue::keys::{KeyLayout, QueueKeys};
+use crate::queue::protocol::WorkerQueue;
+use crate::queue::reserve::DeleteArgs;
 use crate::queue::scripts;
 
 /// How a job ended, for the steps that settle it.
@@ -87,22 +89,66 @@ pub struct Settlement {
     pub steps: SettleSteps,
 }
 
-impl RedisQueue {
-    /// Moves a reserved job to the delayed set, due after `delay`, putting `replacement` back
-    /// instead of the reserved copy when given (a requeue that costs no attempt), and applying
-    /// `settlement` (what it held for the attempt, its status) in the same step. Returns
+/// Which job to acknowledge as done: `reserved`, of `queue`, applying `settlement`.
+#[derive(Debug, Clone, Copy)]
+pub struct CompleteArgs<'a> {
+    /// The queue the job was reserved from.
+    pub queue: &'a QueueKeys,
+    /// Its reserved copy.
+    pub reserved: &'a str,
+    /// What else settling it changes.
+    pub settlement: &'a Settlement,
+}
+
+/// Which job to release to run again: `reserved`, of `queue`, due after `delay`.
+#[derive(Debug, Clone, Copy)]
+pub struct ReleaseArgs<'a> {
+    /// The queue the job was reserved from.
+    pub queue: &'a QueueKeys,
+    /// Its reserved copy.
+    pub reserved: &'a str,
+    /// How long until it is due again.
+    pub delay: Duration,
+    /// The payload to put back instead of the reserved copy (a requeue that costs no
+    /// attempt), if any.
+    pub replacement: Option<&'a str>,
+    /// What else releasing it changes.
+    pub settlement: &'a Settlement,
+}
+
+/// Which job to record as failed: `record`, reserved as `reserved` from `queue`.
+#[derive(Debug, Clone, Copy)]
+pub struct FailArgs<'a> {
+    /// The queue the job was reserved from.
+    pub queue: &'a QueueKeys,
+    /// Its reserved copy, as bytes that need not be UTF-8; empty for a job that was never
+    /// reserved.
+    pub reserved: &'a [u8],
+    /// The failed-job record.
+    pub record: &'a FailedJob,
+    /// What else failing it changes.
+    pub settlement: &'a Settlement,
+    /// For a job with a `failed()` hook, how long the worker failing it has to run the hook
+    /// before another one may ([`WorkerQueue::hook_done`]).
+    pub hook_claim: Option<Duration>,
+}
+
+impl WorkerQueue<'_> {
+    /// Moves a reserved job to the delayed set, due after `release.delay`, putting
+    /// `release.replacement` back instead of the reserved copy when given, and applying the
+    /// settlement (what it held for the attempt, its status) in the same step. Returns
     /// `false`, changing nothing, when the reservation was no longer held.
     ///
     /// On a cluster the holds and the steps' keys live in other slots: they are freed and
     /// taken first, and the job is released after.
-    pub(crate) async fn release_with(
-        &self,
-        queue: &QueueKeys,
-        reserved: &str,
-        delay: Duration,
-        replacement: Option<&str>,
-        settlement: &Settlement,
-    ) -> Result<bool> {
+    pub async fn release(&self, release: ReleaseArgs<'_>) -> Result<bool> {
+        let ReleaseArgs {
+            queue,
+            reserved,
+            delay,
+            replacement,
+            settlement,
+        } = release;
         let mut effects = self.settle_effects(settlement, Ending::Released).await?;
         effects.group(queue, true);
         let mut call = scripts::RELEASE.key(&queue.reserved);
@@ -112,28 +158,28 @@ impl RedisQueue {
             .arg(seconds_arg(delay))
             .arg(replacement.unwrap_or(""));
         effects.add_to(&mut call);
-        let released: u64 = self.invoke(&call).await?;
+        let released: u64 = self.handle.invoke(&call).await?;
         Ok(released == 1)
     }
 
-    /// Acknowledges a finished job and applies its `settlement` in the same step. Returns
+    /// Acknowledges a finished job and applies its settlement in the same step. Returns
     /// `false`, changing nothing, when the reservation was no longer held.
     ///
     /// On a cluster the holds and the steps' keys live in other slots: they are freed and
     /// taken first, and the reservation is removed last, so a crash between the two leaves a
     /// job that runs again rather than a lock that outlives its job.
-    pub(crate) async fn complete(
-        &self,
-        queue: &QueueKeys,
-        reserved: &str,
-        settlement: &Settlement,
-    ) -> Result<bool> {
+    pub async fn complete(&self, complete: CompleteArgs<'_>) -> Result<bool> {
+        let CompleteArgs {
+            queue,
+            reserved,
+            settlement,
+        } = complete;
         let mut effects = self.settle_effects(settlement, Ending::Done).await?;
         effects.group(queue, false);
         let mut call = scripts::COMPLETE.key(&queue.reserved);
         call.arg(reserved);
         effects.add_to(&mut call);
-        let completed: u64 = self.invoke(&call).await?;
+        let completed: u64 = self.handle.invoke(&call).await?;
         if completed == 2 {
             tracing::warn!(
                 queue = %queue.name,
@@ -143,30 +189,29 @@ impl RedisQueue {
         Ok(completed >= 1)
     }
 
-    /// Records a failed job, removing its reservation (`reserved`, as bytes that need not be
-    /// UTF-8; empty for a job that was never reserved) and applying its `settlement`, and
-    /// prunes the failed-job store. For a job with a `failed()` hook, its call is owed in the
-    /// same step as the record (`hook_claim`: how long the worker failing it has to run it
-    /// before another one may; see [`RedisQueue::hook_done`]). Returns `false`, changing
-    /// nothing, when the reservation was no longer held.
+    /// Records a failed job, removing its reservation and applying its settlement, and prunes
+    /// the failed-job store. For a job with a `failed()` hook, its call is owed in the same
+    /// step as the record. Returns `false`, changing nothing, when the reservation was no
+    /// longer held.
     ///
     /// On one server this is one atomic script call. On a cluster the reservation and the
     /// failed-job store live in different slots, so it takes three calls, each within one slot,
     /// in an order that loses nothing: check that the reservation is held, record the failure,
     /// then remove the reservation. Should the worker die between the last two, the
     /// reservation expires and the job runs again; a second failure overwrites the same record.
-    pub(crate) async fn fail_with(
-        &self,
-        queue: &QueueKeys,
-        reserved: &[u8],
-        record: &FailedJob,
-        settlement: &Settlement,
-        hook_claim: Option<Duration>,
-    ) -> Result<bool> {
-        let layout = self.layout();
+    pub async fn fail(&self, fail: FailArgs<'_>) -> Result<bool> {
+        let FailArgs {
+            queue,
+            reserved,
+            record,
+            settlement,
+            hook_claim,
+        } = fail;
+        let handle = self.handle;
+        let layout = handle.layout();
         let separate_removal = !reserved.is_empty() && layout == KeyLayout::Cluster;
         if separate_removal {
-            let held: Option<f64> = self
+            let held: Option<f64> = handle
                 .call(|mut conn| async move { conn.zscore(&queue.reserved, reserved).await })
                 .await?;
             if held.is_none() {
@@ -177,32 +222,33 @@ impl RedisQueue {
         if !separate_removal {
             effects.group(queue, false);
         }
-        let mut call = scripts::FAIL.key(self.keys().failed_jobs());
-        call.key(self.keys().failed_jobs_index())
-            .key(self.keys().failed_hooks());
+        let mut call = scripts::FAIL.key(handle.keys().failed_jobs());
+        call.key(handle.keys().failed_jobs_index())
+            .key(handle.keys().failed_hooks());
         match layout {
             KeyLayout::Standalone => call.key(&queue.reserved).arg(reserved),
             KeyLayout::Cluster => call.arg(""),
         };
         call.arg(&record.uuid)
             .arg(record.to_json())
-            .arg(self.config.failed_max_jobs)
-            .arg(self.config.failed_max_age.as_secs())
+            .arg(handle.config.failed_max_jobs)
+            .arg(handle.config.failed_max_age.as_secs())
             .arg(hook_claim.map_or(String::new(), seconds_arg));
         effects.add_to(&mut call);
-        let recorded: u64 = self.invoke(&call).await?;
+        let recorded: u64 = handle.invoke(&call).await?;
         if separate_removal {
             // As the acker removes a finished job, so a group's brings its group back; a copy
             // that is not UTF-8 is removed by its bytes alone.
             match std::str::from_utf8(reserved) {
                 Ok(member) => {
-                    self.delete_many(queue, &[member]).await?;
+                    self.delete(DeleteArgs::new(queue, &[member])).await?;
                 }
                 Err(_) => {
-                    self.call(|mut conn| async move {
-                        conn.zrem::<_, _, ()>(&queue.reserved, reserved).await
-                    })
-                    .await?;
+                    handle
+                        .call(|mut conn| async move {
+                            conn.zrem::<_, _, ()>(&queue.reserved, reserved).await
+                        })
+                        .await?;
                 }
             }
         }
@@ -215,10 +261,11 @@ impl RedisQueue {
         let holds = self.free_on_cluster(&settlement.holds).await?;
         let mut effects = Effects::default();
         effects.holds(holds);
+        let handle = self.handle;
         for step in &settlement.steps {
-            match self.layout() {
-                KeyLayout::Standalone => step.effects(self, ending, &mut effects).await?,
-                KeyLayout::Cluster => step.on_cluster(self, ending).await?,
+            match handle.layout() {
+                KeyLayout::Standalone => step.effects(handle, ending, &mut effects).await?,
+                KeyLayout::Cluster => step.on_cluster(handle, ending).await?,
             }
         }
         Ok(effects)

@@ -8,7 +8,7 @@ use super::Schedule;
 use crate::error::Result;
 use crate::payload::unique::{UniqueLock, UniqueUntil};
 use crate::payload::Payload;
-use crate::queue::{scripts, RedisQueue};
+use crate::queue::{scripts, RedisQueue, WorkerQueue};
 
 /// How long a schedule's overlap lock lasts at most: a job that never settles (lost by hand)
 /// blocks its schedule no longer than this.
@@ -81,7 +81,9 @@ impl RedisQueue {
             _ => Fired::Taken,
         })
     }
+}
 
+impl WorkerQueue<'_> {
     /// Pushes `schedule`'s job now, outside its ticks (an operator's `jobsctl schedule run`):
     /// a job of its own uuid, which claims no tick and takes no overlap lock.
     pub async fn fire_now(&self, schedule: &Schedule) -> Result<Uuid> {
@@ -92,7 +94,9 @@ impl RedisQueue {
             payload.id = envelope.uuid.simple().to_string();
             envelope.payload = payload.to_json();
         }
-        self.push_all(std::slice::from_ref(&envelope)).await?;
+        self.handle
+            .push_all(std::slice::from_ref(&envelope))
+            .await?;
         Ok(envelope.uuid)
     }
 
@@ -100,8 +104,9 @@ impl RedisQueue {
     /// tick in its state, and its name in the index of schedules, scored by Redis's time now,
     /// so that operators see which are kept and which went stale.
     pub async fn keep_schedules(&self, schedules: &[Schedule]) -> Result<()> {
-        let mut conn = self.connection();
+        let mut conn = self.handle.connection();
         let (seconds, micros): (i64, i64) = self
+            .handle
             .timed(redis::cmd("TIME").query_async(&mut conn))
             .await?;
         let now_ms = seconds * 1000 + micros / 1000;
@@ -111,7 +116,7 @@ impl RedisQueue {
         let mut writes = Vec::with_capacity(3 * schedules.len());
         for schedule in schedules {
             let queue = schedule.envelope(now)?.queue;
-            let state = self.keys().schedule(&queue, schedule.name());
+            let state = self.handle.keys().schedule(&queue, schedule.name());
             let next = schedule
                 .when()
                 .next_after(now)
@@ -125,39 +130,41 @@ impl RedisQueue {
             writes.push(redis::cmd("HSET").arg(&state).arg(&record[..]).clone());
             writes.push(
                 redis::cmd("ZADD")
-                    .arg(self.keys().schedules())
+                    .arg(self.handle.keys().schedules())
                     .arg(now_ms)
                     .arg(schedule.name())
                     .clone(),
             );
             writes.push(
                 redis::cmd("HSET")
-                    .arg(self.keys().schedule_queues())
+                    .arg(self.handle.keys().schedule_queues())
                     .arg(schedule.name())
                     .arg(queue)
                     .clone(),
             );
         }
-        let _: () = self.query_each(&writes).await?;
+        let _: () = self.handle.query_each(&writes).await?;
         Ok(())
     }
 
     /// Takes one name an operator asked to fire now, if any.
     pub async fn take_schedule_run(&self) -> Result<Option<String>> {
-        let mut conn = self.connection();
-        self.timed(redis::AsyncCommands::lpop(
-            &mut conn,
-            self.keys().schedule_runs(),
-            None,
-        ))
-        .await
+        let mut conn = self.handle.connection();
+        self.handle
+            .timed(redis::AsyncCommands::lpop(
+                &mut conn,
+                self.handle.keys().schedule_runs(),
+                None,
+            ))
+            .await
     }
 
     /// The last tick of `schedule` fired (or skipped), if any.
     pub async fn last_tick(&self, schedule: &Schedule) -> Result<Option<DateTime<Utc>>> {
         let queue = schedule.envelope(Utc::now())?.queue;
-        let state = self.keys().schedule(&queue, schedule.name());
+        let state = self.handle.keys().schedule(&queue, schedule.name());
         let last: Option<i64> = self
+            .handle
             .query(redis::cmd("HGET").arg(state).arg("last_tick"))
             .await?;
         Ok(last.and_then(DateTime::from_timestamp_millis))

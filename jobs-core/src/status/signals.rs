@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::queue::connection::Connection;
-use crate::queue::RedisQueue;
+use crate::queue::{RedisQueue, WorkerQueue};
 
 /// Entries read per call.
 const BATCH: usize = 1000;
@@ -151,12 +151,15 @@ fn entries(reply: redis::Value) -> Vec<(String, HashMap<String, String>)> {
         .collect()
 }
 
-impl RedisQueue {
+impl WorkerQueue<'_> {
     /// A reader of `jobs:cancel:signals` from now on: the cancel requests made from now.
     pub async fn follow_cancel_requests(&self) -> Result<Signals> {
-        Signals::after_newest(self, self.keys().cancel_signals()).await
+        let handle = self.handle();
+        Signals::after_newest(handle, handle.keys().cancel_signals()).await
     }
+}
 
+impl RedisQueue {
     /// The uuids with a pending cancel request (`jobs:cancel`), at most `limit`, newest first.
     pub async fn cancel_requests(&self, limit: usize) -> Result<Vec<String>> {
         self.query(

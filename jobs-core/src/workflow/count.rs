@@ -10,7 +10,8 @@ use uuid::Uuid;
 
 use crate::error::Result;
 use crate::queue::keys::{KeyLayout, QueueKeys};
-use crate::queue::{scripts, RedisQueue};
+use crate::queue::reserve::DeleteArgs;
+use crate::queue::{scripts, RedisQueue, WorkerQueue};
 use crate::workflow::link::Link;
 use crate::workflow::record::{BatchKeys, PerBatch};
 
@@ -85,7 +86,26 @@ impl RedisQueue {
             .collect();
         Ok((step, parked, links))
     }
+}
 
+/// Whether this handle's server has `complete_batch.lua` loaded, as far as the handle knows: a
+/// batch's acknowledgement loads it in its `MULTI` until then, and again after a `NOSCRIPT`.
+#[derive(Default)]
+struct BatchCheckLoaded(AtomicBool);
+
+/// Which finished jobs of one batch to acknowledge and count: `finished`, each given as its
+/// reserved copy and uuid, of the batch `batch`, taken from `queue`.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchCompleteArgs<'a> {
+    /// The queue the jobs were reserved from.
+    pub queue: &'a QueueKeys,
+    /// The batch they belong to.
+    pub batch: Uuid,
+    /// Each job's reserved copy and uuid.
+    pub finished: &'a [(&'a str, Uuid)],
+}
+
+impl WorkerQueue<'_> {
     /// Acknowledges finished jobs of the batch `id` taken from `queue` (a queue's own list, or
     /// one of its groups), each given as its reserved copy and uuid, and counts them in the
     /// batch, each once by its uuid, in one step; returns how many reservations were still
@@ -99,21 +119,22 @@ impl RedisQueue {
     /// cost Redis about three times what these commands cost (docs/benchmarks.md). A job is
     /// so counted even when its reservation lapsed and another worker took it: it ran to its
     /// end, and the other run cannot count it again.
-    pub(crate) async fn complete_in_batch(
-        &self,
-        queue: &QueueKeys,
-        id: Uuid,
-        finished: &[(&str, Uuid)],
-    ) -> Result<u64> {
+    pub async fn complete_in_batch(&self, complete: BatchCompleteArgs<'_>) -> Result<u64> {
+        let BatchCompleteArgs {
+            queue,
+            batch: id,
+            finished,
+        } = complete;
+        let handle = self.handle;
         if finished.is_empty() {
             return Ok(0);
         }
         let reserved: Vec<&str> = finished.iter().map(|(reserved, _)| *reserved).collect();
-        if self.layout() == KeyLayout::Cluster {
+        if handle.layout() == KeyLayout::Cluster {
             // Counted in the batch's slot first, the reservations removed last.
             let jobs: Vec<Uuid> = finished.iter().map(|(_, uuid)| *uuid).collect();
-            self.batch_done_on_cluster(id, &jobs).await?;
-            return self.delete_many(queue, &reserved).await;
+            handle.batch_done_on_cluster(id, &jobs).await?;
+            return self.delete(DeleteArgs::new(queue, &reserved)).await;
         }
         // Written into one buffer, not one string each: a hundred or more per call.
         let texts: Vec<[u8; uuid::fmt::Hyphenated::LENGTH]> = finished
@@ -125,7 +146,7 @@ impl RedisQueue {
             })
             .collect();
         let uuids: Vec<&[u8; uuid::fmt::Hyphenated::LENGTH]> = texts.iter().collect();
-        let step = self.batch_step(id).await?;
+        let step = handle.batch_step(id).await?;
         let mut check = scripts::COMPLETE_BATCH.prepare_invoke();
         for key in step.keys() {
             check.key(key);
@@ -133,7 +154,7 @@ impl RedisQueue {
         for arg in step.args() {
             check.arg(arg);
         }
-        let loaded = self
+        let loaded = handle
             .extensions()
             .get_or_insert_with(BatchCheckLoaded::default);
         let mut pipe = redis::pipe();
@@ -152,7 +173,7 @@ impl RedisQueue {
             Reply<u64>,
             Reply<u64>,
             Reply<i64>,
-        ) = self.query_pipe(&pipe).await?;
+        ) = handle.query_pipe(&pipe).await?;
         counted?;
         failed_again?;
         let held = held?;
@@ -166,20 +187,15 @@ impl RedisQueue {
                 // step is taken now, the script loaded with it.
                 loaded.0.store(false, Ordering::Relaxed);
                 warn!(batch = %id, "the batch's step met NOSCRIPT after its jobs were counted; taking it again");
-                self.invoke::<i64>(&check).await?;
+                handle.invoke::<i64>(&check).await?;
                 loaded.0.store(true, Ordering::Relaxed);
             }
             Err(err) => return Err(err.into()),
         }
         // A job of a group ended: its group comes back if it was blocked at its limit.
         if let (Some(group), true) = (&queue.group, held > 0) {
-            self.bring_back(queue, &[group.as_str()]).await;
+            handle.bring_back(queue, &[group.as_str()]).await;
         }
         Ok(held)
     }
 }
-
-/// Whether this handle's server has `complete_batch.lua` loaded, as far as the handle knows: a
-/// batch's acknowledgement loads it in its `MULTI` until then, and again after a `NOSCRIPT`.
-#[derive(Default)]
-struct BatchCheckLoaded(AtomicBool);

@@ -27,7 +27,7 @@ mod advance;
 pub(crate) mod attempt;
 mod builder;
 mod cluster;
-mod count;
+pub(crate) mod count;
 mod effects;
 mod link;
 pub(crate) mod offline;

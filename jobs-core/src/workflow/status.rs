@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::queue::{scripts, RedisQueue};
+use crate::queue::{scripts, RedisQueue, WorkerQueue};
 
 /// A batch as its record and sets say, for operators and for the jobs that ask.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -96,11 +96,14 @@ impl RedisQueue {
         let cancelled: u64 = self.invoke(&call).await?;
         Ok(cancelled == 1)
     }
+}
 
+impl WorkerQueue<'_> {
     /// Whether the batch `id` was cancelled.
     pub async fn batch_cancelled(&self, id: Uuid) -> Result<bool> {
-        let record = self.batch_keys(id).record;
-        let cancelled: Option<String> = self
+        let handle = self.handle();
+        let record = handle.batch_keys(id).record;
+        let cancelled: Option<String> = handle
             .query(redis::cmd("HGET").arg(record).arg("cancelled_at"))
             .await?;
         Ok(cancelled.is_some())

@@ -8,7 +8,7 @@
 //! Acknowledgements that cannot be delivered (Redis is unreachable) are kept and sent again,
 //! with whatever finished meanwhile, until Redis answers.
 
-use redjob::__worker::{complete_in_batch, WorkerQueue};
+use redjob::__worker::{BatchCompleteArgs, DeleteArgs, WorkerQueue};
 use redjob::queue::keys::QueueKeys;
 use redjob::RedisQueue;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -272,7 +272,13 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
                         )
                     })
                     .collect();
-                complete_in_batch(queue, keys, batch, &members).await
+                WorkerQueue::of(queue)
+                    .complete_in_batch(BatchCompleteArgs {
+                        queue: keys,
+                        batch,
+                        finished: &members,
+                    })
+                    .await
             }
         };
         match sent {
@@ -309,23 +315,21 @@ async fn delete(
                 .map(|e| (e.uuid.as_str(), e.job.as_str(), e.attempt))
         })
         .collect();
-    if keys.group.is_some() {
-        let jobs: Vec<(&str, &str)> = finished
-            .iter()
-            .map(|f| {
-                (
-                    f.job.queue.group.as_deref().unwrap_or(""),
-                    f.job.raw.as_str(),
-                )
-            })
-            .collect();
-        return queue.delete_in_groups(keys, &jobs, events.as_deref()).await;
-    }
     let reserved: Vec<&str> = finished.iter().map(|f| f.job.raw.as_str()).collect();
-    match events {
-        Some(events) => queue.delete_completed(keys, &reserved, &events).await,
-        None => queue.delete_many(keys, &reserved).await,
-    }
+    let groups: Option<Vec<&str>> = keys.group.is_some().then(|| {
+        finished
+            .iter()
+            .map(|f| f.job.queue.group.as_deref().unwrap_or(""))
+            .collect()
+    });
+    WorkerQueue::of(queue)
+        .delete(DeleteArgs {
+            queue: keys,
+            reserved: &reserved,
+            groups: groups.as_deref(),
+            completed: events.as_deref(),
+        })
+        .await
 }
 
 /// What one acknowledging call covers: a queue's own reserved set (`false`), or every group

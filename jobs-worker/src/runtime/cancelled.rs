@@ -4,6 +4,7 @@
 //! than that before it starts is skipped, on every worker; after a job of the batch failed in
 //! this worker (which may have cancelled it), the next job reads again.
 
+use redjob::__worker::WorkerQueue;
 use redjob::RedisQueue;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -115,7 +116,7 @@ impl CancelledBatches {
 
     async fn read(&self, queue: &RedisQueue, batch: Uuid) -> redjob::Result<bool> {
         let sent = Instant::now();
-        let answer = queue.batch_cancelled(batch).await;
+        let answer = WorkerQueue::of(queue).batch_cancelled(batch).await;
         let mut batches = self.batches.lock().unwrap_or_else(|e| e.into_inner());
         let answers = batches.entry(batch).or_default();
         answers.reading = false;

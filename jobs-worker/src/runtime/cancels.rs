@@ -4,6 +4,7 @@
 //! context's cancellation fired at once, and again at the next read should its signal have
 //! been missed (a reconnection, a request made while the job was starting).
 
+use redjob::__worker::WorkerQueue;
 use redjob::RedisQueue;
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
@@ -103,7 +104,7 @@ async fn follow(
 ) {
     let queue = queue.with_own_connection().unwrap_or(queue);
     // Following starts before the first read, so that no request falls between the two.
-    let mut signals = queue.follow_cancel_requests().await.ok();
+    let mut signals = WorkerQueue::of(&queue).follow_cancel_requests().await.ok();
     refresh(&queue, &requests, &running).await;
     let _ = ready.send(());
     let mut refreshed = Instant::now();
@@ -119,7 +120,7 @@ async fn follow(
             }
             None => {
                 tokio::time::sleep(REFRESH).await;
-                signals = queue.follow_cancel_requests().await.ok();
+                signals = WorkerQueue::of(&queue).follow_cancel_requests().await.ok();
             }
         }
         if refreshed.elapsed() >= REFRESH {

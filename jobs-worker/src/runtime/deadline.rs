@@ -1,8 +1,7 @@
 //! A running handler's deadline, which the lease registry keeps and the watchdog reads; its
-//! context, whose cancellation the worker fires.
+//! attempt, whose context's cancellation the worker fires.
 
-use redjob::JobContext;
-use std::sync::Arc;
+use redjob::__worker::AttemptHooks;
 use std::time::{Duration, Instant};
 
 use super::rules::Limits;
@@ -13,8 +12,9 @@ pub(crate) struct Deadline {
     pub(crate) started: Instant,
     /// How long it may run (`None`: no limit).
     pub(crate) timeout: Option<Duration>,
-    /// Its context, whose release or fail request the timeout rules honour.
-    pub(crate) ctx: Arc<JobContext>,
+    /// Its attempt's hooks, with its context, whose release or fail request the timeout rules
+    /// honour.
+    pub(crate) attempt: AttemptHooks,
     /// The attempt rules that apply to it.
     pub(crate) limits: Limits,
     /// The job's display name, for the timeout message.
@@ -25,14 +25,14 @@ impl Deadline {
     /// A handler starting now, which must finish within `timeout`, if it has one.
     pub(crate) fn new(
         timeout: Option<Duration>,
-        ctx: Arc<JobContext>,
+        attempt: AttemptHooks,
         limits: Limits,
         display_name: &str,
     ) -> Deadline {
         Deadline {
             started: Instant::now(),
             timeout,
-            ctx,
+            attempt,
             limits,
             display_name: display_name.to_owned(),
         }

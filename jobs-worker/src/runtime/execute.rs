@@ -3,7 +3,9 @@
 //! a job's code runs.
 
 use futures_util::FutureExt;
-use redjob::__worker::{attempt_started, start_attempt, AttemptSetup, StateSetup};
+use redjob::__worker::{
+    AttemptEnd, AttemptHooks, AttemptSetup, SettleSteps, StateSetup, WorkerQueue,
+};
 use redjob::middleware::{panic_message, Layer, Middleware, Next, Panicked};
 use redjob::queue::hold::{Hold, HoldUntil, Holds};
 use redjob::{JobContext, RedisQueue, Request, State, UniqueUntil};
@@ -62,33 +64,59 @@ pub(crate) async fn run(
     queue: &str,
     held: Option<&Held>,
     interrupt: CancellationToken,
-) -> (Verdict, Option<String>, Arc<JobContext>) {
-    let (verdict, error, ctx) = decide(around, decoded, queue, held, interrupt).await;
+) -> (Verdict, Option<String>, AttemptHooks) {
+    let (verdict, error, attempt) = decide(around, decoded, queue, held, interrupt).await;
     if let (Verdict::Fail(reason), None) = (&verdict, &error) {
         record_failure("failed", reason);
     }
-    (verdict, error, ctx)
+    (verdict, error, attempt)
 }
 
-/// [`run`]'s attempt: the verdict, the handler's error if it failed, and the context.
+/// The steps the capabilities a job belongs to take when its attempt settles with `verdict`:
+/// done, failed, or released (for the attempt's `error` if it had one). A job that is done but
+/// cannot be settled as done (a link it added cannot be pushed) fails, for that reason.
+pub(crate) fn settle_steps(
+    attempt: &AttemptHooks,
+    queue: &RedisQueue,
+    verdict: Verdict,
+    error: Option<&str>,
+) -> (Verdict, SettleSteps) {
+    let end = match &verdict {
+        Verdict::Done | Verdict::Skip => AttemptEnd::Done,
+        Verdict::Fail(reason) => AttemptEnd::Failed(reason),
+        Verdict::Release(_) | Verdict::Retry(_) | Verdict::Requeue(_) => {
+            AttemptEnd::Released(error.unwrap_or("released by the job"))
+        }
+    };
+    match attempt.settle_steps(queue, end) {
+        Ok(steps) => (verdict, steps),
+        Err((reason, steps)) => (Verdict::Fail(reason), steps),
+    }
+}
+
+/// [`run`]'s attempt: the verdict, the handler's error if it failed, and the attempt's hooks,
+/// with its context.
 async fn decide(
     around: Surroundings<'_>,
     decoded: &Decoded,
     queue: &str,
     held: Option<&Held>,
     interrupt: CancellationToken,
-) -> (Verdict, Option<String>, Arc<JobContext>) {
+) -> (Verdict, Option<String>, AttemptHooks) {
     let payload = &decoded.payload;
     let limits = limits(around.config, decoded);
-    let ctx = Arc::new(
-        JobContext::new(payload.uuid, &payload.job, queue, payload.attempts)
-            .with_redis(around.redis.clone(), around.config.retry_after)
-            .with_holds(around.holds)
-            .with_state(around.state, decoded.registration.state())
-            .with_log_context(payload.log_context.clone().unwrap_or_default())
-            .with_workflows(payload.workflow_ids()),
+    let attempt = AttemptHooks::start(
+        payload,
+        Arc::new(
+            JobContext::new(payload.uuid, &payload.job, queue, payload.attempts)
+                .with_redis(around.redis.clone(), around.config.retry_after)
+                .with_holds(around.holds)
+                .with_state(around.state, decoded.registration.state())
+                .with_log_context(payload.log_context.clone().unwrap_or_default())
+                .with_workflows(payload.workflow_ids()),
+        ),
     );
-    start_attempt(payload, &ctx);
+    let ctx = attempt.context();
     let unique_lock = payload.unique.as_ref().map(|unique| {
         let hold = Hold {
             key: around.redis.keys().unique(queue, &unique.key),
@@ -106,12 +134,12 @@ async fn decide(
         return (
             Verdict::Fail(redjob::status::CANCELLED.to_owned()),
             None,
-            ctx,
+            attempt,
         );
     }
     let now = unix_seconds();
     if let Some(verdict) = limits.check_before_run(&payload.display_name, payload.attempts, now) {
-        return (verdict, None, ctx);
+        return (verdict, None, attempt);
     }
     if let (Some(batch), Some(cancelled)) = (payload.batch, around.cancelled) {
         let answer = match cancelled.known(batch, around.started) {
@@ -123,23 +151,27 @@ async fn decide(
         match answer {
             Ok(true) => {
                 info!(status = "SKIPPED", batch = %batch, "its batch was cancelled");
-                return (Verdict::Skip, None, ctx);
+                return (Verdict::Skip, None, attempt);
             }
             Ok(false) => {}
             // Run it later rather than run a job of a batch that may be cancelled.
             Err(err) => {
                 let reason = format!("cannot read whether its batch was cancelled: {err}");
-                return (Verdict::Requeue(Duration::from_secs(1)), Some(reason), ctx);
+                return (
+                    Verdict::Requeue(Duration::from_secs(1)),
+                    Some(reason),
+                    attempt,
+                );
             }
         }
     }
     let through = match named_middleware(&payload.through) {
         Ok(through) => through,
-        Err(reason) => return (Verdict::Fail(reason), None, ctx),
+        Err(reason) => return (Verdict::Fail(reason), None, attempt),
     };
     let (verdict, error) = match decoded.registration.start(decoded.data(), ctx.clone()) {
         Ok(started) => {
-            attempt_started(&ctx, around.redis, around.worker).await;
+            attempt.started(around.redis, around.worker).await;
             info!(status = "RUNNING", "RUNNING");
             let free_before_handler = match unique_lock {
                 Some((hold, UniqueUntil::Processing)) => Some(FreeUniqueLock(hold).into()),
@@ -157,24 +189,33 @@ async fn decide(
                     .chain(free_before_handler)
                     .collect(),
             };
-            let attempt = Next::new(&chain, started.handler).run(&ctx);
+            let handler = Next::new(&chain, started.handler).run(ctx);
             let display_name = &payload.display_name;
             let grace = around.config.cancel_grace;
-            execute(attempt, &ctx, &limits, display_name, held, interrupt, grace).await
+            execute(
+                handler,
+                &attempt,
+                &limits,
+                display_name,
+                held,
+                interrupt,
+                grace,
+            )
+            .await
         }
         Err(err) => {
             let reason = format!("cannot decode the data of job {}: {err}", payload.job);
             (Verdict::Fail(reason), None)
         }
     };
-    (verdict, error, ctx)
+    (verdict, error, attempt)
 }
 
 /// Runs the attempt (middleware and handler) under its timeout, catching panics, and turns
 /// what happened into a verdict, with the attempt's error if it failed.
 async fn execute(
-    attempt: impl std::future::Future<Output = redjob::JobResult> + Send,
-    ctx: &Arc<JobContext>,
+    handler: impl std::future::Future<Output = redjob::JobResult> + Send,
+    attempt: &AttemptHooks,
     limits: &Limits,
     display_name: &str,
     held: Option<&Held>,
@@ -184,11 +225,12 @@ async fn execute(
     // The attempt runs inside this task: a panic is caught where it happens, and stopping
     // it (timeout, cancel, shutdown) drops its future at its next `.await`. A handler that
     // blocks its thread never reaches an `.await`; the watchdog sees its deadline.
-    let handler = AssertUnwindSafe(attempt).catch_unwind();
+    let ctx = attempt.context();
+    let handler = AssertUnwindSafe(handler).catch_unwind();
     let watched = held.map(|held| {
         held.watch(Deadline::new(
             limits.timeout,
-            ctx.clone(),
+            attempt.clone(),
             limits.clone(),
             display_name,
         ))
@@ -247,7 +289,9 @@ struct FreeUniqueLock(Hold);
 impl Middleware for FreeUniqueLock {
     async fn handle(&self, ctx: &JobContext, next: Next<'_>) -> redjob::JobResult {
         if let Some(redis) = ctx.redis() {
-            redis.free_holds(std::slice::from_ref(&self.0)).await?;
+            WorkerQueue::of(redis)
+                .free_holds(std::slice::from_ref(&self.0))
+                .await?;
         }
         ctx.holds().remove(&self.0.key);
         next.run(ctx).await

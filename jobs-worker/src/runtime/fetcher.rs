@@ -90,7 +90,9 @@ impl Fetcher {
             if self.control.is_paused(&keys.name) {
                 continue;
             }
-            let popped = self.queue.pop_within(self.pop_args(keys, left)).await?;
+            let popped = WorkerQueue::of(&self.queue)
+                .pop(self.pop_args(keys, left))
+                .await?;
             fetched.add(keys, popped);
         }
         Ok(fetched)

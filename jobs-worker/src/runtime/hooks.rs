@@ -10,7 +10,7 @@
 //! time only when a worker dies between running it and removing its entry.
 
 use futures_util::FutureExt;
-use redjob::__worker::{StateSetup, WorkerQueue};
+use redjob::__worker::{ClaimArgs, StateSetup, WorkerQueue};
 use redjob::middleware::panic_message;
 use redjob::{FailedContext, RedisQueue, State};
 use std::panic::AssertUnwindSafe;
@@ -36,7 +36,7 @@ pub(crate) async fn run(
 ) {
     let uuid = ctx.uuid().to_string();
     call(config, state, decoded, ctx).await;
-    if let Err(err) = queue.hook_done(&uuid).await {
+    if let Err(err) = WorkerQueue::of(queue).hook_done(&uuid).await {
         warn!(error = %err, uuid, "cannot report the failed() hook done; another worker may run it again");
     }
 }
@@ -83,7 +83,7 @@ pub(crate) fn start(queue: RedisQueue, config: Arc<WorkerConfig>, state: State) 
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
-            match queue.hooks_due().await {
+            match WorkerQueue::of(&queue).hooks_due().await {
                 Ok(false) => continue,
                 Ok(true) => {}
                 Err(err) => {
@@ -91,7 +91,13 @@ pub(crate) fn start(queue: RedisQueue, config: Arc<WorkerConfig>, state: State) 
                     continue;
                 }
             }
-            match queue.claim_hooks(config.retry_after, CLAIM).await {
+            match WorkerQueue::of(&queue)
+                .claim_hooks(ClaimArgs {
+                    claim: config.retry_after,
+                    limit: CLAIM,
+                })
+                .await
+            {
                 Ok(uuids) => {
                     for uuid in uuids {
                         run_owed(&queue, &config, &state, &uuid).await;
@@ -127,7 +133,7 @@ async fn run_owed(queue: &RedisQueue, config: &WorkerConfig, state: &State, uuid
             run(queue, config, state, &decoded, ctx).await;
         }
         _ => {
-            if let Err(err) = queue.hook_done(uuid).await {
+            if let Err(err) = WorkerQueue::of(queue).hook_done(uuid).await {
                 debug!(error = %err, uuid, "cannot drop an owed hook without a record");
             }
         }

@@ -8,7 +8,7 @@
 //! over is left to expire too. What running jobs hold through their middleware (funnel
 //! slots, overlap locks) is renewed the same way.
 
-use redjob::__worker::{AttemptSetup, WorkerQueue};
+use redjob::__worker::{AttemptSetup, ExtendArgs, RenewArgs, WorkerQueue};
 use redjob::queue::hold::{Hold, Holds};
 use redjob::RedisQueue;
 use std::collections::HashMap;
@@ -137,11 +137,11 @@ impl Running {
             let Some(deadline) = &entry.deadline else {
                 continue;
             };
-            let uuid = deadline.ctx.uuid();
+            let uuid = deadline.attempt.context().uuid();
             let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
             if entry.cancelled_at.is_none() && requested(uuid.hyphenated().encode_lower(&mut text))
             {
-                deadline.ctx.cancellation().cancel();
+                deadline.attempt.context().cancellation().cancel();
                 entry.cancelled_at = Some(Instant::now());
                 fired.push(uuid);
             }
@@ -161,7 +161,7 @@ impl Running {
             .values()
             .filter_map(|entry| entry.deadline.as_ref())
             .map(|deadline| {
-                let ctx = &deadline.ctx;
+                let ctx = deadline.attempt.context();
                 let ran =
                     chrono::Duration::from_std(deadline.started.elapsed()).unwrap_or_default();
                 let job = redjob::admin::RunningJob {
@@ -274,7 +274,14 @@ pub(crate) fn start(
             ticks.tick().await;
             let jobs = running.snapshot();
             for (keys, members) in Reserved::by_queue(&jobs) {
-                match queue.extend(keys, retry_after, &members).await {
+                match WorkerQueue::of(&queue)
+                    .extend(ExtendArgs {
+                        queue: keys,
+                        retry_after,
+                        reserved: &members,
+                    })
+                    .await
+                {
                     Ok(held) if (held as usize) < members.len() => {
                         // A job that finished since the snapshot may have been acknowledged
                         // before the extension ran; only the rest lost their reservations.
@@ -295,7 +302,13 @@ pub(crate) fn start(
                 }
             }
             let leases = running.leases();
-            if let Err(err) = queue.renew_holds(&leases, retry_after).await {
+            if let Err(err) = WorkerQueue::of(&queue)
+                .renew_holds(RenewArgs {
+                    holds: &leases,
+                    lease: retry_after,
+                })
+                .await
+            {
                 warn!(error = %err, "cannot renew what running jobs hold");
             }
         }
@@ -306,6 +319,7 @@ pub(crate) fn start(
 mod tests {
     use super::*;
     use crate::runtime::rules::Limits;
+    use redjob::__worker::AttemptHooks;
     use redjob::queue::keys::QueueKeys;
     use redjob::{Backoff, JobContext};
 
@@ -318,7 +332,13 @@ mod tests {
     }
 
     fn deadline(timeout: Duration) -> Deadline {
-        let ctx = Arc::new(JobContext::new(uuid::Uuid::new_v4(), "j", "q", 1));
+        let uuid = uuid::Uuid::new_v4();
+        let payload = redjob::payload::Payload::from_json(&format!(
+            r#"{{"uuid":"{uuid}","displayName":"J","job":"j","data":{{}},"id":"{uuid}","attempts":1}}"#
+        ))
+        .unwrap();
+        let ctx = Arc::new(JobContext::new(uuid, "j", "q", 1));
+        let attempt = AttemptHooks::start(&payload, ctx);
         let limits = Limits {
             max_tries: 1,
             backoff: Backoff::default(),
@@ -329,7 +349,7 @@ mod tests {
             max_exceptions: None,
             exceptions: 0,
         };
-        Deadline::new(Some(timeout), ctx, limits, "J")
+        Deadline::new(Some(timeout), attempt, limits, "J")
     }
 
     #[test]

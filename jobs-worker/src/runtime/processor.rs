@@ -6,7 +6,7 @@
 //! [`settle`](super::settler) -> tell the listeners -> run a failed job's `failed()` hook
 //! ([`hooks`](super::hooks)).
 
-use redjob::__worker::{done_steps, failed_steps, released_steps, SettleSteps};
+use redjob::__worker::SettleSteps;
 use redjob::middleware::Layer;
 use redjob::queue::hold::Holds;
 use redjob::{FailedContext, JobContext, RedisQueue, State};
@@ -154,7 +154,7 @@ impl Processor {
         };
         // Not boxed apart: the job's task boxes its whole processing once (`slot::run`), and
         // every job runs its attempt.
-        let (verdict, error, ctx) =
+        let (verdict, error, attempt) =
             execute::run(around, decoded, &job.queue.name, Some(held), interrupt).await;
         if held.taken_over() {
             // Its handler blocked its thread past its timeout: the watchdog settled it.
@@ -166,7 +166,9 @@ impl Processor {
         if !matches!(verdict, Verdict::Requeue(_)) {
             self.settler.stats.record_runtime(runtime);
         }
-        let (verdict, steps) = attempt_steps(&self.settler.queue, &ctx, verdict, error.as_deref());
+        let ctx = attempt.context();
+        let (verdict, steps) =
+            execute::settle_steps(&attempt, &self.settler.queue, verdict, error.as_deref());
         let reported = event.map(|event| (event, verdict.clone(), error.clone()));
         let failure = match &verdict {
             Verdict::Fail(reason) => Some(reason.clone()),
@@ -195,7 +197,7 @@ impl Processor {
             Box::pin(self.report(&event, &verdict, error.as_deref(), settled)).await;
         }
         if let Some(reason) = failure {
-            Box::pin(self.after_failure(decoded, &ctx, settled, reason)).await;
+            Box::pin(self.after_failure(decoded, ctx, settled, reason)).await;
         }
         settled
     }
@@ -286,32 +288,4 @@ struct Attempt<'a> {
     decoded: &'a Decoded,
     held: &'a Held,
     started: Instant,
-}
-
-/// The steps the capabilities a job belongs to take when its attempt settles: done, failed
-/// ([`redjob::__worker::done_steps`], [`redjob::__worker::failed_steps`]) or released
-/// ([`redjob::__worker::released_steps`], for the attempt's `error` if it had one). A job
-/// that is done but cannot be settled as done (a link it added cannot be pushed) fails, for
-/// that reason.
-fn attempt_steps(
-    queue: &RedisQueue,
-    ctx: &JobContext,
-    verdict: Verdict,
-    error: Option<&str>,
-) -> (Verdict, SettleSteps) {
-    match verdict {
-        Verdict::Done | Verdict::Skip => match done_steps(ctx, queue) {
-            Ok(steps) => (verdict, steps),
-            Err((reason, steps)) => (Verdict::Fail(reason), steps),
-        },
-        Verdict::Fail(reason) => {
-            let steps = failed_steps(ctx, queue, &reason);
-            (Verdict::Fail(reason), steps)
-        }
-        Verdict::Release(_) | Verdict::Retry(_) | Verdict::Requeue(_) => {
-            let reason = error.unwrap_or("released by the job");
-            let steps = released_steps(ctx, queue, reason);
-            (verdict, steps)
-        }
-    }
 }

@@ -7,6 +7,7 @@
 //! policy says.
 
 use chrono::{DateTime, Utc};
+use redjob::__worker::WorkerQueue;
 use redjob::schedule::{Fired, Schedule};
 use redjob::RedisQueue;
 use std::collections::BTreeMap;
@@ -110,7 +111,7 @@ async fn run(queue: &RedisQueue, schedules: &[Schedule]) {
 
 /// Records in Redis that this worker keeps `schedules`, for the operators' tools.
 async fn keep(queue: &RedisQueue, schedules: &[Schedule]) {
-    if let Err(err) = queue.keep_schedules(schedules).await {
+    if let Err(err) = WorkerQueue::of(queue).keep_schedules(schedules).await {
         warn!(error = %err, "cannot record the schedules this worker keeps");
     }
 }
@@ -118,11 +119,11 @@ async fn keep(queue: &RedisQueue, schedules: &[Schedule]) {
 /// Fires the schedules an operator asked to run now (`jobsctl schedule run`) that this worker
 /// keeps; a name it does not keep is put back for a worker that does.
 async fn run_requested(queue: &RedisQueue, schedules: &[Schedule]) {
-    let Ok(Some(name)) = queue.take_schedule_run().await else {
+    let Ok(Some(name)) = WorkerQueue::of(queue).take_schedule_run().await else {
         return;
     };
     match schedules.iter().find(|s| s.name() == name) {
-        Some(schedule) => match queue.fire_now(schedule).await {
+        Some(schedule) => match WorkerQueue::of(queue).fire_now(schedule).await {
             Ok(uuid) => info!(schedule = %name, %uuid, "SCHEDULED (run by an operator)"),
             Err(err) => warn!(schedule = %name, error = %err, "cannot run the schedule"),
         },
@@ -139,7 +140,7 @@ async fn catch_up(
 ) -> redjob::Result<DateTime<Utc>> {
     clock.refresh(queue).await;
     let now = clock.now();
-    let last = queue.last_tick(schedule).await?;
+    let last = WorkerQueue::of(queue).last_tick(schedule).await?;
     for tick in schedule.missed_ticks(last, now) {
         let fired = queue.fire(schedule, tick).await?;
         report(schedule, tick, fired);

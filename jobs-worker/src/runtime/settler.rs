@@ -2,7 +2,7 @@
 //! back to `:delayed`, a failed one to the failed-job store, each counted for the operators;
 //! the scripts that settle it are jobs-core's queue layer.
 
-use redjob::__worker::{SettleSteps, Settlement, WorkerQueue};
+use redjob::__worker::{CompleteArgs, FailArgs, ReleaseArgs, SettleSteps, Settlement, WorkerQueue};
 use redjob::admin::AttemptOutcome;
 use redjob::payload::counters;
 use redjob::queue::hold::Holds;
@@ -179,8 +179,13 @@ impl Settler {
                     holds: holds.to_free(true),
                     steps,
                 });
-                Box::pin(self.apply(&job, "acknowledge the job", |q| {
-                    q.complete(&job.queue, &job.raw, &settlement)
+                let complete = CompleteArgs {
+                    queue: &job.queue,
+                    reserved: &job.raw,
+                    settlement: &settlement,
+                };
+                Box::pin(self.apply(&job, "acknowledge the job", |q| async move {
+                    q.complete(complete).await
                 }))
                 .await;
             }
@@ -207,14 +212,15 @@ impl Settler {
             holds: effects.holds.to_free(false),
             steps: effects.steps,
         };
-        self.apply(&job, "release the job", |q| {
-            q.release_with(
-                &job.queue,
-                &job.raw,
-                delay,
-                replacement.as_deref(),
-                &settlement,
-            )
+        let release = ReleaseArgs {
+            queue: &job.queue,
+            reserved: &job.raw,
+            delay,
+            replacement: replacement.as_deref(),
+            settlement: &settlement,
+        };
+        self.apply(&job, "release the job", |q| async move {
+            q.release(release).await
         })
         .await;
         Settled::Released
@@ -225,14 +231,15 @@ impl Settler {
     pub(crate) async fn give_back(&self, job: Reserved) -> Settled {
         let unreserved = redjob::payload::unreserved(&job.raw);
         let settlement = Settlement::default();
-        self.apply(&job, "put the job back", |q| {
-            q.release_with(
-                &job.queue,
-                &job.raw,
-                Duration::ZERO,
-                Some(&unreserved),
-                &settlement,
-            )
+        let release = ReleaseArgs {
+            queue: &job.queue,
+            reserved: &job.raw,
+            delay: Duration::ZERO,
+            replacement: Some(&unreserved),
+            settlement: &settlement,
+        };
+        self.apply(&job, "put the job back", |q| async move {
+            q.release(release).await
         })
         .await;
         Settled::Released
@@ -261,10 +268,16 @@ impl Settler {
             holds: effects.holds.to_free(true),
             steps: effects.steps,
         };
-        let hook_claim = id.failed_hook.then_some(self.retry_after);
+        let fail = FailArgs {
+            queue: &job.queue,
+            reserved,
+            record: &failed,
+            settlement: &settlement,
+            hook_claim: id.failed_hook.then_some(self.retry_after),
+        };
         let recorded = self
-            .apply(&job, "record the failed job", |q| {
-                q.fail_with(&job.queue, reserved, &failed, &settlement, hook_claim)
+            .apply(&job, "record the failed job", |q| async move {
+                q.fail(fail).await
             })
             .await;
         Settled::Failed { recorded }
@@ -277,10 +290,11 @@ impl Settler {
     /// acknowledged without it, and its state would weigh on every job's future.
     async fn apply<'a, F, Fut>(&'a self, job: &Reserved, what: &str, op: F) -> bool
     where
-        F: Fn(&'a RedisQueue) -> Fut,
+        F: Fn(WorkerQueue<'a>) -> Fut,
         Fut: std::future::Future<Output = redjob::Result<bool>>,
     {
-        let held = with_retries(self.retry_after, what, || op(&self.queue)).await;
+        let queue = WorkerQueue::of(&self.queue);
+        let held = with_retries(self.retry_after, what, || op(queue)).await;
         if held == Some(false) {
             warn!(queue = %job.queue.name, "the reservation was no longer held; nothing changed");
         }

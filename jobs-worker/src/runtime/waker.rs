@@ -25,7 +25,7 @@
 //! are resumed.
 
 use futures_util::FutureExt;
-use redjob::__worker::WorkerQueue;
+use redjob::__worker::{WaitArgs, WorkerQueue};
 use redjob::queue::connection::Connection;
 use redjob::queue::keys::{KeyLayout, QueueKeys};
 use redjob::RedisQueue;
@@ -373,7 +373,14 @@ async fn listen(
             let conn = conn.as_mut().expect("connected above");
             let behind = send_behind(&listener);
             let pop = behind.as_ref().map(PopBehind::args);
-            let woken = queue.wait_then_pop(conn, &keys, block_for, pop).await?;
+            let woken = WorkerQueue::of(&queue)
+                .wait_then_pop(WaitArgs {
+                    conn,
+                    wait_on: &keys,
+                    block_for,
+                    pop,
+                })
+                .await?;
             let popped = behind
                 .zip(woken.popped)
                 .map(|(behind, popped)| behind.fetched(popped));

@@ -25,7 +25,6 @@
 //! as in step 2 and goes on watching; the worker goes on, one slot short until the handler
 //! returns.
 
-use redjob::__worker::failed_steps;
 use redjob::RedisQueue;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -36,7 +35,7 @@ use tracing::{error, info, warn, Instrument};
 use crate::config::OnBlocked;
 use crate::runtime::acker::AckSender;
 use crate::runtime::deadline::Deadline;
-use crate::runtime::execute::{job_span, verdict};
+use crate::runtime::execute::{job_span, settle_steps, verdict};
 use crate::runtime::lease::Running;
 use crate::runtime::reserved::{JobId, Reserved};
 use crate::runtime::rules::{AttemptError, Verdict};
@@ -214,7 +213,7 @@ impl Guarded {
         };
         for (job, deadline) in overdue {
             let span = span(&job, &deadline);
-            let ctx = &deadline.ctx;
+            let ctx = deadline.attempt.context();
             let name = &deadline.display_name;
             let timed_out = Err(AttemptError::Timeout);
             match verdict(ctx, &deadline.limits, name, timed_out) {
@@ -230,13 +229,15 @@ impl Guarded {
                         failed_hook: redjob::job::registry::find(ctx.job_name())
                             .is_some_and(|r| r.options().failed_hook),
                     };
-                    let reason = match &verdict {
-                        Verdict::Fail(reason) => reason.as_str(),
-                        _ => "",
-                    };
+                    let (verdict, steps) = settle_steps(
+                        &deadline.attempt,
+                        &settler.queue,
+                        verdict,
+                        error.as_deref(),
+                    );
                     let effects = AttemptEffects {
                         holds: ctx.holds(),
-                        steps: failed_steps(ctx, &settler.queue, reason),
+                        steps,
                     };
                     settler
                         .settle(job, id, verdict, error, deadline.started.elapsed(), effects)
@@ -258,7 +259,7 @@ const ENDING: &str = "ending the worker process";
 fn blame(overdue: &[(Reserved, Deadline)], consequence: &str) {
     for (job, deadline) in overdue {
         span(job, deadline).in_scope(|| {
-            if deadline.ctx.is_cancelled() {
+            if deadline.attempt.context().is_cancelled() {
                 error!(
                     "still running past its cancel grace: the handler blocks its thread, \
                      which a cancel cannot interrupt; {consequence}"
@@ -275,7 +276,7 @@ fn blame(overdue: &[(Reserved, Deadline)], consequence: &str) {
 }
 
 fn span(job: &Reserved, deadline: &Deadline) -> tracing::Span {
-    let ctx = &deadline.ctx;
+    let ctx = deadline.attempt.context();
     job_span(
         &deadline.display_name,
         &ctx.uuid().to_string(),

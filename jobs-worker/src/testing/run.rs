@@ -1,6 +1,6 @@
 //! Running a job synchronously, through the path a worker's attempt takes.
 
-use redjob::__worker::{take_batch_added, take_chain_edits};
+use redjob::__worker::{take_batch_added, take_chain_edits, WorkerQueue};
 use redjob::middleware::Layer;
 use redjob::payload::counters::{self, counters};
 use redjob::payload::with_attempts;
@@ -229,9 +229,13 @@ impl Run {
             let interrupt = CancellationToken::new();
             // What the job dispatches goes to the run's handle.
             let attempt = execute::run(around, &decoded, &self.queue, None, interrupt);
-            let (verdict, error, ctx) = redis.scope(attempt).await;
+            let (verdict, error, attempt) = redis.scope(attempt).await;
+            let ctx = attempt.context();
             let settled = matches!(verdict, Verdict::Done | Verdict::Skip | Verdict::Fail(_));
-            if let Err(err) = redis.free_holds(&ctx.holds().to_free(settled)).await {
+            if let Err(err) = WorkerQueue::of(redis)
+                .free_holds(&ctx.holds().to_free(settled))
+                .await
+            {
                 warn!(error = %err, "cannot free what the job held");
             }
             let mut attempt = Attempt {
@@ -245,8 +249,8 @@ impl Run {
                 chain_appended: Vec::new(),
                 batch_added: Vec::new(),
             };
-            let chain = take_chain_edits(&ctx);
-            let batch = take_batch_added(&ctx);
+            let chain = take_chain_edits(ctx);
+            let batch = take_batch_added(ctx);
             if matches!(attempt.outcome, Outcome::Done | Outcome::Skipped) {
                 if let Some((id, edits)) = chain {
                     attempt.chain_prepended = records(&edits.prepend, Origin::Chain { id });
