@@ -243,14 +243,22 @@ impl WorkerQueue<'_> {
         if reserved.is_empty() {
             return Ok(0);
         }
-        let groups: Option<Vec<&str>> = match (groups, &queue.group) {
-            (Some(groups), _) => Some(groups.to_vec()),
-            (None, Some(group)) => Some(vec![group.as_str(); reserved.len()]),
+        // Each job with its group: the group's set to remove it from, and its group to bring
+        // back.
+        let in_groups: Option<Vec<(&str, &str)>> = match (groups, &queue.group) {
+            (Some(groups), _) => Some(
+                groups
+                    .iter()
+                    .copied()
+                    .zip(reserved.iter().copied())
+                    .collect(),
+            ),
+            (None, Some(group)) => {
+                Some(reserved.iter().map(|job| (group.as_str(), *job)).collect())
+            }
             (None, None) => None,
         };
-        if let Some(groups) = groups {
-            let jobs: Vec<(&str, &str)> =
-                groups.into_iter().zip(reserved.iter().copied()).collect();
+        if let Some(jobs) = in_groups {
             return self.delete_in_groups(queue, &jobs, completed).await;
         }
         let handle = self.handle;
