@@ -73,6 +73,26 @@ impl Job for Sleep {
     }
 }
 
+/// Sleeps for `ms` milliseconds unless its worker is asked to stop first: it then asks to be
+/// put back, its attempt given back, and returns at once instead of holding the worker for
+/// its grace period.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StopAware {
+    /// How long to sleep.
+    pub ms: u64,
+}
+
+#[job(name = "stop_aware")]
+impl Job for StopAware {
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(self.ms)) => {}
+            _ = ctx.stopping() => ctx.interrupt(),
+        }
+        Ok(())
+    }
+}
+
 /// Blocks its thread for `ms` milliseconds with `std::thread::sleep`, as a handler must not:
 /// its timeout cannot interrupt it, so the worker's watchdog steps in: in the worker binary it
 /// ends the process, in a worker built in code it abandons the handler.

@@ -229,6 +229,7 @@ impl<J: Job> PendingDispatch<J> {
             signature: None,
             exceptions: 0,
             requeues: 0,
+            interruptions: 0,
             attempts: 0,
             delay: delay.map(|d| delay_seconds(d.duration_from_now())),
         };

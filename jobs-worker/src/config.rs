@@ -71,6 +71,10 @@ pub struct WorkerConfig {
     /// its limit or lock busy); past that, a requeue counts as a release, so that a job
     /// cannot come back forever.
     pub max_requeues: u32,
+    /// How many times a job may be put back by a stopping worker, its attempt given back
+    /// (0: no limit); past that, the job fails, so that a job interrupted on every deploy
+    /// cannot come back forever unseen.
+    pub max_interruptions: u32,
     /// Keep the schedules defined in this process ([`redjob::schedule::define`]): fire each
     /// tick once between every worker that keeps them.
     pub schedule: bool,
@@ -138,6 +142,7 @@ impl Default for WorkerConfig {
             grace: Some(Duration::from_secs(60)),
             metrics_retention: redjob::admin::DEFAULT_METRICS_RETENTION,
             max_requeues: 1000,
+            max_interruptions: 10,
             schedule: false,
             waits: Vec::new(),
             on_blocked: OnBlocked::default(),

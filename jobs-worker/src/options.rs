@@ -129,6 +129,10 @@ pub struct WorkerOptions {
     /// counting an attempt; past that, a requeue counts as a release.
     #[arg(long, default_value_t = 1000)]
     pub max_requeues: u32,
+    /// How many times a job may be put back by a stopping worker without counting an attempt
+    /// (0: no limit); past that, the job fails.
+    #[arg(long, default_value_t = 10)]
+    pub max_interruptions: u32,
     /// A queue's wait threshold, written to Redis at start for jobsctl, the dashboard and the
     /// metrics: QUEUE=SECONDS (repeatable, or a comma list like emails=60,billing=300).
     #[arg(long = "wait", value_name = "QUEUE=SECONDS", value_delimiter = ',')]
@@ -216,6 +220,7 @@ impl WorkerOptions {
             },
             metrics_retention: secs(self.metrics_retention * 3600.0),
             max_requeues: self.max_requeues,
+            max_interruptions: self.max_interruptions,
             schedule: self.schedule,
             waits: self.waits.clone(),
             on_blocked: crate::config::OnBlocked::default(),

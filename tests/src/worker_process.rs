@@ -31,7 +31,7 @@ pub struct JobEvent {
     pub queue: String,
     /// The attempt number.
     pub attempt: u64,
-    /// The reason, for RELEASED and FAILED.
+    /// The reason, for RELEASED, INTERRUPTED and FAILED.
     pub reason: Option<String>,
     /// The log line's timestamp, in ms since the epoch.
     pub at_ms: f64,

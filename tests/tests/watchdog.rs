@@ -88,13 +88,17 @@ async fn a_blocking_handler_on_its_last_attempt_fails_as_timed_out_and_the_worke
     assert!(events
         .iter()
         .any(|e| e.uuid == noop.to_string() && e.status == "DONE"));
-    let released = events
+    let interrupted = events
         .iter()
-        .find(|e| e.uuid == sleep.to_string() && e.status == "RELEASED")
+        .find(|e| e.uuid == sleep.to_string() && e.status == "INTERRUPTED")
         .expect("the running async job was put back");
     assert!(
-        released.reason.as_deref().unwrap().contains("interrupted"),
-        "{released:?}"
+        interrupted
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("interrupted"),
+        "{interrupted:?}"
     );
     let mut conn = redis.conn().await;
     let reserved: u64 = conn.zcard("queues:default:reserved").await.unwrap();
@@ -105,7 +109,11 @@ async fn a_blocking_handler_on_its_last_attempt_fails_as_timed_out_and_the_worke
         .unwrap();
     assert_eq!(delayed.len(), 1, "{delayed:?}");
     let payload = Payload::from_json(&delayed[0].0).unwrap();
-    assert_eq!((payload.uuid, payload.attempts), (sleep, 1));
+    assert_eq!(
+        (payload.uuid, payload.attempts, payload.interruptions),
+        (sleep, 0, 1),
+        "its attempt given back: it did nothing wrong"
+    );
     assert!(delayed[0].1 <= redis.server_time().await, "due at once");
     let size = queue.size("default").await.unwrap();
     let failed_count: u64 = conn.hlen("failed_jobs").await.unwrap();

@@ -2,10 +2,11 @@
 //! backoff, priority, panics and random bytes, crashes, signals and stop conditions. The
 //! malformed-input set is in `malformed_input.rs`.
 
-use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep, RECORDS_KEY};
+use examples::{now_ms, Flaky, Noop, Panic, Record, Sleep, StopAware, RECORDS_KEY};
 use redis::AsyncCommands;
 use redjob::admin::Admin;
 use redjob::{Bulk, Payload, RedisQueue};
+use std::collections::HashMap;
 use std::time::Duration;
 use tests::records::runs_in_order;
 use tests::worker_process::WorkerProcess;
@@ -227,12 +228,12 @@ async fn an_expired_reservation_of_a_killed_worker_comes_back_with_attempts_2_an
 }
 
 #[tokio::test]
-async fn sigterm_puts_unfinished_jobs_back_at_once_with_their_attempt_counted() {
+async fn sigterm_puts_unfinished_jobs_back_at_once_with_their_attempt_given_back() {
     let redis = TestRedis::start();
     let queue = redis.queue();
     let long = Sleep { ms: 60_000 }.dispatch().sent_via(&queue).await;
     let short = Sleep { ms: 300 }.dispatch().sent_via(&queue).await;
-    let mut worker = start_worker(redis.url(), &["--grace", "1", "--tries", "3"]);
+    let mut worker = start_worker(redis.url(), &["--grace", "1", "--tries", "1"]);
     worker
         .wait_for_event(LONG, "both jobs are running", |e| {
             e.uuid == short.to_string() && e.status == "RUNNING"
@@ -248,7 +249,7 @@ async fn sigterm_puts_unfinished_jobs_back_at_once_with_their_attempt_counted() 
         .any(|e| e.uuid == short.to_string() && e.status == "DONE"));
     assert!(events
         .iter()
-        .any(|e| e.uuid == long.to_string() && e.status == "RELEASED"));
+        .any(|e| e.uuid == long.to_string() && e.status == "INTERRUPTED"));
     let mut conn = redis.conn().await;
     let reserved: u64 = conn.zcard("queues:default:reserved").await.unwrap();
     assert_eq!(reserved, 0, "nothing is left reserved");
@@ -258,9 +259,97 @@ async fn sigterm_puts_unfinished_jobs_back_at_once_with_their_attempt_counted() 
         .unwrap();
     assert_eq!(delayed.len(), 1);
     let payload = Payload::from_json(&delayed[0].0).unwrap();
-    assert_eq!((payload.uuid, payload.attempts), (long, 1));
+    assert_eq!(
+        (payload.uuid, payload.attempts, payload.interruptions),
+        (long, 0, 1),
+        "the attempt is given back and the interruption counted"
+    );
     let now = redis.server_time().await;
     assert!(delayed[0].1 <= now, "the job is due at once");
+
+    // With --tries 1 the next worker runs it as its first attempt, not as one too many.
+    let next = start_worker(redis.url(), &["--tries", "1"]);
+    let running = next
+        .wait_for_event(LONG, "the next worker runs the interrupted job", |e| {
+            e.uuid == long.to_string() && e.status == "RUNNING"
+        })
+        .await;
+    assert_eq!(running.attempt, 1);
+    assert!(queue.failed_job(&long.to_string()).await.unwrap().is_none());
+    next.signal("KILL");
+}
+
+#[tokio::test]
+async fn a_handler_that_sees_its_worker_stopping_is_put_back_without_waiting_for_the_grace() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    queue.set_events("default", Some(1000)).await.unwrap();
+    let uuid = StopAware { ms: 60_000 }.dispatch().sent_via(&queue).await;
+    let mut worker = start_worker(redis.url(), &["--grace", "60", "--tries", "1"]);
+    worker
+        .wait_for_event(LONG, "the job runs", |e| {
+            e.uuid == uuid.to_string() && e.status == "RUNNING"
+        })
+        .await;
+    let stopped_at = std::time::Instant::now();
+    worker.signal("TERM");
+    let status = worker.wait_exit(LONG).await;
+    assert_eq!(status.code(), Some(0));
+    let took = stopped_at.elapsed();
+    assert!(
+        took < Duration::from_secs(20),
+        "the worker stopped in {took:?}, not after its 60 s grace"
+    );
+    assert!(worker
+        .events()
+        .iter()
+        .any(|e| e.uuid == uuid.to_string() && e.status == "INTERRUPTED"));
+    let mut conn = redis.conn().await;
+    let delayed: Vec<String> = conn.zrange("queues:default:delayed", 0, -1).await.unwrap();
+    assert_eq!(delayed.len(), 1);
+    let payload = Payload::from_json(&delayed[0]).unwrap();
+    assert_eq!((payload.attempts, payload.interruptions), (0, 1));
+    let entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XRANGE")
+        .arg("queues:default:events")
+        .arg("-")
+        .arg("+")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let events: Vec<&str> = entries
+        .iter()
+        .filter(|(_, fields)| fields.get("uuid") == Some(&uuid.to_string()))
+        .filter_map(|(_, fields)| fields.get("event").map(String::as_str))
+        .collect();
+    assert_eq!(events, ["queued", "active", "interrupted"], "{entries:?}");
+}
+
+#[tokio::test]
+async fn a_job_interrupted_more_often_than_max_interruptions_fails_saying_so() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let uuid = Sleep { ms: 60_000 }.dispatch().sent_via(&queue).await;
+    let args = ["--grace", "0.2", "--tries", "1", "--max-interruptions", "1"];
+    for round in 1..=2 {
+        let mut worker = start_worker(redis.url(), &args);
+        worker
+            .wait_for_event(LONG, "the job runs", |e| {
+                e.uuid == uuid.to_string() && e.status == "RUNNING"
+            })
+            .await;
+        worker.signal("TERM");
+        assert_eq!(
+            worker.wait_exit(LONG).await.code(),
+            Some(0),
+            "round {round}"
+        );
+    }
+    let record = queue.failed_job(&uuid.to_string()).await.unwrap().unwrap();
+    assert_eq!(
+        record.exception,
+        "sleep was interrupted by a stopping worker 2 times (--max-interruptions 1)."
+    );
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
 }
 
 #[tokio::test]
@@ -832,17 +921,19 @@ async fn jobs_reserved_ahead_go_back_unstarted_with_their_attempt_not_counted_wh
     );
     let mut conn = redis.conn().await;
     let delayed: Vec<String> = conn.zrange("queues:default:delayed", 0, -1).await.unwrap();
-    let mut attempts: Vec<(bool, u32)> = delayed
+    let mut counters: Vec<(bool, u32, u32)> = delayed
         .iter()
         .map(|raw| {
             let payload = Payload::from_json(raw).unwrap();
-            (payload.uuid.to_string() == sleep, payload.attempts)
+            let is_sleep = payload.uuid.to_string() == sleep;
+            (is_sleep, payload.attempts, payload.interruptions)
         })
         .collect();
-    attempts.sort();
+    counters.sort();
     assert_eq!(
-        attempts,
-        [(false, 0), (false, 0), (false, 0), (true, 1)],
-        "the interrupted job's attempt is counted, those that waited ahead are not"
+        counters,
+        [(false, 0, 0), (false, 0, 0), (false, 0, 0), (true, 0, 1)],
+        "no attempt is counted: the interrupted job's is given back with its interruption \
+         counted, and those that waited ahead went back unstarted"
     );
 }

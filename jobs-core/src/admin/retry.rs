@@ -221,8 +221,8 @@ fn group_of(stored: &Stored) -> Option<String> {
         .filter(|group| check_group_name(group).is_ok())
 }
 
-/// The record's payload with its counters (attempts, exceptions, requeues) set to 0; every
-/// other byte kept.
+/// The record's payload with its counters (attempts, exceptions, requeues, interruptions) set
+/// to 0; every other byte kept.
 fn fresh_payload(stored: &Stored) -> String {
     let payload = &stored.entry.record.payload;
     counters::with_counters(payload, Counters::default()).unwrap_or_else(|| payload.clone())

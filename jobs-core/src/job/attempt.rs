@@ -61,6 +61,18 @@ pub trait AttemptHook: Sync + 'static {
     ) -> Option<Box<dyn SettleStep>> {
         None
     }
+
+    /// When the attempt ends with the job going back because its worker is stopping, its
+    /// attempt given back, for `reason`: the step that putting it back takes for this
+    /// capability, if any (default: the step of a release).
+    fn interrupted(
+        &self,
+        ctx: &JobContext,
+        queue: &RedisQueue,
+        reason: &str,
+    ) -> Option<Box<dyn SettleStep>> {
+        self.released(ctx, queue, reason)
+    }
 }
 
 /// What a hook records when an attempt starts ([`AttemptHook::started`]).
@@ -89,6 +101,8 @@ pub enum AttemptEnd<'a> {
     Failed(&'a str),
     /// The job goes back to its queue, for this reason.
     Released(&'a str),
+    /// The job goes back to its queue at once, its attempt given back: its worker is stopping.
+    Interrupted(&'a str),
 }
 
 impl AttemptHooks {
@@ -141,6 +155,9 @@ impl AttemptHooks {
             }
             AttemptEnd::Failed(reason) => Ok(each_step(|hook| hook.failed(ctx, queue, reason))),
             AttemptEnd::Released(reason) => Ok(each_step(|hook| hook.released(ctx, queue, reason))),
+            AttemptEnd::Interrupted(reason) => {
+                Ok(each_step(|hook| hook.interrupted(ctx, queue, reason)))
+            }
         }
     }
 }

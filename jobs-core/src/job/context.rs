@@ -48,6 +48,7 @@ pub struct JobContext {
     // Made on first use: most attempts keep no capability state.
     extensions: OnceLock<Extensions>,
     cancellation: CancellationToken,
+    stopping: CancellationToken,
     // The handler's output, serialized; set once it returns it.
     output: OnceLock<Result<String, String>>,
     progress: Mutex<Option<String>>,
@@ -80,6 +81,8 @@ pub enum Request {
     Skip,
     /// Record the job as failed with this message, whatever tries are left.
     Fail(String),
+    /// Put the job back at once with this attempt given back: its worker is stopping.
+    Interrupt,
 }
 
 impl JobContext {
@@ -96,6 +99,7 @@ impl JobContext {
             workflows: WorkflowIds::default(),
             extensions: OnceLock::new(),
             cancellation: CancellationToken::new(),
+            stopping: CancellationToken::new(),
             output: OnceLock::new(),
             progress: Mutex::new(None),
             progress_sink: OnceLock::new(),
@@ -137,6 +141,44 @@ impl JobContext {
     /// Whether the job was cancelled while it ran (see [`cancelled`](Self::cancelled)).
     pub fn is_cancelled(&self) -> bool {
         self.cancellation.is_cancelled()
+    }
+
+    /// Completes when the worker running the job is asked to stop (SIGTERM, a deploy); never
+    /// completes otherwise. The worker then gives running jobs its grace period (`--grace`)
+    /// and puts back those still running after it, their attempt given back. A long handler
+    /// can select on this, save what it must, and call [`interrupt`](Self::interrupt) and
+    /// return at once, so that another worker takes the job without waiting for the grace
+    /// period to end.
+    ///
+    /// ```
+    /// use redjob::{job, Job, JobContext, JobResult};
+    /// use serde::{Deserialize, Serialize};
+    /// # async fn import_row(_: usize) {}
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Import { rows: usize }
+    ///
+    /// #[job]
+    /// impl Job for Import {
+    ///     async fn handle(&self, ctx: &JobContext) -> JobResult {
+    ///         for row in 0..self.rows {
+    ///             if ctx.is_stopping() {
+    ///                 ctx.interrupt(); // back on its queue, this attempt not counted
+    ///                 return Ok(());
+    ///             }
+    ///             import_row(row).await;
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn stopping(&self) -> WaitForCancellationFuture<'_> {
+        self.stopping.cancelled()
+    }
+
+    /// Whether the worker running the job is stopping (see [`stopping`](Self::stopping)).
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.is_cancelled()
     }
 
     /// Reports the job's progress: a percentage (`ctx.progress(40)`) or a small JSON value
@@ -318,6 +360,15 @@ impl JobContext {
         self.set(Request::Requeue(delay));
     }
 
+    /// Puts the job back on its queue at once when the handler returns, this attempt given
+    /// back, as a worker does with a job still running when its grace period ends: for a
+    /// handler that sees its worker [`stopping`](Self::stopping). The payload counts its
+    /// interruptions; past the worker's `--max-interruptions` the job fails instead, so that
+    /// a job interrupted forever cannot come back unseen.
+    pub fn interrupt(&self) {
+        self.set(Request::Interrupt);
+    }
+
     /// Settles the job as done once the attempt returns, without running what is left of it
     /// (a middleware that skips a job calls this instead of running the handler).
     pub fn skip(&self) {
@@ -371,6 +422,9 @@ pub trait AttemptSetup {
 
     /// The token that cancels this attempt: the worker fires it when the job is cancelled.
     fn cancellation(&self) -> &CancellationToken;
+
+    /// This context told that its worker is stopping when `stopping` is cancelled.
+    fn with_stopping(self, stopping: CancellationToken) -> Self;
 }
 
 impl AttemptSetup for JobContext {
@@ -404,5 +458,10 @@ impl AttemptSetup for JobContext {
 
     fn cancellation(&self) -> &CancellationToken {
         &self.cancellation
+    }
+
+    fn with_stopping(mut self, stopping: CancellationToken) -> Self {
+        self.stopping = stopping;
+        self
     }
 }

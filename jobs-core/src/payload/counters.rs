@@ -1,9 +1,11 @@
 //! The counters a payload carries that workers change: `attempts` (raised by the pop script
-//! at each reservation), `exceptions` (failed attempts, for `maxExceptions`) and `requeues`
-//! (times put back without counting an attempt). None of them is signed.
+//! at each reservation), `exceptions` (failed attempts, for `maxExceptions`), `requeues`
+//! (times put back without counting an attempt) and `interruptions` (times put back, its
+//! attempt given back, by a worker that was stopping). None of them is signed.
 //!
-//! They sit together at the end of the payload, `"exceptions":E,"requeues":R,"attempts":A`,
-//! the first two only once they are not 0, so that the pop script finds `attempts` near the
+//! They sit together at the end of the payload,
+//! `"exceptions":E,"requeues":R,"interruptions":I,"attempts":A`, the first three only once they
+//! are not 0, so that the pop script finds `attempts` near the
 //! end. A worker that puts a job back with changed counters writes a replacement copy with
 //! these bytes rewritten and every other byte kept: scripts never decode JSON.
 
@@ -18,10 +20,12 @@ pub struct Counters {
     pub exceptions: u32,
     /// How many times the job was put back without counting an attempt.
     pub requeues: u32,
+    /// How many times a stopping worker put the job back, its attempt given back.
+    pub interruptions: u32,
 }
 
 /// The counters written before `attempts`, in the order they are written.
-const BEFORE_ATTEMPTS: [&str; 2] = ["exceptions", "requeues"];
+const BEFORE_ATTEMPTS: [&str; 3] = ["exceptions", "requeues", "interruptions"];
 
 /// Where the counters are in `raw`, and their values.
 struct Located {
@@ -62,7 +66,8 @@ fn locate(raw: &str) -> Option<Located> {
         };
         match *name {
             "exceptions" => counters.exceptions = value,
-            _ => counters.requeues = value,
+            "requeues" => counters.requeues = value,
+            _ => counters.interruptions = value,
         }
         start = digits_start - name.len() - 3;
     }
@@ -79,7 +84,8 @@ fn locate(raw: &str) -> Option<Located> {
 /// ```
 /// use redjob::payload::counters::{counters, Counters};
 /// let raw = r#"{"data":{"requeues":9},"id":"x","requeues":2,"attempts":3,"delay":null}"#;
-/// assert_eq!(counters(raw), Some(Counters { attempts: 3, exceptions: 0, requeues: 2 }));
+/// let expected = Counters { attempts: 3, requeues: 2, ..Counters::default() };
+/// assert_eq!(counters(raw), Some(expected));
 /// ```
 pub fn counters(raw: &str) -> Option<Counters> {
     locate(raw).map(|located| located.counters)
@@ -91,7 +97,7 @@ pub fn counters(raw: &str) -> Option<Counters> {
 /// ```
 /// use redjob::payload::counters::{with_counters, Counters};
 /// let raw = r#"{"id":"x","attempts":3,"delay":null}"#;
-/// let set = Counters { attempts: 2, exceptions: 1, requeues: 4 };
+/// let set = Counters { attempts: 2, exceptions: 1, requeues: 4, interruptions: 0 };
 /// let written = with_counters(raw, set).unwrap();
 /// assert_eq!(written, r#"{"id":"x","exceptions":1,"requeues":4,"attempts":2,"delay":null}"#);
 /// let reset = Counters { attempts: 0, ..Default::default() };
@@ -103,6 +109,7 @@ pub fn with_counters(raw: &str, counters: Counters) -> Option<String> {
     for (name, value) in [
         ("exceptions", counters.exceptions),
         ("requeues", counters.requeues),
+        ("interruptions", counters.interruptions),
     ] {
         if value > 0 {
             fields.push_str(&format!("\"{name}\":{value},"));
@@ -132,6 +139,26 @@ pub fn requeued(raw: &str) -> Option<String> {
         Counters {
             attempts: c.attempts.saturating_sub(1),
             requeues: c.requeues + 1,
+            ..c
+        },
+    )
+}
+
+/// The payload to put back for a reserved copy whose worker was stopping: `attempts` one
+/// lower, as before its reservation, and `interruptions` one higher.
+///
+/// ```
+/// let reserved = r#"{"id":"x","attempts":1,"delay":null}"#;
+/// let once = redjob::payload::counters::interrupted(reserved).unwrap();
+/// assert_eq!(once, r#"{"id":"x","interruptions":1,"attempts":0,"delay":null}"#);
+/// ```
+pub fn interrupted(raw: &str) -> Option<String> {
+    let c = counters(raw)?;
+    with_counters(
+        raw,
+        Counters {
+            attempts: c.attempts.saturating_sub(1),
+            interruptions: c.interruptions + 1,
             ..c
         },
     )

@@ -138,6 +138,10 @@ pub struct Payload {
     /// that was busy); absent while 0. Not signed: the worker raises it (see [`counters`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub requeues: u32,
+    /// How many times a stopping worker put the job back, its attempt given back; absent while
+    /// 0. Not signed: the worker raises it (see [`counters`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interruptions: u32,
     /// How many times the job has been reserved.
     pub attempts: u32,
     /// The delay given at dispatch, in seconds; absent (or null) when there was none.

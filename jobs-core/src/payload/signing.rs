@@ -7,8 +7,8 @@
 //! reason "signature mismatch", without running it.
 //!
 //! The signature covers every payload field except `attempts`, which the pop script raises at
-//! each reservation, `requeues`, which a worker raises when a middleware requeues the job, and
-//! the signature itself: `uuid`, `displayName`, `job`, `maxTries`,
+//! each reservation, `requeues` and `interruptions`, which a worker raises when a middleware
+//! requeues the job or a stopping worker puts it back, and the signature itself: `uuid`, `displayName`, `job`, `maxTries`,
 //! `maxExceptions`, `failOnTimeout`, `backoff`, `timeout`, `retryUntil`, `createdAt`, `id`,
 //! `delay`, and `data` byte for byte, and, when a payload has any of them, `unique`, `through`
 //! and `tags` (message version 2), `chain` and `batch` (version 3) and Laravel's Context,

@@ -1,5 +1,5 @@
 //! A queue's events, read live from any process: `queued`, `active`, `progress`,
-//! `completed`, `failed`, `released` and `cancelled`, in the order Redis took them, from the
+//! `completed`, `failed`, `released`, `interrupted` and `cancelled`, in the order Redis took them, from the
 //! queue's events stream (`queues:<name>:events`), for queues whose events are on
 //! ([`RedisQueue::set_events`]).
 //!
@@ -25,7 +25,8 @@ pub struct QueueEvent {
     /// many jobs (a push's `queued`, a pop's `active`, an acknowledgement's `completed`)
     /// share one entry, and its id.
     pub id: String,
-    /// `queued`, `active`, `progress`, `completed`, `failed`, `released` or `cancelled`.
+    /// `queued`, `active`, `progress`, `completed`, `failed`, `released`, `interrupted` (put
+    /// back by a stopping worker, its attempt given back) or `cancelled`.
     pub event: String,
     /// The job's uuid.
     pub uuid: String,

@@ -132,15 +132,32 @@ impl AttemptHook for StatusHook {
         _queue: &RedisQueue,
         reason: &str,
     ) -> Option<Box<dyn SettleStep>> {
-        let watched = ctx.extension::<Watched>()?;
-        let outcome = Some(("error", reason.to_owned()));
-        let open = Watched {
-            keep: watched.keep.map(|_| OPEN_STATUS_TTL),
-            events: watched.events,
-            batch: None,
-        };
-        Some(step(ctx, JobState::Released, outcome, &open))
+        put_back(ctx, reason, false)
     }
+
+    fn interrupted(
+        &self,
+        ctx: &JobContext,
+        _queue: &RedisQueue,
+        reason: &str,
+    ) -> Option<Box<dyn SettleStep>> {
+        put_back(ctx, reason, true)
+    }
+}
+
+/// The step of a job going back to its queue for `reason`, its worker stopping or not: its
+/// record stays open, and its event says why it went back.
+fn put_back(ctx: &JobContext, reason: &str, interrupted: bool) -> Option<Box<dyn SettleStep>> {
+    let watched = ctx.extension::<Watched>()?;
+    let outcome = Some(("error", reason.to_owned()));
+    let open = Watched {
+        keep: watched.keep.map(|_| OPEN_STATUS_TTL),
+        events: watched.events,
+        batch: None,
+    };
+    let mut step = step(ctx, JobState::Released, outcome, &open);
+    step.interrupted = interrupted;
+    Some(step)
 }
 
 fn step(
@@ -148,10 +165,11 @@ fn step(
     state: JobState,
     outcome: Option<(&'static str, String)>,
     watched: &Watched,
-) -> Box<dyn SettleStep> {
+) -> Box<StatusStep> {
     Box::new(StatusStep {
         uuid: ctx.uuid().to_string(),
         state,
+        interrupted: false,
         attempt: ctx.attempt(),
         queue: ctx.queue().to_owned(),
         job: ctx.job_name().to_owned(),

@@ -18,6 +18,8 @@ use crate::status::record::JobState;
 pub(crate) struct StatusStep {
     pub(crate) uuid: String,
     pub(crate) state: JobState,
+    /// Put back by a stopping worker: its event says `interrupted`, not `released`.
+    pub(crate) interrupted: bool,
     pub(crate) attempt: u32,
     pub(crate) queue: String,
     pub(crate) job: String,
@@ -41,6 +43,7 @@ impl StatusStep {
             JobState::Done => "completed",
             JobState::Failed => "failed",
             JobState::Cancelled => "cancelled",
+            _ if self.interrupted => "interrupted",
             _ => "released",
         }
     }

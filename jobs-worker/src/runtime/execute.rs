@@ -48,6 +48,9 @@ pub(crate) struct Surroundings<'a> {
     pub(crate) cancels: Option<&'a CancelRequests>,
     /// This worker, as a job's status names it.
     pub(crate) worker: &'a str,
+    /// Cancelled when the worker is asked to stop (`None`: a synchronous run, which nothing
+    /// stops).
+    pub(crate) stopping: Option<&'a CancellationToken>,
 }
 
 /// Checks the attempts, decodes the job taken from `queue` and runs it through its middleware:
@@ -84,6 +87,7 @@ pub(crate) fn settle_steps(
     let end = match &verdict {
         Verdict::Done | Verdict::Skip => AttemptEnd::Done,
         Verdict::Fail(reason) => AttemptEnd::Failed(reason),
+        Verdict::Interrupt => AttemptEnd::Interrupted(INTERRUPTED),
         Verdict::Release(_) | Verdict::Retry(_) | Verdict::Requeue(_) => {
             AttemptEnd::Released(error.unwrap_or("released by the job"))
         }
@@ -113,7 +117,8 @@ async fn decide(
                 .with_holds(around.holds)
                 .with_state(around.state, decoded.registration.state())
                 .with_log_context(payload.log_context.clone().unwrap_or_default())
-                .with_workflows(payload.workflow_ids()),
+                .with_workflows(payload.workflow_ids())
+                .with_stopping(around.stopping.cloned().unwrap_or_default()),
         ),
     );
     let ctx = attempt.context();
@@ -259,10 +264,11 @@ async fn execute(
     drop(watched);
     match result {
         Some(result) => verdict(ctx, limits, display_name, result),
-        None => (
-            Verdict::Release(Duration::ZERO),
-            Some(INTERRUPTED.to_owned()),
-        ),
+        None => {
+            let verdict = limits.on_interrupt(display_name);
+            let error = (verdict == Verdict::Interrupt).then(|| INTERRUPTED.to_owned());
+            (verdict, error)
+        }
     }
 }
 
@@ -314,6 +320,7 @@ fn limits(config: &WorkerConfig, decoded: &Decoded) -> Limits {
         retry_until: payload.retry_until,
         max_exceptions: payload.max_exceptions,
         exceptions: payload.exceptions,
+        interruptions: (payload.interruptions, config.max_interruptions),
     }
 }
 
@@ -377,6 +384,7 @@ pub(crate) fn verdict(
         (Some(Request::Requeue(delay)), _) => Verdict::Release(delay),
         (Some(Request::Skip), _) => Verdict::Skip,
         (Some(Request::Fail(message)), _) => Verdict::Fail(message),
+        (Some(Request::Interrupt), _) => limits.on_interrupt(display_name),
         (Some(_) | None, Ok(())) => Verdict::Done,
         (Some(_) | None, Err(error)) => {
             let now = unix_seconds();

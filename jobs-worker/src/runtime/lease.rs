@@ -348,6 +348,7 @@ mod tests {
             retry_until: None,
             max_exceptions: None,
             exceptions: 0,
+            interruptions: (0, 10),
         };
         Deadline::new(Some(timeout), attempt, limits, "J")
     }

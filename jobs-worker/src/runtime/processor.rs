@@ -11,7 +11,7 @@ use redjob::middleware::Layer;
 use redjob::queue::hold::Holds;
 use redjob::{FailedContext, JobContext, RedisQueue, State};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -49,6 +49,8 @@ pub(crate) struct Processor {
     pub(crate) cancels: Arc<CancelRequests>,
     /// This worker, as a running job's status names it: `<name>@<host>`.
     pub(crate) worker: String,
+    /// Cancelled when the worker is asked to stop, which its jobs' contexts report.
+    pub(crate) stopping: CancellationToken,
 }
 
 impl Processor {
@@ -67,7 +69,7 @@ impl Processor {
             }
             Verdict::Retry(_) => Cause::Exception,
             Verdict::Requeue(_) => Cause::Requeued,
-            Verdict::Release(_) if error == Some(execute::INTERRUPTED) => Cause::Shutdown,
+            Verdict::Interrupt => Cause::Shutdown,
             Verdict::Release(_) => Cause::Released,
             Verdict::Fail(reason) => {
                 if let Some(error) = error {
@@ -86,16 +88,19 @@ impl Processor {
                 .emit("exception", |l| l.exception(event, error))
                 .await;
         }
-        if let Verdict::Release(after) | Verdict::Retry(after) | Verdict::Requeue(after) = verdict {
-            listeners
-                .emit("released", |l| l.released(event, *after, cause))
-                .await;
-        }
+        let after = match verdict {
+            Verdict::Release(after) | Verdict::Retry(after) | Verdict::Requeue(after) => *after,
+            Verdict::Interrupt => Duration::ZERO,
+            Verdict::Done | Verdict::Skip | Verdict::Fail(_) => return,
+        };
+        listeners
+            .emit("released", |l| l.released(event, after, cause))
+            .await;
     }
 
     /// Processes one reserved job, `held` in the registry of this worker's reserved jobs, to
     /// the end. When `interrupt` fires, a running handler is stopped and the job is put back
-    /// on its queue at once, its attempt counted.
+    /// on its queue at once, its attempt given back.
     pub(crate) async fn process(
         &self,
         job: Reserved,
@@ -151,6 +156,7 @@ impl Processor {
             started,
             cancels: Some(&self.cancels),
             worker: &self.worker,
+            stopping: Some(&self.stopping),
         };
         // Not boxed apart: the job's task boxes its whole processing once (`slot::run`), and
         // every job runs its attempt.

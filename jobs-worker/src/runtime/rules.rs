@@ -23,6 +23,9 @@ pub(crate) struct Limits {
     pub max_exceptions: Option<u32>,
     /// Attempts of the job that ended in an error, a panic or a timeout before this one.
     pub exceptions: u32,
+    /// Times a stopping worker put the job back before this attempt, and how many the worker
+    /// allows (0: no limit).
+    pub interruptions: (u32, u32),
 }
 
 /// How an attempt went wrong.
@@ -47,6 +50,8 @@ pub(crate) enum Verdict {
     Retry(Duration),
     /// Run again after the delay without counting the attempt.
     Requeue(Duration),
+    /// Run again at once without counting the attempt: the worker is stopping.
+    Interrupt,
     /// Settled as done without running (a middleware skipped it).
     Skip,
     /// Record in the failed-job store with this reason.
@@ -54,6 +59,20 @@ pub(crate) enum Verdict {
 }
 
 impl Limits {
+    /// When the worker stops with the job running (or the handler, seeing it stop, asks to be
+    /// put back): the job goes back with its attempt given back, unless it was interrupted as
+    /// often as the worker allows, when it fails, so that it cannot come back forever unseen.
+    pub(crate) fn on_interrupt(&self, display_name: &str) -> Verdict {
+        let (before, allowed) = self.interruptions;
+        if allowed == 0 || before < allowed {
+            return Verdict::Interrupt;
+        }
+        Verdict::Fail(format!(
+            "{display_name} was interrupted by a stopping worker {} times (--max-interruptions {allowed}).",
+            before + 1
+        ))
+    }
+
     /// Before running, at Unix time `now`: a job reserved more often than its tries allow
     /// fails unrun (crashes, timeouts and releases all use attempts); with `retry_until`,
     /// tries are not counted, and a job reserved after that time fails unrun.
@@ -138,7 +157,25 @@ mod tests {
             retry_until: None,
             max_exceptions: None,
             exceptions: 0,
+            interruptions: (0, 10),
         }
+    }
+
+    #[test]
+    fn an_interrupted_job_goes_back_until_the_worker_allows_no_more() {
+        let mut limits = limits(1, &[]);
+        assert_eq!(limits.on_interrupt("J"), Verdict::Interrupt);
+        limits.interruptions = (9, 10);
+        assert_eq!(limits.on_interrupt("J"), Verdict::Interrupt);
+        limits.interruptions = (10, 10);
+        assert_eq!(
+            limits.on_interrupt("J"),
+            Verdict::Fail(
+                "J was interrupted by a stopping worker 11 times (--max-interruptions 10).".into()
+            )
+        );
+        limits.interruptions = (1_000, 0);
+        assert_eq!(limits.on_interrupt("J"), Verdict::Interrupt);
     }
 
     #[test]

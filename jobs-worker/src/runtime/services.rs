@@ -159,6 +159,7 @@ impl Services {
                 config.name,
                 gethostname::gethostname().to_string_lossy()
             ),
+            stopping: stop.clone(),
         });
         Services {
             control,

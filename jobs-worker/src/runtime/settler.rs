@@ -15,6 +15,7 @@ use crate::stats::Stats;
 
 use super::acker::{AckSender, Completed};
 use super::control::{Attempt, Control};
+use super::execute::INTERRUPTED;
 use super::outage::with_retries;
 use super::reserved::{JobId, Reserved};
 use super::rules::Verdict;
@@ -109,6 +110,15 @@ impl Settler {
                 // and their state would weigh on every job's future.
                 Box::pin(self.release(job, &verdict, delay, effects)).await
             }
+            Verdict::Interrupt => {
+                info!(
+                    status = "INTERRUPTED",
+                    duration_ms,
+                    reason = INTERRUPTED,
+                    "INTERRUPTED"
+                );
+                Box::pin(self.release(job, &verdict, Duration::ZERO, effects)).await
+            }
             Verdict::Fail(reason) => {
                 warn!(status = "FAILED", duration_ms, reason = %reason, "FAILED");
                 Box::pin(self.fail(job, &id, reason, effects)).await
@@ -134,6 +144,7 @@ impl Settler {
                 AttemptOutcome::Released,
                 Some("requeued: a limit or lock was busy"),
             ),
+            Verdict::Interrupt => (AttemptOutcome::Released, Some(INTERRUPTED)),
             Verdict::Fail(reason) => (AttemptOutcome::Failed, Some(reason.as_str())),
         };
         self.control.record(&Attempt {
@@ -193,8 +204,9 @@ impl Settler {
         Settled::Done
     }
 
-    /// A job put back to run later: a requeue puts back a copy with its attempt given back, a
-    /// retry one with its failure counted; a release puts back the reserved copy itself. What
+    /// A job put back to run later: a requeue puts back a copy with its attempt given back, an
+    /// interrupted job one with its attempt given back and its interruption counted, a retry
+    /// one with its failure counted; a release puts back the reserved copy itself. What
     /// it held for the attempt is freed.
     async fn release(
         &self,
@@ -205,6 +217,7 @@ impl Settler {
     ) -> Settled {
         let replacement = match verdict {
             Verdict::Requeue(_) => counters::requeued(&job.raw),
+            Verdict::Interrupt => counters::interrupted(&job.raw),
             Verdict::Retry(_) => counters::after_exception(&job.raw),
             _ => None,
         };

@@ -141,7 +141,7 @@ impl Run {
     /// Runs attempts until the job is done, skipped or failed (or [`Run::max_attempts`] were
     /// made), each after the one before without waiting its backoff, with its counters
     /// carried as Redis would carry them: a release counts an attempt, a retry an exception,
-    /// a requeue neither.
+    /// a requeue neither, an interruption its own count.
     pub async fn to_end(self) -> Runs {
         let redis = self.handle();
         let mut pushed = self.with_attempts(self.attempt - 1);
@@ -154,6 +154,7 @@ impl Run {
                 Outcome::Released(_) => Some(reserved.clone()),
                 Outcome::Retried(_) => counters::after_exception(&reserved),
                 Outcome::Requeued(_) => counters::requeued(&reserved),
+                Outcome::Interrupted => counters::interrupted(&reserved),
                 Outcome::Done | Outcome::Skipped | Outcome::Failed(_) => None,
             };
             attempts.push(attempt);
@@ -225,6 +226,7 @@ impl Run {
                 started: Instant::now(),
                 cancels: None,
                 worker: "",
+                stopping: None,
             };
             let interrupt = CancellationToken::new();
             // What the job dispatches goes to the run's handle.
@@ -311,6 +313,11 @@ pub enum Outcome {
     Requeued(Duration),
     /// It failed for good, for this reason; a worker would record it in the failed-job store.
     Failed(String),
+    /// The handler asked to be put back as a stopping worker's job is ([`JobContext::interrupt`]),
+    /// to run again at once without counting the attempt.
+    ///
+    /// [`JobContext::interrupt`]: redjob::JobContext::interrupt
+    Interrupted,
 }
 
 impl From<Verdict> for Outcome {
@@ -322,6 +329,7 @@ impl From<Verdict> for Outcome {
             Verdict::Retry(after) => Outcome::Retried(after),
             Verdict::Requeue(after) => Outcome::Requeued(after),
             Verdict::Fail(reason) => Outcome::Failed(reason),
+            Verdict::Interrupt => Outcome::Interrupted,
         }
     }
 }
