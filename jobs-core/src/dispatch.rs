@@ -230,6 +230,7 @@ impl<J: Job> PendingDispatch<J> {
             exceptions: 0,
             requeues: 0,
             interruptions: 0,
+            unrunnable_since: 0,
             attempts: 0,
             delay: delay.map(|d| delay_seconds(d.duration_from_now())),
         };

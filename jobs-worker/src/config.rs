@@ -75,6 +75,11 @@ pub struct WorkerConfig {
     /// (0: no limit); past that, the job fails, so that a job interrupted on every deploy
     /// cannot come back forever unseen.
     pub max_interruptions: u32,
+    /// How long a job this worker cannot run (a type it does not link, data it cannot decode)
+    /// waits for a worker that can, from when a worker first met it, its attempts given back;
+    /// after that it fails. Zero: it fails at once. A rolling deploy's new job types wait for
+    /// the new workers this way instead of failing on the old ones.
+    pub unknown_job_grace: Duration,
     /// Keep the schedules defined in this process ([`redjob::schedule::define`]): fire each
     /// tick once between every worker that keeps them.
     pub schedule: bool,
@@ -143,6 +148,7 @@ impl Default for WorkerConfig {
             metrics_retention: redjob::admin::DEFAULT_METRICS_RETENTION,
             max_requeues: 1000,
             max_interruptions: 10,
+            unknown_job_grace: Duration::from_secs(600),
             schedule: false,
             waits: Vec::new(),
             on_blocked: OnBlocked::default(),

@@ -67,6 +67,9 @@ pub enum Cause {
     Requeued,
     /// The worker stopped while it ran.
     Shutdown,
+    /// The worker cannot run it (data it cannot decode): it waits for a worker that can, its
+    /// attempt given back.
+    Unrunnable,
 }
 
 /// What a worker reports. Every method does nothing unless implemented.

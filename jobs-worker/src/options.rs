@@ -133,6 +133,10 @@ pub struct WorkerOptions {
     /// (0: no limit); past that, the job fails.
     #[arg(long, default_value_t = 10)]
     pub max_interruptions: u32,
+    /// Seconds a job this worker cannot run (a type it does not link, data it cannot decode)
+    /// waits for a worker that can, its attempts given back, before it fails (0: at once).
+    #[arg(long, default_value_t = 600.0)]
+    pub unknown_job_grace: f64,
     /// A queue's wait threshold, written to Redis at start for jobsctl, the dashboard and the
     /// metrics: QUEUE=SECONDS (repeatable, or a comma list like emails=60,billing=300).
     #[arg(long = "wait", value_name = "QUEUE=SECONDS", value_delimiter = ',')]
@@ -221,6 +225,7 @@ impl WorkerOptions {
             metrics_retention: secs(self.metrics_retention * 3600.0),
             max_requeues: self.max_requeues,
             max_interruptions: self.max_interruptions,
+            unknown_job_grace: secs(self.unknown_job_grace),
             schedule: self.schedule,
             waits: self.waits.clone(),
             on_blocked: crate::config::OnBlocked::default(),

@@ -4,7 +4,10 @@
 //!
 //! The set: not JSON, JSON without the payload fields, an unknown job type, data that does not
 //! fit the job's struct, a 10 MB payload, and bytes that are not UTF-8. (Random byte strings
-//! are in `worker_flow.rs`; payloads that fail the signature check in `security.rs`.)
+//! are in `worker_flow.rs`; payloads that fail the signature check in `security.rs`.) An
+//! unknown job type and data that does not fit may be a newer version's, which a newer worker
+//! runs: they wait for one for `--unknown-job-grace`, their attempts given back, and fail
+//! only after it (the set runs with no grace, so that they fail at once).
 
 use examples::{Noop, Sleep};
 use redis::AsyncCommands;
@@ -12,8 +15,7 @@ use redjob::queue::keys::QueueKeys;
 use redjob::{Payload, QueueConfig};
 use std::time::Duration;
 use tests::worker_process::WorkerProcess;
-use tests::SentVia;
-use tests::TestRedis;
+use tests::{wait_until, SentVia, TestRedis};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -112,6 +114,9 @@ async fn each_malformed_payload_is_failed_with_its_reason_and_the_next_valid_job
             "1",
             "--memory",
             "1024",
+            // What waits for a newer worker is tested below: here every case fails at once.
+            "--unknown-job-grace",
+            "0",
         ],
     );
     let status = worker.wait_exit(LONG).await;
@@ -176,4 +181,87 @@ async fn each_malformed_payload_is_failed_with_its_reason_and_the_next_valid_job
         failed_with_reason,
         valid.len(),
     );
+}
+
+#[tokio::test]
+async fn jobs_this_worker_cannot_run_wait_for_the_grace_with_their_attempts_given_back_then_fail() {
+    let redis = TestRedis::start();
+    let queue = redis.queue();
+    let mut conn = redis.conn().await;
+    let keys = QueueKeys::new("default");
+    let cases = cases();
+    let unknown = &cases[2];
+    let misfit = &cases[3];
+    for case in [unknown, misfit] {
+        let _: () = conn.rpush(&keys.ready, &case.bytes).await.unwrap();
+    }
+    let uuid_of = |case: &Case| {
+        Payload::from_json(std::str::from_utf8(&case.bytes).unwrap())
+            .unwrap()
+            .uuid
+            .to_string()
+    };
+
+    // A worker that finds only jobs it cannot run puts them back and stops as on an empty
+    // queue: nothing failed, their attempts given back, the first meeting written down.
+    let mut first = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--stop-when-empty", "--unknown-job-grace", "4"],
+    );
+    assert!(first.wait_exit(LONG).await.success());
+    assert!(queue.failed_jobs(10).await.unwrap().is_empty());
+    for case in [unknown, misfit] {
+        let uuid = uuid_of(case);
+        assert!(
+            first
+                .events()
+                .iter()
+                .any(|e| e.uuid == uuid && e.status == "UNRUNNABLE"),
+            "{}: {:#?}",
+            case.name,
+            first.events()
+        );
+    }
+    let delayed: Vec<String> = conn.zrange(&keys.delayed, 0, -1).await.unwrap();
+    assert_eq!(delayed.len(), 2, "{delayed:?}");
+    let mut first_met = Vec::new();
+    for raw in &delayed {
+        let payload = Payload::from_json(raw).unwrap();
+        assert_eq!(payload.attempts, 0, "its attempt given back: {raw}");
+        assert!(payload.unrunnable_since > 0, "{raw}");
+        first_met.push(i64::from(payload.unrunnable_since));
+    }
+
+    // Within the grace they keep coming back; after it, each fails saying it waited.
+    let worker = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--unknown-job-grace", "4"],
+    );
+    wait_until(LONG, "both jobs failed", || async {
+        queue.failed_jobs(10).await.unwrap().len() == 2
+    })
+    .await;
+    for case in [unknown, misfit] {
+        let record = queue.failed_job(&uuid_of(case)).await.unwrap().unwrap();
+        assert!(
+            record.exception.starts_with(&case.reason)
+                && record
+                    .exception
+                    .ends_with("(no worker that can run it took it within --unknown-job-grace 4s)"),
+            "{}: {}",
+            case.name,
+            record.exception
+        );
+        let failed_at = record.failed_at().unwrap().timestamp();
+        let met = *first_met.iter().min().unwrap();
+        assert!(
+            failed_at >= met + 4,
+            "{}: failed at {failed_at}, within the grace from {met}",
+            case.name
+        );
+    }
+    assert_eq!(queue.size("default").await.unwrap().total(), 0);
+    drop(worker);
 }

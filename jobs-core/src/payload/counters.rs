@@ -1,7 +1,8 @@
 //! The counters a payload carries that workers change: `attempts` (raised by the pop script
 //! at each reservation), `exceptions` (failed attempts, for `maxExceptions`), `requeues`
-//! (times put back without counting an attempt) and `interruptions` (times put back, its
-//! attempt given back, by a worker that was stopping). None of them is signed.
+//! (times put back without counting an attempt), `interruptions` (times put back, its
+//! attempt given back, by a worker that was stopping) and `unrunnableSince` (when a worker
+//! first met the job and could not run it, in Unix seconds). None of them is signed.
 //!
 //! They sit together at the end of the payload,
 //! `"exceptions":E,"requeues":R,"interruptions":I,"attempts":A`, the first three only once they
@@ -22,10 +23,13 @@ pub struct Counters {
     pub requeues: u32,
     /// How many times a stopping worker put the job back, its attempt given back.
     pub interruptions: u32,
+    /// When a worker first met the job and could not run it (a type it does not link, data
+    /// it cannot decode), in Unix seconds; 0 while none has.
+    pub unrunnable_since: u32,
 }
 
 /// The counters written before `attempts`, in the order they are written.
-const BEFORE_ATTEMPTS: [&str; 3] = ["exceptions", "requeues", "interruptions"];
+const BEFORE_ATTEMPTS: [&str; 4] = ["exceptions", "requeues", "interruptions", "unrunnableSince"];
 
 /// Where the counters are in `raw`, and their values.
 struct Located {
@@ -67,7 +71,8 @@ fn locate(raw: &str) -> Option<Located> {
         match *name {
             "exceptions" => counters.exceptions = value,
             "requeues" => counters.requeues = value,
-            _ => counters.interruptions = value,
+            "interruptions" => counters.interruptions = value,
+            _ => counters.unrunnable_since = value,
         }
         start = digits_start - name.len() - 3;
     }
@@ -97,7 +102,7 @@ pub fn counters(raw: &str) -> Option<Counters> {
 /// ```
 /// use redjob::payload::counters::{with_counters, Counters};
 /// let raw = r#"{"id":"x","attempts":3,"delay":null}"#;
-/// let set = Counters { attempts: 2, exceptions: 1, requeues: 4, interruptions: 0 };
+/// let set = Counters { attempts: 2, exceptions: 1, requeues: 4, ..Counters::default() };
 /// let written = with_counters(raw, set).unwrap();
 /// assert_eq!(written, r#"{"id":"x","exceptions":1,"requeues":4,"attempts":2,"delay":null}"#);
 /// let reset = Counters { attempts: 0, ..Default::default() };
@@ -110,6 +115,7 @@ pub fn with_counters(raw: &str, counters: Counters) -> Option<String> {
         ("exceptions", counters.exceptions),
         ("requeues", counters.requeues),
         ("interruptions", counters.interruptions),
+        ("unrunnableSince", counters.unrunnable_since),
     ] {
         if value > 0 {
             fields.push_str(&format!("\"{name}\":{value},"));
@@ -159,6 +165,33 @@ pub fn interrupted(raw: &str) -> Option<String> {
         Counters {
             attempts: c.attempts.saturating_sub(1),
             interruptions: c.interruptions + 1,
+            ..c
+        },
+    )
+}
+
+/// The payload to put back for a reserved copy that this worker cannot run, at Unix time
+/// `now`: `attempts` one lower, as before its reservation, and `unrunnableSince` set to `now`
+/// unless a worker met it before.
+///
+/// ```
+/// let reserved = r#"{"id":"x","attempts":1}"#;
+/// let once = redjob::payload::counters::unrunnable(reserved, 1_800_000_000).unwrap();
+/// assert_eq!(once, r#"{"id":"x","unrunnableSince":1800000000,"attempts":0}"#);
+/// let again = redjob::payload::with_attempts(&once, 1).unwrap();
+/// let twice = redjob::payload::counters::unrunnable(&again, 1_800_000_060).unwrap();
+/// assert_eq!(twice, once, "the first meeting is kept");
+/// ```
+pub fn unrunnable(raw: &str, now: u32) -> Option<String> {
+    let c = counters(raw)?;
+    with_counters(
+        raw,
+        Counters {
+            attempts: c.attempts.saturating_sub(1),
+            unrunnable_since: match c.unrunnable_since {
+                0 => now,
+                since => since,
+            },
             ..c
         },
     )

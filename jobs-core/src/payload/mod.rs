@@ -142,6 +142,12 @@ pub struct Payload {
     /// 0. Not signed: the worker raises it (see [`counters`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub interruptions: u32,
+    /// When a worker first met the job and could not run it (a type it does not link, data it
+    /// cannot decode), in Unix seconds; absent until then. The job waits for a worker that
+    /// can, its attempts given back, until the worker's `--unknown-job-grace` after this.
+    /// Not signed: the worker sets it (see [`counters`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unrunnable_since: u32,
     /// How many times the job has been reserved.
     pub attempts: u32,
     /// The delay given at dispatch, in seconds; absent (or null) when there was none.

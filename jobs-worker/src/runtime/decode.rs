@@ -33,6 +33,9 @@ pub(crate) struct Undecodable {
     pub(crate) job: String,
     /// Why it cannot run, as the failed-job record says.
     pub(crate) reason: String,
+    /// For a job of a type this worker does not link, which a worker that does may run: when
+    /// a worker first met it (`unrunnableSince`, 0: none before this one).
+    pub(crate) unknown_since: Option<u32>,
 }
 
 impl Undecodable {
@@ -42,6 +45,7 @@ impl Undecodable {
             uuid: uuid::Uuid::new_v4().to_string(),
             job: "?".to_owned(),
             reason: reason.into(),
+            unknown_since: None,
         }
     }
 }
@@ -89,13 +93,19 @@ pub(crate) fn decode_payload(
         } else {
             format!("malformed payload: not valid JSON ({err})")
         };
-        Undecodable { uuid, job, reason }
+        Undecodable {
+            uuid,
+            job,
+            reason,
+            unknown_since: None,
+        }
     })?;
     if let Some(key) = &config.signing_key {
         key.verify(&payload).map_err(|mismatch| Undecodable {
             uuid: payload.uuid.to_string(),
             job: payload.job.clone(),
             reason: mismatch.to_string(),
+            unknown_since: None,
         })?;
     }
     if copy == PayloadCopy::Reserved && payload.attempts == 0 {
@@ -103,6 +113,7 @@ pub(crate) fn decode_payload(
             uuid: payload.uuid.to_string(),
             job: payload.job,
             reason: "malformed payload: its attempts could not be counted at reservation".into(),
+            unknown_since: None,
         });
     }
     let rounded = rounded_numbers(payload.data.get());
@@ -116,6 +127,7 @@ pub(crate) fn decode_payload(
                  10^14 lose precision there: dispatch them as strings",
                 rounded.join(", ")
             ),
+            unknown_since: None,
         });
     }
     if payload.job == CALL_QUEUED_HANDLER {
@@ -134,6 +146,7 @@ pub(crate) fn decode_payload(
                 "unknown job type {:?}: no #[job] with that name is linked into this worker",
                 payload.job
             ),
+            unknown_since: Some(payload.unrunnable_since),
         }),
     }
 }
@@ -151,6 +164,7 @@ fn laravel_command(payload: Payload, config: &QueueConfig) -> Result<Decoded, Un
         uuid: payload.uuid.to_string(),
         job: payload.display_name.clone(),
         reason,
+        unknown_since: None,
     };
     let command: Command = match serde_json::from_str(payload.data.get()) {
         Ok(command) => command,
@@ -165,7 +179,11 @@ fn laravel_command(payload: Payload, config: &QueueConfig) -> Result<Decoded, Un
             "unknown job class {:?}: no #[job(laravel = ...)] for it is linked into this worker",
             command.command_name
         );
-        return Err(fail(&payload, reason));
+        // A worker that links it may run it.
+        return Err(Undecodable {
+            unknown_since: Some(payload.unrunnable_since),
+            ..fail(&payload, reason)
+        });
     };
     let object = if command.command.starts_with("O:") {
         command.command

@@ -23,7 +23,7 @@ use super::deadline::Deadline;
 use super::decode::Decoded;
 use super::lease::Held;
 
-use super::rules::{AttemptError, Limits, Verdict};
+use super::rules::{on_unrunnable, AttemptError, Limits, Verdict};
 use super::time::{sleep_for, unix_seconds};
 
 /// Why a job the worker stopped while it ran is back on its queue.
@@ -88,6 +88,7 @@ pub(crate) fn settle_steps(
         Verdict::Done | Verdict::Skip => AttemptEnd::Done,
         Verdict::Fail(reason) => AttemptEnd::Failed(reason),
         Verdict::Interrupt => AttemptEnd::Interrupted(INTERRUPTED),
+        Verdict::Unrunnable(reason) => AttemptEnd::Released(reason),
         Verdict::Release(_) | Verdict::Retry(_) | Verdict::Requeue(_) => {
             AttemptEnd::Released(error.unwrap_or("released by the job"))
         }
@@ -209,8 +210,12 @@ async fn decide(
             .await
         }
         Err(err) => {
+            // Perhaps written by a newer version of the job: a worker that runs that version
+            // may decode it.
             let reason = format!("cannot decode the data of job {}: {err}", payload.job);
-            (Verdict::Fail(reason), None)
+            let grace = around.config.unknown_job_grace;
+            let since = payload.unrunnable_since;
+            (on_unrunnable(reason, since, grace, unix_seconds()), None)
         }
     };
     (verdict, error, attempt)

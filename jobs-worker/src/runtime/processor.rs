@@ -24,8 +24,9 @@ use crate::runtime::execute::{self, attempt_span, Surroundings};
 use crate::runtime::hooks;
 use crate::runtime::lease::{Held, Running};
 use crate::runtime::reserved::{JobId, Reserved};
-use crate::runtime::rules::Verdict;
+use crate::runtime::rules::{on_unrunnable, Verdict, UNRUNNABLE_RETRY};
 use crate::runtime::settler::{AttemptEffects, Settled, Settler};
+use crate::runtime::time::unix_seconds;
 
 /// Runs jobs and settles them. One processor serves every job task of a worker.
 pub(crate) struct Processor {
@@ -70,6 +71,7 @@ impl Processor {
             Verdict::Retry(_) => Cause::Exception,
             Verdict::Requeue(_) => Cause::Requeued,
             Verdict::Interrupt => Cause::Shutdown,
+            Verdict::Unrunnable(_) => Cause::Unrunnable,
             Verdict::Release(_) => Cause::Released,
             Verdict::Fail(reason) => {
                 if let Some(error) = error {
@@ -91,6 +93,7 @@ impl Processor {
         let after = match verdict {
             Verdict::Release(after) | Verdict::Retry(after) | Verdict::Requeue(after) => *after,
             Verdict::Interrupt => Duration::ZERO,
+            Verdict::Unrunnable(_) => UNRUNNABLE_RETRY,
             Verdict::Done | Verdict::Skip | Verdict::Fail(_) => return,
         };
         listeners
@@ -254,7 +257,8 @@ impl Processor {
         }
     }
 
-    /// Fails a job whose payload cannot be decoded, by its reserved bytes.
+    /// Fails a job whose payload cannot be decoded, by its reserved bytes; one of a type this
+    /// worker does not link waits for a worker that does, within `--unknown-job-grace`.
     async fn fail_undecodable(
         &self,
         job: Reserved,
@@ -267,7 +271,15 @@ impl Processor {
             uuid = %undecodable.uuid,
             queue = %job.queue.name,
         );
-        let verdict = Verdict::Fail(undecodable.reason);
+        let verdict = match undecodable.unknown_since {
+            Some(since) => on_unrunnable(
+                undecodable.reason,
+                since,
+                self.config.unknown_job_grace,
+                unix_seconds(),
+            ),
+            None => Verdict::Fail(undecodable.reason),
+        };
         let id = JobId {
             uuid: &undecodable.uuid,
             job: &undecodable.job,

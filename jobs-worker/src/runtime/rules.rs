@@ -52,10 +52,36 @@ pub(crate) enum Verdict {
     Requeue(Duration),
     /// Run again at once without counting the attempt: the worker is stopping.
     Interrupt,
+    /// This worker cannot run it (a type it does not link, data it cannot decode), for this
+    /// reason: run again, on a worker that can, without counting the attempt.
+    Unrunnable(String),
     /// Settled as done without running (a middleware skipped it).
     Skip,
     /// Record in the failed-job store with this reason.
     Fail(String),
+}
+
+/// How long a job this worker cannot run waits before it is offered to a worker again: long
+/// enough that workers that cannot run it do not pass it between them without pause, short
+/// enough that one that can takes it soon.
+pub(crate) const UNRUNNABLE_RETRY: Duration = Duration::from_secs(5);
+
+/// A job this worker cannot run, for `reason`, that a worker first met at Unix time `since`
+/// (0: now, at `now`): it waits for a worker that can run it, its attempt given back, until
+/// `grace` has passed since then, and then fails (at once with no grace).
+pub(crate) fn on_unrunnable(reason: String, since: u32, grace: Duration, now: i64) -> Verdict {
+    let waited = match since {
+        0 => Duration::ZERO,
+        since => Duration::from_secs(u64::try_from(now - i64::from(since)).unwrap_or(0)),
+    };
+    match (grace.is_zero(), waited < grace) {
+        (true, _) => Verdict::Fail(reason),
+        (false, true) => Verdict::Unrunnable(reason),
+        (false, false) => Verdict::Fail(format!(
+            "{reason} (no worker that can run it took it within --unknown-job-grace {}s)",
+            grace.as_secs()
+        )),
+    }
 }
 
 impl Limits {
@@ -159,6 +185,32 @@ mod tests {
             exceptions: 0,
             interruptions: (0, 10),
         }
+    }
+
+    #[test]
+    fn an_unrunnable_job_waits_for_the_grace_from_when_a_worker_first_met_it() {
+        let grace = Duration::from_secs(600);
+        let reason = || "unknown job type".to_owned();
+        assert_eq!(
+            on_unrunnable(reason(), 0, grace, 10_000),
+            Verdict::Unrunnable(reason())
+        );
+        assert_eq!(
+            on_unrunnable(reason(), 10_000, grace, 10_599),
+            Verdict::Unrunnable(reason())
+        );
+        assert_eq!(
+            on_unrunnable(reason(), 10_000, grace, 10_600),
+            Verdict::Fail(
+                "unknown job type (no worker that can run it took it within --unknown-job-grace 600s)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            on_unrunnable(reason(), 0, Duration::ZERO, 10_000),
+            Verdict::Fail(reason()),
+            "no grace: it fails at once, for its reason alone"
+        );
     }
 
     #[test]

@@ -18,7 +18,8 @@ use super::control::{Attempt, Control};
 use super::execute::INTERRUPTED;
 use super::outage::with_retries;
 use super::reserved::{JobId, Reserved};
-use super::rules::Verdict;
+use super::rules::{Verdict, UNRUNNABLE_RETRY};
+use super::time::unix_seconds;
 
 /// What became of a job, for the worker's bookkeeping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +120,16 @@ impl Settler {
                 );
                 Box::pin(self.release(job, &verdict, Duration::ZERO, effects)).await
             }
+            Verdict::Unrunnable(ref reason) => {
+                let retry_in_s = UNRUNNABLE_RETRY.as_secs_f64();
+                warn!(
+                    status = "UNRUNNABLE",
+                    retry_in_s,
+                    reason = %reason,
+                    "UNRUNNABLE: back on its queue for a worker that can run it"
+                );
+                Box::pin(self.release(job, &verdict, UNRUNNABLE_RETRY, effects)).await
+            }
             Verdict::Fail(reason) => {
                 warn!(status = "FAILED", duration_ms, reason = %reason, "FAILED");
                 Box::pin(self.fail(job, &id, reason, effects)).await
@@ -145,6 +156,7 @@ impl Settler {
                 Some("requeued: a limit or lock was busy"),
             ),
             Verdict::Interrupt => (AttemptOutcome::Released, Some(INTERRUPTED)),
+            Verdict::Unrunnable(reason) => (AttemptOutcome::Released, Some(reason.as_str())),
             Verdict::Fail(reason) => (AttemptOutcome::Failed, Some(reason.as_str())),
         };
         self.control.record(&Attempt {
@@ -218,6 +230,10 @@ impl Settler {
         let replacement = match verdict {
             Verdict::Requeue(_) => counters::requeued(&job.raw),
             Verdict::Interrupt => counters::interrupted(&job.raw),
+            Verdict::Unrunnable(_) => {
+                let now = u32::try_from(unix_seconds()).unwrap_or(u32::MAX);
+                counters::unrunnable(&job.raw, now)
+            }
             Verdict::Retry(_) => counters::after_exception(&job.raw),
             _ => None,
         };

@@ -330,6 +330,8 @@ impl From<Verdict> for Outcome {
             Verdict::Requeue(after) => Outcome::Requeued(after),
             Verdict::Fail(reason) => Outcome::Failed(reason),
             Verdict::Interrupt => Outcome::Interrupted,
+            // A synchronous run has no other worker to wait for.
+            Verdict::Unrunnable(reason) => Outcome::Failed(reason),
         }
     }
 }
