@@ -139,15 +139,7 @@ pub fn with_counters(raw: &str, counters: Counters) -> Option<String> {
 /// assert_eq!(once, r#"{"id":"x","requeues":1,"attempts":2,"delay":null}"#);
 /// ```
 pub fn requeued(raw: &str) -> Option<String> {
-    let c = counters(raw)?;
-    with_counters(
-        raw,
-        Counters {
-            attempts: c.attempts.saturating_sub(1),
-            requeues: c.requeues + 1,
-            ..c
-        },
-    )
+    given_back(raw, |c| c.requeues += 1)
 }
 
 /// The payload to put back for a reserved copy whose worker was stopping: `attempts` one
@@ -159,15 +151,7 @@ pub fn requeued(raw: &str) -> Option<String> {
 /// assert_eq!(once, r#"{"id":"x","interruptions":1,"attempts":0,"delay":null}"#);
 /// ```
 pub fn interrupted(raw: &str) -> Option<String> {
-    let c = counters(raw)?;
-    with_counters(
-        raw,
-        Counters {
-            attempts: c.attempts.saturating_sub(1),
-            interruptions: c.interruptions + 1,
-            ..c
-        },
-    )
+    given_back(raw, |c| c.interruptions += 1)
 }
 
 /// The payload to put back for a reserved copy that this worker cannot run, at Unix time
@@ -183,18 +167,20 @@ pub fn interrupted(raw: &str) -> Option<String> {
 /// assert_eq!(twice, once, "the first meeting is kept");
 /// ```
 pub fn unrunnable(raw: &str, now: u32) -> Option<String> {
-    let c = counters(raw)?;
-    with_counters(
-        raw,
-        Counters {
-            attempts: c.attempts.saturating_sub(1),
-            unrunnable_since: match c.unrunnable_since {
-                0 => now,
-                since => since,
-            },
-            ..c
-        },
-    )
+    given_back(raw, |c| {
+        if c.unrunnable_since == 0 {
+            c.unrunnable_since = now;
+        }
+    })
+}
+
+/// `raw` with its attempt given back (`attempts` one lower, as before its reservation) and
+/// `note` applied to its other counters.
+fn given_back(raw: &str, note: impl FnOnce(&mut Counters)) -> Option<String> {
+    let mut c = counters(raw)?;
+    c.attempts = c.attempts.saturating_sub(1);
+    note(&mut c);
+    with_counters(raw, c)
 }
 
 /// The payload to put back for a reserved copy released after a failed attempt: `exceptions`

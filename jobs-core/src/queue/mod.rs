@@ -7,6 +7,10 @@
 //! store is read (`failed.rs`), and a queue is sized or cleared (`size.rs`). A queue's groups
 //! are sub-queues of it, served in turn (`group.rs`).
 //!
+//! Applications reach these through [`RedisQueue`]; the operations only a worker makes are
+//! methods of one door instead, `WorkerQueue` (`protocol.rs`), each written in its role's
+//! file.
+//!
 //! Capabilities above this layer attach through its extension points and this layer imports
 //! none of them: typed [`Extensions`] on the handle, settle steps that add effects to the
 //! settling call (`settle.rs`), and an offline sink that a handle talking to no Redis hands
