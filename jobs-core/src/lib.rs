@@ -144,6 +144,7 @@ pub mod __worker {
     /// minute a time counts in.
     pub mod telemetry {
         pub use crate::admin::telemetry::{minute_of, WORKER_TTL};
+        pub use crate::admin::unrunnable::{met_commands, Met};
         pub use crate::queue::live::{record_commands, removal_commands};
     }
 }

@@ -65,6 +65,11 @@ pub(crate) const OUTBOX_ROWS: &str = "jobs_outbox_rows";
 /// row when last measured.
 pub(crate) const OUTBOX_LAG: &str = "jobs_outbox_lag_seconds";
 
+/// Gauge of how long jobs of a type some worker could not run have waited for one that can,
+/// in seconds since a worker first met one, labelled `job`, `queue` and `runnable` (`yes`
+/// while a live worker links the type, else `no`); 0 once no worker meets them any more.
+pub(crate) const UNRUNNABLE_WAIT: &str = "jobs_unrunnable_wait_seconds";
+
 /// How often the queue gauges are read from Redis.
 pub(crate) const QUEUE_SIZES_EVERY: Duration = Duration::from_secs(5);
 
@@ -155,6 +160,11 @@ pub(crate) fn install(addr: SocketAddr, concurrency: usize) -> Result<(), Metric
         BATCH_JOBS_PENDING,
         "Jobs not settled yet in the batches not finished yet."
     );
+    describe_gauge!(
+        UNRUNNABLE_WAIT,
+        metrics::Unit::Seconds,
+        "How long jobs of a type some worker could not run have waited for one that can (runnable: whether a live worker links the type)."
+    );
     gauge!(CONCURRENCY).set(concurrency as f64);
     gauge!(RUNNING_JOBS).set(0.0);
     INSTALLED.store(true, Ordering::Relaxed);
@@ -220,6 +230,7 @@ pub(crate) fn refresh_queue_sizes(
         let mut failing = false;
         let mut outboxes = HashSet::new();
         let mut busiest = HashSet::new();
+        let mut unrunnable = HashSet::new();
         loop {
             ticks.tick().await;
             match admin.queues_stats(&queues).await {
@@ -231,6 +242,7 @@ pub(crate) fn refresh_queue_sizes(
                     }
                     publish_batches(&admin).await;
                     publish_outboxes(&admin, &mut outboxes).await;
+                    publish_unrunnable(&admin, &mut unrunnable).await;
                 }
                 Err(err) => {
                     if !failing {
@@ -272,6 +284,32 @@ async fn publish_groups(admin: &Admin, queue: &str, published: &mut HashSet<(Str
         set(&group.name, [group.ready, group.delayed, group.running]);
         published.insert((queue.to_owned(), group.name.clone()));
     }
+}
+
+/// Reads the job types waiting for a worker that can run them into their gauges. A type no
+/// longer listed has its gauge set to 0 once, and is forgotten: `published` holds the label
+/// sets above 0.
+async fn publish_unrunnable(admin: &Admin, published: &mut HashSet<[String; 3]>) {
+    let Ok(listed) = admin.unrunnable().await else {
+        return;
+    };
+    let now = chrono::Utc::now();
+    let mut now_published = HashSet::new();
+    for jobs in listed {
+        let runnable = if jobs.runnable_by > 0 { "yes" } else { "no" };
+        let labels = [jobs.job, jobs.queue, runnable.to_owned()];
+        let waited = (now - jobs.since).num_milliseconds().max(0) as f64 / 1000.0;
+        unrunnable_gauge(&labels).set(waited);
+        now_published.insert(labels);
+    }
+    for gone in published.difference(&now_published) {
+        unrunnable_gauge(gone).set(0.0);
+    }
+    *published = now_published;
+}
+
+fn unrunnable_gauge([job, queue, runnable]: &[String; 3]) -> metrics::Gauge {
+    gauge!(UNRUNNABLE_WAIT, "job" => job.clone(), "queue" => queue.clone(), "runnable" => runnable.clone())
 }
 
 /// Reads the pending batches into their gauges; a failed read leaves the last values.

@@ -265,3 +265,72 @@ async fn jobs_this_worker_cannot_run_wait_for_the_grace_with_their_attempts_give
     assert_eq!(queue.size("default").await.unwrap().total(), 0);
     drop(worker);
 }
+
+#[tokio::test]
+async fn operators_see_the_job_types_no_live_worker_can_run_and_since_when() {
+    let redis = TestRedis::start();
+    let mut conn = redis.conn().await;
+    let keys = QueueKeys::new("default");
+    let cases = cases();
+    // A type no worker links, and a type the worker links whose data it cannot decode.
+    for case in [&cases[2], &cases[3]] {
+        let _: () = conn.rpush(&keys.ready, &case.bytes).await.unwrap();
+    }
+    let addr = format!("127.0.0.1:{}", tests::free_port());
+    let worker = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        redis.url(),
+        &["--unknown-job-grace", "600", "--metrics-addr", &addr],
+    );
+    let admin = redjob::admin::Admin::new(redis.queue());
+    let listed = tests::wait_for(LONG, "both types are listed", || async {
+        let listed = admin.unrunnable().await.unwrap();
+        (listed.len() == 2).then_some(listed)
+    })
+    .await;
+    let unknown = listed.iter().find(|t| t.job == "NoSuchJob").unwrap();
+    let misfit = listed.iter().find(|t| t.job == "sleep").unwrap();
+    assert_eq!(unknown.queue, "default");
+    assert_eq!(unknown.runnable_by, 0, "no live worker links it");
+    assert_eq!(
+        misfit.runnable_by, 1,
+        "the live worker links it, but not this version"
+    );
+    assert!(unknown.reason.starts_with("unknown job type \"NoSuchJob\""));
+    let age = chrono::Utc::now() - unknown.since;
+    assert!(age.num_seconds() < 60, "first met {age} ago");
+
+    let jobsctl =
+        tests::jobs_command::JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    let json = jobsctl.json(&["unrunnable"]);
+    let jobs: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["job"].as_str().unwrap())
+        .collect();
+    assert_eq!(jobs.len(), 2, "{json}");
+    assert!(
+        jobs.contains(&"NoSuchJob") && jobs.contains(&"sleep"),
+        "{json}"
+    );
+    let table = jobsctl.run(&["unrunnable"]);
+    assert_eq!(table.code(), Some(0));
+    assert!(
+        table.stdout.contains("NoSuchJob") && table.stdout.contains("NONE"),
+        "{}",
+        table.stdout
+    );
+
+    // The metrics flag the type no live worker links, with how long its jobs have waited.
+    let waited = tests::wait_for(LONG, "the gauge of the unknown type", || async {
+        let body = tests::http::get(&addr, "/metrics").ok()?.body;
+        body.lines()
+            .filter(|line| line.starts_with("jobs_unrunnable_wait_seconds{"))
+            .find(|line| line.contains("job=\"NoSuchJob\"") && line.contains("runnable=\"no\""))
+            .and_then(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+    })
+    .await;
+    assert!((0.0..60.0).contains(&waited), "{waited}");
+    drop(worker);
+}

@@ -29,6 +29,7 @@ mod retry;
 mod schedules;
 pub(crate) mod telemetry;
 mod unique;
+pub(crate) mod unrunnable;
 mod waits;
 mod workers;
 
@@ -46,6 +47,7 @@ pub use telemetry::{
     DEFAULT_METRICS_RETENTION, RECENT_LIMIT, RUNNING_LISTED,
 };
 pub use unique::{HeldLock, UniqueFilter, UniquePage};
+pub use unrunnable::{UnrunnableJobs, UNRUNNABLE_SEEN_WITHIN};
 pub use waits::WaitThreshold;
 pub use workers::{MinuteMetrics, RecentFilter, RecentPage};
 

@@ -44,6 +44,9 @@ pub struct WorkerInfo {
     /// The jobs it is running now (at most [`RUNNING_LISTED`]), oldest first.
     #[serde(default)]
     pub jobs: Vec<RunningJob>,
+    /// The names of the job types it links, and so can run.
+    #[serde(default)]
+    pub job_types: Vec<String>,
 }
 
 /// How many of its running jobs a worker lists in its record.

@@ -82,6 +82,10 @@ pub(super) enum Command {
         #[arg(long)]
         max: Option<u64>,
     },
+    /// The job types some worker met and could not run lately (a type it does not link,
+    /// data it cannot decode): since when, and how many live workers link them. Their jobs
+    /// wait for such a worker until --unknown-job-grace, then fail.
+    Unrunnable,
     /// List the queues' wait thresholds with their current waits, or set or clear one
     /// (`jobsctl waits set emails 60`).
     Waits {

@@ -5,7 +5,8 @@
 //! command prints a table for people, or one JSON document with `--json`, and exits non-zero
 //! with a message on stderr when anything goes wrong; `docs/operations.md` is the operator's
 //! guide. Each family of commands has its file: `args` the command line, `failed` the
-//! failed-job store, `queues` the queues, `waits` the wait thresholds, `workers` the workers,
+//! failed-job store, `queues` the queues, `waits` the wait thresholds, `unrunnable` the job
+//! types waiting for a worker that links them, `workers` the workers,
 //! `batches` the batches, `unique` the unique locks, `outbox` the outbox relays, `status` a job's
 //! status, its cancellation and a queue's events, `render` the tables and
 //! times, `time` the times operators give, [`dashboard`] the web page. The binary is one line:
@@ -29,6 +30,7 @@ mod schedules;
 mod status;
 mod time;
 mod unique;
+mod unrunnable;
 mod waits;
 mod workers;
 
@@ -167,6 +169,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             groups::run(&admin, json, &queue, limit, change).await
         }
         Command::Waits { command } => waits::run(&admin, json, command).await,
+        Command::Unrunnable => unrunnable::run(&admin, json).await,
         Command::Unique {
             forget: None,
             job,

@@ -44,6 +44,18 @@ struct Pending {
     counts: BTreeMap<i64, Bucket>,
     /// Finished attempts by queue, oldest first, at most [`RECENT_LIMIT`] each.
     recent: HashMap<String, VecDeque<RecentJob>>,
+    /// The job types met and put back because this worker cannot run them, by name.
+    unrunnable: HashMap<String, Unrunnable>,
+}
+
+/// A job type this worker met and could not run, since the last pipeline.
+struct Unrunnable {
+    queue: String,
+    /// The earliest first meeting of its jobs met (Unix seconds).
+    since: i64,
+    /// The last time this worker met one (Unix seconds).
+    at: i64,
+    reason: String,
 }
 
 /// One settled attempt, as the processor reports it.
@@ -143,6 +155,18 @@ impl Control {
         list.push_back(recent);
     }
 
+    /// Keeps, for the operators, that a job of type `job` taken from `queue`, which a worker
+    /// first met at `since` (Unix seconds), could not run here, for `reason`.
+    pub(crate) fn met_unrunnable(&self, job: &str, queue: &str, since: i64, reason: &str) {
+        let met = Unrunnable {
+            queue: queue.to_owned(),
+            since,
+            at: Utc::now().timestamp(),
+            reason: reason.to_owned(),
+        };
+        merge_unrunnable(&mut self.lock_pending().unrunnable, job.to_owned(), met);
+    }
+
     /// Writes `attempt`, which ended `now`, into `recent`, reusing its buffers.
     fn fill(&self, recent: &mut RecentJob, attempt: &Attempt<'_>, now: DateTime<Utc>) {
         fn set(buffer: &mut String, value: &str) {
@@ -186,6 +210,9 @@ impl Control {
             }
             pending.recent.insert(queue, older);
         }
+        for (job, met) in unsent.unrunnable {
+            merge_unrunnable(&mut pending.unrunnable, job, met);
+        }
     }
 
     fn set_paused(&self, names: Vec<String>) {
@@ -209,6 +236,8 @@ struct Publisher {
     id: String,
     host: String,
     started_at: DateTime<Utc>,
+    /// The names of the job types this process links, as its record lists them.
+    job_types: Vec<String>,
     /// The restart key as first read: a later, different value is a restart request.
     restart_seen: Option<Option<String>>,
     failing: bool,
@@ -239,6 +268,10 @@ pub(crate) async fn start(
         id: uuid::Uuid::new_v4().to_string(),
         host: gethostname::gethostname().to_string_lossy().into_owned(),
         started_at: Utc::now(),
+        job_types: redjob::job::registry::all()
+            .iter()
+            .map(|job| job.name().to_owned())
+            .collect(),
         restart_seen: None,
         failing: false,
     };
@@ -331,6 +364,19 @@ impl Publisher {
             commands.push(redis::cmd("LTRIM").arg(&key).arg(0).arg(last_kept).clone());
             commands.push(redis::cmd("EXPIRE").arg(&key).arg(keep).clone());
         }
+        let met: Vec<telemetry::Met<'_>> = pending
+            .unrunnable
+            .iter()
+            .map(|(job, met)| telemetry::Met {
+                job,
+                queue: &met.queue,
+                since: met.since,
+                at: met.at,
+                reason: &met.reason,
+            })
+            .collect();
+        commands.extend(telemetry::met_commands(keys, &met));
+        drop(met);
         let reply: redjob::Result<Vec<redis::Value>> = self.queue.query_each(&commands).await;
         // Which queues have their events on, for the jobs this worker runs.
         if let Err(err) = self.queue.events_switch().await {
@@ -389,6 +435,24 @@ impl Publisher {
             started_at: self.started_at,
             last_heartbeat: now,
             jobs: self.running.listed(now, redjob::admin::RUNNING_LISTED),
+            job_types: self.job_types.clone(),
+        }
+    }
+}
+
+/// Adds the meeting `met` of the job type `job` to `into`: the earliest first meeting kept,
+/// the last meeting's queue, time and reason taken.
+fn merge_unrunnable(into: &mut HashMap<String, Unrunnable>, job: String, met: Unrunnable) {
+    match into.get_mut(&job) {
+        Some(kept) => {
+            let since = kept.since.min(met.since);
+            if met.at >= kept.at {
+                *kept = met;
+            }
+            kept.since = since;
+        }
+        None => {
+            into.insert(job, met);
         }
     }
 }

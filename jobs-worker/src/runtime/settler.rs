@@ -121,6 +121,13 @@ impl Settler {
                 Box::pin(self.release(job, &verdict, Duration::ZERO, effects)).await
             }
             Verdict::Unrunnable(ref reason) => {
+                let met_first = counters::counters(&job.raw).map_or(0, |c| c.unrunnable_since);
+                let since = match met_first {
+                    0 => unix_seconds(),
+                    since => i64::from(since),
+                };
+                self.control
+                    .met_unrunnable(id.job, &job.queue.name, since, reason);
                 let retry_in_s = UNRUNNABLE_RETRY.as_secs_f64();
                 warn!(
                     status = "UNRUNNABLE",

@@ -58,6 +58,25 @@ impl Keys {
         self.ops(&format!("recent:{queue}"))
     }
 
+    /// The job types some worker met and could not run (`jobs:unrunnable`, a ZSET): job name,
+    /// scored by the earliest time a worker first met a job of it (Unix seconds). Written by
+    /// the workers that put such jobs back, read by `jobsctl unrunnable`, the dashboard and
+    /// the Prometheus gauges.
+    ///
+    /// ```
+    /// use redjob::queue::keys::Keys;
+    /// assert_eq!(Keys::default().unrunnable(), "jobs:unrunnable");
+    /// ```
+    pub fn unrunnable(&self) -> String {
+        self.ops("unrunnable")
+    }
+
+    /// When a worker last met a job of each type in [`Keys::unrunnable`], with its queue and
+    /// why it could not run it (`jobs:unrunnable:seen`, a HASH of JSON).
+    pub fn unrunnable_seen(&self) -> String {
+        self.ops("unrunnable:seen")
+    }
+
     /// The paused queues (`jobs:paused`, a SET of names): workers take no job from them until
     /// they are resumed.
     pub fn paused(&self) -> String {

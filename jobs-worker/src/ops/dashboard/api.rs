@@ -56,6 +56,7 @@ pub(super) fn routes(admin: Admin) -> Router {
         .route("/api/jobs/{uuid}", get(job_status))
         .route("/api/jobs/{uuid}/cancel", post(cancel_job))
         .route("/api/outbox", get(outbox))
+        .route("/api/unrunnable", get(unrunnable))
         .route("/api/recent", get(recent))
         .route("/api/unique", get(unique_locks))
         .with_state(admin)
@@ -637,6 +638,12 @@ async fn cancel_job(
 /// The outbox tables their live relays serve, with what the relays last measured.
 async fn outbox(State(admin): State<Admin>) -> ApiResult<Vec<redjob::admin::OutboxReport>> {
     Ok(Json(admin.outboxes().await?))
+}
+
+/// The job types some worker met and could not run lately, and how many live workers link
+/// each.
+async fn unrunnable(State(admin): State<Admin>) -> ApiResult<Vec<redjob::admin::UnrunnableJobs>> {
+    Ok(Json(admin.unrunnable().await?))
 }
 
 /// `GET /api/recent?queue=Q&limit=N&tag=T&job=J&outcome=O&after=C`.

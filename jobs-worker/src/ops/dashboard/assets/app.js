@@ -355,6 +355,14 @@ function renderOutbox(outboxes) {
   fill($("#outbox tbody"), rows, 6);
 }
 
+function renderUnrunnable(types) {
+  const rows = types.map((t) => el("tr", { dataset: { job: t.job }, class: t.runnable_by === 0 ? "long-wait" : "" },
+    el("td", {}, t.job), el("td", {}, t.queue), el("td", {}, ago(t.since)), el("td", {}, ago(t.last_seen)),
+    el("td", { class: "num" }, t.runnable_by === 0 ? "none" : String(t.runnable_by)), el("td", {}, t.reason),
+  ));
+  fill($("#unrunnable tbody"), rows, 6);
+}
+
 function renderUnique(locks) {
   const rows = locks.map((lock) => el("tr", {},
     el("td", {}, lock.key), el("td", {}, lock.holder),
@@ -432,10 +440,11 @@ async function refresh() {
     const recent = state.recentQueue
       ? apiPage(`/api/recent?${listQuery(lists.recent, { queue: state.recentQueue })}`)
       : Promise.resolve({ items: [], next: null });
-    const [overview, queues, failed, batches, schedules, workers, recentJobs, unique, outbox, running, groups] = await Promise.all([
+    const [overview, queues, failed, batches, schedules, workers, recentJobs, unique, outbox, running, groups, unrunnable] = await Promise.all([
       api("/api/overview"), api("/api/queues"), api(`/api/failed?${listQuery(lists.failed)}`),
       apiPage(`/api/batches?${listQuery(lists.batches)}`), api("/api/schedules"), api("/api/workers"), recent,
       apiPage(`/api/unique?${listQuery(lists.unique)}`), api("/api/outbox"), api("/api/running"), api("/api/groups"),
+      api("/api/unrunnable"),
     ]);
     if (refreshing < shown) return;
     shown = refreshing;
@@ -452,6 +461,7 @@ async function refresh() {
     renderRunning(running);
     renderGroups(groups);
     renderOutbox(outbox);
+    renderUnrunnable(unrunnable);
     renderRecent(recentJobs.items);
     renderUnique(unique.items);
     if (state.detail && !failed.jobs.some((j) => j.uuid === state.detail) && !Object.values(lists.failed.filter).some(Boolean)) closeDetail();
