@@ -192,6 +192,43 @@ impl Job for Record {
     }
 }
 
+/// The list [`Resumable`] appends each step it finishes to.
+pub const RESUMABLE_KEY: &str = "examples:resumable";
+
+/// A long job of `steps` steps of `ms` milliseconds each, resumable: it saves the next step as
+/// its checkpoint after each one, and an attempt starts from the last checkpoint. Appends
+/// `{"uuid","step","attempt"}` to [`RESUMABLE_KEY`] as each step ends; it stops between steps
+/// when its worker does, to be put back with its attempt given back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Resumable {
+    /// How many steps.
+    pub steps: u64,
+    /// Milliseconds each step takes.
+    pub ms: u64,
+}
+
+#[job(name = "resumable", resumable)]
+impl Job for Resumable {
+    async fn handle(&self, ctx: &JobContext) -> JobResult {
+        let first: u64 = ctx.last_checkpoint()?.unwrap_or(0);
+        for step in first..self.steps {
+            if ctx.is_stopping() {
+                ctx.interrupt();
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(self.ms)).await;
+            let entry = serde_json::json!({
+                "uuid": ctx.uuid(),
+                "step": step,
+                "attempt": ctx.attempt(),
+            });
+            append(RESUMABLE_KEY, entry).await?;
+            ctx.checkpoint(&(step + 1)).await?;
+        }
+        Ok(())
+    }
+}
+
 /// The list [`Shared`] appends to.
 pub const SHARED_KEY: &str = "examples:shared";
 

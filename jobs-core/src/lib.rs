@@ -29,6 +29,7 @@
 //! the payload and the retry rules are Laravel's; see `docs/` in the repository.
 
 pub mod admin;
+pub mod checkpoint;
 mod dispatch;
 mod error;
 pub mod groups;
@@ -76,7 +77,8 @@ pub use workflow::{Batch, Chain};
 /// runs), `trace = "child" | "link" | "ignore"` (how its attempts continue the trace it was
 /// dispatched in: see [`trace::TraceMode`]), `track` with `result_ttl = N` (seconds; default
 /// [`status::DEFAULT_RESULT_TTL`]): every dispatch keeps a status record, its progress and its
-/// result (see [`status`]), and `state = Type`, once per type (application state the handler
+/// result (see [`status`]), `resumable` (its attempts keep the checkpoints they save and start
+/// from the last one: see [`checkpoint`]), and `state = Type`, once per type (application state the handler
 /// reads with [`JobContext::state`]; a worker without it refuses to start). The block may say
 /// `type Output = T;`, what `handle` returns (`()` otherwise). See [`Job`] for an example.
 ///
@@ -123,6 +125,7 @@ pub use redis;
 #[doc(hidden)]
 pub mod __worker {
     pub use crate::job::attempt::{AttemptEnd, AttemptHooks};
+    pub use crate::job::checkpoint::Reservation;
     pub use crate::job::context::AttemptSetup;
     pub use crate::job::state::StateSetup;
     pub use crate::queue::failed::ClaimArgs;

@@ -47,6 +47,7 @@ struct Options {
     trace: Option<LitStr>,
     track: bool,
     result_ttl: Option<LitInt>,
+    resumable: bool,
     krate: Option<Path>,
 }
 
@@ -81,6 +82,7 @@ impl Options {
             "state" => self.state.push(meta.value()?.parse()?),
             "trace" => self.trace = Some(trace_mode(meta.value()?.parse()?)?),
             "track" => self.track = flag(&meta)?,
+            "resumable" => self.resumable = flag(&meta)?,
             "result_ttl" => self.result_ttl = Some(meta.value()?.parse()?),
             "crate" => {
                 let path: LitStr = meta.value()?.parse()?;
@@ -91,7 +93,7 @@ impl Options {
                     "unknown job option; expected one of name, display_name, queue, tries, \
                      backoff, timeout, fail_on_timeout, retry_for, max_exceptions, unique_for, \
                      unique_until, debounce, max_wait, laravel, state, trace, track, result_ttl, \
-                     crate",
+                     resumable, crate",
                 ))
             }
         }
@@ -302,6 +304,7 @@ fn options_fn(options: &Options, krate: &Path, failed_hook: bool) -> ImplItem {
     let timeout = some(options.timeout.as_ref().map(|t| quote!(#t)));
     let backoff = some(options.backoff.as_ref().map(|b| quote!(&[#(#b),*])));
     let fail_on_timeout = options.fail_on_timeout;
+    let resumable = options.resumable;
     let unique_for = some(options.unique_for.as_ref().map(|u| quote!(#u)));
     let retry_for = some(options.retry_for.as_ref().map(|r| quote!(#r)));
     let max_exceptions = some(options.max_exceptions.as_ref().map(|m| quote!(#m)));
@@ -344,6 +347,7 @@ fn options_fn(options: &Options, krate: &Path, failed_hook: bool) -> ImplItem {
                 unique_until: #unique_until,
                 trace: #trace,
                 track: #track,
+                resumable: #resumable,
                 failed_hook: #failed_hook,
             }
         }

@@ -1,6 +1,7 @@
 //! The `Job` trait and the options a job type carries.
 
 pub mod attempt;
+pub mod checkpoint;
 pub mod context;
 pub mod failed;
 pub mod identity;
@@ -161,6 +162,11 @@ pub struct JobOptions {
     /// settles: set, every dispatch of the type is tracked (`#[job(track)]`, with
     /// `result_ttl = N`; see [`crate::status`]).
     pub track: Option<u64>,
+    /// Its attempts keep the checkpoints they save (`#[job(resumable)]`,
+    /// [`JobContext::checkpoint`]): an attempt starts from the last one, after an
+    /// interruption, a release or a crash, until the job is done or failed (see
+    /// [`crate::checkpoint`]).
+    pub resumable: bool,
     /// The job type has a [`Job::failed`] hook (`#[job]` sees whether the `impl` block
     /// defines one): its call is owed in the step that records the failure.
     pub failed_hook: bool,

@@ -57,5 +57,5 @@ pub use size::{QueueSize, GROUPS_READ};
 pub use url::{redact_url, redis_client, redis_url_from_env, DEFAULT_REDIS_URL};
 
 pub(crate) use default::{local_default, ThreadDefault};
-pub(crate) use due::{delay_from_due, due_arg};
+pub(crate) use due::{delay_from_due, due_arg, seconds_arg};
 pub(crate) use protocol::WorkerQueue;

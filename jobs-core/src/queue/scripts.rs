@@ -113,7 +113,7 @@ script!(
 script!(
     /// Acknowledge a finished job, free what it held and push its chain's next link
     /// (`complete.lua`).
-    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua", "lists.lua", "groups.lua"
+    COMPLETE, "complete.lua", uses "time.lua", "due.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua", "lists.lua", "groups.lua", "checkpoint.lua"
 );
 script!(
     /// Acknowledge finished jobs of one batch and count them there (`complete_batch.lua`).
@@ -122,7 +122,7 @@ script!(
 script!(
     /// Record a failed job, free what it held, push its chain's catch job, and prune the
     /// failed-job store (`fail.lua`).
-    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua", "lists.lua", "groups.lua"
+    FAIL, "fail.lua", uses "time.lua", "due.lua", "forget_failed.lua", "push_job.lua", "effects.lua", "holds.lua", "chain.lua", "batch.lua", "status.lua", "lists.lua", "groups.lua", "checkpoint.lua"
 );
 script!(
     /// Start a tracked job's status record as it is pushed (`track.lua`).
@@ -167,6 +167,10 @@ script!(
 script!(
     /// Check, count or clear an exception throttle (`breaker.lua`).
     BREAKER, "breaker.lua"
+);
+script!(
+    /// Save a running job's checkpoint with its reservation's extension (`checkpoint.lua`).
+    CHECKPOINT, "checkpoint.lua", uses "time.lua", "checkpoint.lua"
 );
 script!(
     /// Push back the expiry of reservations still held (`extend.lua`).

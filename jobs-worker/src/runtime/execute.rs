@@ -4,7 +4,7 @@
 
 use futures_util::FutureExt;
 use redjob::__worker::{
-    AttemptEnd, AttemptHooks, AttemptSetup, SettleSteps, StateSetup, WorkerQueue,
+    AttemptEnd, AttemptHooks, AttemptSetup, Reservation, SettleSteps, StateSetup, WorkerQueue,
 };
 use redjob::middleware::{panic_message, Layer, Middleware, Next, Panicked};
 use redjob::queue::hold::{Hold, HoldUntil, Holds};
@@ -51,6 +51,12 @@ pub(crate) struct Surroundings<'a> {
     /// Cancelled when the worker is asked to stop (`None`: a synchronous run, which nothing
     /// stops).
     pub(crate) stopping: Option<&'a CancellationToken>,
+    /// The reservation a resumable job runs under, which its checkpoints are saved with
+    /// (`None`: a job that keeps none, or a synchronous run).
+    pub(crate) reservation: Option<Reservation>,
+    /// The checkpoint the attempt starts from, as a synchronous run given one does (a worker's
+    /// resumable jobs read theirs from Redis).
+    pub(crate) resume_from: Option<String>,
 }
 
 /// Checks the attempts, decodes the job taken from `queue` and runs it through its middleware:
@@ -110,11 +116,15 @@ async fn decide(
 ) -> (Verdict, Option<String>, AttemptHooks) {
     let payload = &decoded.payload;
     let limits = limits(around.config, decoded);
+    let mut ctx = JobContext::new(payload.uuid, &payload.job, queue, payload.attempts)
+        .resuming_from(around.resume_from);
+    if let Some(reservation) = around.reservation {
+        ctx = ctx.with_reservation(reservation);
+    }
     let attempt = AttemptHooks::start(
         payload,
         Arc::new(
-            JobContext::new(payload.uuid, &payload.job, queue, payload.attempts)
-                .with_redis(around.redis.clone(), around.config.retry_after)
+            ctx.with_redis(around.redis.clone(), around.config.retry_after)
                 .with_holds(around.holds)
                 .with_state(around.state, decoded.registration.state())
                 .with_log_context(payload.log_context.clone().unwrap_or_default())

@@ -6,7 +6,7 @@
 //! [`settle`](super::settler) -> tell the listeners -> run a failed job's `failed()` hook
 //! ([`hooks`](super::hooks)).
 
-use redjob::__worker::SettleSteps;
+use redjob::__worker::{Reservation, SettleSteps};
 use redjob::middleware::Layer;
 use redjob::queue::hold::Holds;
 use redjob::{FailedContext, JobContext, RedisQueue, State};
@@ -160,6 +160,15 @@ impl Processor {
             cancels: Some(&self.cancels),
             worker: &self.worker,
             stopping: Some(&self.stopping),
+            reservation: decoded
+                .registration
+                .options()
+                .resumable
+                .then(|| Reservation {
+                    queue: job.queue.clone(),
+                    reserved: Arc::from(job.raw.as_str()),
+                }),
+            resume_from: None,
         };
         // Not boxed apart: the job's task boxes its whole processing once (`slot::run`), and
         // every job runs its attempt.

@@ -1,6 +1,6 @@
 //! Running a job synchronously, through the path a worker's attempt takes.
 
-use redjob::__worker::{take_batch_added, take_chain_edits, WorkerQueue};
+use redjob::__worker::{take_batch_added, take_chain_edits, AttemptSetup, WorkerQueue};
 use redjob::middleware::Layer;
 use redjob::payload::counters::{self, counters};
 use redjob::payload::with_attempts;
@@ -43,6 +43,8 @@ pub struct Run {
     state: GivenState,
     attempt: u32,
     max_attempts: usize,
+    /// The checkpoint the first attempt starts from (JSON).
+    checkpoint: Option<String>,
 }
 
 /// A synchronous run of `job`, with its type's options.
@@ -78,7 +80,19 @@ impl Run {
             state: GivenState::default(),
             attempt: 1,
             max_attempts: MAX_ATTEMPTS,
+            checkpoint: None,
         }
+    }
+
+    /// Starts the run from `checkpoint`, as an attempt of a resumable job after an earlier one
+    /// saved it ([`JobContext::checkpoint`](redjob::JobContext::checkpoint)). A value that
+    /// does not serialize fails the run's attempts, saying so.
+    pub fn from_checkpoint<T: serde::Serialize + ?Sized>(mut self, checkpoint: &T) -> Run {
+        match serde_json::to_string(checkpoint) {
+            Ok(json) => self.checkpoint = Some(json),
+            Err(err) => self.payload = Err(format!("the checkpoint does not serialize: {err}")),
+        }
+        self
     }
 
     /// Runs it as its `attempt`th attempt (default 1): to see what its last try does.
@@ -135,21 +149,25 @@ impl Run {
     pub async fn once(self) -> Attempt {
         let reserved = self.with_attempts(self.attempt);
         let redis = self.handle();
-        self.attempt_with(&reserved, &redis).await
+        self.attempt_with(&reserved, &redis, self.checkpoint.clone())
+            .await
     }
 
     /// Runs attempts until the job is done, skipped or failed (or [`Run::max_attempts`] were
     /// made), each after the one before without waiting its backoff, with its counters
     /// carried as Redis would carry them: a release counts an attempt, a retry an exception,
-    /// a requeue neither, an interruption its own count.
+    /// a requeue neither, an interruption its own count; each attempt starts from the
+    /// checkpoint the one before saved.
     pub async fn to_end(self) -> Runs {
         let redis = self.handle();
         let mut pushed = self.with_attempts(self.attempt - 1);
         let mut attempts = Vec::new();
+        let mut checkpoint = self.checkpoint.clone();
         while attempts.len() < self.max_attempts {
             let made = counters(&pushed).map_or(0, |c| c.attempts);
             let reserved = with_attempts(&pushed, made + 1).unwrap_or_else(|| pushed.clone());
-            let attempt = self.attempt_with(&reserved, &redis).await;
+            let attempt = self.attempt_with(&reserved, &redis, checkpoint).await;
+            checkpoint = attempt.checkpoint.clone();
             let next = match attempt.outcome {
                 Outcome::Released(_) => Some(reserved.clone()),
                 Outcome::Retried(_) => counters::after_exception(&reserved),
@@ -183,7 +201,12 @@ impl Run {
 
     /// One attempt of the reserved copy `reserved`, settled as a worker would settle it but
     /// for the queue: what it holds is freed, the `failed()` hook of a failed job called.
-    async fn attempt_with(&self, reserved: &str, redis: &Arc<RedisQueue>) -> Attempt {
+    async fn attempt_with(
+        &self,
+        reserved: &str,
+        redis: &Arc<RedisQueue>,
+        checkpoint: Option<String>,
+    ) -> Attempt {
         let number = counters(reserved).map_or(self.attempt, |c| c.attempts);
         let payload = match &self.payload {
             Ok(_) => reserved,
@@ -227,6 +250,8 @@ impl Run {
                 cancels: None,
                 worker: "",
                 stopping: None,
+                reservation: None,
+                resume_from: checkpoint,
             };
             let interrupt = CancellationToken::new();
             // What the job dispatches goes to the run's handle.
@@ -250,6 +275,7 @@ impl Run {
                 chain_prepended: Vec::new(),
                 chain_appended: Vec::new(),
                 batch_added: Vec::new(),
+                checkpoint: ctx.checkpoint_json(),
             };
             let chain = take_chain_edits(ctx);
             let batch = take_batch_added(ctx);
@@ -359,6 +385,9 @@ pub struct Attempt {
     pub chain_appended: Vec<Recorded>,
     /// The jobs its handler added to its batch, once it is done.
     pub batch_added: Vec<Recorded>,
+    /// The last checkpoint it saved, or started from, as JSON
+    /// ([`JobContext::checkpoint`](redjob::JobContext::checkpoint)).
+    pub checkpoint: Option<String>,
 }
 
 impl Attempt {
@@ -372,6 +401,7 @@ impl Attempt {
             chain_prepended: Vec::new(),
             chain_appended: Vec::new(),
             batch_added: Vec::new(),
+            checkpoint: None,
         }
     }
 }

@@ -12,7 +12,8 @@
 //! - `ops.rs`: what operators' tools read: workers, metrics, recent jobs, pause, waits,
 //!   restart, outbox relays;
 //! - `workflow.rs`: chains and batches;
-//! - `status.rs`: tracked jobs' status, cancel requests, the settled stream, queue events;
+//! - `status.rs`: tracked jobs' status, cancel requests, the settled stream, queue events,
+//!   resumable jobs' checkpoints;
 //! - `schedules.rs`: schedules;
 //! - `limits.rs`: the per-job rules: rate limits, concurrency limits, overlap locks,
 //!   exception throttles, unique and debounced jobs.

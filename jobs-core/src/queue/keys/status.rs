@@ -55,4 +55,20 @@ impl Keys {
     pub fn events(&self, name: &str) -> String {
         format!("{}:events", self.queue(name).ready)
     }
+
+    /// The last checkpoint of the resumable job `uuid` taken from `queue` (`jobs:checkpoint:<uuid>`,
+    /// a STRING of JSON; on a cluster under the queue's keys, in the slot of its reservation,
+    /// which the script that saves it checks).
+    ///
+    /// ```
+    /// use redjob::queue::keys::{KeyLayout, Keys};
+    /// assert_eq!(Keys::default().checkpoint("exports", "9f0c"), "jobs:checkpoint:9f0c");
+    /// assert_eq!(
+    ///     Keys::new(KeyLayout::Cluster, "").checkpoint("exports", "9f0c"),
+    ///     "queues:{exports}:checkpoint:9f0c"
+    /// );
+    /// ```
+    pub fn checkpoint(&self, queue: &str, uuid: &str) -> String {
+        self.under_queue(queue, "checkpoint", uuid)
+    }
 }

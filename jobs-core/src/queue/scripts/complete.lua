@@ -12,6 +12,7 @@
 --          'batch_start'  start the batch the chain reached (lib/batch.lua)
 --          'status'  record its outcome in its status and its queue's events (lib/status.lua)
 --          'group'  a job of a group ended: its group comes back (lib/groups.lua)
+--          'checkpoint'  delete a resumable job's checkpoint (lib/checkpoint.lua)
 -- Returns 1 when acknowledged, 0 when the reservation is no longer held: then nothing changes;
 -- 2 when acknowledged but the chain's list was not as the worker read it, and left alone.
 if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then
@@ -27,6 +28,7 @@ local unknown = apply_effects(effects_from(2, 2), {
   batch_start = batch_start,
   status = status_settled,
   group = group_settled,
+  checkpoint = checkpoint_forgotten,
 }, 'complete')
 if unknown then
   return unknown

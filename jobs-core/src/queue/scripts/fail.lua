@@ -25,6 +25,7 @@
 --          'batch'  count the job failed in its batch (lib/batch.lua)
 --          'status'  record its outcome in its status and its queue's events (lib/status.lua)
 --          'group'  a job of a group ended: its group comes back (lib/groups.lua)
+--          'checkpoint'  delete a resumable job's checkpoint (lib/checkpoint.lua)
 -- Returns 1 when recorded, 0 when the reservation is no longer held: then nothing changes.
 -- The hook is owed in the same step as the record, so it is never skipped: the worker that
 -- failed the job runs it and removes the entry; if it dies first, another one runs it.
@@ -37,6 +38,7 @@ local unknown = apply_effects(effects_from(5, 7), {
   batch = batch_failed,
   status = status_settled,
   group = group_settled,
+  checkpoint = checkpoint_forgotten,
 }, 'fail')
 if unknown then
   return unknown
