@@ -7,8 +7,9 @@
 use examples::{Resumable, RESUMABLE_KEY};
 use redis::AsyncCommands;
 use std::time::Duration;
+use tests::jobs_command::JobsCommand;
 use tests::worker_process::WorkerProcess;
-use tests::{wait_until, SentVia, TestRedis};
+use tests::{on_both_layouts, wait_until, SentVia, Server, TestRedis};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -17,7 +18,10 @@ fn start_worker(redis_url: &str, args: &[&str]) -> WorkerProcess {
 }
 
 /// The steps recorded for the job `uuid`, in order, each with the attempt that ran it.
-async fn steps(conn: &mut redis::aio::MultiplexedConnection, uuid: &str) -> Vec<(u64, u64)> {
+async fn steps(
+    conn: &mut (impl redis::aio::ConnectionLike + Send + Sync),
+    uuid: &str,
+) -> Vec<(u64, u64)> {
     let entries: Vec<String> = conn.lrange(RESUMABLE_KEY, 0, -1).await.unwrap();
     entries
         .iter()
@@ -32,13 +36,14 @@ async fn steps(conn: &mut redis::aio::MultiplexedConnection, uuid: &str) -> Vec<
         .collect()
 }
 
-async fn checkpoint(conn: &mut redis::aio::MultiplexedConnection, uuid: &str) -> Option<String> {
-    conn.get(format!("jobs:checkpoint:{uuid}")).await.unwrap()
+async fn checkpoint(queue: &redjob::RedisQueue, uuid: &str) -> Option<String> {
+    queue
+        .checkpoint("default", uuid.parse().unwrap())
+        .await
+        .unwrap()
 }
 
-#[tokio::test]
-async fn a_resumable_job_stopped_by_a_deploy_goes_on_from_its_last_checkpoint() {
-    let redis = TestRedis::start();
+async fn a_resumable_job_stopped_by_a_deploy_goes_on_from_its_last_checkpoint(redis: Server) {
     let queue = redis.queue();
     let mut conn = redis.conn().await;
     let uuid = Resumable { steps: 20, ms: 150 }
@@ -51,10 +56,20 @@ async fn a_resumable_job_stopped_by_a_deploy_goes_on_from_its_last_checkpoint() 
         steps(&mut redis.conn().await, &uuid).await.len() >= 5
     })
     .await;
+    // Operators see how far it got, though it is not tracked: the live worker says where it
+    // runs.
+    let jobsctl = JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    let shown = tests::wait_for(LONG, "jobsctl status shows the checkpoint", || async {
+        let ran = jobsctl.run(&["--json", "status", &uuid]);
+        let shown: serde_json::Value = serde_json::from_str(&ran.stdout).ok()?;
+        (ran.code() == Some(0)).then_some(shown["checkpoint"].as_u64()?)
+    })
+    .await;
+    assert!(shown >= 5, "the checkpoint names step {shown}");
     old.signal("TERM");
     assert_eq!(old.wait_exit(LONG).await.code(), Some(0));
     let before = steps(&mut conn, &uuid).await;
-    let saved = checkpoint(&mut conn, &uuid).await;
+    let saved = checkpoint(&queue, &uuid).await;
     assert_eq!(
         saved,
         Some(before.len().to_string()),
@@ -83,12 +98,13 @@ async fn a_resumable_job_stopped_by_a_deploy_goes_on_from_its_last_checkpoint() 
         LONG,
         "the job is acknowledged and its checkpoint gone",
         || async {
-            checkpoint(&mut redis.conn().await, &uuid).await.is_none()
+            checkpoint(&queue, &uuid).await.is_none()
                 && queue.size("default").await.unwrap().total() == 0
         },
     )
     .await;
 }
+on_both_layouts!(a_resumable_job_stopped_by_a_deploy_goes_on_from_its_last_checkpoint);
 
 #[tokio::test]
 async fn a_resumable_job_of_a_killed_worker_resumes_from_its_last_checkpoint_after_retry_after() {
@@ -133,7 +149,7 @@ async fn a_resumable_job_of_a_killed_worker_resumes_from_its_last_checkpoint_aft
         LONG,
         "the job is acknowledged and its checkpoint gone",
         || async {
-            checkpoint(&mut redis.conn().await, &uuid).await.is_none()
+            checkpoint(&queue, &uuid).await.is_none()
                 && queue.size("default").await.unwrap().total() == 0
         },
     )
@@ -161,7 +177,10 @@ async fn a_checkpoint_this_version_cannot_read_fails_the_job_saying_so_and_is_de
             e.uuid == uuid && e.status == "FAILED"
         })
         .await;
-    let record = queue.failed_job(&uuid).await.unwrap().unwrap();
+    let record = tests::wait_for(LONG, "the failed-job record", || async {
+        queue.failed_job(&uuid).await.unwrap()
+    })
+    .await;
     assert!(
         record
             .exception
@@ -171,7 +190,7 @@ async fn a_checkpoint_this_version_cannot_read_fails_the_job_saying_so_and_is_de
     );
     assert!(steps(&mut conn, &uuid).await.is_empty(), "no step ran");
     // The record is written by the step that deletes the checkpoint.
-    assert_eq!(checkpoint(&mut conn, &uuid).await, None);
+    assert_eq!(checkpoint(&queue, &uuid).await, None);
 }
 
 #[tokio::test]

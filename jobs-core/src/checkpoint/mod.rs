@@ -23,3 +23,15 @@ use std::time::Duration;
 /// How long a checkpoint is kept should its job never settle (its queue cleared by hand, say):
 /// a week from its last save.
 pub const CHECKPOINT_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+use crate::error::Result;
+use crate::queue::RedisQueue;
+
+impl RedisQueue {
+    /// The last checkpoint the resumable job `uuid`, taken from `queue`, saved and has not
+    /// settled since (JSON), for operators' tools: `None` when it has none.
+    pub async fn checkpoint(&self, queue: &str, uuid: uuid::Uuid) -> Result<Option<String>> {
+        let key = self.keys().checkpoint(queue, &uuid.to_string());
+        self.query(redis::cmd("GET").arg(key)).await
+    }
+}

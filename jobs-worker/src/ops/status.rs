@@ -11,14 +11,54 @@ use uuid::Uuid;
 use super::error::CliError;
 use super::render::{ago, print, table};
 
-/// Shows a job's status. Exit status 1 when nothing is known of it.
-pub(super) async fn status(admin: &Admin, json: bool, uuid: Uuid) -> Result<u8, CliError> {
-    let status = admin.queue().status(uuid).await.map_err(AdminError::from)?;
-    print(json, &status, status_text)?;
-    Ok(u8::from(status.state == JobState::Unknown))
+/// A job's status, with the checkpoint of a resumable one.
+#[derive(Debug, Serialize)]
+pub(crate) struct StatusWithCheckpoint {
+    #[serde(flatten)]
+    status: JobStatus,
+    /// The last checkpoint a resumable job saved, while it has not settled.
+    checkpoint: Option<serde_json::Value>,
 }
 
-fn status_text(status: &JobStatus) -> String {
+/// The status of the job `uuid`, and its checkpoint when its queue is known: from its status
+/// record, else from the live worker running it (an untracked job).
+pub(crate) async fn with_checkpoint(
+    admin: &Admin,
+    uuid: Uuid,
+) -> Result<StatusWithCheckpoint, AdminError> {
+    let status = admin.queue().status(uuid).await?;
+    let queue = match &status.queue {
+        Some(queue) => Some(queue.clone()),
+        None => {
+            let text = uuid.to_string();
+            let workers = admin.workers().await?;
+            let mut running = workers.into_iter().flat_map(|worker| worker.jobs);
+            running.find(|job| job.uuid == text).map(|job| job.queue)
+        }
+    };
+    let checkpoint = match &queue {
+        Some(queue) => admin.queue().checkpoint(queue, uuid).await?,
+        None => None,
+    };
+    Ok(StatusWithCheckpoint {
+        status,
+        checkpoint: checkpoint
+            .map(|json| serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))),
+    })
+}
+
+/// Shows a job's status. Exit status 1 when nothing is known of it: no status record, and no
+/// checkpoint.
+pub(super) async fn status(admin: &Admin, json: bool, uuid: Uuid) -> Result<u8, CliError> {
+    let found = with_checkpoint(admin, uuid).await?;
+    print(json, &found, status_text)?;
+    Ok(u8::from(
+        found.status.state == JobState::Unknown && found.checkpoint.is_none(),
+    ))
+}
+
+fn status_text(found: &StatusWithCheckpoint) -> String {
+    let status = &found.status;
     let text = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".to_owned());
     let json = |value: &Option<serde_json::Value>| {
         value
@@ -38,6 +78,7 @@ fn status_text(status: &JobStatus) -> String {
         vec!["progress".to_owned(), json(&status.progress)],
         vec!["result".to_owned(), json(&status.result)],
         vec!["error".to_owned(), text(&status.error)],
+        vec!["checkpoint".to_owned(), json(&found.checkpoint)],
         vec!["updated".to_owned(), updated],
     ];
     table(&["field", "value"], rows)

@@ -577,11 +577,14 @@ struct RunningJob {
     worker: String,
     /// Its last progress (JSON), when it is tracked and reported one.
     progress: Option<serde_json::Value>,
+    /// The last checkpoint it saved, when it is a resumable job that saved one.
+    checkpoint: Option<serde_json::Value>,
     /// Whether it keeps a status record.
     tracked: bool,
 }
 
-/// `GET /api/running`: the jobs live workers run, oldest first, with their progress.
+/// `GET /api/running`: the jobs live workers run, oldest first, with their progress and
+/// checkpoint.
 async fn running(State(admin): State<Admin>) -> ApiResult<Vec<RunningJob>> {
     let workers = admin.workers().await?;
     let listed: Vec<(String, redjob::admin::RunningJob)> = workers
@@ -593,13 +596,18 @@ async fn running(State(admin): State<Admin>) -> ApiResult<Vec<RunningJob>> {
         .collect();
     let statuses = futures_util::future::join_all(listed.iter().map(|(_, job)| async {
         let uuid = job.uuid.parse().ok()?;
-        admin.queue().status(uuid).await.ok()
+        let (status, checkpoint) = tokio::join!(
+            admin.queue().status(uuid),
+            admin.queue().checkpoint(&job.queue, uuid)
+        );
+        Some((status.ok(), checkpoint.ok().flatten()))
     }))
     .await;
     let mut jobs: Vec<RunningJob> = listed
         .into_iter()
         .zip(statuses)
-        .map(|((worker, job), status)| {
+        .map(|((worker, job), read)| {
+            let (status, checkpoint) = read.unwrap_or_default();
             let tracked = status
                 .as_ref()
                 .is_some_and(|s| s.state != redjob::status::JobState::Unknown);
@@ -607,6 +615,9 @@ async fn running(State(admin): State<Admin>) -> ApiResult<Vec<RunningJob>> {
                 job,
                 worker,
                 progress: status.and_then(|s| s.progress),
+                checkpoint: checkpoint.map(|json| {
+                    serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))
+                }),
                 tracked,
             }
         })
@@ -619,9 +630,10 @@ async fn running(State(admin): State<Admin>) -> ApiResult<Vec<RunningJob>> {
 async fn job_status(
     State(admin): State<Admin>,
     Path(uuid): Path<uuid::Uuid>,
-) -> ApiResult<redjob::status::JobStatus> {
-    let status = admin.queue().status(uuid).await.map_err(AdminError::from)?;
-    Ok(Json(status))
+) -> ApiResult<crate::ops::status::StatusWithCheckpoint> {
+    Ok(Json(
+        crate::ops::status::with_checkpoint(&admin, uuid).await?,
+    ))
 }
 
 /// `POST /api/jobs/{uuid}/cancel`: asks a job to stop; says what the request found.

@@ -308,7 +308,8 @@ function progressCell(progress) {
 function renderRunning(jobs) {
   const rows = jobs.map((j) => el("tr", { dataset: { job: j.uuid } },
     el("td", {}, j.job), el("td", { class: "uuid" }, j.uuid), el("td", {}, j.queue),
-    el("td", { class: "num" }, String(j.attempt)), el("td", {}, progressCell(j.progress)),
+    el("td", { class: "num" }, String(j.attempt)),
+    el("td", {}, progressCell(j.progress), j.checkpoint == null ? "" : ` checkpoint ${JSON.stringify(j.checkpoint)}`),
     el("td", {}, j.worker), el("td", {}, ago(j.started_at)),
     el("td", {}, el("button", { type: "button", class: "danger", onclick: () => act(post(`/api/jobs/${j.uuid}/cancel`), () => `Asked ${j.job} ${j.uuid} to stop.`) }, "Cancel")),
   ));
