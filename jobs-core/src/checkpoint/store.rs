@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use super::CHECKPOINT_KEPT;
 use crate::job::checkpoint::{CheckpointStore, Reservation};
-use crate::job::context::JobContext;
 use crate::queue::{scripts, seconds_arg, RedisQueue};
 
 /// A resumable attempt's checkpoints in Redis.
@@ -25,7 +24,6 @@ pub(super) struct RedisStore {
 impl CheckpointStore for RedisStore {
     fn save<'a>(
         &'a self,
-        _ctx: &'a JobContext,
         checkpoint: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
         Box::pin(async move {

@@ -8,15 +8,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::job::context::JobContext;
 use crate::queue::keys::QueueKeys;
 
 /// Where a context saves the checkpoints its job makes.
 pub trait CheckpointStore: Send + Sync + Debug {
-    /// Saves `checkpoint` (JSON) for the attempt of `ctx`; `Err` says why it was not saved.
+    /// Saves `checkpoint` (JSON) for the attempt it was installed in; `Err` says why it was
+    /// not saved.
     fn save<'a>(
         &'a self,
-        ctx: &'a JobContext,
         checkpoint: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 }

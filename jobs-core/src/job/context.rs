@@ -262,7 +262,7 @@ impl JobContext {
             .map_err(|err| JobError::msg(format!("the checkpoint does not serialize: {err}")))?;
         if let Some(store) = self.checkpoints.store() {
             store
-                .save(self, &json)
+                .save(&json)
                 .await
                 .map_err(|why| JobError::msg(format!("the checkpoint was not saved: {why}")))?;
         }
