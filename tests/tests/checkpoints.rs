@@ -36,6 +36,7 @@ async fn steps(
         .collect()
 }
 
+/// The last checkpoint of the job `uuid` of the default queue, as Redis holds it.
 async fn checkpoint(queue: &redjob::RedisQueue, uuid: &str) -> Option<String> {
     queue
         .checkpoint("default", uuid.parse().unwrap())
@@ -43,14 +44,33 @@ async fn checkpoint(queue: &redjob::RedisQueue, uuid: &str) -> Option<String> {
         .unwrap()
 }
 
+/// Dispatches a resumable job of `steps` steps of `ms` milliseconds; its uuid.
+async fn dispatch(queue: &redjob::RedisQueue, steps: u64, ms: u64) -> String {
+    Resumable { steps, ms }
+        .dispatch()
+        .sent_via(queue)
+        .await
+        .to_string()
+}
+
+/// Waits until the job `uuid` is acknowledged (DONE is logged as it is handed to its
+/// acknowledgement, which deletes the checkpoint in the same step as the reservation).
+async fn acknowledged_without_checkpoint(queue: &redjob::RedisQueue, uuid: &str) {
+    wait_until(
+        LONG,
+        "the job is acknowledged and its checkpoint gone",
+        || async {
+            checkpoint(queue, uuid).await.is_none()
+                && queue.size("default").await.unwrap().total() == 0
+        },
+    )
+    .await;
+}
+
 async fn a_resumable_job_stopped_by_a_deploy_goes_on_from_its_last_checkpoint(redis: Server) {
     let queue = redis.queue();
     let mut conn = redis.conn().await;
-    let uuid = Resumable { steps: 20, ms: 150 }
-        .dispatch()
-        .sent_via(&queue)
-        .await
-        .to_string();
+    let uuid = dispatch(&queue, 20, 150).await;
     let mut old = start_worker(redis.url(), &["--tries", "1", "--grace", "30"]);
     wait_until(LONG, "five steps are done", || async {
         steps(&mut redis.conn().await, &uuid).await.len() >= 5
@@ -92,17 +112,7 @@ async fn a_resumable_job_stopped_by_a_deploy_goes_on_from_its_last_checkpoint(re
         all.iter().all(|(_, attempt)| *attempt == 1),
         "the stop gave the attempt back: {all:?}"
     );
-    // DONE is logged as the job is handed to its acknowledgement, which deletes the checkpoint
-    // in the same step as the reservation.
-    wait_until(
-        LONG,
-        "the job is acknowledged and its checkpoint gone",
-        || async {
-            checkpoint(&queue, &uuid).await.is_none()
-                && queue.size("default").await.unwrap().total() == 0
-        },
-    )
-    .await;
+    acknowledged_without_checkpoint(&queue, &uuid).await;
 }
 on_both_layouts!(a_resumable_job_stopped_by_a_deploy_goes_on_from_its_last_checkpoint);
 
@@ -111,11 +121,7 @@ async fn a_resumable_job_of_a_killed_worker_resumes_from_its_last_checkpoint_aft
     let redis = TestRedis::start();
     let queue = redis.queue();
     let mut conn = redis.conn().await;
-    let uuid = Resumable { steps: 20, ms: 150 }
-        .dispatch()
-        .sent_via(&queue)
-        .await
-        .to_string();
+    let uuid = dispatch(&queue, 20, 150).await;
     let args = ["--tries", "2", "--retry-after", "2", "--timeout", "0"];
     let mut killed = start_worker(redis.url(), &args);
     wait_until(LONG, "five steps are done", || async {
@@ -145,15 +151,7 @@ async fn a_resumable_job_of_a_killed_worker_resumes_from_its_last_checkpoint_aft
         "the second attempt started at step {resumed_at}, {before} having been recorded: {all:?}"
     );
     assert_eq!(second.last(), Some(&19));
-    wait_until(
-        LONG,
-        "the job is acknowledged and its checkpoint gone",
-        || async {
-            checkpoint(&queue, &uuid).await.is_none()
-                && queue.size("default").await.unwrap().total() == 0
-        },
-    )
-    .await;
+    acknowledged_without_checkpoint(&queue, &uuid).await;
 }
 
 #[tokio::test]
@@ -161,11 +159,7 @@ async fn a_checkpoint_this_version_cannot_read_fails_the_job_saying_so_and_is_de
     let redis = TestRedis::start();
     let queue = redis.queue();
     let mut conn = redis.conn().await;
-    let uuid = Resumable { steps: 3, ms: 10 }
-        .dispatch()
-        .sent_via(&queue)
-        .await
-        .to_string();
+    let uuid = dispatch(&queue, 3, 10).await;
     let key = format!("jobs:checkpoint:{uuid}");
     let _: () = conn
         .set(&key, r#"{"cursor":"from an older version"}"#)
