@@ -5,10 +5,24 @@
 //! `TEST_SCHEDULE_OVERLAP=1` makes it `without_overlapping`. `TEST_OUTBOX_DATABASE_URL` makes
 //! it relay the default outbox of that database beside its jobs. `TEST_DEFAULT_QUEUES=a,b`
 //! stands for a binary's own default queues (`Command::default_queues`), which `--queue`
-//! overrides.
+//! overrides. It links one job type more than `test_worker_old`, `new_kind`: the type a
+//! release adds, which the workers of the release before do not link.
 
 use redjob::schedule::{Missed, Schedule};
+use redjob::{job, Job, JobContext, JobResult};
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// A job type of the newer release only: `test_worker_old` does not link it.
+#[derive(Serialize, Deserialize)]
+struct NewKind {}
+
+#[job(name = "new_kind")]
+impl Job for NewKind {
+    async fn handle(&self, _ctx: &JobContext) -> JobResult {
+        Ok(())
+    }
+}
 
 fn main() -> std::process::ExitCode {
     examples::link();
