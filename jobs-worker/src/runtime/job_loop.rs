@@ -1,7 +1,7 @@
 //! The job loop: keeps the concurrency slots busy with reserved jobs, waits while the queues
 //! are idle, and says when the worker must stop.
 
-use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::stream::{FuturesOrdered, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -79,8 +79,10 @@ pub(crate) struct JobLoop<'a> {
     running: JoinSet<()>,
     /// Pops in flight, each holding the slots or places its jobs will take. While the queues
     /// hold a backlog, more pops go out before the first returns, so Redis reserves the next
-    /// batches while this process starts the last one.
-    fetches: FuturesUnordered<Fetch<'a>>,
+    /// batches while this process starts the last one. Taken in the order they were sent,
+    /// which is the order Redis reserved their jobs in: two replies read at once would
+    /// otherwise put later jobs ahead of earlier ones in the slots' queue.
+    fetches: FuturesOrdered<Fetch<'a>>,
     /// Jobs the pops in flight may reserve, for free slots and ahead of them.
     asked: u64,
     /// Jobs the pops in flight may reserve ahead of the slots.
@@ -119,7 +121,7 @@ impl<'a> JobLoop<'a> {
             slots: Arc::new(Semaphore::new(config.concurrency)),
             waiting: Ahead::default(),
             running: JoinSet::new(),
-            fetches: FuturesUnordered::new(),
+            fetches: FuturesOrdered::new(),
             asked: 0,
             ahead_asked: 0,
             backlog: false,
@@ -243,7 +245,7 @@ impl<'a> JobLoop<'a> {
             self.ahead_asked += places as u64;
         }
         self.fetches
-            .push(Box::pin(fetch_into(&services.fetcher, grant)));
+            .push_back(Box::pin(fetch_into(&services.fetcher, grant)));
         None
     }
 
