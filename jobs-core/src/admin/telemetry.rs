@@ -65,6 +65,10 @@ pub struct RunningJob {
     pub attempt: u32,
     /// When its handler started, by the worker's clock.
     pub started_at: DateTime<Utc>,
+    /// Whether it has a checkpoint, read back or saved (a resumable job): the tools read a
+    /// running job's checkpoint from Redis only then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checkpointed: bool,
 }
 
 /// How a processed attempt ended, for the metrics.

@@ -8,6 +8,7 @@
 use chrono::{DateTime, Utc};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::{Admin, AdminError};
@@ -108,17 +109,14 @@ impl Admin {
         if index.is_empty() {
             return Ok(Vec::new());
         }
-        let seen: Vec<(String, String)> = self
+        let seen: HashMap<String, String> = self
             .queue
             .timed(conn.hgetall(keys.unrunnable_seen()))
             .await?;
         let workers = self.workers().await?;
         let now = Utc::now();
         let listed = index.into_iter().filter_map(|(job, since)| {
-            let last: Seen = seen
-                .iter()
-                .find(|(name, _)| *name == job)
-                .and_then(|(_, last)| serde_json::from_str(last).ok())?;
+            let last: Seen = serde_json::from_str(seen.get(&job)?).ok()?;
             let last_seen = DateTime::from_timestamp(last.at, 0)?;
             if (now - last_seen).to_std().unwrap_or_default() > UNRUNNABLE_SEEN_WITHIN {
                 return None;

@@ -43,6 +43,10 @@ impl Checkpoints {
         self.lock().clone()
     }
 
+    pub(crate) fn has_last(&self) -> bool {
+        self.lock().is_some()
+    }
+
     pub(crate) fn set_last(&self, checkpoint: Option<String>) {
         *self.lock() = checkpoint;
     }

@@ -520,6 +520,10 @@ pub trait AttemptSetup {
 
     /// The last checkpoint of the attempt, as JSON, for the next attempt of a synchronous run.
     fn checkpoint_json(&self) -> Option<String>;
+
+    /// Whether the attempt has a checkpoint, read back or saved: only then is there one in
+    /// Redis to show.
+    fn has_checkpoint(&self) -> bool;
 }
 
 impl AttemptSetup for JobContext {
@@ -572,5 +576,9 @@ impl AttemptSetup for JobContext {
 
     fn checkpoint_json(&self) -> Option<String> {
         self.checkpoints.last()
+    }
+
+    fn has_checkpoint(&self) -> bool {
+        self.checkpoints.has_last()
     }
 }

@@ -21,7 +21,8 @@ pub(crate) struct StatusWithCheckpoint {
 }
 
 /// The status of the job `uuid`, and its checkpoint when its queue is known: from its status
-/// record, else from the live worker running it (an untracked job).
+/// record, else from the live worker running it (an untracked job), which says whether it has
+/// one.
 pub(crate) async fn with_checkpoint(
     admin: &Admin,
     uuid: Uuid,
@@ -33,7 +34,9 @@ pub(crate) async fn with_checkpoint(
             let text = uuid.to_string();
             let workers = admin.workers().await?;
             let mut running = workers.into_iter().flat_map(|worker| worker.jobs);
-            running.find(|job| job.uuid == text).map(|job| job.queue)
+            running
+                .find(|job| job.uuid == text && job.checkpointed)
+                .map(|job| job.queue)
         }
     };
     let checkpoint = match &queue {
@@ -42,9 +45,13 @@ pub(crate) async fn with_checkpoint(
     };
     Ok(StatusWithCheckpoint {
         status,
-        checkpoint: checkpoint
-            .map(|json| serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))),
+        checkpoint: checkpoint.map(checkpoint_value),
     })
+}
+
+/// A checkpoint as the tools show it: its JSON, or its text should it not parse.
+pub(crate) fn checkpoint_value(json: String) -> serde_json::Value {
+    serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))
 }
 
 /// Shows a job's status. Exit status 1 when nothing is known of it: no status record, and no

@@ -170,6 +170,7 @@ impl Running {
                     queue: ctx.queue().to_owned(),
                     attempt: ctx.attempt(),
                     started_at: now - ran,
+                    checkpointed: ctx.has_checkpoint(),
                 };
                 (deadline.started, job)
             })

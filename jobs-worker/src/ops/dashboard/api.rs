@@ -596,11 +596,20 @@ async fn running(State(admin): State<Admin>) -> ApiResult<Vec<RunningJob>> {
         .collect();
     let statuses = futures_util::future::join_all(listed.iter().map(|(_, job)| async {
         let uuid = job.uuid.parse().ok()?;
-        let (status, checkpoint) = tokio::join!(
-            admin.queue().status(uuid),
-            admin.queue().checkpoint(&job.queue, uuid)
-        );
-        Some((status.ok(), checkpoint.ok().flatten()))
+        // Only a job whose worker says it has a checkpoint is asked for it.
+        let checkpoint = async {
+            match job.checkpointed {
+                true => admin
+                    .queue()
+                    .checkpoint(&job.queue, uuid)
+                    .await
+                    .ok()
+                    .flatten(),
+                false => None,
+            }
+        };
+        let (status, checkpoint) = tokio::join!(admin.queue().status(uuid), checkpoint);
+        Some((status.ok(), checkpoint))
     }))
     .await;
     let mut jobs: Vec<RunningJob> = listed
@@ -615,9 +624,7 @@ async fn running(State(admin): State<Admin>) -> ApiResult<Vec<RunningJob>> {
                 job,
                 worker,
                 progress: status.and_then(|s| s.progress),
-                checkpoint: checkpoint.map(|json| {
-                    serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))
-                }),
+                checkpoint: checkpoint.map(crate::ops::status::checkpoint_value),
                 tracked,
             }
         })
