@@ -13,6 +13,19 @@ ensure_redis_server() {
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
 }
 
+# Installs Debian's redis-sentinel when it is missing: the failover tests run a primary,
+# replicas and sentinels of their own.
+ensure_redis_sentinel() {
+  if command -v redis-sentinel >/dev/null 2>&1; then
+    return
+  fi
+  echo "redis-sentinel is missing; installing the Debian package redis-sentinel" >&2
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-sentinel >/dev/null
+}
+
 start_private_redis() {
   if [ -n "${REDIS_URL:-}" ]; then
     echo "using REDIS_URL=$REDIS_URL" >&2

@@ -39,6 +39,7 @@ pub mod otlp;
 pub mod protocol;
 pub mod records;
 pub mod scenarios;
+pub mod sentinel;
 pub mod steps;
 pub mod worker_process;
 

@@ -1,0 +1,224 @@
+//! A private Redis Sentinel deployment on loopback ports: one primary, replicas of it, and three
+//! sentinels watching it as `mymaster`, each started by this harness and stopped when dropped.
+//! A test kills the primary with SIGKILL ([`TestSentinel::kill_primary`]), waits for the
+//! sentinels to elect a replica ([`TestSentinel::wait_for_new_primary`]), and restarts the old
+//! one, which the sentinels make a replica of the new primary.
+//!
+//! The sentinels are Debian's `redis-sentinel` when installed, else `redis-server --sentinel`
+//! (the same program). They are asked through the `redis` crate's plain connection.
+
+use std::fs::File;
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::redis_server::{free_port, TestRedis};
+use crate::temp_dir::TempDir;
+
+/// The name the sentinels know the primary by.
+pub const SERVICE: &str = "mymaster";
+/// How long a sentinel waits without an answer before it calls the primary down.
+pub const DOWN_AFTER: Duration = Duration::from_millis(1000);
+
+/// One primary, its replicas and three sentinels.
+pub struct TestSentinel {
+    /// The data servers, the primary first at the start; a failover changes which is which.
+    servers: Vec<TestRedis>,
+    sentinels: Vec<SentinelProcess>,
+}
+
+struct SentinelProcess {
+    child: Child,
+    port: u16,
+    _dir: TempDir,
+}
+
+impl Drop for SentinelProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl TestSentinel {
+    /// Starts a primary, `replicas` replicas of it and three sentinels, and waits until every
+    /// sentinel knows the primary and its replicas.
+    pub fn start(replicas: usize) -> TestSentinel {
+        let primary = TestRedis::start();
+        let port = primary.port().to_string();
+        let mut servers = vec![primary];
+        for _ in 0..replicas {
+            servers.push(TestRedis::start_with(&["--replicaof", "127.0.0.1", &port]));
+        }
+        let sentinels = (0..3).map(|_| start_sentinel(servers[0].port())).collect();
+        let deployment = TestSentinel { servers, sentinels };
+        deployment.wait_until(
+            Duration::from_secs(30),
+            "the sentinels see every replica",
+            |d| {
+                d.sentinels
+                    .iter()
+                    .all(|s| replicas_of(s.port).is_some_and(|known| known >= replicas))
+            },
+        );
+        deployment
+    }
+
+    /// `redis+sentinel://127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3/mymaster`, the URL other
+    /// clients take for a Sentinel-managed primary.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.port))
+            .collect();
+        format!("redis+sentinel://{}/{SERVICE}", hosts.join(","))
+    }
+
+    /// The ports of the sentinels.
+    pub fn sentinel_ports(&self) -> Vec<u16> {
+        self.sentinels.iter().map(|s| s.port).collect()
+    }
+
+    /// The primary's port, as the first sentinel that answers reports it.
+    pub fn primary_port(&self) -> Option<u16> {
+        self.sentinels.iter().find_map(|s| primary_of(s.port))
+    }
+
+    /// The data server on `port`.
+    pub fn server(&self, port: u16) -> &TestRedis {
+        self.servers
+            .iter()
+            .find(|server| server.port() == port)
+            .expect("a data server on that port")
+    }
+
+    /// Kills the primary with SIGKILL; returns its port.
+    pub fn kill_primary(&mut self) -> u16 {
+        let port = self.primary_port().expect("a sentinel names the primary");
+        let server = self
+            .servers
+            .iter_mut()
+            .find(|server| server.port() == port)
+            .expect("the primary is one of the data servers");
+        server.kill();
+        port
+    }
+
+    /// Waits until the sentinels name a primary other than the one on `old_port`; returns its
+    /// port.
+    pub fn wait_for_new_primary(&self, old_port: u16, timeout: Duration) -> u16 {
+        self.wait_until(timeout, "the sentinels elect a new primary", |d| {
+            d.primary_port().is_some_and(|port| port != old_port)
+        });
+        self.primary_port().expect("a new primary")
+    }
+
+    /// Starts the server on `port` again (killed earlier); the sentinels make it a replica.
+    pub fn restart(&mut self, port: u16) {
+        let server = self
+            .servers
+            .iter_mut()
+            .find(|server| server.port() == port)
+            .expect("a data server on that port");
+        server.restart();
+    }
+
+    fn wait_until(&self, timeout: Duration, what: &str, condition: impl Fn(&Self) -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !condition(self) {
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {timeout:?} waiting until {what}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Starts a sentinel monitoring the primary on `primary_port`, and waits until it answers.
+fn start_sentinel(primary_port: u16) -> SentinelProcess {
+    for _ in 0..5 {
+        let port = free_port();
+        let dir = TempDir::new("sentinel");
+        let config = dir.path().join("sentinel.conf");
+        let mut file = File::create(&config).expect("cannot write the sentinel's config");
+        writeln!(
+            file,
+            "port {port}\nbind 127.0.0.1\ndaemonize no\ndir {dir}\nlogfile {dir}/sentinel.log\n\
+             sentinel monitor {SERVICE} 127.0.0.1 {primary_port} 2\n\
+             sentinel down-after-milliseconds {SERVICE} {down}\n\
+             sentinel failover-timeout {SERVICE} 5000\n\
+             sentinel parallel-syncs {SERVICE} 1",
+            dir = dir.path().display(),
+            down = DOWN_AFTER.as_millis(),
+        )
+        .expect("cannot write the sentinel's config");
+        let mut child = spawn_sentinel(&config);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if sentinel(port).is_some() {
+                return SentinelProcess {
+                    child,
+                    port,
+                    _dir: dir,
+                };
+            }
+            if child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("a sentinel did not start after 5 attempts");
+}
+
+fn spawn_sentinel(config: &std::path::Path) -> Child {
+    let sentinel = Command::new("redis-sentinel")
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    match sentinel {
+        Ok(child) => child,
+        Err(_) => Command::new("redis-server")
+            .arg(config)
+            .arg("--sentinel")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot run redis-sentinel nor redis-server --sentinel"),
+    }
+}
+
+/// A connection to the sentinel on `port`, or `None` when it does not answer.
+fn sentinel(port: u16) -> Option<redis::Connection> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
+    client
+        .get_connection_with_timeout(Duration::from_millis(500))
+        .ok()
+}
+
+/// The address the sentinel on `port` gives for the primary, `None` when it gives none.
+fn primary_of(port: u16) -> Option<u16> {
+    let (_, port): (String, String) = redis::cmd("SENTINEL")
+        .arg("GET-MASTER-ADDR-BY-NAME")
+        .arg(SERVICE)
+        .query(&mut sentinel(port)?)
+        .ok()?;
+    port.parse().ok()
+}
+
+/// How many replicas the sentinel on `port` knows of the primary.
+fn replicas_of(port: u16) -> Option<usize> {
+    let replicas: Vec<redis::Value> = redis::cmd("SENTINEL")
+        .arg("REPLICAS")
+        .arg(SERVICE)
+        .query(&mut sentinel(port)?)
+        .ok()?;
+    Some(replicas.len())
+}
