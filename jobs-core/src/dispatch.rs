@@ -13,6 +13,7 @@ use crate::payload::laravel::CALL_QUEUED_HANDLER;
 use crate::payload::php;
 use crate::payload::unique::{Dispatched, UniqueLock};
 use crate::payload::{LogContext, Payload};
+use crate::queue::durable::Durability;
 use crate::queue::keys::check_group_name;
 use crate::queue::{DebounceDispatch, Envelope, RedisQueue, UniqueDispatch};
 use crate::trace;
@@ -53,6 +54,7 @@ pub struct PendingDispatch<J: Job> {
     via: Option<RedisQueue>,
     pub(crate) track: Option<u64>,
     group: Option<String>,
+    durability: Option<Durability>,
 }
 
 impl<J: Job> PendingDispatch<J> {
@@ -73,6 +75,7 @@ impl<J: Job> PendingDispatch<J> {
             via: None,
             track: None,
             group: None,
+            durability: None,
         }
     }
 
@@ -127,6 +130,27 @@ impl<J: Job> PendingDispatch<J> {
     /// own. A worker that has no middleware by that name fails the job, saying so.
     pub fn through(mut self, name: impl Into<String>) -> Self {
         self.through.push(name.into());
+        self
+    }
+
+    /// Acknowledges the dispatch only once `durability.replicas` replicas have the job, instead
+    /// of as the handle's default says ([`QueueConfig::durability`](crate::QueueConfig::durability)):
+    /// a failover that follows cannot lose it. When fewer replicas confirm within
+    /// `durability.timeout`, the dispatch fails with [`Error::NotDurable`]: the job was pushed,
+    /// and may or may not survive a failover. [`Durability::NONE`] makes a dispatch through a
+    /// durable handle an ordinary one.
+    ///
+    /// ```no_run
+    /// # use redjob::{job, Job, JobContext, JobResult};
+    /// # #[derive(serde::Serialize, serde::Deserialize)] struct SendInvoice { id: u64 }
+    /// # #[job] impl Job for SendInvoice { async fn handle(&self, _: &JobContext) -> JobResult { Ok(()) } }
+    /// # async fn demo() -> Result<(), redjob::Error> {
+    /// use redjob::Durability;
+    /// let uuid = SendInvoice { id: 7 }.dispatch().durable(Durability::replicas(1)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn durable(mut self, durability: Durability) -> Self {
+        self.durability = Some(durability);
         self
     }
 
@@ -375,10 +399,14 @@ impl<J: Job> PendingDispatch<J> {
         };
         let placement = Placement::default();
         let span = trace::send_span(|| self.queue_name(&J::options(), &placement), operation, 1);
+        let durability = self.durability;
         let prepared = span.in_scope(|| self.prepare());
         let push = async move {
             let (queue, envelope) = prepared?;
-            let pushed = queue.push_all(std::slice::from_ref(&envelope)).await?;
+            let durability = durability.unwrap_or(queue.config().durability);
+            let pushed = queue
+                .push_durably(std::slice::from_ref(&envelope), durability)
+                .await?;
             match pushed.into_iter().next() {
                 Some(Dispatched::Duplicate(duplicate)) => Err(Error::Duplicate(duplicate)),
                 _ => Ok((envelope.uuid, queue)),
@@ -476,6 +504,7 @@ impl<J: Job> IntoFuture for PendingDispatch<J> {
 pub struct Bulk {
     envelopes: Vec<Envelope>,
     via: Option<RedisQueue>,
+    durability: Option<Durability>,
 }
 
 impl Bulk {
@@ -487,9 +516,17 @@ impl Bulk {
     /// An empty bulk dispatch through `queue`.
     pub fn via(queue: &RedisQueue) -> Self {
         Bulk {
-            envelopes: Vec::new(),
             via: Some(queue.clone()),
+            ..Bulk::default()
         }
+    }
+
+    /// Acknowledges the whole bulk only once `durability.replicas` replicas have every job of
+    /// it (one `WAIT`), as [`PendingDispatch::durable`] does for one dispatch; the durability
+    /// of the dispatches added is not looked at.
+    pub fn durable(mut self, durability: Durability) -> Self {
+        self.durability = Some(durability);
+        self
     }
 
     /// Adds a dispatch (its payload is built now).
@@ -514,13 +551,18 @@ impl Bulk {
     /// The push runs in one `send` span ([`trace`]); each job's trace parent is the span
     /// current when it was added.
     pub async fn send(self) -> Result<Vec<Dispatched>> {
+        let self_durability = self.durability;
         let (queue, envelopes) = self.prepare()?;
         let destination = || match envelopes.split_first() {
             Some((first, rest)) if rest.iter().all(|e| e.queue == first.queue) => &first.queue,
             _ => "*",
         };
         let span = trace::send_span(destination, "bulk", envelopes.len());
-        queue.push_all(&envelopes).instrument(span).await
+        let durability = self_durability.unwrap_or(queue.config().durability);
+        queue
+            .push_durably(&envelopes, durability)
+            .instrument(span)
+            .await
     }
 
     /// The handle these dispatches go through, and the payloads they push.

@@ -112,6 +112,11 @@ pub enum Error {
         /// The configured limit in bytes.
         limit: usize,
     },
+    /// A durable write was acknowledged by the primary, but fewer replicas than asked
+    /// confirmed it in time: it may or may not survive a failover (see
+    /// [`crate::queue::durable`]).
+    #[error("{0}")]
+    NotDurable(crate::queue::durable::NotDurable),
     /// No schedule of this name is defined in this process.
     #[error("no schedule named {0:?} is defined")]
     UnknownSchedule(String),

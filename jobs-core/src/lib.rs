@@ -59,7 +59,7 @@ pub use payload::failed::FailedJob;
 pub use payload::signing::SigningKey;
 pub use payload::unique::{Dispatched, Duplicate, UniqueUntil};
 pub use payload::Payload;
-pub use queue::{QueueConfig, QueueSize, RedisQueue};
+pub use queue::{Durability, NotDurable, QueueConfig, QueueSize, RedisQueue};
 pub use workflow::{Batch, Chain};
 
 /// Marks an `impl Job for T` block as a job: names it, records its options and registers it.

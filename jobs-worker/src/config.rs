@@ -80,6 +80,11 @@ pub struct WorkerConfig {
     /// after that it fails. Zero: it fails at once. A rolling deploy's new job types wait for
     /// the new workers this way instead of failing on the old ones.
     pub unknown_job_grace: Duration,
+    /// How many replicas must have a finished or failed job's acknowledgement before it counts
+    /// as made (`--durable-acks`; default [`Durability::NONE`](redjob::Durability::NONE): the
+    /// primary alone). With replicas, a failover does not run again the jobs that had finished,
+    /// at the cost of a `WAIT` per acknowledgement batch (docs/scaling.md).
+    pub durable_acks: redjob::Durability,
     /// Keep the schedules defined in this process ([`redjob::schedule::define`]): fire each
     /// tick once between every worker that keeps them.
     pub schedule: bool,
@@ -149,6 +154,7 @@ impl Default for WorkerConfig {
             max_requeues: 1000,
             max_interruptions: 10,
             unknown_job_grace: Duration::from_secs(600),
+            durable_acks: redjob::Durability::NONE,
             schedule: false,
             waits: Vec::new(),
             on_blocked: OnBlocked::default(),

@@ -137,6 +137,15 @@ pub struct WorkerOptions {
     /// waits for a worker that can, its attempts given back, before it fails (0: at once).
     #[arg(long, default_value_t = 600.0)]
     pub unknown_job_grace: f64,
+    /// Acknowledge a finished or failed job only once this many replicas have the
+    /// acknowledgement (one WAIT per batch of them), so that a Redis failover does not run it
+    /// again (default 0: the primary alone).
+    #[arg(long, default_value_t = 0, value_name = "REPLICAS")]
+    pub durable_acks: u32,
+    /// Milliseconds a durable acknowledgement waits for its replicas; when fewer confirm,
+    /// the acknowledgement stands and a warning says so.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub durable_acks_timeout: u64,
     /// A queue's wait threshold, written to Redis at start for jobsctl, the dashboard and the
     /// metrics: QUEUE=SECONDS (repeatable, or a comma list like emails=60,billing=300).
     #[arg(long = "wait", value_name = "QUEUE=SECONDS", value_delimiter = ',')]
@@ -226,6 +235,8 @@ impl WorkerOptions {
             max_requeues: self.max_requeues,
             max_interruptions: self.max_interruptions,
             unknown_job_grace: secs(self.unknown_job_grace),
+            durable_acks: redjob::Durability::replicas(self.durable_acks)
+                .within(Duration::from_millis(self.durable_acks_timeout)),
             schedule: self.schedule,
             waits: self.waits.clone(),
             on_blocked: crate::config::OnBlocked::default(),

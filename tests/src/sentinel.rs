@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::redis_server::{free_port, TestRedis};
 use crate::temp_dir::TempDir;
+use redjob::{QueueConfig, RedisQueue};
 
 /// The name the sentinels know the primary by.
 pub const SERVICE: &str = "mymaster";
@@ -75,6 +76,16 @@ impl TestSentinel {
         format!("redis+sentinel://{}/{SERVICE}", hosts.join(","))
     }
 
+    /// A queue handle through the sentinels, with `config` (its key prefix cleared).
+    pub fn queue_with(&self, config: QueueConfig) -> RedisQueue {
+        let config = QueueConfig {
+            prefix: String::new(),
+            tls_ca_file: None,
+            ..config
+        };
+        RedisQueue::with_config(&self.url(), config).expect("the sentinel URL is valid")
+    }
+
     /// The ports of the sentinels.
     pub fn sentinel_ports(&self) -> Vec<u16> {
         self.sentinels.iter().map(|s| s.port).collect()
@@ -105,13 +116,75 @@ impl TestSentinel {
         port
     }
 
-    /// Waits until the sentinels name a primary other than the one on `old_port`; returns its
-    /// port.
+    /// Waits until every sentinel names the same primary, other than the one on `old_port`;
+    /// returns its port. (A sentinel that has not heard of the election yet would make the
+    /// old primary, restarted, the primary again.)
     pub fn wait_for_new_primary(&self, old_port: u16, timeout: Duration) -> u16 {
-        self.wait_until(timeout, "the sentinels elect a new primary", |d| {
-            d.primary_port().is_some_and(|port| port != old_port)
+        self.wait_until(timeout, "every sentinel names the new primary", |d| {
+            d.agreed_primary().is_some_and(|port| port != old_port)
         });
-        self.primary_port().expect("a new primary")
+        self.agreed_primary().expect("a new primary")
+    }
+
+    /// The primary's port when every sentinel names the same one.
+    pub fn agreed_primary(&self) -> Option<u16> {
+        let named: Vec<Option<u16>> = self.sentinels.iter().map(|s| primary_of(s.port)).collect();
+        let first = named.first().copied().flatten()?;
+        named
+            .iter()
+            .all(|port| *port == Some(first))
+            .then_some(first)
+    }
+
+    /// Makes a replica the primary by hand, behind the sentinels' backs, the way a demotion
+    /// they did not see would look to a client: the replica on `new_port` stops replicating,
+    /// the old primary becomes its replica (its clients stay connected, and their writes are
+    /// refused with `READONLY`), and every sentinel is told to watch the new primary instead.
+    pub fn demote_primary_by_hand(&self, new_port: u16) -> u16 {
+        let old_port = self
+            .agreed_primary()
+            .expect("the sentinels agree on a primary");
+        let query = |port: u16, cmd: &mut redis::Cmd| {
+            let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                .and_then(|client| client.get_connection())
+                .expect("a connection to a server of the deployment");
+            cmd.query::<redis::Value>(&mut conn)
+                .unwrap_or_else(|err| panic!("{cmd:?} on {port}: {err}"));
+        };
+        query(new_port, redis::cmd("REPLICAOF").arg("NO").arg("ONE"));
+        query(
+            old_port,
+            redis::cmd("REPLICAOF").arg("127.0.0.1").arg(new_port),
+        );
+        for sentinel in &self.sentinels {
+            query(
+                sentinel.port,
+                redis::cmd("SENTINEL").arg("REMOVE").arg(SERVICE),
+            );
+            query(
+                sentinel.port,
+                redis::cmd("SENTINEL")
+                    .arg("MONITOR")
+                    .arg(SERVICE)
+                    .arg("127.0.0.1")
+                    .arg(new_port)
+                    .arg(2),
+            );
+            query(
+                sentinel.port,
+                redis::cmd("SENTINEL")
+                    .arg("SET")
+                    .arg(SERVICE)
+                    .arg("down-after-milliseconds")
+                    .arg(DOWN_AFTER.as_millis() as u64),
+            );
+        }
+        old_port
+    }
+
+    /// The ports of the data servers, the primary's among them.
+    pub fn server_ports(&self) -> Vec<u16> {
+        self.servers.iter().map(|s| s.port()).collect()
     }
 
     /// Starts the server on `port` again (killed earlier); the sentinels make it a replica.

@@ -1,52 +1,249 @@
-//! The Sentinel harness itself, against Debian's `redis-server` and `redis-sentinel`: a
-//! primary, a replica and three sentinels on loopback ports; the primary killed, a new one
-//! elected, and the old one back as a replica.
+//! Redis Sentinel, against Debian's `redis-server` and `redis-sentinel`: a primary, a replica
+//! and three sentinels on loopback ports. The harness itself (the primary killed, a new one
+//! elected, the old one back as a replica), then each way a connection learns of a failover:
+//! a worker's blocked wait, a pipeline in flight, and a `READONLY` reply from a demoted
+//! primary, each leading to the new primary without a stuck or exiting worker.
 
-use std::time::Duration;
+use examples::Noop;
+use redjob::QueueConfig;
+use std::time::{Duration, Instant};
 use tests::sentinel::{TestSentinel, DOWN_AFTER};
+use tests::worker_process::WorkerProcess;
+use tests::{wait_for, SentVia};
+
+/// How long the sentinels may take to elect a new primary, on a busy machine.
+const ELECTION: Duration = Duration::from_secs(30);
+
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+fn role(port: u16) -> String {
+    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut conn).unwrap();
+    match role.first() {
+        Some(redis::Value::BulkString(role)) => String::from_utf8_lossy(role).into_owned(),
+        other => panic!("ROLE answered {other:?}"),
+    }
+}
+
+fn get(port: u16, key: &str) -> Option<String> {
+    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    redis::cmd("GET").arg(key).query(&mut conn).unwrap()
+}
 
 #[test]
 fn the_sentinels_elect_a_replica_when_the_primary_is_killed_and_take_the_old_one_back() {
     let mut deployment = TestSentinel::start(1);
     let first = deployment
-        .primary_port()
+        .agreed_primary()
         .expect("the sentinels name a primary");
     assert!(deployment.url().starts_with("redis+sentinel://127.0.0.1:"));
     assert_eq!(deployment.sentinel_ports().len(), 3);
 
     let killed = deployment.kill_primary();
     assert_eq!(killed, first);
-    let second = deployment.wait_for_new_primary(killed, DOWN_AFTER + Duration::from_secs(20));
+    let second = deployment.wait_for_new_primary(killed, ELECTION);
     assert_ne!(second, first);
-    let mut conn = redis::Client::open(deployment.server(second).url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut conn).unwrap();
     assert_eq!(
-        role.first(),
-        Some(&redis::Value::BulkString(b"master".to_vec())),
+        role(second),
+        "master",
         "the elected replica is a primary now"
     );
 
     deployment.restart(killed);
-    let old = redis::Client::open(deployment.server(killed).url()).unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + ELECTION;
+    // The sentinels' reconfiguration closes the server's client connections: a new one
+    // each time.
+    while role(killed) != "slave" {
+        assert!(
+            Instant::now() < deadline,
+            "the old primary did not become a replica; the sentinels name {:?}",
+            deployment.agreed_primary()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(deployment.agreed_primary(), Some(second));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_blocked_waiting_for_jobs_follows_a_failover_and_takes_the_next_job() {
+    let mut deployment = blocking(|| TestSentinel::start(1));
+    let queue = deployment.queue_with(QueueConfig::default());
+    let mut worker = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        &deployment.url(),
+        &["--sleep", "1"],
+    );
+    let first = Noop {}.dispatch().sent_via(&queue).await.to_string();
+    worker
+        .wait_for_event(ELECTION, "the first job is done", |e| {
+            e.status == "DONE" && e.uuid == first
+        })
+        .await;
+
+    let killed_at = Instant::now();
+    let killed = blocking(|| deployment.kill_primary());
+    let elected = blocking(|| deployment.wait_for_new_primary(killed, ELECTION));
+    let elected_in = killed_at.elapsed();
+    // The dispatcher's handle learns of the failover from its first command's failure.
+    let second = wait_for(
+        ELECTION,
+        "a dispatch through the sentinels succeeds",
+        || async {
+            Noop {}
+                .dispatch()
+                .via(&queue)
+                .await
+                .ok()
+                .map(|uuid| uuid.to_string())
+        },
+    )
+    .await;
+    worker
+        .wait_for_event(ELECTION, "the job after the failover is done", |e| {
+            e.status == "DONE" && e.uuid == second
+        })
+        .await;
+    let back_in = killed_at.elapsed();
+    assert!(worker.is_running(), "the worker kept running");
+    assert_eq!(role(elected), "master");
+    println!(
+        "blocked wait: new primary elected {elected_in:?} after the kill, the next job done \
+         {back_in:?} after it"
+    );
+    assert!(
+        back_in <= elected_in + DOWN_AFTER + Duration::from_secs(5),
+        "the worker took the next job {back_in:?} after the kill (elected after {elected_in:?})"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_in_flight_when_the_primary_dies_fails_and_the_next_goes_to_the_new_primary() {
+    let mut deployment = blocking(|| TestSentinel::start(1));
+    let queue = deployment.queue_with(QueueConfig {
+        command_timeout: Duration::from_secs(20),
+        ..QueueConfig::default()
+    });
+    queue
+        .query::<()>(redis::cmd("SET").arg("before").arg("1"))
+        .await
+        .unwrap();
+    let old = deployment.agreed_primary().unwrap();
+    // A pipeline whose reply the server holds back: WAIT for more replicas than there are.
+    let mut in_flight = redis::pipe();
+    in_flight.cmd("SET").arg("during").arg("1").ignore();
+    in_flight.cmd("WAIT").arg(5).arg(15_000);
+    let pending = {
+        let queue = queue.clone();
+        tokio::spawn(async move { queue.query_pipe::<(u64,)>(&in_flight).await })
+    };
+    let mut probe = deployment.server(old).client().get_connection().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        // The sentinels' reconfiguration closes the server's client connections: a new one
-        // each time.
-        let role: Vec<redis::Value> = old
-            .get_connection()
-            .and_then(|mut conn| redis::cmd("ROLE").query(&mut conn))
-            .unwrap_or_default();
-        if role.first() == Some(&redis::Value::BulkString(b"slave".to_vec())) {
+        let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut probe).unwrap();
+        if clients.contains("cmd=wait") {
             break;
         }
         assert!(
-            std::time::Instant::now() < deadline,
-            "the old primary did not become a replica: {role:?}; the sentinels name {:?}",
-            deployment.primary_port()
+            Instant::now() < deadline,
+            "the pipeline never reached WAIT: {clients}"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let killed = blocking(|| deployment.kill_primary());
+    assert_eq!(killed, old);
+    let failed = pending.await.unwrap();
+    assert!(failed.is_err(), "the pipeline in flight fails: {failed:?}");
+    let elected = blocking(|| deployment.wait_for_new_primary(killed, ELECTION));
+    wait_until_ok(ELECTION, || async {
+        queue
+            .query::<()>(redis::cmd("SET").arg("after").arg("1"))
+            .await
+    })
+    .await;
+    assert_eq!(
+        get(elected, "after").as_deref(),
+        Some("1"),
+        "written to the new primary"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_refused_by_a_demoted_primary_goes_to_the_new_primary_at_once() {
+    let deployment = blocking(|| TestSentinel::start(1));
+    let queue = deployment.queue_with(QueueConfig::default());
+    queue
+        .query::<()>(redis::cmd("SET").arg("before").arg("1"))
+        .await
+        .unwrap();
+    let old = deployment.agreed_primary().unwrap();
+    let replica = deployment
+        .server_ports()
+        .into_iter()
+        .find(|port| *port != old)
+        .unwrap();
+    blocking(|| deployment.demote_primary_by_hand(replica));
+    assert_eq!(role(old), "slave");
+    // The handle's connection to the old primary is still open: its write meets READONLY,
+    // and goes to the primary the sentinels name now, in the same call.
+    queue
+        .query::<()>(redis::cmd("SET").arg("after").arg("1"))
+        .await
+        .expect("the write refused as READONLY is sent again to the new primary");
+    assert_eq!(get(replica, "after").as_deref(), Some("1"));
+    let uuid = Noop {}.dispatch().sent_via(&queue).await;
+    let mut conn = deployment
+        .server(replica)
+        .client()
+        .get_connection()
+        .unwrap();
+    let waiting: Vec<String> = redis::cmd("LRANGE")
+        .arg("queues:default")
+        .arg(0)
+        .arg(-1)
+        .query(&mut conn)
+        .unwrap();
+    assert!(
+        waiting
+            .iter()
+            .any(|payload| payload.contains(&uuid.to_string())),
+        "the dispatch went to the new primary"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_finds_no_primary_says_so_and_keeps_trying() {
+    let deployment = blocking(|| TestSentinel::start(0));
+    let url = deployment.url().replace("/mymaster", "/nosuchservice");
+    let mut worker = WorkerProcess::start(env!("CARGO_BIN_EXE_test_worker"), &url, &[]);
+    wait_for(ELECTION, "the worker says it finds no primary", || async {
+        worker
+            .lines()
+            .into_iter()
+            .find(|line| line.contains("no sentinel names a reachable primary"))
+    })
+    .await;
+    assert!(worker.is_running(), "the worker keeps trying");
+}
+
+async fn wait_until_ok<T, E: std::fmt::Debug, F, Fut>(timeout: Duration, mut call: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        match call().await {
+            Ok(value) => return value,
+            Err(err) => assert!(Instant::now() < deadline, "still failing: {err:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use sqlx::postgres::PgListener;
 use sqlx::PgPool;
 
+use crate::queue::durable::Durability;
 use crate::queue::keys::KeyLayout;
 use crate::queue::{delay_from_due, scripts, RedisQueue, StatusStart};
 use crate::workflow::Link;
@@ -72,11 +73,13 @@ pub struct Relay {
     batch: usize,
     poll: Duration,
     guard: Duration,
+    durability: Durability,
 }
 
 impl Relay {
     /// A relay of the default outbox in `pool`'s database into `queue`'s Redis.
     pub fn new(pool: PgPool, queue: RedisQueue) -> Relay {
+        let queue_durability = queue.config().durability;
         Relay {
             pool,
             queue,
@@ -84,6 +87,7 @@ impl Relay {
             batch: DEFAULT_BATCH,
             poll: DEFAULT_POLL,
             guard: DEFAULT_GUARD,
+            durability: queue_durability,
         }
     }
 
@@ -108,6 +112,14 @@ impl Relay {
     /// Keeps each job's push guard this long (at least a second).
     pub fn guard(mut self, lasts: Duration) -> Relay {
         self.guard = lasts.max(Duration::from_secs(1));
+        self
+    }
+
+    /// Deletes a pass's rows only once `durability.replicas` replicas have their jobs (one
+    /// `WAIT` per pass), so that a relayed job survives a failover exactly once. Default: the
+    /// queue handle's [`QueueConfig::durability`](crate::QueueConfig::durability).
+    pub fn durability(mut self, durability: Durability) -> Relay {
+        self.durability = durability;
         self
     }
 
@@ -224,7 +236,40 @@ impl Relay {
     /// same script call on one server; on a cluster, where the record is in a slot of its own,
     /// in a call that follows the pushes, for the jobs pushed now. What became of each row, in
     /// the rows' order.
+    ///
+    /// With a [`durability`](Self::durability), every push of the pass, and the push guards of
+    /// the jobs found pushed before (touched, so that the `WAIT` covers them too), must reach
+    /// that many replicas before the rows are deleted; otherwise the pass fails
+    /// ([`Error::NotDurable`](crate::Error::NotDurable)), the rows stay, and the next pass
+    /// finds their jobs pushed and waits for the replicas again.
     async fn push(&self, claimed: &mut [Claimed]) -> Result<Vec<Pushed>, OutboxError> {
+        let (outcomes, confirmation) = self
+            .queue
+            .durably(self.durability, |lane| self.push_on(lane, claimed))
+            .await?;
+        if let Err(mut not_durable) = confirmation {
+            not_durable.jobs = claimed.iter().map(|c| c.row.link.uuid).collect();
+            return Err(crate::Error::NotDurable(not_durable).into());
+        }
+        let before = outcomes
+            .iter()
+            .filter(|o| matches!(o, Pushed::Before))
+            .count();
+        if before > 0 {
+            tracing::info!(
+                jobs = before,
+                "outbox rows pushed before (a relay stopped before its commit); not pushed again"
+            );
+        }
+        Ok(outcomes)
+    }
+
+    /// [`Relay::push`]'s writes, through `lane`.
+    async fn push_on(
+        &self,
+        lane: RedisQueue,
+        claimed: &mut [Claimed],
+    ) -> crate::Result<Vec<Pushed>> {
         let mut outcomes = Vec::with_capacity(claimed.len());
         let layout = self.queue.layout();
         let runs: Vec<&[Claimed]> = match layout {
@@ -255,7 +300,7 @@ impl Relay {
             .into_iter()
             .filter_map(|(script, used)| used.then_some(script))
             .collect();
-            let replies = self.queue.invoke_each(&scripts, &calls).await?;
+            let replies = lane.invoke_each(&scripts, &calls).await?;
             let pushed: Vec<Pushed> = replies.into_iter().map(Pushed::from_reply).collect();
             if layout == KeyLayout::Cluster {
                 for (start, pushed) in starts.iter().zip(&pushed) {
@@ -270,17 +315,26 @@ impl Relay {
         }
         // Each record in its own slot: a call each, as a direct push makes them.
         for record in &records {
-            self.queue.invoke::<u64>(record).await?;
+            lane.invoke::<u64>(record).await?;
         }
-        let before = outcomes
-            .iter()
-            .filter(|o| matches!(o, Pushed::Before))
-            .count();
-        if before > 0 {
-            tracing::info!(
-                jobs = before,
-                "outbox rows pushed before (a relay stopped before its commit); not pushed again"
-            );
+        if !self.durability.is_none() {
+            // A write on the lane comes after the earlier pass's push in the replication
+            // stream, so the WAIT that follows covers that push too; each guard's own, for
+            // its shard on a cluster.
+            for (claimed, outcome) in claimed.iter().zip(&outcomes) {
+                if matches!(outcome, Pushed::Before) {
+                    let link = &claimed.row.link;
+                    let guard = self
+                        .queue
+                        .keys()
+                        .pushed(&link.queue, &link.uuid.to_string());
+                    let touch = redis::cmd("PEXPIRE")
+                        .arg(guard)
+                        .arg(self.guard.as_millis() as u64)
+                        .to_owned();
+                    lane.query::<i64>(&touch).await?;
+                }
+            }
         }
         Ok(outcomes)
     }

@@ -1,5 +1,6 @@
 //! [`QueueConfig`]: the settings of a [`RedisQueue`](crate::RedisQueue).
 
+use crate::queue::durable::Durability;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -55,6 +56,11 @@ pub struct QueueConfig {
     /// How long a finished batch's record is kept (default 7 days); `jobsctl batches prune`
     /// deletes finished batches sooner.
     pub batch_retention: Duration,
+    /// The durability of every dispatch through this handle that does not set its own
+    /// ([`PendingDispatch::durable`](crate::PendingDispatch::durable)): how many replicas must
+    /// have a push before it is acknowledged (default [`Durability::NONE`]: the primary
+    /// alone). See [`crate::queue::durable`].
+    pub durability: Durability,
 }
 
 impl Default for QueueConfig {
@@ -74,6 +80,7 @@ impl Default for QueueConfig {
             prefix: std::env::var(PREFIX_ENV).unwrap_or_default(),
             laravel_key: LaravelKey::from_env(),
             batch_retention: Duration::from_secs(7 * 24 * 3600),
+            durability: Durability::NONE,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The connections a [`RedisQueue`](crate::RedisQueue) talks through: to one Redis server or to
-//! a Redis Cluster, behind one type.
+//! The connections a [`RedisQueue`](crate::RedisQueue) talks through: to one Redis server, to
+//! a Sentinel-managed primary, or to a Redis Cluster, behind one type.
 //!
 //! Every queue operation is written once against [`Connection`], which implements
 //! `redis::aio::ConnectionLike`, so `redis::AsyncCommands`, pipelines and scripts work on it
@@ -10,11 +10,13 @@ use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::queue::config::QueueConfig;
 use crate::queue::keys::KeyLayout;
+use crate::queue::sentinel::{SentinelConnection, SentinelTarget};
 use crate::queue::url::{redact_url, redis_client, tls_certificates, unusable_ca};
 
 /// URL scheme that names a Redis Cluster by some of its nodes:
@@ -24,11 +26,14 @@ pub const CLUSTER_SCHEME: &str = "redis+cluster";
 /// [`CLUSTER_SCHEME`] over TLS: `rediss+cluster://host:port,host:port/`.
 pub const CLUSTER_TLS_SCHEME: &str = "rediss+cluster";
 
-/// A connection to one Redis server or to a Redis Cluster.
+/// A connection to one Redis server, to a Sentinel-managed primary, or to a Redis Cluster.
 #[derive(Clone)]
 pub enum Connection {
     /// The shared, self-reconnecting connection to one server.
     Managed(ConnectionManager),
+    /// The shared connection to the primary its sentinels name, which follows it across
+    /// failovers.
+    Sentinel(SentinelConnection),
     /// A dedicated connection to one server (a blocking wait has one of its own).
     Multiplexed(MultiplexedConnection),
     /// A connection to a cluster: one multiplexed connection per node, commands routed by slot.
@@ -51,6 +56,7 @@ impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Connection::Managed(conn) => conn.req_packed_command(cmd),
+            Connection::Sentinel(conn) => conn.req_packed_command(cmd),
             Connection::Multiplexed(conn) => conn.req_packed_command(cmd),
             Connection::Cluster(conn) => conn.req_packed_command(cmd),
             Connection::Offline => Box::pin(async { Err(offline_refusal()) }),
@@ -65,6 +71,7 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Connection::Managed(conn) => conn.req_packed_commands(cmd, offset, count),
+            Connection::Sentinel(conn) => conn.req_packed_commands(cmd, offset, count),
             Connection::Multiplexed(conn) => conn.req_packed_commands(cmd, offset, count),
             Connection::Cluster(conn) => conn.req_packed_commands(cmd, offset, count),
             Connection::Offline => Box::pin(async { Err(offline_refusal()) }),
@@ -74,6 +81,7 @@ impl ConnectionLike for Connection {
     fn get_db(&self) -> i64 {
         match self {
             Connection::Managed(conn) => conn.get_db(),
+            Connection::Sentinel(conn) => conn.get_db(),
             Connection::Multiplexed(conn) => conn.get_db(),
             Connection::Cluster(conn) => conn.get_db(),
             Connection::Offline => 0,
@@ -88,6 +96,9 @@ impl ConnectionLike for Connection {
 pub enum Target {
     /// One server: `redis://`, `rediss://`, `unix://`, ...
     Single(redis::Client),
+    /// The primary that Redis Sentinel names:
+    /// `redis+sentinel://h1:26379,h2:26379/mymaster`.
+    Sentinel(Arc<SentinelTarget>),
     /// A Redis Cluster, found through its seed nodes: `redis+cluster://h1:p1,h2:p2/`.
     Cluster(ClusterClient),
     /// No Redis: an offline handle's, whose pushes go to a sink (a fake queue of
@@ -98,8 +109,9 @@ pub enum Target {
 impl Target {
     /// Parses `url`, with the TLS settings of `config`. A `redis+cluster://` (or
     /// `rediss+cluster://`) URL lists one or more seed nodes of a cluster, separated by commas;
-    /// user, password, path and query apply to each. Any other URL names one server
-    /// ([`redis_client`]).
+    /// user, password, path and query apply to each. A `redis+sentinel://` (or
+    /// `rediss+sentinel://`) URL lists sentinels and names the service they watch
+    /// ([`crate::queue::sentinel`]). Any other URL names one server ([`redis_client`]).
     ///
     /// ```
     /// use redjob::queue::connection::Target;
@@ -112,6 +124,9 @@ impl Target {
     /// assert_eq!(target.layout(), KeyLayout::Standalone);
     /// ```
     pub fn parse(url: &str, config: &QueueConfig) -> Result<Target> {
+        if let Some(sentinel) = SentinelTarget::parse(url, config) {
+            return sentinel.map(|target| Target::Sentinel(Arc::new(target)));
+        }
         let Some(seeds) = cluster_seeds(url) else {
             return redis_client(url, config).map(Target::Single);
         };
@@ -137,13 +152,15 @@ impl Target {
     /// The key layout this target needs.
     pub fn layout(&self) -> KeyLayout {
         match self {
-            Target::Single(_) | Target::Offline => KeyLayout::Standalone,
+            Target::Single(_) | Target::Sentinel(_) | Target::Offline => KeyLayout::Standalone,
             Target::Cluster(_) => KeyLayout::Cluster,
         }
     }
 
     /// A connection of its own, not shared with the queue's other operations, whose replies
-    /// may take up to `response_timeout`: for blocking commands such as `BLPOP`.
+    /// may take up to `response_timeout`: for blocking commands such as `BLPOP`. Through
+    /// Sentinel, it goes to the server named the primary now, and stays with it: its owner
+    /// drops it on an error and asks for a new one.
     pub async fn dedicated(
         &self,
         connection_timeout: Duration,
@@ -158,6 +175,12 @@ impl Target {
                     .get_multiplexed_async_connection_with_config(&config)
                     .await
                     .map(Connection::Multiplexed)
+            }
+            Target::Sentinel(target) => {
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(connection_timeout))
+                    .set_response_timeout(Some(response_timeout));
+                target.connect(&config).await.map(Connection::Multiplexed)
             }
             Target::Cluster(client) => {
                 let config = redis::cluster::ClusterConfig::new()
@@ -180,6 +203,7 @@ impl std::fmt::Debug for Target {
                 .debug_tuple("Single")
                 .field(&client.get_connection_info().addr())
                 .finish(),
+            Target::Sentinel(target) => target.fmt(f),
             Target::Cluster(_) => f.write_str("Cluster"),
             Target::Offline => f.write_str("Offline"),
         }

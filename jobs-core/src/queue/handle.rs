@@ -11,6 +11,7 @@ use crate::queue::connection::{Connection, Target};
 use crate::queue::extensions::Extensions;
 use crate::queue::keys::{KeyLayout, Keys, QueueKeys};
 use crate::queue::queued::{Queued, QueuedListener};
+use crate::queue::sentinel::SentinelConnection;
 use crate::queue::url::redis_url_from_env;
 
 /// A handle to the queues on one Redis server or on a Redis Cluster. Cheap to clone: clones
@@ -102,6 +103,12 @@ impl RedisQueue {
                         .map_err(Error::from)?;
                 Connection::Managed(manager)
             }
+            Target::Sentinel(target) => {
+                let connection_config = redis::AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(config.command_timeout))
+                    .set_response_timeout(Some(config.command_timeout));
+                Connection::Sentinel(SentinelConnection::lazy(target.clone(), connection_config))
+            }
             Target::Cluster(client) => {
                 let cluster_config = redis::cluster::ClusterConfig::new()
                     .set_connection_timeout(config.command_timeout)
@@ -111,6 +118,14 @@ impl RedisQueue {
             Target::Offline => Connection::Offline,
         };
         Ok(Self::assemble(conn, target, config, extensions))
+    }
+
+    /// This handle with its commands sent through `conn` instead.
+    pub(crate) fn on_connection(&self, conn: Connection) -> Self {
+        RedisQueue {
+            conn,
+            ..self.clone()
+        }
     }
 
     /// A handle that talks to no Redis: what it pushes goes to the

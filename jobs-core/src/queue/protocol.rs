@@ -10,6 +10,10 @@
 //! cancel requests), and takes a parameter struct when it takes more than one argument, so a
 //! call names what it passes and a new field changes no caller that does not use it.
 
+use std::future::Future;
+
+use crate::error::Result;
+use crate::queue::durable::Durability;
 use crate::queue::handle::RedisQueue;
 
 /// The worker's operations on a queue handle. Not a public API: its shape follows the worker's
@@ -18,12 +22,52 @@ use crate::queue::handle::RedisQueue;
 pub struct WorkerQueue<'q> {
     /// The handle the operations go through.
     pub(crate) handle: &'q RedisQueue,
+    /// How many replicas must have an acknowledgement (a finished job's, a failed one's)
+    /// before it counts as made.
+    acks: Durability,
 }
 
 impl<'q> WorkerQueue<'q> {
     /// The worker's operations, through `handle`.
     pub fn of(handle: &'q RedisQueue) -> Self {
-        Self { handle }
+        Self {
+            handle,
+            acks: Durability::NONE,
+        }
+    }
+
+    /// These operations, with the acknowledgements of finished and failed jobs (`delete`,
+    /// `complete`, `complete_in_batch`, `fail`) made durable: each is followed by a `WAIT`
+    /// for `acks.replicas` replicas on the handle's durable lane, shared by the
+    /// acknowledgements in flight together ([`crate::queue::durable`]). When fewer replicas
+    /// confirm, the acknowledgement stands and a warning says that a failover may run its
+    /// jobs again.
+    pub fn acknowledging(mut self, acks: Durability) -> Self {
+        self.acks = acks;
+        self
+    }
+
+    /// Runs an acknowledgement: `write` on the handle's durable lane, then the `WAIT` for
+    /// the replicas, when acknowledgements are durable.
+    pub(crate) async fn acknowledged<T, F, Fut>(&self, write: F) -> Result<T>
+    where
+        F: FnOnce(RedisQueue) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let (written, confirmation) = self.handle.durably(self.acks, write).await?;
+        if let Err(not_durable) = confirmation {
+            tracing::warn!(
+                replicas = not_durable.wanted,
+                confirmed = ?not_durable.confirmed,
+                "an acknowledgement is not durable ({not_durable}); a failover now may run its jobs again"
+            );
+        }
+        Ok(written)
+    }
+
+    /// Whether acknowledgements go through [`WorkerQueue::acknowledged`].
+    pub(crate) fn durable_acks(&self) -> bool {
+        !self.acks.is_none()
     }
 
     /// The handle the operations go through, for what applications may call too.

@@ -11,6 +11,7 @@ use crate::payload::signing::SigningKey;
 use crate::payload::unique::{Dispatched, Duplicate, UniqueLock};
 use crate::payload::Payload;
 use crate::queue::due::{due_arg, seconds_arg};
+use crate::queue::durable::Durability;
 use crate::queue::handle::RedisQueue;
 use crate::queue::keys::{check_queue_name, KeyLayout};
 use crate::queue::queued::Queued;
@@ -132,20 +133,47 @@ impl RedisQueue {
     /// when any payload is larger than
     /// [`QueueConfig::max_payload_bytes`](crate::QueueConfig::max_payload_bytes)
     /// ([`Error::PayloadTooLarge`]).
+    ///
+    /// With the handle's [`QueueConfig::durability`](crate::QueueConfig::durability), the push
+    /// is acknowledged once that many replicas have it ([`Error::NotDurable`] when fewer
+    /// confirm in time: the jobs were pushed, and may or may not survive a failover).
     pub async fn push_all(&self, envelopes: &[Envelope]) -> Result<Vec<Dispatched>> {
+        self.push_durably(envelopes, self.config.durability).await
+    }
+
+    /// [`push_all`](Self::push_all) with `durability` instead of the handle's default: one
+    /// `WAIT` covers the whole push.
+    pub async fn push_durably(
+        &self,
+        envelopes: &[Envelope],
+        durability: Durability,
+    ) -> Result<Vec<Dispatched>> {
         let sealed = self.seal(envelopes)?;
         let envelopes = sealed.as_deref().unwrap_or(envelopes);
         if let Some(recorded) = self.push_offline(envelopes).await {
             return Ok(recorded);
         }
         self.events_switch().await?;
-        let plan = self.plan(envelopes);
-        let outcomes = self.send(&plan, envelopes).await?;
-        for record in &plan.records {
-            self.invoke::<u64>(record).await?;
-        }
+        let plan = &self.plan(envelopes);
+        let (outcomes, confirmation) = self
+            .durably(durability, |lane| async move {
+                let outcomes = lane.send(plan, envelopes).await?;
+                for record in &plan.records {
+                    lane.invoke::<u64>(record).await?;
+                }
+                Ok(outcomes)
+            })
+            .await?;
         if !self.on_queued.is_empty() {
             self.report_queued(envelopes, &outcomes);
+        }
+        if let Err(mut not_durable) = confirmation {
+            not_durable.jobs = outcomes
+                .iter()
+                .filter(|outcome| !outcome.is_duplicate())
+                .map(Dispatched::uuid)
+                .collect();
+            return Err(Error::NotDurable(not_durable));
         }
         Ok(outcomes)
     }

@@ -9,6 +9,7 @@ use crate::queue::connection::Connection;
 use crate::queue::due::seconds_arg;
 use crate::queue::events::JobsEntry;
 use crate::queue::group::GroupLimits;
+use crate::queue::handle::RedisQueue;
 use crate::queue::keys::QueueKeys;
 use crate::queue::protocol::WorkerQueue;
 use crate::queue::scripts;
@@ -234,6 +235,15 @@ impl WorkerQueue<'_> {
     /// rather than a script: a script would be given every reserved copy again, which costs
     /// Redis more than the removal itself.
     pub async fn delete(&self, delete: DeleteArgs<'_>) -> Result<u64> {
+        if !self.durable_acks() {
+            return self.delete_now(delete).await;
+        }
+        let write =
+            |lane: RedisQueue| async move { WorkerQueue::of(&lane).delete_now(delete).await };
+        self.acknowledged(write).await
+    }
+
+    async fn delete_now(&self, delete: DeleteArgs<'_>) -> Result<u64> {
         let DeleteArgs {
             queue,
             reserved,

@@ -169,6 +169,15 @@ impl WorkerQueue<'_> {
     /// taken first, and the reservation is removed last, so a crash between the two leaves a
     /// job that runs again rather than a lock that outlives its job.
     pub async fn complete(&self, complete: CompleteArgs<'_>) -> Result<bool> {
+        if !self.durable_acks() {
+            return self.complete_now(complete).await;
+        }
+        let write =
+            |lane: RedisQueue| async move { WorkerQueue::of(&lane).complete_now(complete).await };
+        self.acknowledged(write).await
+    }
+
+    async fn complete_now(&self, complete: CompleteArgs<'_>) -> Result<bool> {
         let CompleteArgs {
             queue,
             reserved,
@@ -200,6 +209,14 @@ impl WorkerQueue<'_> {
     /// then remove the reservation. Should the worker die between the last two, the
     /// reservation expires and the job runs again; a second failure overwrites the same record.
     pub async fn fail(&self, fail: FailArgs<'_>) -> Result<bool> {
+        if !self.durable_acks() {
+            return self.fail_now(fail).await;
+        }
+        let write = |lane: RedisQueue| async move { WorkerQueue::of(&lane).fail_now(fail).await };
+        self.acknowledged(write).await
+    }
+
+    async fn fail_now(&self, fail: FailArgs<'_>) -> Result<bool> {
         let FailArgs {
             queue,
             reserved,

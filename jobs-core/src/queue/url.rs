@@ -108,15 +108,40 @@ pub(crate) fn unusable_ca(
     }
 }
 
-/// `url` with the password of its user information replaced by `***`, for messages.
+/// `url` with the password of its user information, and a Sentinel URL's
+/// `sentinel_password` option, replaced by `***`, for messages.
 ///
 /// ```
 /// use redjob::queue::redact_url;
 /// assert_eq!(redact_url("rediss://app:s3cret@redis:6380/0"), "rediss://app:***@redis:6380/0");
 /// assert_eq!(redact_url("redis://:s3cret@redis"), "redis://:***@redis");
 /// assert_eq!(redact_url("redis://redis:6379"), "redis://redis:6379");
+/// assert_eq!(
+///     redact_url("redis+sentinel://s1,s2/mymaster?sentinel_password=s3cret"),
+///     "redis+sentinel://s1,s2/mymaster?sentinel_password=***"
+/// );
 /// ```
 pub fn redact_url(url: &str) -> String {
+    let (url, query) = match url.split_once('?') {
+        Some((url, query)) => (url, Some(query)),
+        None => (url, None),
+    };
+    let mut redacted = redact_user_info(url);
+    if let Some(query) = query {
+        let options: Vec<String> = query
+            .split('&')
+            .map(|option| match option.split_once('=') {
+                Some(("sentinel_password", _)) => "sentinel_password=***".to_owned(),
+                _ => option.to_owned(),
+            })
+            .collect();
+        redacted.push('?');
+        redacted.push_str(&options.join("&"));
+    }
+    redacted
+}
+
+fn redact_user_info(url: &str) -> String {
     let Some(scheme_end) = url.find("://").map(|at| at + 3) else {
         return url.to_owned();
     };

@@ -120,6 +120,16 @@ impl WorkerQueue<'_> {
     /// so counted even when its reservation lapsed and another worker took it: it ran to its
     /// end, and the other run cannot count it again.
     pub async fn complete_in_batch(&self, complete: BatchCompleteArgs<'_>) -> Result<u64> {
+        if !self.durable_acks() {
+            return self.complete_in_batch_now(complete).await;
+        }
+        let write = |lane: RedisQueue| async move {
+            WorkerQueue::of(&lane).complete_in_batch_now(complete).await
+        };
+        self.acknowledged(write).await
+    }
+
+    async fn complete_in_batch_now(&self, complete: BatchCompleteArgs<'_>) -> Result<u64> {
         let BatchCompleteArgs {
             queue,
             batch: id,

@@ -10,7 +10,7 @@
 
 use redjob::__worker::{BatchCompleteArgs, DeleteArgs, WorkerQueue};
 use redjob::queue::keys::QueueKeys;
-use redjob::RedisQueue;
+use redjob::{Durability, RedisQueue};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,7 +37,7 @@ impl Acker {
     /// Starts an acker writing through `queue`. While the worker runs, it retries through
     /// Redis outages until the acknowledgements are delivered; once closed, for up to
     /// `retry_after`, after which the reservations have expired and the jobs run again.
-    pub(crate) fn start(queue: RedisQueue, retry_after: Duration) -> Self {
+    pub(crate) fn start(queue: RedisQueue, retry_after: Duration, durability: Durability) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
         let sender = AckSender {
             sender,
@@ -45,6 +45,7 @@ impl Acker {
         };
         let task = tokio::spawn(run(
             queue,
+            durability,
             receiver,
             sender.unacknowledged.clone(),
             retry_after,
@@ -185,6 +186,7 @@ impl AckSender {
 
 async fn run(
     queue: RedisQueue,
+    durability: Durability,
     mut receiver: mpsc::UnboundedReceiver<Finished>,
     unacknowledged: Arc<Unacknowledged>,
     retry_after: Duration,
@@ -201,7 +203,11 @@ async fn run(
             return;
         }
         let before = pending.len();
-        let acknowledged = acknowledge(&queue, &mut pending).await;
+        let acknowledged = acknowledge(
+            WorkerQueue::of(&queue).acknowledging(durability),
+            &mut pending,
+        )
+        .await;
         unacknowledged.remove(before - pending.len());
         let Err(err) = acknowledged else {
             pause.reset();
@@ -255,7 +261,7 @@ async fn take_arrived(
 /// Deletes the reservations of `pending` jobs with one `ZREM` per queue (one script call per
 /// reserved set and batch for jobs of a batch), and takes the jobs of every call that
 /// succeeded out of `pending`. Stops at the first Redis error, which it returns.
-async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob::Result<()> {
+async fn acknowledge(queue: WorkerQueue<'_>, pending: &mut Vec<Finished>) -> redjob::Result<()> {
     let mut done = vec![false; pending.len()];
     let mut outcome = Ok(());
     for (keys, batch, members) in calls(pending) {
@@ -272,7 +278,7 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
                         )
                     })
                     .collect();
-                WorkerQueue::of(queue)
+                queue
                     .complete_in_batch(BatchCompleteArgs {
                         queue: keys,
                         batch,
@@ -303,7 +309,7 @@ async fn acknowledge(queue: &RedisQueue, pending: &mut Vec<Finished>) -> redjob:
 /// of its groups (`keys`, the first one's), with their `completed` event when each has one (the
 /// queue's events are on).
 async fn delete(
-    queue: &RedisQueue,
+    queue: WorkerQueue<'_>,
     keys: &QueueKeys,
     finished: &[&Finished],
 ) -> redjob::Result<u64> {
@@ -322,7 +328,7 @@ async fn delete(
             .map(|f| f.job.queue.group.as_deref().unwrap_or(""))
             .collect()
     });
-    WorkerQueue::of(queue)
+    queue
         .delete(DeleteArgs {
             queue: keys,
             reserved: &reserved,

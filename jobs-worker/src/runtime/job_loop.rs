@@ -15,7 +15,7 @@ use crate::config::WorkerConfig;
 use crate::exit::Exit;
 use crate::runtime::ahead::Ahead;
 use crate::runtime::fetcher::{Fetched, Fetcher};
-use crate::runtime::outage::Pause;
+use crate::runtime::outage::{Pause, TAKING_PAUSE_MAX};
 use crate::runtime::reserved::Reserved;
 use crate::runtime::services::Services;
 use crate::runtime::slot::{self, Unstarted};
@@ -131,7 +131,7 @@ impl<'a> JobLoop<'a> {
             taken_when_empty: 0,
             job_limit: config.job_limit(),
             started: Instant::now(),
-            fetch_pause: Pause::new(Duration::from_millis(100), Duration::from_secs(5)),
+            fetch_pause: Pause::new(Duration::from_millis(100), TAKING_PAUSE_MAX),
             last_memory_check: None,
         }
     }

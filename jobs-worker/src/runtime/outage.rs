@@ -41,6 +41,11 @@ impl Pause {
     }
 }
 
+/// The longest pause between a worker's attempts to take jobs while Redis cannot be reached:
+/// a worker takes jobs again within this long of Redis coming back (a failover's new primary
+/// elected, a restart done), at the cost of one attempt, and one warning, per pause.
+pub(crate) const TAKING_PAUSE_MAX: Duration = Duration::from_secs(1);
+
 /// Runs `op` until it succeeds or `within` has passed, pausing 50 ms, then twice as long each
 /// time, up to 2 s. Returns `None` when it gave up; `what` names the change in the log.
 pub(crate) async fn with_retries<T, F, Fut>(within: Duration, what: &str, mut op: F) -> Option<T>

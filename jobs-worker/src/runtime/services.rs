@@ -102,7 +102,7 @@ impl Services {
         let queue_sizes =
             crate::prometheus::refresh_queue_sizes(queue.clone(), config.queues.clone());
         started.add_if("queue sizes", queue_sizes.map(Aborted));
-        let acker = Acker::start(queue.clone(), config.retry_after);
+        let acker = Acker::start(queue.clone(), config.retry_after, config.durable_acks);
         let acks = acker.sender();
         started.add("acker", acker);
         let lease = lease::start(queue.clone(), running.clone(), config.retry_after);
@@ -114,6 +114,7 @@ impl Services {
         started.add("cancel requests", Dropped(cancels));
         let settler = Settler {
             queue: queue.clone(),
+            durable_acks: config.durable_acks,
             acks: acks.clone(),
             retry_after: config.retry_after,
             stats: stats.clone(),

@@ -53,6 +53,8 @@ pub(crate) struct AttemptEffects<'a> {
 pub(crate) struct Settler {
     /// Where settlements are written.
     pub(crate) queue: RedisQueue,
+    /// How many replicas must have a completion or failure before it counts as made.
+    pub(crate) durable_acks: redjob::Durability,
     /// Where finished jobs go to have their reservations deleted in batches.
     pub(crate) acks: AckSender,
     /// How long a release or failure is retried through a Redis outage: the reservation's
@@ -329,7 +331,7 @@ impl Settler {
         F: Fn(WorkerQueue<'a>) -> Fut,
         Fut: std::future::Future<Output = redjob::Result<bool>>,
     {
-        let queue = WorkerQueue::of(&self.queue);
+        let queue = WorkerQueue::of(&self.queue).acknowledging(self.durable_acks);
         let held = with_retries(self.retry_after, what, || op(queue)).await;
         if held == Some(false) {
             warn!(queue = %job.queue.name, "the reservation was no longer held; nothing changed");

@@ -37,7 +37,7 @@ use tracing::{debug, warn};
 
 use crate::runtime::control::Control;
 use crate::runtime::fetcher::{Fetched, PopBehind};
-use crate::runtime::outage::Pause;
+use crate::runtime::outage::{Pause, TAKING_PAUSE_MAX};
 
 /// How long [`Waker::hurry_pop`] first waits for the pop before it asks Redis again to end
 /// the BLPOP, in case its request reached the server before the BLPOP did; each wait doubles,
@@ -346,7 +346,7 @@ async fn listen(
     listener: Arc<Listener>,
 ) {
     let mut conn: Option<Connection> = None;
-    let mut pause = Pause::new(Duration::from_millis(100), Duration::from_secs(5));
+    let mut pause = Pause::new(Duration::from_millis(100), TAKING_PAUSE_MAX);
     loop {
         listener.arm.notified().await;
         let keys: Vec<&str> = queues
