@@ -30,7 +30,7 @@ const NODE_TIMEOUT_MS: u32 = 5000;
 /// How long `TestCluster::start` waits for every node to report `cluster_state:ok`.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A Redis Cluster of [`NODES`] primaries and no replicas on loopback ports.
+/// A Redis Cluster of [`NODES`] primaries, with or without replicas, on loopback ports.
 pub struct TestCluster {
     nodes: Vec<TestRedis>,
     url: String,
@@ -40,7 +40,13 @@ impl TestCluster {
     /// Starts the nodes, creates the cluster, and waits until every node reports
     /// `cluster_state:ok` and knows all nodes. Panics with the reason when it cannot.
     pub fn start() -> TestCluster {
-        let nodes: Vec<TestRedis> = (0..NODES)
+        TestCluster::start_with_replicas(0)
+    }
+
+    /// Starts a cluster of [`NODES`] primaries with `replicas` replicas each, as
+    /// [`TestCluster::start`] does; [`TestCluster::nodes`] lists primaries and replicas.
+    pub fn start_with_replicas(replicas: usize) -> TestCluster {
+        let nodes: Vec<TestRedis> = (0..NODES * (1 + replicas))
             .map(|_| TestRedis::start_cluster_node(NODE_TIMEOUT_MS))
             .collect();
         let addresses: Vec<String> = nodes
@@ -50,7 +56,7 @@ impl TestCluster {
         let output = Command::new(redis_cli())
             .args(["--cluster", "create"])
             .args(&addresses)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .unwrap_or_else(|err| panic!("cannot run redis-cli: {err}"));
         assert!(
@@ -61,11 +67,46 @@ impl TestCluster {
             String::from_utf8_lossy(&output.stderr)
         );
         let cluster = TestCluster {
-            url: format!("redis+cluster://{}/", addresses.join(",")),
+            url: format!("redis+cluster://{}/", addresses[..NODES].join(",")),
             nodes,
         };
         cluster.wait_until_ready();
+        cluster.wait_until_replicated(replicas);
         cluster
+    }
+
+    /// Waits until every primary has `replicas` replicas online.
+    fn wait_until_replicated(&self, replicas: usize) {
+        if replicas == 0 {
+            return;
+        }
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let online = |node: &TestRedis| {
+            let info = replication_info(node);
+            info.contains("role:slave") || info.matches("state=online").count() >= replicas
+        };
+        while !self.nodes.iter().all(online) {
+            assert!(
+                Instant::now() < deadline,
+                "the replicas did not come online within {READY_TIMEOUT:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The ports of the nodes that are replicas.
+    pub fn replica_ports(&self) -> Vec<u16> {
+        self.nodes
+            .iter()
+            .filter(|node| replication_info(node).contains("role:slave"))
+            .map(TestRedis::port)
+            .collect()
+    }
+
+    /// Kills the node on `port` with SIGKILL.
+    pub fn kill_node(&mut self, port: u16) {
+        let node = self.nodes.iter_mut().find(|node| node.port() == port);
+        node.expect("a node on that port").kill();
     }
 
     fn wait_until_ready(&self) {
@@ -75,7 +116,7 @@ impl TestCluster {
                 let info = cluster_info(node);
                 let ready = info.contains("cluster_state:ok")
                     && info.contains("cluster_slots_ok:16384")
-                    && info.contains(&format!("cluster_known_nodes:{NODES}"));
+                    && info.contains(&format!("cluster_known_nodes:{}", self.nodes.len()));
                 if ready {
                     break;
                 }
@@ -177,6 +218,18 @@ fn cluster_info(node: &TestRedis) -> String {
         .client()
         .get_connection_with_timeout(Duration::from_secs(2))
         .and_then(|mut conn| redis::cmd("CLUSTER").arg("INFO").query::<String>(&mut conn));
+    reply.unwrap_or_else(|err| format!("no answer: {err}"))
+}
+
+fn replication_info(node: &TestRedis) -> String {
+    let reply = node
+        .client()
+        .get_connection_with_timeout(Duration::from_secs(2))
+        .and_then(|mut conn| {
+            redis::cmd("INFO")
+                .arg("replication")
+                .query::<String>(&mut conn)
+        });
     reply.unwrap_or_else(|err| format!("no answer: {err}"))
 }
 

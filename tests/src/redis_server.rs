@@ -128,11 +128,57 @@ impl TestRedis {
         );
     }
 
+    /// Starts a primary and a replica of it, and waits until the replica is online.
+    pub fn start_replicated() -> (TestRedis, TestRedis) {
+        let primary = TestRedis::start();
+        let port = primary.port().to_string();
+        let replica = TestRedis::start_with(&["--replicaof", "127.0.0.1", &port]);
+        let mut conn = primary
+            .client()
+            .get_connection()
+            .expect("a connection to the primary");
+        let deadline = std::time::Instant::now() + START_TIMEOUT;
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut conn)
+                .expect("INFO replication");
+            if info.contains("state=online") {
+                return (primary, replica);
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the replica did not come online: {info}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Kills the server with SIGKILL, as a crash or an OOM kill would, and waits for it to
     /// exit. Its directory stays, so [`TestRedis::restart`] finds what it persisted.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Freezes the server with SIGSTOP, as a stalled host or a long pause would: its clients'
+    /// commands wait in its sockets until [`TestRedis::resume`].
+    pub fn freeze(&self) {
+        self.signal("STOP");
+    }
+
+    /// Lets a server frozen by [`TestRedis::freeze`] go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("cannot run kill");
+        assert!(status.success(), "kill -{signal} failed");
     }
 
     /// Starts the server again on the same port, in the same directory, with the same

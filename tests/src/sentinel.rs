@@ -45,11 +45,17 @@ impl TestSentinel {
     /// Starts a primary, `replicas` replicas of it and three sentinels, and waits until every
     /// sentinel knows the primary and its replicas.
     pub fn start(replicas: usize) -> TestSentinel {
-        let primary = TestRedis::start();
+        // A replica that must sync in full after a failover (it had more of the old primary's
+        // stream than the new one) does so at once, not after the default 5 s of
+        // `repl-diskless-sync-delay`.
+        const SYNC_AT_ONCE: [&str; 2] = ["--repl-diskless-sync-delay", "0"];
+        let primary = TestRedis::start_with(&SYNC_AT_ONCE);
         let port = primary.port().to_string();
         let mut servers = vec![primary];
         for _ in 0..replicas {
-            servers.push(TestRedis::start_with(&["--replicaof", "127.0.0.1", &port]));
+            let mut options = vec!["--replicaof", "127.0.0.1", &port];
+            options.extend(SYNC_AT_ONCE);
+            servers.push(TestRedis::start_with(&options));
         }
         let sentinels = (0..3).map(|_| start_sentinel(servers[0].port())).collect();
         let deployment = TestSentinel { servers, sentinels };
@@ -62,6 +68,9 @@ impl TestSentinel {
                     .all(|s| replicas_of(s.port).is_some_and(|known| known >= replicas))
             },
         );
+        for replica in deployment.servers[1..].iter().map(TestRedis::port) {
+            deployment.wait_for_replica(replica, Duration::from_secs(30));
+        }
         deployment
     }
 
@@ -102,6 +111,31 @@ impl TestSentinel {
             .iter()
             .find(|server| server.port() == port)
             .expect("a data server on that port")
+    }
+
+    /// The data server on `port`, to freeze and resume.
+    pub fn server_mut(&mut self, port: u16) -> &mut TestRedis {
+        self.servers
+            .iter_mut()
+            .find(|server| server.port() == port)
+            .expect("a data server on that port")
+    }
+
+    /// Waits until the server on `port` is a replica of the primary the sentinels name, with
+    /// its link up: ready to be elected in the next failover.
+    pub fn wait_for_replica(&self, port: u16, timeout: Duration) {
+        self.wait_until(timeout, "the server is an online replica", |d| {
+            let Some(primary) = d.agreed_primary() else {
+                return false;
+            };
+            let info: String = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                .and_then(|client| client.get_connection_with_timeout(Duration::from_millis(500)))
+                .and_then(|mut conn| redis::cmd("INFO").arg("replication").query(&mut conn))
+                .unwrap_or_default();
+            info.contains("role:slave")
+                && info.contains(&format!("master_port:{primary}"))
+                && info.contains("master_link_status:up")
+        });
     }
 
     /// Kills the primary with SIGKILL; returns its port.

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use examples::{Noop, Record, ReindexSearch};
 use redjob::outbox::{Outbox, OutboxError, Relay};
-use redjob::{job, Bulk, Job, JobContext, JobResult, Payload, PendingDispatch, RedisQueue};
+use redjob::{
+    job, Bulk, Durability, Job, JobContext, JobResult, Payload, PendingDispatch, RedisQueue,
+};
 use redjob_worker::{Exit, Worker, WorkerConfig};
 use serde::{Deserialize, Serialize};
 use sqlx::{Connection, PgConnection, PgPool};
@@ -197,6 +199,40 @@ async fn rows_left_by_a_relay_that_died_before_its_commit_push_nothing_twice() {
         [uuid.to_string()],
         "and pushed once"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_relay_deletes_its_rows_only_once_the_replicas_have_their_jobs() {
+    let postgres = TestPostgres::start();
+    let (redis, replica) = tokio::task::block_in_place(TestRedis::start_replicated);
+    let pool = PgPool::connect(&postgres.url()).await.unwrap();
+    Outbox::default().create_table(&pool).await.unwrap();
+    let queue = redis.queue();
+    let uuid = committed(&pool, Noop {}.dispatch().via(&queue)).await;
+
+    let unconfirmed = Durability::replicas(2).within(Duration::from_millis(200));
+    let relay = Relay::new(pool.clone(), queue.clone()).durability(unconfirmed);
+    let err = relay.relay_once().await.unwrap_err();
+    assert!(
+        matches!(&err, OutboxError::Queue(redjob::Error::NotDurable(d)) if d.jobs == [uuid]),
+        "{err:?}"
+    );
+    assert_eq!(outbox_rows(&pool).await, 1, "the row stays");
+    assert_eq!(ready_uuids(&redis, "default").await, [uuid.to_string()]);
+
+    let relay = Relay::new(pool.clone(), queue.clone()).durability(Durability::replicas(1));
+    assert_eq!(relay.relay_once().await.unwrap(), 1);
+    assert_eq!(
+        outbox_rows(&pool).await,
+        0,
+        "deleted once the replica confirmed"
+    );
+    assert_eq!(
+        ready_uuids(&redis, "default").await,
+        [uuid.to_string()],
+        "pushed once"
+    );
+    assert_eq!(ready_uuids(&replica, "default").await, [uuid.to_string()]);
 }
 
 #[tokio::test]

@@ -11,10 +11,15 @@
 //! call names what it passes and a new field changes no caller that does not use it.
 
 use std::future::Future;
+use std::time::Duration;
 
 use crate::error::Result;
 use crate::queue::durable::Durability;
 use crate::queue::handle::RedisQueue;
+
+/// How long an acknowledgement whose connection was lost before the replicas answered is made
+/// again, waiting for a new primary: about a failover's length.
+pub(crate) const RECONFIRM_WITHIN: Duration = Duration::from_secs(30);
 
 /// The worker's operations on a queue handle. Not a public API: its shape follows the worker's
 /// needs. Made with [`WorkerQueue::of`]; as cheap to make and copy as a reference.
@@ -49,12 +54,31 @@ impl<'q> WorkerQueue<'q> {
 
     /// Runs an acknowledgement: `write` on the handle's durable lane, then the `WAIT` for
     /// the replicas, when acknowledgements are durable.
+    ///
+    /// When the connection is lost after the write and before the replicas answered, the
+    /// primary may have died with the write: it is made again on a new connection (to the new
+    /// primary, after a failover), where it changes nothing if it was kept, until the replicas
+    /// answer or [`RECONFIRM_WITHIN`] has passed. Its outcome is the first write's.
     pub(crate) async fn acknowledged<T, F, Fut>(&self, write: F) -> Result<T>
     where
-        F: FnOnce(RedisQueue) -> Fut,
+        F: Fn(RedisQueue) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let (written, confirmation) = self.handle.durably(self.acks, write).await?;
+        let (written, mut confirmation) = self.handle.durably(self.acks, &write).await?;
+        let deadline = tokio::time::Instant::now() + RECONFIRM_WITHIN;
+        let mut pause = Duration::from_millis(100);
+        while matches!(&confirmation, Err(lost) if lost.confirmed.is_none())
+            && tokio::time::Instant::now() + pause < deadline
+        {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+            match self.handle.durably(self.acks, &write).await {
+                Ok((_, again)) => confirmation = again,
+                Err(err) => {
+                    tracing::debug!(error = %err, "cannot make the acknowledgement again yet")
+                }
+            }
+        }
         if let Err(not_durable) = confirmation {
             tracing::warn!(
                 replicas = not_durable.wanted,
