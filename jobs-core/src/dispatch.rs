@@ -13,7 +13,7 @@ use crate::payload::laravel::CALL_QUEUED_HANDLER;
 use crate::payload::php;
 use crate::payload::unique::{Dispatched, UniqueLock};
 use crate::payload::{LogContext, Payload};
-use crate::queue::durable::Durability;
+use crate::queue::durability::Durability;
 use crate::queue::keys::check_group_name;
 use crate::queue::{DebounceDispatch, Envelope, RedisQueue, UniqueDispatch};
 use crate::trace;

@@ -114,9 +114,9 @@ pub enum Error {
     },
     /// A durable write was acknowledged by the primary, but fewer replicas than asked
     /// confirmed it in time: it may or may not survive a failover (see
-    /// [`crate::queue::durable`]).
+    /// [`crate::queue::durability`]).
     #[error("{0}")]
-    NotDurable(crate::queue::durable::NotDurable),
+    NotDurable(crate::queue::durability::NotDurable),
     /// No schedule of this name is defined in this process.
     #[error("no schedule named {0:?} is defined")]
     UnknownSchedule(String),

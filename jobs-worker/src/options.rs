@@ -168,7 +168,8 @@ pub struct WorkerOptions {
     pub trace: Option<redjob::trace::TraceMode>,
 
     /// Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379); a Redis Cluster is
-    /// redis+cluster://host:port,host:port/.
+    /// redis+cluster://host:port,host:port/, a Sentinel-managed primary
+    /// redis+sentinel://host:26379,host:26379/SERVICE.
     #[arg(long, env = "REDIS_URL", default_value = redjob::queue::DEFAULT_REDIS_URL)]
     pub redis: String,
 

@@ -573,7 +573,9 @@ const TROUBLE_CONCURRENCY: usize = 4;
 /// blocking wait, and checks its queues at least this often without one.
 const IDLE_SLEEP: Duration = Duration::from_secs(10);
 /// The worker's longest pause between two fetches that failed.
-const FETCH_PAUSE_CAP: Duration = Duration::from_secs(5);
+const FETCH_PAUSE_CAP: Duration = Duration::from_secs(1);
+/// How long a long outage lasts at least: past the long outage's `--retry-after` (3 s).
+const LONG_OUTAGE: Duration = Duration::from_secs(6);
 
 /// What one bout of trouble did to the worker.
 struct Bout {
@@ -866,6 +868,8 @@ async fn inflict(
                         .any(|w| w.contains(&cap))
                 })
                 .await;
+                // The outage itself, past the reservations' end: not a wait for a condition.
+                tokio::time::sleep(LONG_OUTAGE.saturating_sub(started.elapsed())).await;
             }
             redis.restart();
         }

@@ -7,6 +7,9 @@
 use examples::Noop;
 use redjob::QueueConfig;
 use std::time::{Duration, Instant};
+use tests::dashboard::Dashboard;
+use tests::http::scraped;
+use tests::jobs_command::JobsCommand;
 use tests::sentinel::{TestSentinel, DOWN_AFTER};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, SentVia};
@@ -231,6 +234,48 @@ async fn a_worker_that_finds_no_primary_says_so_and_keeps_trying() {
     })
     .await;
     assert!(worker.is_running(), "the worker keeps trying");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobsctl_the_dashboard_and_the_metrics_read_the_queues_through_the_sentinels() {
+    let deployment = blocking(|| TestSentinel::start(1));
+    let url = deployment.url();
+    let queue = deployment.queue_with(QueueConfig::default());
+    // Delayed an hour: the worker below leaves them where they are.
+    for _ in 0..3 {
+        Noop {}
+            .dispatch()
+            .on_queue("held")
+            .delay(3600)
+            .sent_via(&queue)
+            .await;
+    }
+    let jobsctl = JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), &url);
+    let sizes = jobsctl.json(&["size", "held"]);
+    assert_eq!(sizes[0]["delayed"], 3, "{sizes}");
+
+    let dashboard = Dashboard::start(env!("CARGO_BIN_EXE_test_jobs"), &url, &[], &[]);
+    let queues = dashboard.get_json("/api/queues");
+    let held = queues
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "held")
+        .unwrap_or_else(|| panic!("no held queue in {queues}"));
+    assert_eq!(held["delayed"], 3, "{queues}");
+
+    let addr = format!("127.0.0.1:{}", tests::free_port());
+    let _worker = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_test_worker"),
+        &url,
+        &["--queue", "default,held", "--metrics-addr", &addr],
+    );
+    let series = r#"jobs_queue_jobs{queue="held",section="delayed"}"#;
+    wait_for(ELECTION, "the metrics count the held queue's jobs", || {
+        let value = scraped(&addr, series);
+        async move { value.filter(|v| *v == 3.0) }
+    })
+    .await;
 }
 
 async fn wait_until_ok<T, E: std::fmt::Debug, F, Fut>(timeout: Duration, mut call: F) -> T

@@ -6,7 +6,7 @@ use std::time::Duration;
 use sqlx::postgres::PgListener;
 use sqlx::PgPool;
 
-use crate::queue::durable::Durability;
+use crate::queue::durability::Durability;
 use crate::queue::keys::KeyLayout;
 use crate::queue::{delay_from_due, scripts, RedisQueue, StatusStart};
 use crate::workflow::Link;

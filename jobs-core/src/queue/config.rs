@@ -1,6 +1,6 @@
 //! [`QueueConfig`]: the settings of a [`RedisQueue`](crate::RedisQueue).
 
-use crate::queue::durable::Durability;
+use crate::queue::durability::Durability;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -59,7 +59,7 @@ pub struct QueueConfig {
     /// The durability of every dispatch through this handle that does not set its own
     /// ([`PendingDispatch::durable`](crate::PendingDispatch::durable)): how many replicas must
     /// have a push before it is acknowledged (default [`Durability::NONE`]: the primary
-    /// alone). See [`crate::queue::durable`].
+    /// alone). See [`crate::queue::durability`].
     pub durability: Durability,
 }
 

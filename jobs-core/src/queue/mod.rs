@@ -1,9 +1,10 @@
-//! The queue layer: Laravel's Redis flow on one server or a Redis Cluster.
+//! The queue layer: Laravel's Redis flow on one server, a Sentinel-managed primary or a Redis
+//! Cluster.
 //!
-//! Its ground is the connection ([`connection`], `url.rs`, `spread.rs`), the key names
-//! ([`keys`]) and the Lua scripts (`scripts.rs`, `scripts/*.lua`). On it, one file per
-//! operation: a job is pushed (`push.rs`), reserved (`reserve.rs`), settled (`settle.rs`,
-//! with the effects of `effects.rs`), holds are renewed and freed ([`hold`]), the failed-job
+//! Its ground is the connection ([`connection`], [`sentinel`], `url.rs`, `spread.rs`), durable
+//! writes ([`durability`], `durable.rs`), the key names ([`keys`]) and the Lua scripts
+//! (`scripts.rs`, `scripts/*.lua`). On it, one file per operation: a job is pushed
+//! (`push.rs`), reserved (`reserve.rs`), settled (`settle.rs`, with the effects of `effects.rs`), holds are renewed and freed ([`hold`]), the failed-job
 //! store is read (`failed.rs`), and a queue is sized or cleared (`size.rs`). A queue's groups
 //! are sub-queues of it, served in turn (`group.rs`).
 //!
@@ -23,7 +24,8 @@ mod config;
 pub mod connection;
 mod default;
 mod due;
-pub mod durable;
+pub mod durability;
+pub(crate) mod durable;
 pub(crate) mod effects;
 pub(crate) mod events;
 mod extensions;
@@ -46,7 +48,7 @@ pub(crate) mod spread;
 mod url;
 
 pub use config::{QueueConfig, PREFIX_ENV, TLS_CA_FILE_ENV};
-pub use durable::{Durability, NotDurable};
+pub use durability::{Durability, NotDurable};
 pub use extensions::Extensions;
 pub use group::{GroupLimits, GroupRate, InvalidGroupRate};
 pub use handle::RedisQueue;

@@ -14,7 +14,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::queue::durable::Durability;
+use crate::queue::durability::Durability;
 use crate::queue::handle::RedisQueue;
 
 /// How long an acknowledgement whose connection was lost before the replicas answered is made
@@ -44,7 +44,7 @@ impl<'q> WorkerQueue<'q> {
     /// These operations, with the acknowledgements of finished and failed jobs (`delete`,
     /// `complete`, `complete_in_batch`, `fail`) made durable: each is followed by a `WAIT`
     /// for `acks.replicas` replicas on the handle's durable lane, shared by the
-    /// acknowledgements in flight together ([`crate::queue::durable`]). When fewer replicas
+    /// acknowledgements in flight together ([`crate::queue::durability`]). When fewer replicas
     /// confirm, the acknowledgement stands and a warning says that a failover may run its
     /// jobs again.
     pub fn acknowledging(mut self, acks: Durability) -> Self {

@@ -11,7 +11,7 @@ use crate::payload::signing::SigningKey;
 use crate::payload::unique::{Dispatched, Duplicate, UniqueLock};
 use crate::payload::Payload;
 use crate::queue::due::{due_arg, seconds_arg};
-use crate::queue::durable::Durability;
+use crate::queue::durability::Durability;
 use crate::queue::handle::RedisQueue;
 use crate::queue::keys::{check_queue_name, KeyLayout};
 use crate::queue::queued::Queued;

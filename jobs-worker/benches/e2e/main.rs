@@ -29,6 +29,9 @@
 //! (docs/groups.md). `fairness` (ours): one group with a backlog of N jobs, then 999 other
 //! groups (`--groups`) push 10 jobs each while it drains: the quiet jobs' waits, dispatch to
 //! start, and the drain's rate; `--plain` puts every job in the queue's own list, the baseline.
+//! `--durable R` makes the timed dispatches and the worker's acknowledgements durable (each
+//! waits for R replicas), against a primary with replicas: `enqueue`, `enqueue_single` and
+//! `drain` beside the same without it give what durability costs.
 //! Redis memory per waiting job is measured from outside,
 //! beside the peers', by `scripts/bench-footprint`.
 //!
@@ -109,8 +112,19 @@ struct Args {
     /// fairness: every job in the queue's own list instead of groups, the baseline.
     #[arg(long)]
     plain: bool,
+    /// Make dispatches and the worker's acknowledgements durable: each waits until this many
+    /// replicas have it (`WAIT`, 1 s at most; 0: off). Against a primary with replicas.
+    #[arg(long, default_value_t = 0)]
+    durable: u32,
     #[arg(long, hide = true)]
     bench: bool,
+}
+
+impl Args {
+    /// `--durable` as dispatch and acknowledgement durability.
+    fn durability(&self) -> redjob::Durability {
+        redjob::Durability::replicas(self.durable)
+    }
 }
 
 async fn scenario(args: &Args, queue: &RedisQueue) -> Result<Map<String, Value>, String> {
@@ -161,7 +175,16 @@ fn main() {
     let _tracing = args.otel.then(otel::record_spans);
     let runtime = redjob_worker::async_runtime(args.threads).expect("a tokio runtime");
     let result = runtime.block_on(async {
-        let queue = RedisQueue::open(&args.redis).map_err(|e| e.to_string())?;
+        // The untimed preparation pushes ordinary jobs: only the timed part is durable.
+        let durability = match args.scenario.starts_with("prep") {
+            true => redjob::Durability::NONE,
+            false => args.durability(),
+        };
+        let config = redjob::QueueConfig {
+            durability,
+            ..redjob::QueueConfig::default()
+        };
+        let queue = RedisQueue::with_config(&args.redis, config).map_err(|e| e.to_string())?;
         scenario(&args, &queue).await
     });
     if args.scenario.starts_with("prep") {

@@ -15,6 +15,7 @@ pub(crate) fn worker(args: &Args, queue: &RedisQueue) -> Worker {
     let config = WorkerConfig {
         queues: vec![QUEUE.to_owned()],
         concurrency: args.concurrency,
+        durable_acks: args.durability(),
         ..WorkerConfig::default()
     };
     let worker = Worker::new(config, queue.clone()).expect("a valid worker");
