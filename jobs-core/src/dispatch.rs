@@ -551,14 +551,14 @@ impl Bulk {
     /// The push runs in one `send` span ([`trace`]); each job's trace parent is the span
     /// current when it was added.
     pub async fn send(self) -> Result<Vec<Dispatched>> {
-        let self_durability = self.durability;
+        let durability = self.durability;
         let (queue, envelopes) = self.prepare()?;
         let destination = || match envelopes.split_first() {
             Some((first, rest)) if rest.iter().all(|e| e.queue == first.queue) => &first.queue,
             _ => "*",
         };
         let span = trace::send_span(destination, "bulk", envelopes.len());
-        let durability = self_durability.unwrap_or(queue.config().durability);
+        let durability = durability.unwrap_or(queue.config().durability);
         queue
             .push_durably(&envelopes, durability)
             .instrument(span)

@@ -2,7 +2,7 @@
 //! sentinels watching it as `mymaster`, each started by this harness and stopped when dropped.
 //! A test kills the primary with SIGKILL ([`TestSentinel::kill_primary`]), waits for the
 //! sentinels to elect a replica ([`TestSentinel::wait_for_new_primary`]), and restarts the old
-//! one, which the sentinels make a replica of the new primary.
+//! one as a replica of the new primary ([`TestSentinel::restart`]).
 //!
 //! The sentinels are Debian's `redis-sentinel` when installed, else `redis-server --sentinel`
 //! (the same program). They are asked through the `redis` crate's plain connection.
@@ -221,14 +221,25 @@ impl TestSentinel {
         self.servers.iter().map(|s| s.port()).collect()
     }
 
-    /// Starts the server on `port` again (killed earlier); the sentinels make it a replica.
+    /// Starts the server on `port` again (killed earlier) as a replica of the primary every
+    /// sentinel names, as an operator or an orchestrator brings a failed primary back. (The
+    /// sentinels would make it one by themselves, but only once they have seen it answer as a
+    /// primary for eight seconds after their next `INFO`, ten seconds apart.)
     pub fn restart(&mut self, port: u16) {
-        let server = self
-            .servers
-            .iter_mut()
-            .find(|server| server.port() == port)
-            .expect("a data server on that port");
+        let primary = self
+            .agreed_primary()
+            .expect("the sentinels agree on a primary");
+        let server = self.server_mut(port);
         server.restart();
+        let mut conn = server
+            .client()
+            .get_connection()
+            .expect("a connection to the restarted server");
+        redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(primary)
+            .query::<()>(&mut conn)
+            .expect("REPLICAOF the primary");
     }
 
     fn wait_until(&self, timeout: Duration, what: &str, condition: impl Fn(&Self) -> bool) {

@@ -5,7 +5,7 @@
 //! primary, each leading to the new primary without a stuck or exiting worker.
 
 use examples::Noop;
-use redjob::QueueConfig;
+use redjob::{Durability, QueueConfig};
 use std::time::{Duration, Instant};
 use tests::dashboard::Dashboard;
 use tests::http::scraped;
@@ -186,6 +186,14 @@ async fn a_write_refused_by_a_demoted_primary_goes_to_the_new_primary_at_once() 
         .query::<()>(redis::cmd("SET").arg("before").arg("1"))
         .await
         .unwrap();
+    // The durable lane's connection, made before the demotion.
+    let durable = Durability::replicas(1).within(Duration::from_secs(2));
+    Noop {}
+        .dispatch()
+        .via(&queue)
+        .durable(durable)
+        .await
+        .unwrap();
     let old = deployment.agreed_primary().unwrap();
     let replica = deployment
         .server_ports()
@@ -218,6 +226,24 @@ async fn a_write_refused_by_a_demoted_primary_goes_to_the_new_primary_at_once() 
             .iter()
             .any(|payload| payload.contains(&uuid.to_string())),
         "the dispatch went to the new primary"
+    );
+    // The durable lane learns of the demotion from its refusal, and goes to the new primary
+    // (confirmed once the old primary, its replica now, has synced).
+    let uuid = wait_until_ok(ELECTION, || async {
+        Noop {}.dispatch().via(&queue).durable(durable).await
+    })
+    .await;
+    let waiting: Vec<String> = redis::cmd("LRANGE")
+        .arg("queues:default")
+        .arg(0)
+        .arg(-1)
+        .query(&mut conn)
+        .unwrap();
+    assert!(
+        waiting
+            .iter()
+            .any(|payload| payload.contains(&uuid.to_string())),
+        "the durable dispatch went to the new primary"
     );
 }
 

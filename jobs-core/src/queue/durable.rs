@@ -172,7 +172,12 @@ impl RedisQueue {
         let written = match write(handle.queue.clone()).await {
             Ok(written) => written,
             Err(err) => {
-                if matches!(err, Error::Unreachable(_) | Error::Timeout(_)) {
+                // Redis's own refusal included: a lane to a demoted primary (READONLY) must
+                // ask the sentinels again, and a new connection costs little beside an error.
+                if matches!(
+                    err,
+                    Error::Unreachable(_) | Error::Timeout(_) | Error::Redis(_)
+                ) {
                     lane.drop_connection(handle.generation);
                 }
                 return Err(err);
