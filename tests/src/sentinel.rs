@@ -71,6 +71,19 @@ impl TestSentinel {
         for replica in deployment.servers[1..].iter().map(TestRedis::port) {
             deployment.wait_for_replica(replica, Duration::from_secs(30));
         }
+        // As the primary sees them: a replica counts for WAIT once the primary has it online.
+        deployment.wait_until(
+            Duration::from_secs(30),
+            "the primary has every replica online",
+            |d| {
+                let info: String = d.servers[0]
+                    .client()
+                    .get_connection()
+                    .and_then(|mut conn| redis::cmd("INFO").arg("replication").query(&mut conn))
+                    .unwrap_or_default();
+                info.matches("state=online").count() >= replicas
+            },
+        );
         deployment
     }
 
@@ -93,6 +106,20 @@ impl TestSentinel {
             ..config
         };
         RedisQueue::with_config(&self.url(), config).expect("the sentinel URL is valid")
+    }
+
+    /// The sentinels' logs (debugging).
+    pub fn logs(&self) -> String {
+        self.sentinels
+            .iter()
+            .map(|s| {
+                format!(
+                    "--- sentinel {}\n{}",
+                    s.port,
+                    std::fs::read_to_string(s._dir.path().join("sentinel.log")).unwrap_or_default()
+                )
+            })
+            .collect()
     }
 
     /// The ports of the sentinels.
@@ -139,13 +166,22 @@ impl TestSentinel {
     }
 
     /// Kills the primary with SIGKILL; returns its port.
+    /// The primary is the server every sentinel names, and which answers `ROLE` as one.
     pub fn kill_primary(&mut self) -> u16 {
-        let port = self.primary_port().expect("a sentinel names the primary");
-        let server = self
-            .servers
-            .iter_mut()
-            .find(|server| server.port() == port)
-            .expect("the primary is one of the data servers");
+        let port = self
+            .agreed_primary()
+            .expect("every sentinel names the same primary");
+        let server = self.server_mut(port);
+        let role: Vec<redis::Value> = server
+            .client()
+            .get_connection()
+            .and_then(|mut conn| redis::cmd("ROLE").query(&mut conn))
+            .expect("ROLE of the primary");
+        assert_eq!(
+            role.first(),
+            Some(&redis::Value::BulkString(b"master".to_vec())),
+            "the server the sentinels name answers as the primary"
+        );
         server.kill();
         port
     }

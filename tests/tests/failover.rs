@@ -99,7 +99,9 @@ async fn under_failovers(durable: bool) -> Outcome {
     for _ in 0..KILLS {
         tokio::time::sleep(BETWEEN_KILLS).await;
         let killed = blocking(|| deployment.kill_primary());
-        // Taken once the process is gone: a dispatch sent after it reaches the new primary.
+        // Taken once the process is gone: a dispatch sent after it cannot reach it. (It can
+        // reach a server the sentinels promoted in an earlier, contested election and have not
+        // made a replica again yet: a primary as well, for a while.)
         let killed_ms = epoch_ms();
         let recovered = wait_for(ELECTION, "a job dispatched after the kill starts", || {
             let started: Vec<(String, f64)> = workers
@@ -135,7 +137,34 @@ async fn under_failovers(durable: bool) -> Outcome {
     for producer in producers {
         producer.await.unwrap();
     }
-    let last_kill_over = epoch_ms();
+    // No worker hangs: after the failovers, each takes some of a last round of jobs.
+    let mut last_round = Vec::new();
+    for _ in 0..200 {
+        let sent = wait_for(ELECTION, "a dispatch after the failovers", || async {
+            Noop {}
+                .dispatch()
+                .via(&queue)
+                .durable(Durability::NONE)
+                .await
+                .ok()
+        })
+        .await;
+        last_round.push(sent.to_string());
+    }
+    for (at, worker) in workers.iter().enumerate() {
+        wait_for(
+            ELECTION,
+            format!("worker {at} runs jobs of the last round"),
+            || {
+                let ran = worker
+                    .events()
+                    .into_iter()
+                    .find(|e| e.status == "DONE" && last_round.contains(&e.uuid));
+                async move { ran }
+            },
+        )
+        .await;
+    }
 
     let acknowledged: Vec<String> = lock(&acknowledged).iter().map(|(u, _)| u.clone()).collect();
     let done = |workers: &[WorkerProcess]| {
@@ -159,14 +188,6 @@ async fn under_failovers(durable: bool) -> Outcome {
     let done = done(&workers);
     for (at, worker) in workers.iter_mut().enumerate() {
         assert!(worker.is_running(), "worker {at} kept running");
-        let worked_after = worker
-            .events()
-            .iter()
-            .any(|e| e.status == "DONE" && e.at_ms > last_kill_over - 2000.0);
-        assert!(
-            worked_after,
-            "worker {at} took jobs after the last failover"
-        );
     }
     Outcome {
         acknowledged: acknowledged.len(),
@@ -239,14 +260,15 @@ async fn a_frozen_primary_replaced_and_back_loses_the_plain_dispatch_it_acknowle
         command_timeout: Duration::from_secs(60),
         ..QueueConfig::default()
     });
-    let durability = Durability::replicas(1).within(Duration::from_millis(500));
     // The durable lane's connection is made now, before the freeze, as in a running service.
+    let warm_up = Durability::replicas(1).within(Duration::from_secs(5));
     Noop {}
         .dispatch()
         .via(&queue)
-        .durable(durability)
+        .durable(warm_up)
         .await
         .unwrap();
+    let durability = Durability::replicas(1).within(Duration::from_millis(500));
     let old = deployment.agreed_primary().unwrap();
     deployment.server_mut(old).freeze();
     let plain = {

@@ -159,8 +159,8 @@ impl Target {
 
     /// A connection of its own, not shared with the queue's other operations, whose replies
     /// may take up to `response_timeout`: for blocking commands such as `BLPOP`. Through
-    /// Sentinel, it goes to the server named the primary now, and stays with it: its owner
-    /// drops it on an error and asks for a new one.
+    /// Sentinel, it follows the primary as the shared connection does (a blocked command
+    /// learns of a failover when it fails or ends).
     pub async fn dedicated(
         &self,
         connection_timeout: Duration,
@@ -180,7 +180,9 @@ impl Target {
                 let config = redis::AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(connection_timeout))
                     .set_response_timeout(Some(response_timeout));
-                target.connect(&config).await.map(Connection::Multiplexed)
+                SentinelConnection::connect(target.clone(), config)
+                    .await
+                    .map(Connection::Sentinel)
             }
             Target::Cluster(client) => {
                 let config = redis::cluster::ClusterConfig::new()
@@ -192,6 +194,29 @@ impl Target {
                     .map(Connection::Cluster)
             }
             Target::Offline => Err(offline_refusal()),
+        }
+    }
+}
+
+impl Target {
+    /// A connection of its own, as [`Target::dedicated`], that stays with the server it was
+    /// made to: through Sentinel, to the primary named now, never switching to another (its
+    /// owner drops it on an error). What a `WAIT` covers needs it: a `WAIT` sent on another
+    /// server would confirm none of the writes made on the first. On one server and on a
+    /// cluster, the same as [`Target::dedicated`].
+    pub async fn pinned(
+        &self,
+        connection_timeout: Duration,
+        response_timeout: Duration,
+    ) -> redis::RedisResult<Connection> {
+        match self {
+            Target::Sentinel(target) => {
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(connection_timeout))
+                    .set_response_timeout(Some(response_timeout));
+                target.connect(&config).await.map(Connection::Multiplexed)
+            }
+            _ => self.dedicated(connection_timeout, response_timeout).await,
         }
     }
 }

@@ -80,7 +80,7 @@ impl Lane {
         let timeout = queue.config.command_timeout;
         // A WAIT answers within its own timeout, which the call's deadline covers.
         let conn = queue
-            .timed(queue.target().dedicated(timeout, LONGEST_SILENCE))
+            .timed(queue.target().pinned(timeout, LONGEST_SILENCE))
             .await?;
         let handle = LaneHandle {
             generation: self.generations.fetch_add(1, Ordering::Relaxed) + 1,

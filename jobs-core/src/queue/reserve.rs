@@ -240,7 +240,8 @@ impl WorkerQueue<'_> {
         }
         let write =
             |lane: RedisQueue| async move { WorkerQueue::of(&lane).delete_now(delete).await };
-        self.acknowledged(write).await
+        // Boxed: the durable path's future would weigh on every acknowledgement's.
+        Box::pin(self.acknowledged(write)).await
     }
 
     async fn delete_now(&self, delete: DeleteArgs<'_>) -> Result<u64> {

@@ -13,12 +13,16 @@
 //! connection (the primary died, or a blocked `BLPOP` was cut), a `READONLY` reply (the primary
 //! was demoted to a replica), and `UNBLOCKED` or `MASTERDOWN`. A command refused with
 //! `READONLY` changed nothing, so it is sent once more to the new primary at once.
+//! Before a command, at most once a second, it also asks a sentinel whether its server is still
+//! the one named the primary, so that it leaves a server a contested election left answering
+//! as a primary.
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{AsyncConnectionConfig, Cmd, ConnectionAddr, Pipeline, RedisFuture, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::queue::config::QueueConfig;
@@ -35,6 +39,8 @@ pub const SENTINEL_TLS_SCHEME: &str = "rediss+sentinel";
 /// A primary found through its sentinels: where a [`SentinelConnection`] connects to.
 pub struct SentinelTarget {
     sentinels: tokio::sync::Mutex<SentinelClient>,
+    /// A connection to one sentinel, for checking which primary it names.
+    asked: tokio::sync::Mutex<Option<MultiplexedConnection>>,
     service: String,
     /// The URL, its passwords hidden: for messages.
     url: String,
@@ -66,16 +72,53 @@ impl SentinelTarget {
         &self,
         config: &AsyncConnectionConfig,
     ) -> redis::RedisResult<MultiplexedConnection> {
-        let client = self
-            .sentinels
-            .lock()
-            .await
-            .async_get_client()
-            .await
-            .map_err(|err| self.no_primary(err))?;
-        client
+        Ok(self.connect_to_primary(config).await?.0)
+    }
+
+    /// [`SentinelTarget::connect`], with the primary's address (`host:port`).
+    async fn connect_to_primary(
+        &self,
+        config: &AsyncConnectionConfig,
+    ) -> redis::RedisResult<(MultiplexedConnection, String)> {
+        // Boxed: the sentinels' lookup is a deep future, and connecting is rare.
+        let lookup = async { self.sentinels.lock().await.async_get_client().await };
+        let client = Box::pin(lookup).await.map_err(|err| self.no_primary(err))?;
+        let address = client.get_connection_info().addr().to_string();
+        let conn = client
             .get_multiplexed_async_connection_with_config(config)
-            .await
+            .await?;
+        Ok((conn, address))
+    }
+
+    /// The address (`host:port`) the first sentinel that answers names for the primary now.
+    async fn named_primary(&self) -> redis::RedisResult<String> {
+        let mut asked = self.asked.lock().await;
+        if asked.is_none() {
+            let sentinel = self
+                .sentinels
+                .lock()
+                .await
+                .async_get_sentinel_client()
+                .await?;
+            *asked = Some(sentinel.get_multiplexed_async_connection().await?);
+        }
+        let conn = asked.as_mut().expect("connected above");
+        let named = redis::cmd("SENTINEL")
+            .arg("GET-MASTER-ADDR-BY-NAME")
+            .arg(&self.service)
+            .query_async::<Option<(String, u16)>>(conn)
+            .await;
+        match named {
+            Ok(Some((host, port))) => Ok(format!("{host}:{port}")),
+            Ok(None) => Err(self.no_primary(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "the sentinel knows no such service",
+            )))),
+            Err(err) => {
+                *asked = None;
+                Err(err)
+            }
+        }
     }
 
     fn no_primary(&self, err: redis::RedisError) -> redis::RedisError {
@@ -242,6 +285,7 @@ impl<'u> SentinelUrl<'u> {
         };
         Ok(SentinelTarget {
             sentinels: tokio::sync::Mutex::new(client),
+            asked: tokio::sync::Mutex::new(None),
             service: self.service.to_owned(),
             url: redact_url(url),
         })
@@ -275,6 +319,11 @@ fn percent_decode(text: &str) -> String {
 /// A connection to a Sentinel-managed primary that follows it across failovers: it connects
 /// on first use, and forgets its server when a reply says the server is gone or no longer
 /// the primary, to ask the sentinels again on the next command. Clones share the connection.
+///
+/// It also asks a sentinel, before a command and at most every [`CHECK_EVERY`], whether the
+/// server it talks to is still the one named the primary: after a contested election two
+/// servers can answer as primaries for a while, and the one the sentinels do not name will be
+/// made a replica, losing what was written to it.
 #[derive(Clone)]
 pub struct SentinelConnection {
     shared: Arc<Shared>,
@@ -289,13 +338,27 @@ struct Shared {
     /// Held while connecting, so that the commands that find no connection make one between
     /// them.
     connecting: tokio::sync::Mutex<()>,
+    /// When the sentinels' view was last asked for (ms since `created`), and whether it is
+    /// being asked now.
+    checked_ms: AtomicU64,
+    checking: AtomicBool,
+    created: Instant,
 }
 
 #[derive(Clone)]
 struct Current {
     generation: u64,
     conn: MultiplexedConnection,
+    /// The server's address, `host:port`, as the sentinels named it.
+    address: String,
 }
+
+/// How often a [`SentinelConnection`] in use checks that its server is the primary the
+/// sentinels name.
+pub const CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long a command waits for that check's answer before it goes on regardless.
+pub const CHECK_WITHIN: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl SentinelConnection {
     /// A connection to the primary of `target`, made on first use.
@@ -307,7 +370,54 @@ impl SentinelConnection {
                 current: Mutex::new(None),
                 generations: AtomicU64::new(0),
                 connecting: tokio::sync::Mutex::new(()),
+                checked_ms: AtomicU64::new(0),
+                checking: AtomicBool::new(false),
+                created: Instant::now(),
             }),
+        }
+    }
+
+    /// A connection to the primary of `target`, made now (an error when none is found).
+    pub async fn connect(
+        target: Arc<SentinelTarget>,
+        config: AsyncConnectionConfig,
+    ) -> redis::RedisResult<Self> {
+        let connection = SentinelConnection::lazy(target, config);
+        connection.connection().await?;
+        Ok(connection)
+    }
+
+    /// Asks a sentinel which server is the primary, when that was last asked [`CHECK_EVERY`]
+    /// ago or more, waiting at most [`CHECK_WITHIN`] for the answer; forgets `current` when
+    /// the sentinel names another. Returns whether it did.
+    async fn check(&self, current: &Current) -> bool {
+        let shared = &self.shared;
+        let now_ms = shared.created.elapsed().as_millis() as u64;
+        let due = now_ms.saturating_sub(shared.checked_ms.load(Ordering::Relaxed))
+            >= CHECK_EVERY.as_millis() as u64;
+        if !due || shared.checking.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        let named = tokio::time::timeout(CHECK_WITHIN, shared.target.named_primary()).await;
+        shared.checked_ms.store(now_ms, Ordering::Relaxed);
+        shared.checking.store(false, Ordering::Release);
+        match named {
+            Ok(Ok(named)) if named != current.address => {
+                tracing::warn!(
+                    service = %shared.target.service,
+                    server = %current.address,
+                    primary = %named,
+                    "the sentinels name another primary than the server in use; switching"
+                );
+                self.forget(current.generation);
+                true
+            }
+            Ok(Ok(_)) => false,
+            Ok(Err(err)) => {
+                tracing::debug!(error = %err, "cannot ask a sentinel for the primary");
+                false
+            }
+            Err(_) => false,
         }
     }
 
@@ -325,10 +435,15 @@ impl SentinelConnection {
         if let Some(current) = self.current() {
             return Ok(current);
         }
-        let conn = self.shared.target.connect(&self.shared.config).await?;
+        let (conn, address) = self
+            .shared
+            .target
+            .connect_to_primary(&self.shared.config)
+            .await?;
         let current = Current {
             generation: self.shared.generations.fetch_add(1, Ordering::Relaxed) + 1,
             conn,
+            address,
         };
         *self
             .shared
@@ -362,7 +477,10 @@ impl SentinelConnection {
     where
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        let current = self.connection().await?;
+        let mut current = self.connection().await?;
+        if self.check(&current).await {
+            current = self.connection().await?;
+        }
         let reply = send(current.conn).await;
         if refused_by_replica(&reply) {
             self.forget(current.generation);

@@ -174,7 +174,8 @@ impl WorkerQueue<'_> {
         }
         let write =
             |lane: RedisQueue| async move { WorkerQueue::of(&lane).complete_now(complete).await };
-        self.acknowledged(write).await
+        // Boxed: the durable path's future would weigh on every acknowledgement's.
+        Box::pin(self.acknowledged(write)).await
     }
 
     async fn complete_now(&self, complete: CompleteArgs<'_>) -> Result<bool> {
@@ -213,7 +214,8 @@ impl WorkerQueue<'_> {
             return self.fail_now(fail).await;
         }
         let write = |lane: RedisQueue| async move { WorkerQueue::of(&lane).fail_now(fail).await };
-        self.acknowledged(write).await
+        // Boxed: the durable path's future would weigh on every acknowledgement's.
+        Box::pin(self.acknowledged(write)).await
     }
 
     async fn fail_now(&self, fail: FailArgs<'_>) -> Result<bool> {

@@ -126,7 +126,8 @@ impl WorkerQueue<'_> {
         let write = |lane: RedisQueue| async move {
             WorkerQueue::of(&lane).complete_in_batch_now(complete).await
         };
-        self.acknowledged(write).await
+        // Boxed: the durable path's future would weigh on every acknowledgement's.
+        Box::pin(self.acknowledged(write)).await
     }
 
     async fn complete_in_batch_now(&self, complete: BatchCompleteArgs<'_>) -> Result<u64> {
