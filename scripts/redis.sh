@@ -3,27 +3,25 @@
 # loopback port when REDIS_URL is unset, stopping it when the calling script exits.
 
 ensure_redis_server() {
-  if command -v redis-server >/dev/null 2>&1; then
-    return
-  fi
-  echo "redis-server is missing; installing the Debian package redis-server" >&2
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  ensure_debian_package redis-server redis-server
 }
 
 # Installs Debian's redis-sentinel when it is missing: the failover tests run a primary,
 # replicas and sentinels of their own.
 ensure_redis_sentinel() {
-  if command -v redis-sentinel >/dev/null 2>&1; then
+  ensure_debian_package redis-sentinel redis-sentinel
+}
+
+# ensure_debian_package COMMAND PACKAGE: installs PACKAGE when COMMAND is missing.
+ensure_debian_package() {
+  if command -v "$1" >/dev/null 2>&1; then
     return
   fi
-  echo "redis-sentinel is missing; installing the Debian package redis-sentinel" >&2
+  echo "$1 is missing; installing the Debian package $2" >&2
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-sentinel >/dev/null
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
 }
 
 start_private_redis() {

@@ -252,6 +252,21 @@ impl TestSentinel {
         old_port
     }
 
+    /// The payloads waiting in `queues:<queue>` on the data server on `port`.
+    pub fn waiting_on(&self, port: u16, queue: &str) -> Vec<String> {
+        let mut conn = self
+            .server(port)
+            .client()
+            .get_connection()
+            .expect("a connection to a data server");
+        redis::cmd("LRANGE")
+            .arg(format!("queues:{queue}"))
+            .arg(0)
+            .arg(-1)
+            .query(&mut conn)
+            .expect("LRANGE of the queue")
+    }
+
     /// The ports of the data servers, the primary's among them.
     pub fn server_ports(&self) -> Vec<u16> {
         self.servers.iter().map(|s| s.port()).collect()

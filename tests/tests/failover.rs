@@ -292,17 +292,7 @@ async fn a_frozen_primary_replaced_and_back_loses_the_plain_dispatch_it_acknowle
         panic!("the durable dispatch says no replica has it: {durable:?}");
     };
     blocking(|| deployment.wait_for_replica(old, ELECTION));
-    let mut conn = deployment
-        .server(elected)
-        .client()
-        .get_connection()
-        .unwrap();
-    let waiting: Vec<String> = redis::cmd("LRANGE")
-        .arg("queues:default")
-        .arg(0)
-        .arg(-1)
-        .query(&mut conn)
-        .unwrap();
+    let waiting = deployment.waiting_on(elected, "default");
     println!(
         "frozen primary: the plain dispatch {plain} was acknowledged and is {}; the durable one \
          failed: {not_durable}",

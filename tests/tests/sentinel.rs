@@ -210,19 +210,9 @@ async fn a_write_refused_by_a_demoted_primary_goes_to_the_new_primary_at_once() 
         .expect("the write refused as READONLY is sent again to the new primary");
     assert_eq!(get(replica, "after").as_deref(), Some("1"));
     let uuid = Noop {}.dispatch().sent_via(&queue).await;
-    let mut conn = deployment
-        .server(replica)
-        .client()
-        .get_connection()
-        .unwrap();
-    let waiting: Vec<String> = redis::cmd("LRANGE")
-        .arg("queues:default")
-        .arg(0)
-        .arg(-1)
-        .query(&mut conn)
-        .unwrap();
     assert!(
-        waiting
+        deployment
+            .waiting_on(replica, "default")
             .iter()
             .any(|payload| payload.contains(&uuid.to_string())),
         "the dispatch went to the new primary"
@@ -233,14 +223,9 @@ async fn a_write_refused_by_a_demoted_primary_goes_to_the_new_primary_at_once() 
         Noop {}.dispatch().via(&queue).durable(durable).await
     })
     .await;
-    let waiting: Vec<String> = redis::cmd("LRANGE")
-        .arg("queues:default")
-        .arg(0)
-        .arg(-1)
-        .query(&mut conn)
-        .unwrap();
     assert!(
-        waiting
+        deployment
+            .waiting_on(replica, "default")
             .iter()
             .any(|payload| payload.contains(&uuid.to_string())),
         "the durable dispatch went to the new primary"

@@ -168,18 +168,14 @@ impl Target {
     ) -> redis::RedisResult<Connection> {
         match self {
             Target::Single(client) => {
-                let config = redis::AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(connection_timeout))
-                    .set_response_timeout(Some(response_timeout));
+                let config = with_timeouts(connection_timeout, response_timeout);
                 client
                     .get_multiplexed_async_connection_with_config(&config)
                     .await
                     .map(Connection::Multiplexed)
             }
             Target::Sentinel(target) => {
-                let config = redis::AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(connection_timeout))
-                    .set_response_timeout(Some(response_timeout));
+                let config = with_timeouts(connection_timeout, response_timeout);
                 SentinelConnection::connect(target.clone(), config)
                     .await
                     .map(Connection::Sentinel)
@@ -196,9 +192,7 @@ impl Target {
             Target::Offline => Err(offline_refusal()),
         }
     }
-}
 
-impl Target {
     /// A connection of its own, as [`Target::dedicated`], that stays with the server it was
     /// made to: through Sentinel, to the primary named now, never switching to another (its
     /// owner drops it on an error). What a `WAIT` covers needs it: a `WAIT` sent on another
@@ -211,9 +205,7 @@ impl Target {
     ) -> redis::RedisResult<Connection> {
         match self {
             Target::Sentinel(target) => {
-                let config = redis::AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(connection_timeout))
-                    .set_response_timeout(Some(response_timeout));
+                let config = with_timeouts(connection_timeout, response_timeout);
                 target.connect(&config).await.map(Connection::Multiplexed)
             }
             _ => self.dedicated(connection_timeout, response_timeout).await,
@@ -233,6 +225,16 @@ impl std::fmt::Debug for Target {
             Target::Offline => f.write_str("Offline"),
         }
     }
+}
+
+/// A connection's settings with these timeouts.
+pub(crate) fn with_timeouts(
+    connection_timeout: Duration,
+    response_timeout: Duration,
+) -> redis::AsyncConnectionConfig {
+    redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(connection_timeout))
+        .set_response_timeout(Some(response_timeout))
 }
 
 /// The seed node URLs of a cluster URL; `None` when `url` does not name a cluster.

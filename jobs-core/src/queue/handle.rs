@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::queue::config::QueueConfig;
-use crate::queue::connection::{Connection, Target};
+use crate::queue::connection::{with_timeouts, Connection, Target};
 use crate::queue::extensions::Extensions;
 use crate::queue::keys::{KeyLayout, Keys, QueueKeys};
 use crate::queue::queued::{Queued, QueuedListener};
@@ -104,10 +104,8 @@ impl RedisQueue {
                 Connection::Managed(manager)
             }
             Target::Sentinel(target) => {
-                let connection_config = redis::AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(config.command_timeout))
-                    .set_response_timeout(Some(config.command_timeout));
-                Connection::Sentinel(SentinelConnection::lazy(target.clone(), connection_config))
+                let timeouts = with_timeouts(config.command_timeout, config.command_timeout);
+                Connection::Sentinel(SentinelConnection::lazy(target.clone(), timeouts))
             }
             Target::Cluster(client) => {
                 let cluster_config = redis::cluster::ClusterConfig::new()
