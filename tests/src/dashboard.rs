@@ -17,9 +17,23 @@ impl Dashboard {
     /// `jobsctl --redis URL dashboard --listen 127.0.0.1:<free port> args...` with `envs`, and
     /// waits until it answers HTTP.
     pub fn start(program: &str, redis_url: &str, args: &[&str], envs: &[(&str, &str)]) -> Self {
-        let addr = format!("127.0.0.1:{}", free_port());
+        Dashboard::start_on("127.0.0.1", program, redis_url, args, envs)
+    }
+
+    /// Starts `jobsctl dashboard` listening on `ip` (`0.0.0.0`, say) and a free port, as
+    /// [`Dashboard::start`] does; it is reached on loopback.
+    pub fn start_on(
+        ip: &str,
+        program: &str,
+        redis_url: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Self {
+        let port = free_port();
+        let listen = format!("{ip}:{port}");
+        let addr = format!("127.0.0.1:{port}");
         let child = Command::new(program)
-            .args(["--redis", redis_url, "dashboard", "--listen", &addr])
+            .args(["--redis", redis_url, "dashboard", "--listen", &listen])
             .args(args)
             .env_remove("REDIS_URL")
             .env_remove(redjob::queue::PREFIX_ENV)

@@ -364,6 +364,37 @@ async fn bad_credentials_and_a_taken_address_are_clear_errors() {
 }
 
 #[tokio::test]
+async fn listening_beyond_loopback_needs_auth_or_the_flag_that_names_the_risk() {
+    let redis = TestRedis::start();
+    let jobs = tests::jobs_command::JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    let addr = format!("0.0.0.0:{}", tests::free_port());
+    let ran = jobs.run(&["dashboard", "--listen", &addr]);
+    assert_eq!(ran.code(), Some(1), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("--insecure-without-auth") && ran.stderr.contains("--auth"),
+        "the refusal names the flags: {}",
+        ran.stderr
+    );
+    let program = env!("CARGO_BIN_EXE_test_jobs");
+    let open = Dashboard::start_on(
+        "0.0.0.0",
+        program,
+        redis.url(),
+        &["--insecure-without-auth"],
+        &[],
+    );
+    assert_eq!(open.send(Request::get("/api/queues")).status, 200);
+    let guarded = Dashboard::start_on(
+        "0.0.0.0",
+        program,
+        redis.url(),
+        &["--auth", "ops:secret"],
+        &[],
+    );
+    assert_eq!(guarded.send(Request::get("/api/queues")).status, 401);
+}
+
+#[tokio::test]
 async fn an_unreachable_redis_is_a_json_error_the_page_can_show() {
     let port = tests::CLOSED_PORT;
     let dash = Dashboard::start(

@@ -17,6 +17,18 @@ pub enum DashboardError {
         /// Why.
         source: std::io::Error,
     },
+    /// Asked to listen beyond loopback without `--auth`, and without
+    /// `--insecure-without-auth` to accept the risk.
+    #[error(
+        "refusing to listen on {addr} without --auth: anyone who can reach it could retry, \
+         delete and cancel jobs and pause queues. Give --auth user:password (or \
+         JOBS_DASHBOARD_AUTH), listen on loopback and tunnel to it, or pass \
+         --insecure-without-auth to accept that risk"
+    )]
+    Unauthenticated {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
     /// The server failed while running.
     #[error("the dashboard server failed: {0}")]
     Serve(std::io::Error),

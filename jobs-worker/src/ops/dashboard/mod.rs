@@ -27,13 +27,20 @@ pub const AUTH_ENV: &str = "JOBS_DASHBOARD_AUTH";
 #[derive(Debug, Clone, Args)]
 pub struct DashboardArgs {
     /// Address to listen on. Loopback by default: anyone who can reach the dashboard can
-    /// retry and forget failed jobs and pause queues, so give --auth when listening wider.
+    /// retry and forget failed jobs and pause queues, so listening wider needs --auth (or
+    /// --insecure-without-auth).
     #[arg(long, default_value = "127.0.0.1:9900")]
     pub listen: SocketAddr,
 
     /// Require HTTP basic auth with these credentials, as user:password.
     #[arg(long, env = AUTH_ENV, hide_env_values = true)]
     pub auth: Option<String>,
+
+    /// Listen beyond loopback without --auth all the same: anyone who can reach the address
+    /// can retry, delete and cancel jobs and pause queues. Without it, such a --listen is
+    /// refused.
+    #[arg(long)]
+    pub insecure_without_auth: bool,
 }
 
 /// The dashboard's routes: the page, its assets and the JSON API, behind the [`guard`].
@@ -56,6 +63,9 @@ pub fn router(
 /// Serves the dashboard until SIGINT or SIGTERM. Prints the address it listens on.
 pub async fn serve(admin: Admin, args: DashboardArgs) -> Result<(), DashboardError> {
     let loopback = args.listen.ip().is_loopback();
+    if !loopback && args.auth.is_none() && !args.insecure_without_auth {
+        return Err(DashboardError::Unauthenticated { addr: args.listen });
+    }
     let app = router(admin, args.auth.as_deref(), loopback)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -66,8 +76,9 @@ pub async fn serve(admin: Admin, args: DashboardArgs) -> Result<(), DashboardErr
     let addr = listener.local_addr().map_err(DashboardError::Serve)?;
     if !loopback && args.auth.is_none() {
         eprintln!(
-            "jobsctl: warning: the dashboard listens on {addr} without --auth: anyone who can \
-             reach it can retry and forget failed jobs and pause queues"
+            "jobsctl: warning: the dashboard listens on {addr} without --auth \
+             (--insecure-without-auth): anyone who can reach it can retry, delete and cancel \
+             jobs and pause queues"
         );
     }
     println!("Dashboard on http://{addr}/");
