@@ -38,6 +38,7 @@ impl Dashboard {
             .env_remove("REDIS_URL")
             .env_remove(redjob::queue::PREFIX_ENV)
             .env_remove(redjob_worker::ops::dashboard::AUTH_ENV)
+            .env_remove(redjob_worker::ops::dashboard::READ_ONLY_AUTH_ENV)
             .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

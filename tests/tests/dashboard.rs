@@ -395,6 +395,64 @@ async fn listening_beyond_loopback_needs_auth_or_the_flag_that_names_the_risk() 
 }
 
 #[tokio::test]
+async fn read_only_credentials_read_every_page_and_change_nothing() {
+    let redis = TestRedis::start();
+    let dash = Dashboard::start(
+        env!("CARGO_BIN_EXE_test_jobs"),
+        redis.url(),
+        &["--auth", "ops:secret", "--read-only-auth", "viewer:look"],
+        &[],
+    );
+    let full = "Basic b3BzOnNlY3JldA=="; // ops:secret
+    let viewer = "Basic dmlld2VyOmxvb2s="; // viewer:look
+    let wrong = "Basic dmlld2VyOndyb25n"; // viewer:wrong
+    assert_eq!(dash.send(Request::get("/api/queues")).status, 401);
+    let refused = dash.send(Request::get("/api/queues").header("Authorization", wrong));
+    assert_eq!(refused.status, 401);
+    for path in ["/", "/api/queues", "/api/overview", "/api/failed"] {
+        let read = dash.send(Request::get(path).header("Authorization", viewer));
+        assert_eq!(read.status, 200, "{path}: {}", read.body);
+    }
+    let pause = |authorization| {
+        dash.send(
+            dash.page_post("/api/queues/emails/pause", "{}")
+                .header("Authorization", authorization),
+        )
+    };
+    let paused = || async {
+        let paused: bool = redis
+            .conn()
+            .await
+            .sismember(redis.queue().keys().paused(), "emails")
+            .await
+            .unwrap();
+        paused
+    };
+    let refused = pause(viewer);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("read-only"), "{}", refused.body);
+    assert!(!paused().await, "a read-only request changed nothing");
+    assert_eq!(pause(full).status, 200);
+    assert!(paused().await);
+
+    let jobs = tests::jobs_command::JobsCommand::new(env!("CARGO_BIN_EXE_test_jobs"), redis.url());
+    let ran = jobs.run(&[
+        "dashboard",
+        "--listen",
+        "127.0.0.1:0",
+        "--read-only-auth",
+        "viewer",
+    ]);
+    assert_eq!(ran.code(), Some(1));
+    assert!(
+        ran.stderr
+            .contains("--read-only-auth must be user:password"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[tokio::test]
 async fn an_unreachable_redis_is_a_json_error_the_page_can_show() {
     let port = tests::CLOSED_PORT;
     let dash = Dashboard::start(

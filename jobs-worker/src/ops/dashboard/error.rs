@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DashboardError {
-    /// `--auth` is not `user:password`.
-    #[error("--auth must be user:password, with a user and a password")]
-    InvalidAuth,
+    /// `--auth` or `--read-only-auth` (named) is not `user:password`.
+    #[error("{0} must be user:password, with a user and a password")]
+    InvalidAuth(&'static str),
     /// The address cannot be listened on.
     #[error("cannot listen on {addr}: {source}")]
     Listen {

@@ -1,5 +1,6 @@
-//! What every dashboard request goes through: the `Host` check, basic auth, the cross-site
-//! check on state-changing requests, and headers that keep the page out of other sites' frames.
+//! What every dashboard request goes through: the `Host` check, basic auth (full, or read-only:
+//! pages and reads, no change), the cross-site check on state-changing requests, and headers
+//! that keep the page out of other sites' frames.
 //!
 //! A POST is accepted only with the header `X-Requested-With: jobs-dashboard`, which an HTML
 //! form cannot send and a script of another origin cannot send without a CORS preflight that
@@ -23,8 +24,10 @@ pub const REQUESTED_WITH: (&str, &str) = ("x-requested-with", "jobs-dashboard");
 /// The checks, as configured.
 #[derive(Debug)]
 pub struct Guard {
-    /// The whole `Authorization` header value basic auth must match.
+    /// The whole `Authorization` header value of full access.
     authorization: Option<String>,
+    /// The whole `Authorization` header value of read-only access.
+    read_only: Option<String>,
     /// Whether the `Host` must be a loopback name.
     loopback: bool,
 }
@@ -33,20 +36,64 @@ impl Guard {
     /// Checks for `credentials` (`user:password`, when given), and for a loopback `Host` when
     /// `loopback`.
     pub fn new(credentials: Option<&str>, loopback: bool) -> Result<Guard, DashboardError> {
-        let authorization = match credentials {
-            None => None,
-            Some(credentials) => match credentials.split_once(':') {
-                Some((user, password)) if !user.is_empty() && !password.is_empty() => {
-                    let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
-                    Some(format!("Basic {encoded}"))
-                }
-                _ => return Err(DashboardError::InvalidAuth),
-            },
-        };
         Ok(Guard {
-            authorization,
+            authorization: credentials
+                .map(|credentials| basic_authorization(credentials, "--auth"))
+                .transpose()?,
+            read_only: None,
             loopback,
         })
+    }
+
+    /// This guard, also letting `credentials` (`user:password`) in to read: pages and `GET`
+    /// endpoints, and no change (`403`).
+    pub fn read_only(mut self, credentials: &str) -> Result<Guard, DashboardError> {
+        self.read_only = Some(basic_authorization(credentials, "--read-only-auth")?);
+        Ok(self)
+    }
+
+    /// What the request's `Authorization` header lets it do; `None`: nothing (`401`).
+    fn access(&self, headers: &HeaderMap) -> Option<Access> {
+        if self.authorization.is_none() && self.read_only.is_none() {
+            return Some(Access::Full);
+        }
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .map(HeaderValue::as_bytes)
+            .unwrap_or_default();
+        let matches = |expected: &Option<String>| {
+            expected
+                .as_ref()
+                .is_some_and(|expected| same_bytes(given, expected.as_bytes()))
+        };
+        if matches(&self.authorization) {
+            Some(Access::Full)
+        } else if matches(&self.read_only) {
+            Some(Access::ReadOnly)
+        } else {
+            None
+        }
+    }
+}
+
+/// What an authenticated request may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Read and change.
+    Full,
+    /// Read only.
+    ReadOnly,
+}
+
+/// The `Authorization` header value of basic auth with `credentials` (`user:password`), given
+/// by the option `flag`.
+fn basic_authorization(credentials: &str, flag: &'static str) -> Result<String, DashboardError> {
+    match credentials.split_once(':') {
+        Some((user, password)) if !user.is_empty() && !password.is_empty() => {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+            Ok(format!("Basic {encoded}"))
+        }
+        _ => Err(DashboardError::InvalidAuth(flag)),
     }
 }
 
@@ -59,22 +106,22 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
             "the dashboard listens on loopback and answers only loopback host names",
         );
     }
-    if let Some(expected) = &guard.authorization {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .map(HeaderValue::as_bytes)
-            .unwrap_or_default();
-        if !same_bytes(given, expected.as_bytes()) {
-            let mut response = refuse(StatusCode::UNAUTHORIZED, "authentication required");
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"jobsctl dashboard\", charset=\"UTF-8\""),
-            );
-            return response;
-        }
-    }
+    let Some(access) = guard.access(headers) else {
+        let mut response = refuse(StatusCode::UNAUTHORIZED, "authentication required");
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"jobsctl dashboard\", charset=\"UTF-8\""),
+        );
+        return response;
+    };
     let safe = matches!(*request.method(), Method::GET | Method::HEAD);
     if !safe {
+        if access == Access::ReadOnly {
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "read-only access: a change needs the --auth credentials",
+            );
+        }
         if let Some(reason) = cross_site(headers) {
             return refuse(StatusCode::FORBIDDEN, reason);
         }
