@@ -76,12 +76,10 @@ impl TestSentinel {
             Duration::from_secs(30),
             "the primary has every replica online",
             |d| {
-                let info: String = d.servers[0]
-                    .client()
-                    .get_connection()
-                    .and_then(|mut conn| redis::cmd("INFO").arg("replication").query(&mut conn))
-                    .unwrap_or_default();
-                info.matches("state=online").count() >= replicas
+                replication(d.servers[0].port())
+                    .matches("state=online")
+                    .count()
+                    >= replicas
             },
         );
         deployment
@@ -127,11 +125,6 @@ impl TestSentinel {
         self.sentinels.iter().map(|s| s.port).collect()
     }
 
-    /// The primary's port, as the first sentinel that answers reports it.
-    pub fn primary_port(&self) -> Option<u16> {
-        self.sentinels.iter().find_map(|s| primary_of(s.port))
-    }
-
     /// The data server on `port`.
     pub fn server(&self, port: u16) -> &TestRedis {
         self.servers
@@ -155,10 +148,7 @@ impl TestSentinel {
             let Some(primary) = d.agreed_primary() else {
                 return false;
             };
-            let info: String = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-                .and_then(|client| client.get_connection_with_timeout(Duration::from_millis(500)))
-                .and_then(|mut conn| redis::cmd("INFO").arg("replication").query(&mut conn))
-                .unwrap_or_default();
+            let info = replication(port);
             info.contains("role:slave")
                 && info.contains(&format!("master_port:{primary}"))
                 && info.contains("master_link_status:up")
@@ -171,18 +161,12 @@ impl TestSentinel {
         let port = self
             .agreed_primary()
             .expect("every sentinel names the same primary");
-        let server = self.server_mut(port);
-        let role: Vec<redis::Value> = server
-            .client()
-            .get_connection()
-            .and_then(|mut conn| redis::cmd("ROLE").query(&mut conn))
-            .expect("ROLE of the primary");
         assert_eq!(
-            role.first(),
-            Some(&redis::Value::BulkString(b"master".to_vec())),
+            role(port),
+            "master",
             "the server the sentinels name answers as the primary"
         );
-        server.kill();
+        self.server_mut(port).kill();
         port
     }
 
@@ -214,13 +198,7 @@ impl TestSentinel {
         let old_port = self
             .agreed_primary()
             .expect("the sentinels agree on a primary");
-        let query = |port: u16, cmd: &mut redis::Cmd| {
-            let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-                .and_then(|client| client.get_connection())
-                .expect("a connection to a server of the deployment");
-            cmd.query::<redis::Value>(&mut conn)
-                .unwrap_or_else(|err| panic!("{cmd:?} on {port}: {err}"));
-        };
+        let query = |port: u16, cmd: &mut redis::Cmd| run::<redis::Value>(port, cmd);
         query(new_port, redis::cmd("REPLICAOF").arg("NO").arg("ONE"));
         query(
             old_port,
@@ -254,17 +232,12 @@ impl TestSentinel {
 
     /// The payloads waiting in `queues:<queue>` on the data server on `port`.
     pub fn waiting_on(&self, port: u16, queue: &str) -> Vec<String> {
-        let mut conn = self
-            .server(port)
-            .client()
-            .get_connection()
-            .expect("a connection to a data server");
-        redis::cmd("LRANGE")
+        let lrange = redis::cmd("LRANGE")
             .arg(format!("queues:{queue}"))
             .arg(0)
             .arg(-1)
-            .query(&mut conn)
-            .expect("LRANGE of the queue")
+            .to_owned();
+        run(port, &lrange)
     }
 
     /// The ports of the data servers, the primary's among them.
@@ -280,17 +253,8 @@ impl TestSentinel {
         let primary = self
             .agreed_primary()
             .expect("the sentinels agree on a primary");
-        let server = self.server_mut(port);
-        server.restart();
-        let mut conn = server
-            .client()
-            .get_connection()
-            .expect("a connection to the restarted server");
-        redis::cmd("REPLICAOF")
-            .arg("127.0.0.1")
-            .arg(primary)
-            .query::<()>(&mut conn)
-            .expect("REPLICAOF the primary");
+        self.server_mut(port).restart();
+        run::<()>(port, redis::cmd("REPLICAOF").arg("127.0.0.1").arg(primary));
     }
 
     fn wait_until(&self, timeout: Duration, what: &str, condition: impl Fn(&Self) -> bool) {
@@ -326,7 +290,7 @@ fn start_sentinel(primary_port: u16) -> SentinelProcess {
         let mut child = spawn_sentinel(&config);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if sentinel(port).is_some() {
+            if connection(port).is_some() {
                 return SentinelProcess {
                     child,
                     port,
@@ -364,12 +328,36 @@ fn spawn_sentinel(config: &std::path::Path) -> Child {
     }
 }
 
-/// A connection to the sentinel on `port`, or `None` when it does not answer.
-fn sentinel(port: u16) -> Option<redis::Connection> {
+/// A connection to the server or sentinel on `port` of loopback, or `None` when it does not
+/// answer within half a second.
+pub fn connection(port: u16) -> Option<redis::Connection> {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
     client
         .get_connection_with_timeout(Duration::from_millis(500))
         .ok()
+}
+
+/// Runs `cmd` on the server or sentinel on `port`, panicking with the reason when it fails.
+fn run<T: redis::FromRedisValue>(port: u16, cmd: &redis::Cmd) -> T {
+    let mut conn = connection(port).unwrap_or_else(|| panic!("nothing answers on port {port}"));
+    cmd.query(&mut conn)
+        .unwrap_or_else(|err| panic!("{cmd:?} on {port}: {err}"))
+}
+
+/// The server on `port`'s `INFO replication`, empty when it does not answer.
+fn replication(port: u16) -> String {
+    connection(port)
+        .and_then(|mut conn| redis::cmd("INFO").arg("replication").query(&mut conn).ok())
+        .unwrap_or_default()
+}
+
+/// The role the server on `port` answers `ROLE` with: `master` or `slave`.
+pub fn role(port: u16) -> String {
+    let role: Vec<redis::Value> = run(port, &redis::cmd("ROLE"));
+    match role.first() {
+        Some(redis::Value::BulkString(role)) => String::from_utf8_lossy(role).into_owned(),
+        other => panic!("ROLE answered {other:?}"),
+    }
 }
 
 /// The address the sentinel on `port` gives for the primary, `None` when it gives none.
@@ -377,7 +365,7 @@ fn primary_of(port: u16) -> Option<u16> {
     let (_, port): (String, String) = redis::cmd("SENTINEL")
         .arg("GET-MASTER-ADDR-BY-NAME")
         .arg(SERVICE)
-        .query(&mut sentinel(port)?)
+        .query(&mut connection(port)?)
         .ok()?;
     port.parse().ok()
 }
@@ -387,7 +375,7 @@ fn replicas_of(port: u16) -> Option<usize> {
     let replicas: Vec<redis::Value> = redis::cmd("SENTINEL")
         .arg("REPLICAS")
         .arg(SERVICE)
-        .query(&mut sentinel(port)?)
+        .query(&mut connection(port)?)
         .ok()?;
     Some(replicas.len())
 }

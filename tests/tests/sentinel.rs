@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tests::dashboard::Dashboard;
 use tests::http::scraped;
 use tests::jobs_command::JobsCommand;
-use tests::sentinel::{TestSentinel, DOWN_AFTER};
+use tests::sentinel::{connection, role, TestSentinel, DOWN_AFTER};
 use tests::worker_process::WorkerProcess;
 use tests::{wait_for, SentVia};
 
@@ -21,23 +21,8 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
 }
 
-fn role(port: u16) -> String {
-    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut conn).unwrap();
-    match role.first() {
-        Some(redis::Value::BulkString(role)) => String::from_utf8_lossy(role).into_owned(),
-        other => panic!("ROLE answered {other:?}"),
-    }
-}
-
 fn get(port: u16, key: &str) -> Option<String> {
-    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let mut conn = connection(port).expect("a connection to the server");
     redis::cmd("GET").arg(key).query(&mut conn).unwrap()
 }
 

@@ -570,7 +570,7 @@ impl AttemptSetup for JobContext {
     }
 
     fn resuming_from(self, checkpoint: Option<String>) -> Self {
-        self.checkpoints.set_last(checkpoint);
+        self.resume_from(checkpoint);
         self
     }
 
